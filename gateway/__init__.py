@@ -1,0 +1,1 @@
+"""Duet gateway: OpenAI-compatible API, dual-version router, replica state, proxy."""

@@ -1,0 +1,39 @@
+"""The ``duet`` command. Each subcommand lives in its own module exposing
+``register(subparsers)``; modules are imported lazily so ``duet sim`` never loads the gateway
+and ``duet check`` never loads uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# subcommand -> module that registers it (and its one-line help, shown without importing it)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "sim": ("serving.sim.cli", "run one simulated vLLM replica"),
+}
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="duet", description="Duet: one model, two variants, one gateway.")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    wanted = argv[0] if argv else None
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        if name == wanted:
+            importlib.import_module(module).register(subparsers)
+        else:
+            subparsers.add_parser(name, help=help_text)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(args_list)
+    args = parser.parse_args(args_list)
+    result = args.run(args)
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Locust scenarios, SLO reports and gateway benchmarks."""

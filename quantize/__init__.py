@@ -1,0 +1,1 @@
+"""Quantization recipes and the capability-parity gate."""
