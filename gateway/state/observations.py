@@ -1,0 +1,95 @@
+"""The gateway's own view of each replica from the requests it finished: time to first token,
+time per output token and error rate, as exponentially time-decayed means.
+
+Decay is by elapsed time, not by sample count: a sample's weight halves every ``half_life_s``
+seconds, so a replica that was slow a minute ago and fast now reads as fast whatever the request
+rate. Samples arriving at the same instant weigh equally (a plain per-sample EWMA with a
+time-derived alpha would give the second of two simultaneous samples zero weight).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.domain import Outcome
+from gateway.state.outcomes import OutcomeKind
+
+
+@dataclass(frozen=True, slots=True)
+class DecayingMean:
+    """A time-decayed mean: sum(w_i * x_i) / sum(w_i) with w_i = 0.5 ** (age_i / half_life).
+
+    ``total`` and ``weight`` are both decayed to ``at``; their ratio is the mean, and ``weight``
+    (in samples) says how much recent evidence backs it.
+    """
+
+    total: float = 0.0
+    weight: float = 0.0
+    at: float = 0.0
+
+    @property
+    def value(self) -> float | None:
+        """The mean, or None before the first sample."""
+        return self.total / self.weight if self.weight > 0 else None
+
+    def add(self, sample: float, now: float, half_life_s: float) -> DecayingMean:
+        """This mean with ``sample`` observed at ``now``."""
+        # A sample older than ``at`` (clocks of two writers) decays nothing rather than growing.
+        decay = 0.5 ** (max(0.0, now - self.at) / half_life_s) if self.weight else 0.0
+        return DecayingMean(self.total * decay + sample, self.weight * decay + 1.0, max(now, self.at))
+
+
+@dataclass(frozen=True, slots=True)
+class Observations:
+    """Per-replica latency and error statistics from finished requests (seconds, fraction)."""
+
+    ttft: DecayingMean = DecayingMean()
+    tpot: DecayingMean = DecayingMean()
+    errors: DecayingMean = DecayingMean()  # mean of 1 (error) / 0 (success): the error rate
+
+    @property
+    def ttft_s(self) -> float | None:
+        return self.ttft.value
+
+    @property
+    def tpot_s(self) -> float | None:
+        return self.tpot.value
+
+    @property
+    def error_rate(self) -> float:
+        """Fraction of recent requests that failed or were refused as overload, in [0, 1]."""
+        return self.errors.value or 0.0
+
+
+def observe(
+    observations: Observations,
+    outcome: Outcome,
+    kind: OutcomeKind,
+    now: float,
+    half_life_s: float,
+) -> Observations:
+    """Fold one finished request into a replica's observations.
+
+    Latencies come from successful requests only (a failure's timing says nothing about speed);
+    client errors are ignored entirely.
+    """
+    if kind is OutcomeKind.CLIENT:
+        return observations
+    errors = observations.errors.add(0.0 if kind is OutcomeKind.SUCCESS else 1.0, now, half_life_s)
+    if kind is not OutcomeKind.SUCCESS:
+        return Observations(observations.ttft, observations.tpot, errors)
+    ttft, tpot = observations.ttft, observations.tpot
+    if outcome.ttft_s is not None:
+        ttft = ttft.add(outcome.ttft_s, now, half_life_s)
+        per_token = time_per_output_token(outcome)
+        if per_token is not None:
+            tpot = tpot.add(per_token, now, half_life_s)
+    return Observations(ttft, tpot, errors)
+
+
+def time_per_output_token(outcome: Outcome) -> float | None:
+    """Decode time per generated token after the first, in seconds, when it can be measured:
+    it needs a first-token time and at least two output tokens."""
+    if outcome.ttft_s is None or outcome.output_tokens < 2:
+        return None
+    return max(0.0, outcome.duration_s - outcome.ttft_s) / (outcome.output_tokens - 1)

@@ -1,0 +1,200 @@
+"""The replica-state store: what the monitor learns and what the proxy observes, read back by
+routing as one snapshot.
+
+``StateStore`` is the interface; ``InMemoryStateStore`` is the embedded default for one gateway.
+A shared (Redis) store fits the same shape: ``snapshot`` is synchronous because routing is, so a
+shared store serves it from a local copy refreshed in the background; ``begin`` and ``finish`` are
+one round trip each (one script: in-flight count, breaker claim, observations).
+
+The proxy's contract: call ``begin`` before forwarding; when it admits, call ``finish`` exactly
+once with the outcome (in a ``finally``), and when it refuses, try the next ranked replica.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from gateway.domain import Health, Outcome, ReplicaState
+from gateway.state import breaker as breakers
+from gateway.state.breaker import Breaker, BreakerPolicy, Permit
+from gateway.state.observations import Observations, observe
+from gateway.state.outcomes import OutcomeKind, classify
+from gateway.state.vllm_metrics import VllmStats
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """``begin``'s answer. ``probe``: admitted as a half-open breaker's single probe."""
+
+    replica_id: str
+    admitted: bool
+    probe: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """How replica state ages and reacts.
+
+    ``stale_after_s``: health and scraped stats older than this are unknown (a few check
+    intervals: one missed check is not an outage, a dead monitor must not leave replicas UP).
+    ``half_life_s``: how fast observed latency and error rate forget (see observations).
+    """
+
+    stale_after_s: float = 5.0
+    half_life_s: float = 30.0
+    breaker: BreakerPolicy = BreakerPolicy()
+
+
+class StateStore(Protocol):
+    """Replica state shared between the monitor (writer), the proxy (writer) and routing (reader).
+
+    ``at`` arguments are read from ``now()``, the store's clock: monotonic in memory, wall time
+    when gateways share a store.
+    """
+
+    def now(self) -> float:
+        """The clock this store ages state by."""
+        ...
+
+    def snapshot(self) -> Mapping[str, ReplicaState]:
+        """Every known replica's state, O(replicas), no I/O. Stale health reads UNKNOWN."""
+        ...
+
+    async def begin(self, replica_id: str) -> Admission:
+        """Count a request in flight and pass it through the replica's breaker."""
+        ...
+
+    async def finish(self, outcome: Outcome) -> None:
+        """Count an admitted request out and feed its outcome to observations and breaker."""
+        ...
+
+    async def record_health(self, replica_id: str, healthy: bool, at: float) -> None:
+        """Record a health check's result taken at ``at``."""
+        ...
+
+    async def record_stats(self, replica_id: str, stats: VllmStats, at: float) -> None:
+        """Record a ``/metrics`` scrape taken at ``at``."""
+        ...
+
+    async def forget(self, replica_id: str) -> None:
+        """Drop a replica that left the config (its late outcomes are then ignored)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; the store is unusable afterwards."""
+        ...
+
+
+@dataclass(slots=True)
+class _Record:
+    """One replica's state in memory. Mutable holder of immutable parts, owned by one store."""
+
+    in_flight: int = 0
+    health_ok: bool | None = None
+    health_at: float = float("-inf")
+    stats: VllmStats | None = None
+    stats_at: float = float("-inf")
+    breaker: Breaker = field(default_factory=Breaker)
+    observations: Observations = field(default_factory=Observations)
+
+
+class InMemoryStateStore:
+    """Replica state for one gateway process. Every method runs without awaiting, so each is
+    atomic on the event loop: a half-open probe is claimed by exactly one ``begin``."""
+
+    def __init__(
+        self,
+        settings: StoreSettings = StoreSettings(),
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._records: dict[str, _Record] = {}
+
+    def now(self) -> float:
+        return self._clock()
+
+    def snapshot(self) -> Mapping[str, ReplicaState]:
+        now = self._clock()
+        return {rid: self._state(rid, record, now) for rid, record in self._records.items()}
+
+    async def begin(self, replica_id: str) -> Admission:
+        record = self._record(replica_id)
+        record.breaker, permit = breakers.admit(
+            record.breaker, self._settings.breaker, self._clock()
+        )
+        if permit is Permit.REFUSED:
+            return Admission(replica_id, admitted=False, reason="circuit breaker open")
+        record.in_flight += 1
+        return Admission(replica_id, admitted=True, probe=permit is Permit.PROBE)
+
+    async def finish(self, outcome: Outcome) -> None:
+        record = self._records.get(outcome.replica_id)
+        if record is None:  # forgotten while the request ran
+            return
+        now = self._clock()
+        kind = classify(outcome)
+        record.in_flight = max(0, record.in_flight - 1)
+        record.observations = observe(
+            record.observations, outcome, kind, now, self._settings.half_life_s
+        )
+        record.breaker = _feed_breaker(record.breaker, kind, self._settings.breaker, now)
+
+    async def record_health(self, replica_id: str, healthy: bool, at: float) -> None:
+        record = self._record(replica_id)
+        if at >= record.health_at:  # a late, older result must not overwrite a newer one
+            record.health_ok, record.health_at = healthy, at
+
+    async def record_stats(self, replica_id: str, stats: VllmStats, at: float) -> None:
+        record = self._record(replica_id)
+        if at >= record.stats_at:
+            record.stats, record.stats_at = stats, at
+
+    async def forget(self, replica_id: str) -> None:
+        self._records.pop(replica_id, None)
+
+    async def aclose(self) -> None:
+        self._records.clear()
+
+    def _record(self, replica_id: str) -> _Record:
+        record = self._records.get(replica_id)
+        if record is None:
+            record = self._records[replica_id] = _Record()
+        return record
+
+    def _state(self, replica_id: str, record: _Record, now: float) -> ReplicaState:
+        horizon = now - self._settings.stale_after_s
+        stats = record.stats if record.stats_at >= horizon else None
+        observations = record.observations
+        return ReplicaState(
+            replica_id=replica_id,
+            health=_health(record.health_ok, record.health_at >= horizon),
+            breaker=record.breaker.view(now),
+            in_flight=record.in_flight,
+            running=stats.running if stats else None,
+            waiting=stats.waiting if stats else None,
+            kv_cache_usage=stats.kv_cache_usage if stats else None,
+            ttft_s=observations.ttft_s,
+            tpot_s=observations.tpot_s,
+            error_rate=observations.error_rate,
+        )
+
+
+def _health(ok: bool | None, fresh: bool) -> Health:
+    if ok is None or not fresh:
+        return Health.UNKNOWN
+    return Health.UP if ok else Health.DOWN
+
+
+def _feed_breaker(breaker: Breaker, kind: OutcomeKind, policy: BreakerPolicy, now: float) -> Breaker:
+    """Move a breaker by one outcome (see ``gateway.state.outcomes`` for which kind counts)."""
+    if kind is OutcomeKind.SUCCESS:
+        return breakers.record_success(breaker, now)
+    if kind is OutcomeKind.FAILURE:
+        return breakers.record_failure(breaker, policy, now)
+    return breakers.release_probe(breaker)
