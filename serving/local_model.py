@@ -142,21 +142,28 @@ def convert_gguf(gguf: Path, out_dir: Path) -> None:
     """
     forbid_hub()
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     if not tokenizer.chat_template:
         raise LocalModelError(f"{gguf.name} carries no chat template")
+    # float32 is what the GGUF dequantizes to; rounding once to bf16 at the copy loses nothing more.
     loaded = AutoModelForCausalLM.from_pretrained(
-        gguf.parent, gguf_file=gguf.name, torch_dtype=torch.bfloat16
+        gguf.parent, gguf_file=gguf.name, dtype=torch.float32
     )
-    config = loaded.config
-    config.torch_dtype = torch.bfloat16
+    config = LlamaConfig.from_dict(plain_config(loaded.config.to_dict()))
     fresh = LlamaForCausalLM(config).to(torch.bfloat16)
     fresh.load_state_dict(loaded.state_dict())
     fresh.generation_config = loaded.generation_config
     fresh.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
+
+
+def plain_config(config: dict[str, object]) -> dict[str, object]:
+    """The GGUF model's config as a plain bf16 checkpoint's: without the GGUF quantization entry,
+    which would make vLLM look for a GGUF file, and without the GGUF's internal model name."""
+    dropped = {"quantization_config", "_model_name_or_path", "_name_or_path", "torch_dtype"}
+    return {key: value for key, value in config.items() if key not in dropped} | {"dtype": "bfloat16"}
 
 
 def verify(model_dir: Path, *, generate: bool = False) -> None:
@@ -173,6 +180,8 @@ def verify(model_dir: Path, *, generate: bool = False) -> None:
     config = AutoConfig.from_pretrained(model_dir)
     if config.model_type != "llama":
         raise LocalModelError(f"{model_dir}: model_type {config.model_type!r}, expected 'llama'")
+    if getattr(config, "quantization_config", None):
+        raise LocalModelError(f"{model_dir}: config still declares a quantization")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     ids = tokenizer.encode(ROUND_TRIP_TEXT, add_special_tokens=False)
     if tokenizer.decode(ids) != ROUND_TRIP_TEXT:
@@ -191,9 +200,11 @@ def check_generation(model_dir: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16)
     chat = [{"role": "user", "content": "What is the capital of France?"}]
-    ids = tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt")
+    ids = tokenizer.apply_chat_template(
+        chat, add_generation_prompt=True, return_tensors="pt", return_dict=True
+    )["input_ids"]
     with torch.no_grad():
         out = model.generate(ids, max_new_tokens=12, do_sample=False)
     answer = tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)

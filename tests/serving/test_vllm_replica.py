@@ -161,7 +161,7 @@ needs_vllm = pytest.mark.skipif(not VLLM_READY.exists(), reason="needs `make vll
 PARSE_WITH_VLLM = textwrap.dedent("""
     import json, sys
     from vllm.engine.arg_utils import AsyncEngineArgs
-    from vllm.entrypoints.openai.cli_args import make_arg_parser, validate_parsed_serve_args
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
     from vllm.utils.argparse_utils import FlexibleArgumentParser
     args = make_arg_parser(FlexibleArgumentParser()).parse_args(sys.argv[1:])
     validate_parsed_serve_args(args)
