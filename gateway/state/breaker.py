@@ -13,6 +13,7 @@ applying ``admit`` under whatever serialises their updates (the event loop, a Re
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -73,6 +74,16 @@ class Breaker:
         if position is BreakerState.HALF_OPEN and self.probe_out(now):
             return BreakerState.OPEN
         return position
+
+    def next_change(self, now: float) -> float:
+        """The earliest time after ``now`` at which ``view`` can change with no event (a
+        cooldown ending, a probe timing out); infinity if none. Lets readers cache views."""
+        upcoming = [math.inf]
+        if self.state is BreakerState.OPEN:
+            upcoming.append(self.opened_at + self.cooldown_s)
+        if self.probe_until is not None:
+            upcoming.append(self.probe_until)
+        return min(t for t in upcoming if t > now)
 
     def probe_out(self, now: float) -> bool:
         """Whether a claimed probe is still out (neither reported back nor timed out)."""

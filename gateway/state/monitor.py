@@ -167,7 +167,7 @@ class ReplicaMonitor:
         because one bad replica or a store outage must not stop monitoring the others."""
         try:
             await step
-        except Exception as exc:  # noqa: BLE001 - logged below, loop must survive
+        except Exception as exc:  # logged below: the loop must survive anything
             if self._changed(replica_id, f"error:{what}", repr(exc)):
                 logger.exception("replica %s: %s failed", replica_id, what)
         else:

@@ -36,7 +36,9 @@ class DecayingMean:
         """This mean with ``sample`` observed at ``now``."""
         # A sample older than ``at`` (clocks of two writers) decays nothing rather than growing.
         decay = 0.5 ** (max(0.0, now - self.at) / half_life_s) if self.weight else 0.0
-        return DecayingMean(self.total * decay + sample, self.weight * decay + 1.0, max(now, self.at))
+        return DecayingMean(
+            self.total * decay + sample, self.weight * decay + 1.0, max(now, self.at)
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ once with the outcome (in a ``finally``), and when it refuses, try the next rank
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ class StoreSettings:
 
     stale_after_s: float = 5.0
     half_life_s: float = 30.0
-    breaker: BreakerPolicy = BreakerPolicy()
+    breaker: BreakerPolicy = field(default_factory=BreakerPolicy)
 
 
 class StateStore(Protocol):
@@ -95,11 +96,19 @@ class _Record:
 
     in_flight: int = 0
     health_ok: bool | None = None
-    health_at: float = float("-inf")
+    health_at: float = -math.inf
     stats: VllmStats | None = None
-    stats_at: float = float("-inf")
+    stats_at: float = -math.inf
     breaker: Breaker = field(default_factory=Breaker)
     observations: Observations = field(default_factory=Observations)
+    # The last ReplicaState built and until when it holds. Building one costs microseconds and a
+    # snapshot per request would rebuild every replica; most have not changed since the last.
+    view: ReplicaState | None = None
+    view_until: float = -math.inf
+
+    def changed(self) -> None:
+        """Drop the cached view; every write calls this."""
+        self.view = None
 
 
 class InMemoryStateStore:
@@ -108,11 +117,11 @@ class InMemoryStateStore:
 
     def __init__(
         self,
-        settings: StoreSettings = StoreSettings(),
+        settings: StoreSettings | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._settings = settings
+        self._settings = settings or StoreSettings()
         self._clock = clock
         self._records: dict[str, _Record] = {}
 
@@ -125,6 +134,7 @@ class InMemoryStateStore:
 
     async def begin(self, replica_id: str) -> Admission:
         record = self._record(replica_id)
+        record.changed()
         record.breaker, permit = breakers.admit(
             record.breaker, self._settings.breaker, self._clock()
         )
@@ -137,6 +147,7 @@ class InMemoryStateStore:
         record = self._records.get(outcome.replica_id)
         if record is None:  # forgotten while the request ran
             return
+        record.changed()
         now = self._clock()
         kind = classify(outcome)
         record.in_flight = max(0, record.in_flight - 1)
@@ -149,11 +160,13 @@ class InMemoryStateStore:
         record = self._record(replica_id)
         if at >= record.health_at:  # a late, older result must not overwrite a newer one
             record.health_ok, record.health_at = healthy, at
+            record.changed()
 
     async def record_stats(self, replica_id: str, stats: VllmStats, at: float) -> None:
         record = self._record(replica_id)
         if at >= record.stats_at:
             record.stats, record.stats_at = stats, at
+            record.changed()
 
     async def forget(self, replica_id: str) -> None:
         self._records.pop(replica_id, None)
@@ -168,12 +181,19 @@ class InMemoryStateStore:
         return record
 
     def _state(self, replica_id: str, record: _Record, now: float) -> ReplicaState:
-        horizon = now - self._settings.stale_after_s
-        stats = record.stats if record.stats_at >= horizon else None
+        if record.view is None or now >= record.view_until:
+            record.view = self._build(replica_id, record, now)
+            record.view_until = self._next_change(record, now)
+        return record.view
+
+    def _build(self, replica_id: str, record: _Record, now: float) -> ReplicaState:
+        stale = self._settings.stale_after_s
+        # Fresh means ``now < at + stale``, the same expression ``_next_change`` uses.
+        stats = record.stats if now < record.stats_at + stale else None
         observations = record.observations
         return ReplicaState(
             replica_id=replica_id,
-            health=_health(record.health_ok, record.health_at >= horizon),
+            health=_health(record.health_ok, now < record.health_at + stale),
             breaker=record.breaker.view(now),
             in_flight=record.in_flight,
             running=stats.running if stats else None,
@@ -184,6 +204,13 @@ class InMemoryStateStore:
             error_rate=observations.error_rate,
         )
 
+    def _next_change(self, record: _Record, now: float) -> float:
+        """When a replica's view changes with no write: health or stats going stale, or the
+        breaker moving on its own."""
+        stale = self._settings.stale_after_s
+        ages = (t for t in (record.health_at + stale, record.stats_at + stale) if t > now)
+        return min([record.breaker.next_change(now), *ages])
+
 
 def _health(ok: bool | None, fresh: bool) -> Health:
     if ok is None or not fresh:
@@ -191,7 +218,9 @@ def _health(ok: bool | None, fresh: bool) -> Health:
     return Health.UP if ok else Health.DOWN
 
 
-def _feed_breaker(breaker: Breaker, kind: OutcomeKind, policy: BreakerPolicy, now: float) -> Breaker:
+def _feed_breaker(
+    breaker: Breaker, kind: OutcomeKind, policy: BreakerPolicy, now: float
+) -> Breaker:
     """Move a breaker by one outcome (see ``gateway.state.outcomes`` for which kind counts)."""
     if kind is OutcomeKind.SUCCESS:
         return breakers.record_success(breaker, now)

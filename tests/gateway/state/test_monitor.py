@@ -20,7 +20,7 @@ from gateway.state.monitor import ReplicaMonitor
 from gateway.state.store import InMemoryStateStore, StoreSettings
 from gateway.state.vllm_metrics import VllmStats
 
-FAST = {"health_interval_s": 0.05, "scrape_interval_s": 0.05, "timeout_s": 0.3}
+FAST: dict[str, Any] = {"health_interval_s": 0.05, "scrape_interval_s": 0.05, "timeout_s": 0.3}
 DEADLINE_S = 10.0
 
 
@@ -100,9 +100,7 @@ async def monitoring(
     servers: list[FakeReplica], store: InMemoryStateStore, **kwargs: Any
 ) -> AsyncIterator[ReplicaMonitor]:
     async with aiohttp.ClientSession() as client:
-        monitor = ReplicaMonitor(
-            _replicas(servers), store, client=client, **{**FAST, **kwargs}
-        )
+        monitor = ReplicaMonitor(_replicas(servers), store, client=client, **{**FAST, **kwargs})
         await monitor.start()
         try:
             yield monitor
@@ -211,7 +209,7 @@ def test_update_replicas_adds_and_removes_at_run_time() -> None:
     async def scenario() -> None:
         async with replicas(3) as servers:
             store = InMemoryStateStore()
-            first, second, third = _replicas(servers)
+            _, second, third = _replicas(servers)
             async with monitoring(servers[:2], store) as monitor:
                 await monitor.update_replicas([second, Replica("r2", "m", "fast", third.url)])
                 assert set(store.snapshot()) == {"r1", "r2"}
@@ -243,12 +241,11 @@ def test_logs_on_changes_not_on_every_tick(caplog: pytest.LogCaptureFixture) -> 
     caplog.set_level(logging.INFO, logger="gateway.state.monitor")
 
     async def scenario() -> None:
-        async with replicas(1) as servers:
-            async with monitoring(servers, InMemoryStateStore()):
-                await eventually(lambda: servers[0].hits["health"] >= 5, "several checks")
-                servers[0].mode = "unhealthy"
-                seen = servers[0].hits["health"]
-                await eventually(lambda: servers[0].hits["health"] >= seen + 5, "more checks")
+        async with replicas(1) as servers, monitoring(servers, InMemoryStateStore()):
+            await eventually(lambda: servers[0].hits["health"] >= 5, "several checks")
+            servers[0].mode = "unhealthy"
+            seen = servers[0].hits["health"]
+            await eventually(lambda: servers[0].hits["health"] >= seen + 5, "more checks")
 
     run(scenario())
     messages = [r.getMessage() for r in caplog.records]

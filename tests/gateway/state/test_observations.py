@@ -17,8 +17,15 @@ HALF_LIFE = 10.0
 
 
 def _outcome(ttft_s: float | None = 0.1, duration_s: float = 1.1, tokens: int = 11) -> Outcome:
-    return Outcome("r1", ok=True, status=200, ttft_s=ttft_s, duration_s=duration_s,
-                   input_tokens=5, output_tokens=tokens)
+    return Outcome(
+        "r1",
+        ok=True,
+        status=200,
+        ttft_s=ttft_s,
+        duration_s=duration_s,
+        input_tokens=5,
+        output_tokens=tokens,
+    )
 
 
 def test_empty_mean_is_none_and_first_sample_is_exact() -> None:

@@ -23,6 +23,7 @@ from gateway.state.outcomes import OutcomeKind, classify
     ],
 )
 def test_classify(ok: bool, status: int, kind: OutcomeKind) -> None:
-    outcome = Outcome("r1", ok=ok, status=status, ttft_s=None, duration_s=0.1,
-                      input_tokens=1, output_tokens=0)
+    outcome = Outcome(
+        "r1", ok=ok, status=status, ttft_s=None, duration_s=0.1, input_tokens=1, output_tokens=0
+    )
     assert classify(outcome) is kind

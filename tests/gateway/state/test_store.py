@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -41,8 +42,15 @@ def _store() -> tuple[InMemoryStateStore, Clock]:
 
 
 def _outcome(ok: bool = True, status: int = 200, ttft_s: float | None = 0.05) -> Outcome:
-    return Outcome("r1", ok=ok, status=status, ttft_s=ttft_s, duration_s=0.55,
-                   input_tokens=10, output_tokens=11)
+    return Outcome(
+        "r1",
+        ok=ok,
+        status=status,
+        ttft_s=ttft_s,
+        duration_s=0.55,
+        input_tokens=10,
+        output_tokens=11,
+    )
 
 
 def test_is_a_state_store() -> None:
@@ -58,7 +66,7 @@ def test_unknown_until_checked_then_up_then_stale() -> None:
         seen = [store.snapshot()["r1"].health]
         await store.record_health("r1", True, at=clock.t)
         seen.append(store.snapshot()["r1"].health)
-        clock.t += 5.0
+        clock.t += 4.99
         seen.append(store.snapshot()["r1"].health)
         clock.t += 0.01
         seen.append(store.snapshot()["r1"].health)
@@ -221,3 +229,35 @@ def test_snapshot_lists_every_replica_heard_of() -> None:
         return set(store.snapshot())
 
     assert run(scenario()) == {"a", "b", "c"}
+
+
+def test_cached_views_always_equal_a_fresh_build() -> None:
+    """Snapshots reuse unchanged replicas' views; a random history must never expose a stale
+    one (a view past its staleness or cooldown horizon, or from before a write)."""
+    rng = random.Random(7)
+    store, clock = _store()
+    replica_ids = ["a", "b", "c"]
+
+    async def step() -> None:
+        rid = rng.choice(replica_ids)
+        action = rng.randrange(6)
+        if action == 0:
+            await store.record_health(rid, rng.random() < 0.8, at=clock.t)
+        elif action == 1:
+            await store.record_stats(rid, VllmStats(running=rng.randrange(9)), at=clock.t)
+        elif action == 2:
+            await store.begin(rid)
+        elif action == 3:
+            status = rng.choice([200, 200, 429, 500, 0])
+            await store.finish(Outcome(rid, status == 200, status, 0.05, 0.5, 1, 5))
+        else:
+            clock.t += rng.choice([0.0, 0.5, 1.0, 2.9, 3.0, 5.0, 31.0])
+
+    async def scenario() -> None:
+        for _ in range(3000):
+            await step()
+            now = clock.t
+            built = {rid: store._build(rid, rec, now) for rid, rec in store._records.items()}
+            assert store.snapshot() == built
+
+    run(scenario())

@@ -183,7 +183,7 @@ def _agrees_with_line_by_line_reading(text: str, stats: VllmStats) -> None:
         return sum(
             float(line.rsplit(" ", 1)[1])
             for line in text.splitlines()
-            if line.startswith(name + "{") or line.startswith(name + " ")
+            if line.startswith((name + "{", name + " "))
         )
 
     assert stats.generation_tokens_total == round(total("vllm:generation_tokens_total"))
