@@ -132,10 +132,14 @@ class RequestProfile:
     task: str
     task_source: str
     input_tokens: int
-    max_output_tokens: int
+    # The client's max_tokens (None: up to the context); and what the router plans for: the
+    # forced length (min_tokens / ignore_eos) or min(max_tokens, the task's typical output).
+    max_output_tokens: int | None
+    expected_output_tokens: int
     has_tools: bool = False
     stream: bool = False
     pinned_variant: str | None = None
+    # Budgets from headers, else the task's defaults; None means no target.
     ttft_budget_ms: float | None = None
     latency_budget_ms: float | None = None
     tpot_budget_ms: float | None = None

@@ -11,6 +11,10 @@ from collections.abc import Sequence
 
 # subcommand -> module that registers it (and its one-line help, shown without importing it)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "up": ("gateway.cli.up", "start local replicas and the gateway in front of them"),
+    "serve": ("gateway.cli.serve", "run the gateway in front of configured replicas"),
+    "check": ("gateway.cli.check", "validate a duet.yaml"),
+    "explain": ("gateway.cli.explain", "show how a config routes a request (dry run)"),
     "sim": ("serving.sim.cli", "run one simulated vLLM replica"),
 }
 

@@ -1,0 +1,118 @@
+"""The HTTP app: routes, error mapping, and the lifespan that builds the running Gateway."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import orjson
+from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway.api import errors
+from gateway.api.body import ChatBody, CompletionBody, parse_any_body
+from gateway.api.completions import CHAT, COMPLETIONS, proxy_completion, read_body
+from gateway.decide import plan_request
+from gateway.domain import Health
+from gateway.errors import RequestError
+from gateway.explain import explain_plan
+from gateway.runtime import Gateway
+
+JSON = "application/json"
+
+
+def _json(payload: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(payload), status_code=status, media_type=JSON)
+
+
+def _openapi_body(schema: type[ChatBody] | type[CompletionBody]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {JSON: {"schema": schema.model_json_schema()}}}}
+
+
+def create_app(build: Callable[[], Gateway]) -> FastAPI:
+    """``build`` makes the Gateway when the app starts (inside the server's event loop)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        gateway = build()
+        await gateway.start()
+        app.state.gateway = gateway
+        try:
+            yield
+        finally:
+            await gateway.stop()
+
+    app = FastAPI(title="Duet", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.add_exception_handler(RequestError, errors.handle_request_error)
+    app.add_exception_handler(HTTPException, errors.handle_http_exception)
+    app.add_exception_handler(Exception, errors.handle_unexpected)
+
+    @app.post("/v1/chat/completions", openapi_extra=_openapi_body(ChatBody))
+    async def chat_completions(request: Request) -> Response:
+        return await proxy_completion(request, CHAT)
+
+    @app.post("/v1/completions", openapi_extra=_openapi_body(CompletionBody))
+    async def completions(request: Request) -> Response:
+        return await proxy_completion(request, COMPLETIONS)
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> Response:
+        return _json(list_models(request.app.state.gateway))
+
+    @app.post("/v1/duet/route", openapi_extra=_openapi_body(ChatBody))
+    async def dry_run(request: Request) -> Response:
+        """Route without forwarding: the decision with every plugin's verdict and score."""
+        gateway: Gateway = request.app.state.gateway
+        current = gateway.current
+        raw = await read_body(request, current.config.server.max_body_bytes)
+        _, body = parse_any_body(raw)
+        plan = plan_request(current.config, current.counters, gateway.store.snapshot(), body, request.headers, explain=True)
+        return _json(explain_plan(plan))
+
+    @app.get("/health")
+    async def health() -> Response:
+        return _json({"status": "ok"})
+
+    @app.get("/ready")
+    async def ready(request: Request) -> Response:
+        report = readiness(request.app.state.gateway)
+        return _json(report, 200 if report["ready"] else 503)
+
+    @app.get("/metrics")
+    async def metrics(request: Request) -> Response:
+        gateway: Gateway = request.app.state.gateway
+        return Response(gateway.telemetry.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    return app
+
+
+def list_models(gateway: Gateway) -> dict[str, Any]:
+    """Each logical model and its pinned forms, vLLM-style, with the context they can take."""
+    created = int(time.time())
+    data = []
+    for model in gateway.current.config.models.values():
+        longest = max(v.max_model_len for v in model.variants.values())
+        data.append(_model_card(model.name, model.name, created, longest))
+        for pinned, variant in model.pins.items():
+            data.append(_model_card(pinned, model.name, created, model.variants[variant].max_model_len))
+    return {"object": "list", "data": data}
+
+
+def _model_card(model_id: str, root: str, created: int, max_model_len: int) -> dict[str, Any]:
+    return {
+        "id": model_id, "object": "model", "created": created, "owned_by": "duet",
+        "root": root, "parent": None if model_id == root else root, "max_model_len": max_model_len,
+    }
+
+
+def readiness(gateway: Gateway) -> dict[str, Any]:
+    snapshot = gateway.store.snapshot()
+    models = {}
+    for model in gateway.current.config.models.values():
+        healthy = [r.id for r in model.replicas if (s := snapshot.get(r.id)) is not None and s.health is Health.UP and s.routable]
+        models[model.name] = {"healthy_replicas": healthy, "ready": bool(healthy)}
+    return {"ready": all(m["ready"] for m in models.values()), "models": models}

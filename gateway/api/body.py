@@ -1,0 +1,67 @@
+"""Request bodies at the edge. Only the fields Duet reads are typed; every other field (tools,
+response_format, logprobs, seed, top_k, priority, any vLLM extra) passes through untouched."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.errors import InvalidRequest
+
+PositiveTokens = Annotated[int, Field(ge=1)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    model: str
+    stream: bool | None = False
+    stream_options: dict[str, Any] | None = None
+    max_tokens: PositiveTokens | None = None
+    max_completion_tokens: PositiveTokens | None = None
+    min_tokens: Annotated[int, Field(ge=0)] | None = None
+    ignore_eos: bool | None = None
+    n: Annotated[int, Field(ge=1, le=128)] | None = None
+
+
+class ChatBody(_Body):
+    messages: Annotated[list[dict[str, Any]], Field(min_length=1)]
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+
+
+class CompletionBody(_Body):
+    prompt: str | list[Any]
+
+
+def decode_json_object(raw: bytes) -> dict[str, Any]:
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"The request body is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    return data
+
+
+def parse_body(raw: bytes, schema: type[_Body]) -> tuple[dict[str, Any], _Body]:
+    """Decode and validate a JSON body. Returns the raw dict (what is forwarded) and the typed view.
+    Raises InvalidRequest naming the offending parameter."""
+    return validate_body(decode_json_object(raw), schema)
+
+
+def parse_any_body(raw: bytes) -> tuple[dict[str, Any], ChatBody | CompletionBody]:
+    """A chat body when it has ``messages``, else a completions body (the dry-run endpoint)."""
+    data = decode_json_object(raw)
+    return validate_body(data, ChatBody if "messages" in data else CompletionBody)  # type: ignore[return-value]
+
+
+def validate_body(data: dict[str, Any], schema: type[_Body]) -> tuple[dict[str, Any], _Body]:
+    try:
+        return data, schema.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        param = ".".join(str(p) for p in error["loc"]) or None
+        raise InvalidRequest(f"Invalid value for '{param}': {error['msg']}.", param=param) from exc

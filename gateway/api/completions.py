@@ -1,0 +1,149 @@
+"""POST /v1/chat/completions and /v1/completions: validate, classify, route, forward, relay."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from gateway.api.body import ChatBody, CompletionBody, parse_body
+from gateway.decide import Plan, plan_request, refuse
+from gateway.domain import Outcome, Replica
+from gateway.errors import BodyTooLarge
+from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
+from gateway.proxy.sse import ModelRewrite
+from gateway.runtime import Gateway
+from gateway.telemetry import Telemetry
+
+access_log = logging.getLogger("duet.access")
+
+# Request headers a replica may see: everything else (Authorization with the gateway's keys,
+# hop-by-hop headers, the client's x-duet-* claims) stays at the gateway.
+_FORWARDED_CONTENT_TYPE = "application/json"
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    path: str
+    schema: type[ChatBody] | type[CompletionBody]
+
+
+CHAT = Endpoint("/v1/chat/completions", ChatBody)
+COMPLETIONS = Endpoint("/v1/completions", CompletionBody)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"The request body is larger than the limit of {limit} bytes.")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(f"The request body is larger than the limit of {limit} bytes.")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def proxy_completion(request: Request, endpoint: Endpoint) -> Response:
+    received = time.perf_counter()
+    gateway: Gateway = request.app.state.gateway
+    current = gateway.current
+    raw = await read_body(request, current.config.server.max_body_bytes)
+    data, body = parse_body(raw, endpoint.schema)
+    plan = plan_request(current.config, current.counters, gateway.store.snapshot(), body, request.headers)
+    if not plan.decision.ranked:
+        raise refuse(plan)
+    request_id = request.headers.get("x-request-id") or os.urandom(12).hex()
+    client_wants_usage = bool((body.stream_options or {}).get("include_usage"))
+    if body.stream:
+        data["stream_options"] = {**(body.stream_options or {}), "include_usage": True}
+    variants = plan.target.model.variants
+    encoded: dict[str, bytes] = {}
+
+    def body_for(replica: Replica) -> bytes:
+        served = variants[replica.variant].served_model_name
+        if served not in encoded:
+            data["model"] = served
+            encoded[served] = orjson.dumps(data)
+        return encoded[served]
+
+    upstream_headers = {"content-type": _FORWARDED_CONTENT_TYPE, "x-request-id": request_id, "x-duet-task": plan.profile.task}
+    overhead_s = time.perf_counter() - received
+    assert gateway.forwarder is not None
+    answer = await gateway.forwarder.send(plan.decision.ranked, endpoint.path, body_for, upstream_headers, bool(body.stream))
+    variant = variants[answer.replica.variant]
+    rewrite = ModelRewrite.between(variant.served_model_name, body.model)
+    headers = {
+        "x-duet-variant": variant.name,
+        "x-duet-replica": answer.replica.id,
+        "x-duet-route": plan.decision.reason if answer.failed_attempts == 0 else f"{plan.decision.reason};fallback",
+        "x-duet-overhead-ms": f"{overhead_s * 1e3:.3f}",
+        "x-request-id": request_id,
+    }
+    gateway.telemetry.overhead.observe(overhead_s)
+
+    async def on_done(outcome: Outcome) -> None:
+        await gateway.store.finish(outcome)
+        record(gateway.telemetry, plan, variant.name, outcome, answer.failed_attempts, request_id)
+
+    if body.stream and answer.status == 200:
+        options = StreamOptions(rewrite, strip_usage=not client_wants_usage, input_tokens_estimate=plan.profile.input_tokens)
+        return StreamingResponse(relay_stream(answer, options, on_done), media_type="text/event-stream", headers=headers)
+    payload, outcome = finish_body(answer, rewrite, plan.profile.input_tokens)
+    await on_done(outcome)
+    content_type = answer.response.headers.get("content-type", "application/json")
+    return Response(payload, status_code=answer.status, media_type=content_type, headers=headers)
+
+
+def record(telemetry: Telemetry, plan: Plan, variant: str, outcome: Outcome, fallbacks: int, request_id: str) -> None:
+    """Counts one finished request in metrics and writes its access-log line (no prompt text)."""
+    profile = plan.profile
+    model = profile.model
+    telemetry.requests.labels(model, variant, profile.task, str(outcome.status)).inc()
+    telemetry.decisions.labels(model, variant, plan.decision.reason).inc()
+    telemetry.e2e.labels(model, variant).observe(outcome.duration_s)
+    if fallbacks:
+        telemetry.fallbacks.labels(model).inc()
+    if outcome.ttft_s is not None:
+        telemetry.ttft.labels(model, variant).observe(outcome.ttft_s)
+    if outcome.status in (502, 504) and outcome.ttft_s is not None:
+        telemetry.stream_errors.labels(model, variant).inc()
+    if outcome.status < 400:
+        price = plan.target.model.variants[variant].price
+        telemetry.cost.labels(model, variant).inc(price.cost_usd(outcome.input_tokens, outcome.output_tokens))
+        telemetry.tokens.labels(model, variant, "input").inc(outcome.input_tokens)
+        telemetry.tokens.labels(model, variant, "output").inc(outcome.output_tokens)
+        telemetry.slo.labels(profile.task, "met" if met_budget(plan, outcome) else "missed").inc()
+    if access_log.isEnabledFor(logging.INFO):
+        access_log.info("request", extra={"fields": _access_fields(plan, variant, outcome, request_id)})
+
+
+def met_budget(plan: Plan, outcome: Outcome) -> bool:
+    profile = plan.profile
+    if profile.ttft_budget_ms is not None and outcome.ttft_s is not None and outcome.ttft_s * 1e3 > profile.ttft_budget_ms:
+        return False
+    if profile.latency_budget_ms is not None and outcome.duration_s * 1e3 > profile.latency_budget_ms:
+        return False
+    if profile.tpot_budget_ms is not None and outcome.ttft_s is not None and outcome.output_tokens > 1:
+        tpot_ms = (outcome.duration_s - outcome.ttft_s) / (outcome.output_tokens - 1) * 1e3
+        if tpot_ms > profile.tpot_budget_ms:
+            return False
+    return True
+
+
+def _access_fields(plan: Plan, variant: str, outcome: Outcome, request_id: str) -> dict[str, Any]:
+    return {
+        "request_id": request_id, "model": plan.profile.model, "variant": variant, "replica": outcome.replica_id,
+        "task": plan.profile.task, "route": plan.decision.reason, "status": outcome.status,
+        "ttft_ms": None if outcome.ttft_s is None else round(outcome.ttft_s * 1e3, 2),
+        "duration_ms": round(outcome.duration_s * 1e3, 2),
+        "input_tokens": outcome.input_tokens, "output_tokens": outcome.output_tokens,
+    }

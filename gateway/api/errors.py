@@ -1,0 +1,47 @@
+"""The one place where Duet's errors become OpenAI-shaped HTTP responses."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import orjson
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway.errors import RequestError
+
+log = logging.getLogger(__name__)
+
+_HTTP_TYPES = {404: "not_found_error", 405: "invalid_request_error", 413: "invalid_request_error"}
+
+
+def error_body(message: str, error_type: str, param: str | None = None, code: str | int | None = None) -> bytes:
+    return orjson.dumps({"error": {"message": message, "type": error_type, "param": param, "code": code}})
+
+
+def error_response(exc: RequestError, headers: dict[str, str] | None = None) -> Response:
+    headers = dict(headers or {})
+    if exc.retry_after_s is not None:
+        headers["retry-after"] = str(max(1, math.ceil(exc.retry_after_s)))
+    body = error_body(exc.message, exc.error_type, exc.param, exc.code)
+    return Response(body, status_code=exc.status, media_type="application/json", headers=headers)
+
+
+async def handle_request_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestError)
+    return error_response(exc)
+
+
+async def handle_http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    error_type = _HTTP_TYPES.get(exc.status_code, "invalid_request_error")
+    body = error_body(str(exc.detail), error_type, None, exc.status_code)
+    return Response(body, status_code=exc.status_code, media_type="application/json", headers=exc.headers)
+
+
+async def handle_unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    body = error_body("The gateway failed to handle this request.", "internal_error", None, "internal_error")
+    return Response(body, status_code=500, media_type="application/json")

@@ -1,0 +1,153 @@
+"""Building a RequestProfile: explicit signals first (pinned model name, ``x-duet-*`` and llm-d
+``x-slo-*`` headers), then the policy's task rules, then the task's defaults."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gateway.api.body import ChatBody, CompletionBody
+from gateway.config.types import DuetConfig, ModelSpec
+from gateway.domain import Priority, RequestProfile
+from gateway.errors import InvalidRequest, ModelNotFound
+from gateway.policy import Policy, Signal, TaskRule
+from gateway.tokens import message_texts
+
+TASK_HEADER = "x-duet-task"
+PRIORITY_HEADER = "x-duet-priority"
+# header -> RequestProfile field; llm-d's names are accepted beside Duet's.
+BUDGET_HEADERS = (
+    ("x-duet-latency-budget-ms", "latency_budget_ms"),
+    ("x-duet-ttft-budget-ms", "ttft_budget_ms"),
+    ("x-slo-ttft-ms", "ttft_budget_ms"),
+    ("x-slo-tpot-ms", "tpot_budget_ms"),
+)
+_CODE = re.compile(
+    r"```|^\s*(?:def |class |import |from \S+ import |function |#include|public |const |let |fn |package )",
+    re.MULTILINE,
+)
+# Code markers sit near the top or bottom of a prompt; scanning everything would cost O(prompt).
+_CODE_SCAN_CHARS = 16_384
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The logical model a request names, and the variant it pins (if it names one)."""
+
+    model: ModelSpec
+    pinned_variant: str | None
+
+
+def resolve_model(config: DuetConfig, name: str) -> Target:
+    model = config.models.get(name)
+    if model is not None:
+        return Target(model, None)
+    logical = name.split(":", 1)[0]
+    model = config.models.get(logical)
+    if model is not None and name in model.pins:
+        return Target(model, model.pins[name])
+    for model in config.models.values():  # a bare variant name is a pin too
+        if name in model.variants:
+            return Target(model, name)
+    raise ModelNotFound(f"The model `{name}` does not exist.", param="model")
+
+
+def has_code(texts: list[str]) -> bool:
+    for text in texts:
+        head, tail = text[:_CODE_SCAN_CHARS], text[-_CODE_SCAN_CHARS:]
+        if _CODE.search(head) or (len(text) > _CODE_SCAN_CHARS and _CODE.search(tail)):
+            return True
+    return False
+
+
+def infer_task(rules: tuple[TaskRule, ...], default: str, *, tools: bool, texts: list[str], input_tokens: int) -> tuple[str, str]:
+    """First matching rule's task and ``rule:<signal>``; else the default task and ``default``."""
+    code: bool | None = None
+    for rule in rules:
+        if rule.signal is Signal.HAS_TOOLS and tools:
+            return rule.task, "rule:has_tools"
+        if rule.signal is Signal.HAS_CODE:
+            code = has_code(texts) if code is None else code
+            if code:
+                return rule.task, "rule:has_code"
+        if rule.signal is Signal.INPUT_TOKENS_OVER and input_tokens > rule.threshold:
+            return rule.task, f"rule:input_tokens_over_{rule.threshold}"
+    return default, "default"
+
+
+def _header_number(headers: Mapping[str, str], name: str) -> float | None:
+    value = headers.get(name)
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number > 0 or number == float("inf"):
+        raise InvalidRequest(f"Header '{name}' must be a positive number of milliseconds, got '{value}'.", param=name)
+    return number
+
+
+def classify(
+    body: ChatBody | CompletionBody,
+    headers: Mapping[str, str],
+    target: Target,
+    policy: Policy,
+    input_tokens: int,
+) -> RequestProfile:
+    """``headers`` must have lower-case names."""
+    tools = bool(getattr(body, "tools", None))
+    explicit = headers.get(TASK_HEADER)
+    if explicit is not None:
+        if explicit not in policy.tasks:
+            raise InvalidRequest(f"Unknown task type '{explicit}' in {TASK_HEADER}; known: {', '.join(sorted(policy.tasks))}.", param=TASK_HEADER)
+        task, source = explicit, "header"
+    else:
+        texts = list(message_texts(body.messages)) if isinstance(body, ChatBody) else _prompt_texts(body.prompt)
+        task, source = infer_task(policy.rules, policy.default_task, tools=tools, texts=texts, input_tokens=input_tokens)
+    defaults = policy.tasks[task]
+    budgets = {"latency_budget_ms": defaults.latency_ms, "ttft_budget_ms": defaults.ttft_ms, "tpot_budget_ms": defaults.tpot_ms}
+    for header, field in BUDGET_HEADERS:
+        value = _header_number(headers, header)
+        if value is not None:
+            budgets[field] = value
+    max_output = body.max_completion_tokens or body.max_tokens
+    return RequestProfile(
+        model=target.model.name,
+        task=task,
+        task_source=source,
+        input_tokens=input_tokens,
+        max_output_tokens=max_output,
+        expected_output_tokens=_expected_output(body, max_output, defaults.expected_output_tokens),
+        has_tools=tools,
+        stream=bool(body.stream),
+        pinned_variant=target.pinned_variant,
+        priority=_priority(headers, defaults.priority),
+        **budgets,
+    )
+
+
+def _expected_output(body: ChatBody | CompletionBody, max_output: int | None, typical: int) -> int:
+    """A forced length (ignore_eos, or min_tokens) is what will be generated; otherwise the task's
+    typical length, capped by max_tokens."""
+    if body.ignore_eos and max_output:
+        return max_output
+    planned = typical if max_output is None else min(max_output, typical)
+    return max(planned, body.min_tokens or 0, 1)
+
+
+def _priority(headers: Mapping[str, str], default: Priority) -> Priority:
+    value = headers.get(PRIORITY_HEADER)
+    if value is None:
+        return default
+    try:
+        return Priority(value)
+    except ValueError:
+        raise InvalidRequest(f"Header '{PRIORITY_HEADER}' must be one of {[p.value for p in Priority]}.", param=PRIORITY_HEADER) from None
+
+
+def _prompt_texts(prompt: str | list[object]) -> list[str]:
+    if isinstance(prompt, str):
+        return [prompt]
+    return [p for p in prompt if isinstance(p, str)]

@@ -1,0 +1,86 @@
+"""duet explain: how the policy in a config would route one request, offline.
+
+REQUEST.json is a chat/completions body, or ``{"headers": {...}, "body": {...}}``. Replicas are
+assumed up and idle unless ``--state`` gives a JSON object of replica id -> ReplicaState fields
+(``{"smollm2/fast/0": {"health": "down"}}``). For the live answer, POST the same body to a
+running gateway's /v1/duet/route.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from gateway.api.body import parse_any_body
+from gateway.config import load_config
+from gateway.domain import BreakerState, Health, ReplicaState
+from gateway.errors import ConfigError, RequestError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser("explain", help="show how a config routes a request (dry run)")
+    parser.add_argument("--config", required=True)
+    parser.add_argument("request", help="REQUEST.json: a body, or {headers, body}")
+    parser.add_argument("--header", action="append", default=[], metavar="NAME:VALUE")
+    parser.add_argument("--state", help="JSON file: replica id -> state fields (default: all up, idle)")
+    parser.add_argument("--json", action="store_true", help="print the decision as JSON")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gateway.decide import plan_request
+    from gateway.explain import explain_plan
+    from gateway.runtime import build_counters
+
+    try:
+        config = load_config(args.config)
+        document = json.loads(Path(args.request).read_text())
+        body_doc = document.get("body", document) if isinstance(document, dict) else document
+        headers = {k.lower(): str(v) for k, v in (document.get("headers") or {}).items()} if "body" in document else {}
+        for item in args.header:
+            name, _, value = item.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        _, body = parse_any_body(json.dumps(body_doc).encode())
+        snapshot = _snapshot(config.replicas, json.loads(Path(args.state).read_text()) if args.state else {})
+        plan = plan_request(config, build_counters(config), snapshot, body, headers, explain=True)
+    except (ConfigError, RequestError, OSError, ValueError) as exc:
+        print(f"duet explain: {exc}", file=sys.stderr)
+        return 1
+    report = explain_plan(plan)
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
+
+
+def _snapshot(replicas: Any, overrides: dict[str, dict[str, Any]]) -> dict[str, ReplicaState]:
+    snapshot = {}
+    for replica in replicas:
+        fields: dict[str, Any] = {"health": "up", **overrides.get(replica.id, {})}
+        fields["health"] = Health(fields["health"])
+        if "breaker" in fields:
+            fields["breaker"] = BreakerState(fields["breaker"])
+        snapshot[replica.id] = ReplicaState(replica.id, **fields)
+    return snapshot
+
+
+def render(report: dict[str, Any]) -> str:
+    request, decision = report["request"], report["decision"]
+    lines = [
+        f"model {report['model']}  task {request['task']} ({request['task_source']})  "
+        f"input {request['input_tokens']} tok  expected output {request['expected_output_tokens']} tok",
+        f"budget ttft {request['ttft_budget_ms']} ms  latency {request['latency_budget_ms']} ms  "
+        f"tpot {request['tpot_budget_ms']} ms  pinned {request['pinned_variant']}",
+        f"profile {report['routing_profile']} -> variant {decision['variant']}  reason {decision['reason']}  "
+        f"meets budget {decision['meets_budget']}",
+        f"ranked: {', '.join(decision['ranked_replicas']) or '(none)'}",
+    ]
+    for replica_id, entry in report["replicas"].items():
+        prediction = entry.get("prediction_ms")
+        predicted = f"  ttft {prediction['ttft']} ms, e2e {prediction['e2e']} ms" if prediction else ""
+        lines.append(f"  {replica_id} [{entry['variant']}]{predicted}")
+        for verdict in entry["verdicts"]:
+            mark = "score %.3f" % verdict["score"] if "score" in verdict else ("pass" if verdict["passed"] else "REJECT")
+            lines.append(f"    {verdict['plugin']:<22} {mark:<12} {verdict.get('reason', '')}")
+    return "\n".join(lines)

@@ -1,0 +1,29 @@
+"""duet serve: the gateway alone, in front of the replicas its config names."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gateway.errors import ConfigError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser("serve", help="run the gateway in front of configured replicas")
+    parser.add_argument("--config", required=True, help="duet.yaml")
+    parser.add_argument("--host", default=None, help="bind address (default: server.host)")
+    parser.add_argument("--port", type=int, default=None, help="port (default: server.port)")
+    parser.add_argument("--log-level", default="info")
+    parser.add_argument("--no-access-log", action="store_true", help="skip the per-request log line")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gateway.serve import serve
+
+    try:
+        serve(args.config, host=args.host, port=args.port, log_level=args.log_level, access_log=not args.no_access_log)
+    except ConfigError as exc:
+        print(f"duet serve: invalid config: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,206 @@
+"""duet.yaml -> DuetConfig. Shape errors come from the pydantic schema, reference errors from the
+checks here; both are ConfigError values naming the path (``routing.profiles.default.objective``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from gateway.config import schema
+from gateway.config.types import (
+    BreakerSettings,
+    DuetConfig,
+    ModelSpec,
+    ServerSettings,
+    StateSettings,
+    TokenizerSpec,
+)
+from gateway.domain import Price, Priority, Replica, SpeedPrior, Variant, VariantKind
+from gateway.errors import ConfigError
+from gateway.policy import Policy, Signal, TaskDefaults, TaskRule
+from gateway.routing.registry import PLUGIN_TYPES, PluginKind
+from gateway.routing.router import RoutingProfile, WeightedScorer
+
+
+def load_config(path: str | Path) -> DuetConfig:
+    """Read, validate and build a config file. Raises ConfigError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("", f"cannot read {path}: {exc.strerror}") from exc
+    return parse_config(text, source=str(path))
+
+
+def parse_config(text: str, source: str = "<memory>") -> DuetConfig:
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError("", f"{source} is not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError("", f"{source} must hold a mapping at the top")
+    try:
+        parsed = schema.ConfigFile.model_validate(raw)
+    except ValidationError as exc:
+        raise _config_error(exc) from exc
+    return build_config(parsed, source)
+
+
+def _config_error(exc: ValidationError, prefix: str = "") -> ConfigError:
+    lines = []
+    for error in exc.errors():
+        path = ".".join(str(part) for part in (prefix, *error["loc"]) if part != "")
+        message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+        lines.append((path, message))
+    first_path, first_message = lines[0]
+    more = "".join(f"\n{p}: {m}" for p, m in lines[1:])
+    return ConfigError(first_path, first_message + more)
+
+
+def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
+    tasks = set(parsed.routing.tasks)
+    models = {name: _model(name, section, tasks) for name, section in parsed.models.items()}
+    return DuetConfig(
+        server=ServerSettings(**parsed.server.model_dump()),
+        state=StateSettings(
+            **{k: v for k, v in parsed.state.model_dump().items() if k != "breaker"},
+            breaker=BreakerSettings(**parsed.state.breaker.model_dump()),
+        ),
+        models=models,
+        policy=_policy(parsed.routing),
+        source=source,
+    )
+
+
+def _model(name: str, section: schema.ModelSection, tasks: set[str]) -> ModelSpec:
+    variants: dict[str, Variant] = {}
+    replicas: list[Replica] = []
+    served_names: dict[str, str] = {}
+    for variant_name, v in section.variants.items():
+        path = f"models.{name}.variants.{variant_name}"
+        variants[variant_name] = _variant(name, variant_name, v, tasks, path)
+        if v.served_model_name in served_names:
+            raise ConfigError(f"{path}.served_model_name", f"also used by variant '{served_names[v.served_model_name]}'")
+        served_names[v.served_model_name] = variant_name
+        for i, replica in enumerate(v.replicas):
+            url = _base_url(str(replica.url))
+            replicas.append(Replica(id=f"{name}/{variant_name}/{i}", model=name, variant=variant_name, url=url))
+    tokenizer = (
+        TokenizerSpec("approx")
+        if section.tokenizer == "approx"
+        else TokenizerSpec("hf_tokenizer_json", section.tokenizer.hf_tokenizer_json)  # type: ignore[union-attr]
+    )
+    return ModelSpec(name, variants, tuple(replicas), tokenizer, _pins(name, variants))
+
+
+def _variant(model: str, name: str, v: schema.VariantSection, tasks: set[str], path: str) -> Variant:
+    allowed = None if v.allowed_tasks == "all" else frozenset(v.allowed_tasks)
+    for task in sorted(allowed or ()):
+        if task not in tasks:
+            raise ConfigError(f"{path}.allowed_tasks", f"unknown task type '{task}' (routing.tasks defines {sorted(tasks)})")
+    return Variant(
+        model=model, name=name, kind=VariantKind(v.kind), served_model_name=v.served_model_name,
+        max_model_len=v.max_model_len, supports_tools=v.tools,
+        price=Price(v.price.input_per_mtok, v.price.output_per_mtok),
+        speed=SpeedPrior(v.speed.prefill_tokens_per_s, v.speed.decode_s_per_token, v.speed.decode_slowdown_per_seq),
+        allowed_tasks=allowed,
+    )
+
+
+def _base_url(url: str) -> str:
+    url = url.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+def _pins(model: str, variants: Mapping[str, Variant]) -> dict[str, str]:
+    """``model:<variant>`` for every variant, plus ``model:standard`` (the first full variant) and
+    ``model:fast`` (the cheapest other one) when no variant already has those names."""
+    pins = {f"{model}:{name}": name for name in variants}
+    full = [v for v in variants.values() if v.kind is VariantKind.FULL]
+    fast = sorted((v for v in variants.values() if v.kind is not VariantKind.FULL), key=lambda v: v.price.output_per_mtok)
+    if full:
+        pins.setdefault(f"{model}:standard", full[0].name)
+    if fast:
+        pins.setdefault(f"{model}:fast", fast[0].name)
+    return pins
+
+
+def _policy(routing: schema.RoutingSection) -> Policy:
+    tasks = {
+        name: TaskDefaults(t.ttft_ms, t.latency_ms, t.tpot_ms, t.expected_output_tokens, Priority(t.priority))
+        for name, t in routing.tasks.items()
+    }
+    _require_task(routing.default_task, tasks, "routing.default_task")
+    rules = tuple(_rule(rule, tasks, f"routing.rules.{i}") for i, rule in enumerate(routing.rules))
+    plugins = _plugins(routing.plugins)
+    profiles = {name: _profile(name, p, plugins) for name, p in routing.profiles.items()}
+    if routing.default_profile not in profiles:
+        raise ConfigError("routing.default_profile", f"references undefined profile '{routing.default_profile}'")
+    for task, profile in routing.task_profiles.items():
+        _require_task(task, tasks, f"routing.task_profiles.{task}")
+        if profile not in profiles:
+            raise ConfigError(f"routing.task_profiles.{task}", f"references undefined profile '{profile}'")
+    return Policy(tasks, rules, routing.default_task, profiles, routing.default_profile, dict(routing.task_profiles))
+
+
+def _require_task(task: str, tasks: Mapping[str, TaskDefaults], path: str) -> None:
+    if task not in tasks:
+        raise ConfigError(path, f"unknown task type '{task}' (routing.tasks defines {sorted(tasks)})")
+
+
+def _rule(rule: schema.RuleSection, tasks: Mapping[str, TaskDefaults], path: str) -> TaskRule:
+    _require_task(rule.task, tasks, f"{path}.task")
+    if isinstance(rule.if_, schema.InputTokensOver):
+        return TaskRule(Signal.INPUT_TOKENS_OVER, rule.task, rule.if_.input_tokens_over)
+    return TaskRule(Signal(rule.if_), rule.task)
+
+
+def _plugins(sections: list[schema.PluginSection]) -> dict[str, tuple[PluginKind, Any]]:
+    built: dict[str, tuple[PluginKind, Any]] = {}
+    for i, section in enumerate(sections):
+        path = f"routing.plugins.{i}"
+        if section.name in built:
+            raise ConfigError(f"{path}.name", f"duplicate plugin name '{section.name}'")
+        plugin_type = PLUGIN_TYPES.get(section.type)
+        if plugin_type is None:
+            raise ConfigError(f"{path}.type", f"unknown plugin type '{section.type}' (known: {', '.join(sorted(PLUGIN_TYPES))})")
+        built[section.name] = (plugin_type.kind, _instantiate(plugin_type.cls, section, f"{path}.params"))
+    return built
+
+
+def _instantiate(cls: type, section: schema.PluginSection, path: str) -> Any:
+    fields = {f.name for f in dataclasses.fields(cls)} - {"name"}
+    for key in section.params:
+        if key not in fields:
+            raise ConfigError(f"{path}.{key}", f"unknown parameter (plugin type '{section.type}' takes {sorted(fields) or 'none'})")
+    try:
+        return TypeAdapter(cls).validate_python({**section.params, "name": section.name})
+    except ValidationError as exc:
+        raise _config_error(exc, prefix=path) from exc
+
+
+def _profile(name: str, p: schema.ProfileSection, plugins: Mapping[str, tuple[PluginKind, Any]]) -> RoutingProfile:
+    path = f"routing.profiles.{name}"
+
+    def ref(plugin: str, kind: PluginKind, where: str) -> Any:
+        if plugin not in plugins:
+            raise ConfigError(where, f"references undefined plugin '{plugin}'")
+        actual, instance = plugins[plugin]
+        if actual != kind:
+            raise ConfigError(where, f"plugin '{plugin}' is a {actual}, not a {kind}")
+        return instance
+
+    return RoutingProfile(
+        name=name,
+        filters=tuple(ref(f, "filter", f"{path}.filters.{i}") for i, f in enumerate(p.filters)),
+        predictor=ref(p.predictor, "predictor", f"{path}.predictor"),
+        scorers=tuple(
+            WeightedScorer(ref(s.plugin, "scorer", f"{path}.scorers.{i}.plugin"), s.weight) for i, s in enumerate(p.scorers)
+        ),
+        objective=ref(p.objective, "objective", f"{path}.objective"),
+    )

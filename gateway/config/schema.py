@@ -1,0 +1,130 @@
+"""The shape of duet.yaml, as pydantic models. Every model forbids unknown keys, so a typo is an
+error naming its path rather than a silently ignored setting."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+PositiveFloat = Annotated[float, Field(gt=0)]
+PositiveInt = Annotated[int, Field(gt=0)]
+Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=64)]
+
+
+class ServerSection(Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    max_body_bytes: PositiveInt = 4 * 1024 * 1024
+    upstream_connect_timeout_s: PositiveFloat = 2.0
+    upstream_idle_timeout_s: PositiveFloat = 60.0
+    drain_timeout_s: PositiveFloat = 30.0
+    max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
+
+
+class BreakerSection(Strict):
+    failure_threshold: PositiveInt = 3
+    cooldown_s: PositiveFloat = 5.0
+
+
+class StateSection(Strict):
+    health_interval_s: PositiveFloat = 1.0
+    scrape_interval_s: PositiveFloat = 1.0
+    stale_after_s: PositiveFloat = 5.0
+    timeout_s: PositiveFloat = 1.0
+    breaker: BreakerSection = BreakerSection()
+
+
+class PriceSection(Strict):
+    input_per_mtok: Annotated[float, Field(ge=0)]
+    output_per_mtok: Annotated[float, Field(ge=0)]
+
+
+class SpeedSection(Strict):
+    prefill_tokens_per_s: PositiveFloat
+    decode_s_per_token: PositiveFloat
+    decode_slowdown_per_seq: Annotated[float, Field(ge=0)] = 0.02
+
+
+class ReplicaSection(Strict):
+    url: HttpUrl
+
+
+class VariantSection(Strict):
+    kind: Literal["full", "quantized", "speculative"]
+    served_model_name: str
+    max_model_len: PositiveInt
+    tools: bool = True
+    price: PriceSection
+    speed: SpeedSection
+    allowed_tasks: Literal["all"] | list[Name] = "all"
+    # Where the allowed tasks came from (a parity report's date and hash), for humans.
+    allowed_tasks_source: str | None = None
+    launch_profile: str | None = None
+    replicas: list[ReplicaSection] = Field(default_factory=list)
+
+
+class HfTokenizer(Strict):
+    hf_tokenizer_json: str
+
+
+class ModelSection(Strict):
+    tokenizer: Literal["approx"] | HfTokenizer = "approx"
+    variants: dict[Name, VariantSection] = Field(min_length=1)
+
+
+class TaskSection(Strict):
+    ttft_ms: PositiveFloat | None = None
+    latency_ms: PositiveFloat | None = None
+    tpot_ms: PositiveFloat | None = None
+    expected_output_tokens: PositiveInt = 256
+    priority: Literal["interactive", "batch", "sheddable"] = "interactive"
+
+
+class InputTokensOver(Strict):
+    input_tokens_over: PositiveInt
+
+
+class RuleSection(Strict):
+    if_: Literal["has_tools", "has_code"] | InputTokensOver = Field(alias="if")
+    task: Name
+
+
+class PluginSection(Strict):
+    type: str
+    name: Name
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class WeightedRef(Strict):
+    plugin: Name
+    weight: Annotated[float, Field(ge=0)] = 1.0
+
+
+class ProfileSection(Strict):
+    filters: list[Name] = Field(default_factory=list)
+    predictor: Name
+    scorers: list[WeightedRef] = Field(default_factory=list)
+    objective: Name
+
+
+class RoutingSection(Strict):
+    tasks: dict[Name, TaskSection] = Field(min_length=1)
+    rules: list[RuleSection] = Field(default_factory=list)
+    default_task: Name
+    plugins: list[PluginSection] = Field(min_length=1)
+    profiles: dict[Name, ProfileSection] = Field(min_length=1)
+    default_profile: Name = "default"
+    task_profiles: dict[Name, Name] = Field(default_factory=dict)
+
+
+class ConfigFile(Strict):
+    server: ServerSection = ServerSection()
+    state: StateSection = StateSection()
+    models: dict[Name, ModelSection] = Field(min_length=1)
+    routing: RoutingSection

@@ -1,0 +1,71 @@
+"""The validated configuration, as frozen values. Built from the YAML by ``gateway.config.load``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gateway.domain import Replica, Variant
+from gateway.policy import Policy
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_body_bytes: int = 4 * 1024 * 1024
+    upstream_connect_timeout_s: float = 2.0
+    # No byte from a replica for this long (before the first byte or between chunks) ends the
+    # attempt: a hanging replica must not hang the client.
+    upstream_idle_timeout_s: float = 60.0
+    drain_timeout_s: float = 30.0
+    max_attempts: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerSettings:
+    failure_threshold: int = 3
+    cooldown_s: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class StateSettings:
+    health_interval_s: float = 1.0
+    scrape_interval_s: float = 1.0
+    stale_after_s: float = 5.0
+    timeout_s: float = 1.0
+    breaker: BreakerSettings = BreakerSettings()
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerSpec:
+    """``approx`` counts ~4 characters per token; ``hf_tokenizer_json`` loads the model's own."""
+
+    kind: str = "approx"
+    path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    name: str
+    variants: Mapping[str, Variant]
+    replicas: tuple[Replica, ...]
+    tokenizer: TokenizerSpec
+    # Pinned names ("smollm2:fast") -> variant name.
+    pins: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class DuetConfig:
+    server: ServerSettings
+    state: StateSettings
+    models: Mapping[str, ModelSpec]
+    policy: Policy
+    source: str = "<memory>"
+
+    @property
+    def replicas(self) -> tuple[Replica, ...]:
+        return tuple(r for m in self.models.values() for r in m.replicas)
+
+    def variant_of(self, replica: Replica) -> Variant:
+        return self.models[replica.model].variants[replica.variant]

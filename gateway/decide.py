@@ -1,0 +1,81 @@
+"""From a validated body and headers to a routing decision: the pure glue between the HTTP edge
+and the router, shared by the proxy path, the dry-run endpoint and ``duet explain``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gateway.api.body import ChatBody, CompletionBody
+from gateway.classify import Target, classify, resolve_model
+from gateway.config.types import DuetConfig, ModelSpec
+from gateway.domain import Candidate, Decision, ReplicaState, RequestProfile
+from gateway.errors import ContextTooLong, InvalidRequest, NoHealthyReplica
+from gateway.routing.router import route
+from gateway.tokens import TokenCounter, count_chat_tokens, count_prompt_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    target: Target
+    profile: RequestProfile
+    decision: Decision
+
+
+def candidates_for(model: ModelSpec, snapshot: Mapping[str, ReplicaState]) -> list[Candidate]:
+    return [
+        Candidate(replica, model.variants[replica.variant], snapshot.get(replica.id) or ReplicaState(replica.id))
+        for replica in model.replicas
+    ]
+
+
+def input_tokens(body: ChatBody | CompletionBody, counter: TokenCounter) -> int:
+    if isinstance(body, ChatBody):
+        return count_chat_tokens(counter, body.messages, body.tools)
+    return count_prompt_tokens(counter, body.prompt)
+
+
+def plan_request(
+    config: DuetConfig,
+    counters: Mapping[str, TokenCounter],
+    snapshot: Mapping[str, ReplicaState],
+    body: ChatBody | CompletionBody,
+    headers: Mapping[str, str],
+    *,
+    explain: bool = False,
+) -> Plan:
+    """Classify and route. Raises ModelNotFound / InvalidRequest for the client's mistakes; an
+    empty decision is returned as is (see ``refuse`` to turn it into the client's error)."""
+    target = resolve_model(config, body.model)
+    tokens = input_tokens(body, counters[target.model.name])
+    profile = classify(body, headers, target, config.policy, tokens)
+    decision = route(profile, candidates_for(target.model, snapshot), config.policy.profile_for(profile.task), explain=explain)
+    return Plan(target, profile, decision)
+
+
+def refuse(plan: Plan) -> Exception:
+    """The client's error for a decision without replicas, named after what blocked it."""
+    blocker = plan.decision.reason.removeprefix("no-candidate:")
+    variants = plan.target.model.variants
+    if blocker == "context-fits" or _context_exceeded(plan):
+        limit = max(v.max_model_len for v in variants.values())
+        needed = plan.profile.input_tokens + (plan.profile.max_output_tokens or 1)
+        return ContextTooLong(
+            f"This model's maximum context length is {limit} tokens. However, you requested {needed} tokens "
+            f"({plan.profile.input_tokens} in the messages, {plan.profile.max_output_tokens or 1} in the completion). "
+            "Please reduce the length of the messages or completion.",
+            param="messages",
+        )
+    if blocker == "pinned-variant":
+        return NoHealthyReplica(f"Variant '{plan.profile.pinned_variant}' has no replicas.", retry_after_s=1.0)
+    if blocker == "tools" or blocker == "tools-supported":
+        return InvalidRequest("No variant of this model serves tool calls.", param="tools")
+    return NoHealthyReplica(
+        f"No healthy replica can serve this request for model '{plan.profile.model}' (blocked by '{blocker}').",
+        retry_after_s=1.0,
+    )
+
+
+def _context_exceeded(plan: Plan) -> bool:
+    needed = plan.profile.input_tokens + (plan.profile.max_output_tokens or 1)
+    return all(needed > v.max_model_len for v in plan.target.model.variants.values())

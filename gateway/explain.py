@@ -1,0 +1,42 @@
+"""A routing decision as a document people read: the request profile, every plugin's verdict and
+score per replica, the predictions, and the outcome. Used by ``duet explain`` and
+POST /v1/duet/route."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from gateway.decide import Plan
+
+
+def explain_plan(plan: Plan) -> dict[str, Any]:
+    decision = plan.decision
+    profile = dataclasses.asdict(plan.profile)
+    profile["priority"] = plan.profile.priority.value
+    replicas: dict[str, dict[str, Any]] = {}
+    for replica in plan.target.model.replicas:
+        replicas[replica.id] = {"variant": replica.variant, "url": replica.url, "verdicts": []}
+    for verdict in decision.verdicts:
+        entry: dict[str, Any] = {"plugin": verdict.plugin, "passed": verdict.passed}
+        if verdict.score is not None:
+            entry["score"] = round(verdict.score, 4)
+        if verdict.reason:
+            entry["reason"] = verdict.reason
+        replicas[verdict.replica_id]["verdicts"].append(entry)
+    for replica_id, prediction in decision.predictions.items():
+        replicas[replica_id]["prediction_ms"] = {
+            "ttft": round(prediction.ttft_ms, 2), "tpot": round(prediction.tpot_ms, 3), "e2e": round(prediction.e2e_ms, 2),
+        }
+    return {
+        "model": decision.model,
+        "request": profile,
+        "routing_profile": decision.profile,
+        "decision": {
+            "variant": decision.variant,
+            "reason": decision.reason,
+            "meets_budget": decision.meets_budget,
+            "ranked_replicas": [r.id for r in decision.ranked],
+        },
+        "replicas": replicas,
+    }

@@ -1,0 +1,135 @@
+"""Sending a request to the ranked replicas until one answers.
+
+A replica is tried only while nothing has reached the client: on a connect error, a timeout before
+the first byte, a 5xx or a 429 the next ranked replica gets the request. A stream counts as started
+once its first event arrived; until then it may still move. Client errors (other 4xx) are the
+client's and pass through as the replica wrote them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import aiohttp
+
+from gateway.domain import Outcome, Replica
+from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, UpstreamFailed
+from gateway.proxy.sse import EventSplitter
+
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass(slots=True)
+class Answer:
+    """A replica's answer that will reach the client. For streams, ``first_events`` were read to
+    prove the stream started; the rest is read from ``response``."""
+
+    replica: Replica
+    status: int
+    response: aiohttp.ClientResponse
+    started_at: float
+    body: bytes = b""
+    first_events: list[bytes] = field(default_factory=list)
+    splitter: EventSplitter | None = None
+    first_event_at: float | None = None
+    failed_attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    replica_id: str
+    status: int
+    detail: str
+
+
+class Forwarder:
+    """Runs the attempt loop. ``store`` is the replica state store (begin/finish per attempt)."""
+
+    def __init__(self, session: aiohttp.ClientSession, store: object, max_attempts: int) -> None:
+        self._session = session
+        self._store = store
+        self._max_attempts = max_attempts
+
+    async def send(
+        self,
+        ranked: Sequence[Replica],
+        path: str,
+        body_for: Callable[[Replica], bytes],
+        headers: Mapping[str, str],
+        stream: bool,
+    ) -> Answer:
+        failures: list[Failure] = []
+        attempts = 0
+        for replica in ranked:
+            if attempts >= self._max_attempts:
+                break
+            admission = await self._store.begin(replica.id)  # type: ignore[attr-defined]
+            if not admission.admitted:
+                continue
+            attempts += 1
+            answer = await self._attempt(replica, path, body_for(replica), headers, stream, failures)
+            if answer is not None:
+                answer.failed_attempts = len(failures)
+                return answer
+        raise _exhausted(failures, attempts)
+
+    async def _attempt(
+        self,
+        replica: Replica,
+        path: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        stream: bool,
+        failures: list[Failure],
+    ) -> Answer | None:
+        started = time.perf_counter()
+        response: aiohttp.ClientResponse | None = None
+        try:
+            response = await self._session.post(replica.url + path, data=body, headers=headers)
+            if response.status in RETRYABLE_STATUS:
+                detail = (await response.read())[:300].decode(errors="replace")
+                await self._fail(replica, response.status, started, failures, detail)
+                response.release()
+                return None
+            answer = Answer(replica, response.status, response, started)
+            if stream and response.status == 200:
+                await self._read_first_event(answer)
+            else:
+                answer.body = await response.read()
+                response.release()
+            return answer
+        except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
+            if response is not None:
+                response.close()
+            status = 504 if isinstance(exc, asyncio.TimeoutError) else 502
+            await self._fail(replica, status, started, failures, f"{type(exc).__name__}: {exc}".strip(": "))
+            return None
+
+    async def _read_first_event(self, answer: Answer) -> None:
+        splitter = EventSplitter()
+        async for chunk in answer.response.content.iter_any():
+            answer.first_events.extend(splitter.feed(chunk))
+            if answer.first_events:
+                answer.first_event_at = time.perf_counter()
+                answer.splitter = splitter
+                return
+        raise aiohttp.ClientPayloadError("stream ended before its first event")
+
+    async def _fail(self, replica: Replica, status: int, started: float, failures: list[Failure], detail: str) -> None:
+        failures.append(Failure(replica.id, status, detail))
+        outcome = Outcome(replica.id, False, status, None, time.perf_counter() - started, 0, 0)
+        await self._store.finish(outcome)  # type: ignore[attr-defined]
+
+
+def _exhausted(failures: list[Failure], attempts: int) -> Exception:
+    if attempts == 0:
+        return NoHealthyReplica("No replica could take the request (all circuit breakers open).", retry_after_s=1.0)
+    summary = "; ".join(f"{f.replica_id}: {f.status} {f.detail}" for f in failures)
+    if all(f.status == 429 for f in failures):
+        return RateLimited(f"Every replica is overloaded ({summary}).", retry_after_s=1.0)
+    if all(f.status == 504 for f in failures):
+        return DeadlineExceeded(f"No replica answered in time ({summary}).")
+    return UpstreamFailed(f"Every replica tried failed ({summary}).")

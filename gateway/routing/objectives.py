@@ -1,0 +1,64 @@
+"""Objectives: order the variants that survived the filters, best first, and say why."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gateway.domain import RequestProfile
+from gateway.routing.plugin import Option, VariantOrder, expected_cost_usd, meets_budget
+
+
+def _variant(option: Option) -> str:
+    return option.candidate.variant.name
+
+
+@dataclass(frozen=True, slots=True)
+class CheapestWithinBudgetObjective:
+    """The cheapest variant predicted to meet the request's budget (inflated by ``margin``);
+    when none can, the fastest, and the decision says so.
+
+    Order: variants that meet the budget by expected cost (ties: faster first), then the others
+    by predicted end-to-end latency. Inputs: each variant's best prediction and its price.
+    """
+
+    name: str = "cheapest-within-budget"
+    margin: float = 1.1
+
+    def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
+        within = [o for o in best if meets_budget(request, o.prediction, self.margin)]
+        beyond = [o for o in best if not meets_budget(request, o.prediction, self.margin)]
+        within.sort(key=lambda o: (expected_cost_usd(request, o), o.prediction.e2e_ms))
+        beyond.sort(key=lambda o: (o.prediction.e2e_ms, expected_cost_usd(request, o)))
+        variants = tuple(_variant(o) for o in within + beyond)
+        if within:
+            reason = "cheapest-within-budget" if len(best) > 1 else "only-variant-within-budget"
+            return VariantOrder(variants, reason, meets_budget=True)
+        return VariantOrder(variants, "fastest-none-within-budget", meets_budget=False)
+
+
+@dataclass(frozen=True, slots=True)
+class FastestObjective:
+    """The variant with the lowest predicted end-to-end latency (ties: cheaper first)."""
+
+    name: str = "fastest"
+
+    def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
+        ranked = sorted(best, key=lambda o: (o.prediction.e2e_ms, expected_cost_usd(request, o)))
+        head_meets = meets_budget(request, ranked[0].prediction)
+        return VariantOrder(tuple(_variant(o) for o in ranked), "fastest", head_meets)
+
+
+@dataclass(frozen=True, slots=True)
+class FixedOrderObjective:
+    """Variants in the configured ``preference`` order (unlisted ones after, by latency): baselines such as
+    always-standard or always-fast, and operators who want a plain preference list."""
+
+    name: str = "fixed-order"
+    preference: tuple[str, ...] = ()
+
+    def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
+        rank = {variant: i for i, variant in enumerate(self.preference)}
+        ranked = sorted(best, key=lambda o: (rank.get(_variant(o), len(rank)), o.prediction.e2e_ms))
+        head_meets = meets_budget(request, ranked[0].prediction)
+        return VariantOrder(tuple(_variant(o) for o in ranked), "fixed-order", head_meets)

@@ -1,0 +1,83 @@
+"""The routing framework's four interfaces, after llm-d's scheduler.
+
+A routing profile runs: every Filter on every candidate -> the Predictor on survivors -> every
+Scorer (weighted) -> the Objective, which orders the variants. All of it is pure and synchronous:
+plain data in, plain data out, no I/O, so a decision can be unit-tested and replayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from gateway.domain import Candidate, Prediction, RequestProfile
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """A candidate that survived the filters, with its prediction and combined score in [0, 1]."""
+
+    candidate: Candidate
+    prediction: Prediction
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class VariantOrder:
+    """An objective's answer: variants best-first, the reason, and whether the head meets the budget."""
+
+    variants: tuple[str, ...]
+    reason: str
+    meets_budget: bool
+
+
+class Filter(Protocol):
+    """Keeps or rejects one candidate. Returns (kept, reason)."""
+
+    name: str
+
+    def keep(self, request: RequestProfile, candidate: Candidate) -> tuple[bool, str]: ...
+
+
+class Predictor(Protocol):
+    """Predicts TTFT, time per output token and end-to-end latency of a request on a candidate."""
+
+    name: str
+
+    def predict(self, request: RequestProfile, candidate: Candidate) -> Prediction: ...
+
+
+class Scorer(Protocol):
+    """Scores a candidate in [0, 1]; higher is better. Used to rank replicas within a variant."""
+
+    name: str
+
+    def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float: ...
+
+
+class Objective(Protocol):
+    """Orders the variants that have at least one surviving replica."""
+
+    name: str
+
+    def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
+        """``best`` holds each variant's best option (highest score); never empty."""
+        ...
+
+
+def meets_budget(request: RequestProfile, prediction: Prediction, margin: float = 1.0) -> bool:
+    """True when the prediction, inflated by ``margin`` (1.1 = 10% safety), fits every target."""
+    if request.ttft_budget_ms is not None and prediction.ttft_ms * margin > request.ttft_budget_ms:
+        return False
+    if request.latency_budget_ms is not None and prediction.e2e_ms * margin > request.latency_budget_ms:
+        return False
+    if request.tpot_budget_ms is not None and prediction.tpot_ms * margin > request.tpot_budget_ms:
+        return False
+    return True
+
+
+def expected_cost_usd(request: RequestProfile, option: Option) -> float:
+    """The variant's price for this request, with the output length the router plans for."""
+    price = option.candidate.variant.price
+    return price.cost_usd(request.input_tokens, request.expected_output_tokens)

@@ -1,0 +1,102 @@
+"""The router: runs a routing profile over the candidates of one request and returns a Decision.
+
+Pure and synchronous. ``explain=True`` records every plugin's verdict and score for
+``duet explain`` and the dry-run endpoint; the hot path skips that bookkeeping.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gateway.domain import Candidate, Decision, RequestProfile, Verdict
+from gateway.routing.plugin import Filter, Objective, Option, Predictor, Scorer
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedScorer:
+    scorer: Scorer
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingProfile:
+    """A named pipeline of plugin instances: filters -> predictor -> scorers -> objective."""
+
+    name: str
+    filters: tuple[Filter, ...]
+    predictor: Predictor
+    scorers: tuple[WeightedScorer, ...]
+    objective: Objective
+
+
+def route(
+    request: RequestProfile,
+    candidates: Sequence[Candidate],
+    profile: RoutingProfile,
+    *,
+    explain: bool = False,
+) -> Decision:
+    """Decide which variant and replicas serve ``request``. ``ranked`` is empty when no candidate
+    survives; ``reason`` then reads ``no-candidate:<filter>`` naming the filter that rejected most."""
+    verdicts: list[Verdict] = []
+    if request.pinned_variant is not None:
+        candidates = [c for c in candidates if c.variant.name == request.pinned_variant]
+    survivors, rejected_by = _filter(request, candidates, profile.filters, verdicts if explain else None)
+    if not survivors:
+        blocker = rejected_by.most_common(1)[0][0] if rejected_by else "pinned-variant"
+        return Decision(
+            model=request.model, variant=None, ranked=(), reason=f"no-candidate:{blocker}",
+            meets_budget=False, verdicts=tuple(verdicts), profile=profile.name,
+        )
+    options = [_option(request, c, profile, verdicts if explain else None) for c in survivors]
+    by_variant: dict[str, list[Option]] = {}
+    for option in options:
+        by_variant.setdefault(option.candidate.variant.name, []).append(option)
+    for group in by_variant.values():
+        group.sort(key=lambda o: (-o.score, o.prediction.e2e_ms))
+    order = profile.objective.order(request, [group[0] for group in by_variant.values()])
+    ranked = tuple(o.candidate.replica for variant in order.variants for o in by_variant[variant])
+    reason = "pinned" if request.pinned_variant is not None else order.reason
+    return Decision(
+        model=request.model, variant=order.variants[0], ranked=ranked, reason=reason,
+        meets_budget=order.meets_budget,
+        predictions={o.candidate.replica.id: o.prediction for o in options},
+        verdicts=tuple(verdicts), profile=profile.name,
+    )
+
+
+def _filter(
+    request: RequestProfile,
+    candidates: Sequence[Candidate],
+    filters: Sequence[Filter],
+    verdicts: list[Verdict] | None,
+) -> tuple[list[Candidate], Counter[str]]:
+    survivors: list[Candidate] = []
+    rejected_by: Counter[str] = Counter()
+    for candidate in candidates:
+        for plugin in filters:
+            kept, why = plugin.keep(request, candidate)
+            if verdicts is not None:
+                verdicts.append(Verdict(plugin.name, candidate.replica.id, kept, None, why))
+            if not kept:
+                rejected_by[plugin.name] += 1
+                break
+        else:
+            survivors.append(candidate)
+    return survivors, rejected_by
+
+
+def _option(
+    request: RequestProfile, candidate: Candidate, profile: RoutingProfile, verdicts: list[Verdict] | None
+) -> Option:
+    prediction = profile.predictor.predict(request, candidate)
+    total_weight = sum(w.weight for w in profile.scorers) or 1.0
+    score = 0.0
+    for weighted in profile.scorers:
+        value = weighted.scorer.score(request, candidate, prediction)
+        score += weighted.weight * value
+        if verdicts is not None:
+            verdicts.append(Verdict(weighted.scorer.name, candidate.replica.id, True, value, ""))
+    return Option(candidate, prediction, score / total_weight)

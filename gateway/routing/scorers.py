@@ -1,0 +1,39 @@
+"""Scorers: rank replicas within a variant. Each returns a value in [0, 1], higher is better."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.domain import Candidate, Prediction, RequestProfile
+from gateway.routing.predictors import replica_load
+
+
+@dataclass(frozen=True, slots=True)
+class LeastLoadedScorer:
+    """1 / (1 + sequences on the replica). Inputs: in-flight count, scraped running + waiting."""
+
+    name: str = "least-loaded"
+
+    def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
+        return 1.0 / (1.0 + replica_load(candidate))
+
+
+@dataclass(frozen=True, slots=True)
+class PredictedLatencyScorer:
+    """scale / (scale + predicted end-to-end ms): 0.5 at ``scale_ms``, near 1 when instant."""
+
+    name: str = "predicted-latency"
+    scale_ms: float = 1000.0
+
+    def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
+        return self.scale_ms / (self.scale_ms + max(0.0, prediction.e2e_ms))
+
+
+@dataclass(frozen=True, slots=True)
+class LowErrorScorer:
+    """1 - recent error rate of the replica."""
+
+    name: str = "low-error"
+
+    def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
+        return min(1.0, max(0.0, 1.0 - candidate.state.error_rate))

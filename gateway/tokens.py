@@ -1,0 +1,77 @@
+"""Counting a request's input tokens before routing.
+
+Duet counts locally rather than asking vLLM's /tokenize: a round trip per request would cost more
+than the whole routing decision, and the count only has to be good enough to check the context
+window and predict prefill time. ``HfTokenCounter`` uses the model's own tokenizer.json (exact
+for the text, plus a fixed chat-template allowance per message); ``ApproxTokenCounter`` assumes
+~4 characters per token when no tokenizer is configured (simulated replicas, tests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+# Chat templates wrap each message in role markers (``<|im_start|>user\n ... <|im_end|>\n``).
+TEMPLATE_TOKENS_PER_MESSAGE = 5
+
+
+class TokenCounter(Protocol):
+    def count_text(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ApproxTokenCounter:
+    chars_per_token: float = 4.0
+
+    def count_text(self, text: str) -> int:
+        return int(len(text) / self.chars_per_token + 0.999)
+
+
+class HfTokenCounter:
+    """Exact counts with a Hugging Face ``tokenizer.json`` (the `tokenizers` library, no torch)."""
+
+    def __init__(self, path: str) -> None:
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(path)
+
+    def count_text(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def message_texts(messages: Iterable[Any]) -> Iterable[str]:
+    """The text parts of chat messages (string contents and ``{"type": "text"}`` parts, tool calls)."""
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            yield content
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    yield part["text"]
+        if message.get("tool_calls"):
+            yield orjson.dumps(message["tool_calls"]).decode()
+
+
+def count_chat_tokens(counter: TokenCounter, messages: list[Any], tools: list[Any] | None) -> int:
+    total = sum(counter.count_text(text) for text in message_texts(messages))
+    total += TEMPLATE_TOKENS_PER_MESSAGE * len(messages) + 1
+    if tools:
+        total += counter.count_text(orjson.dumps(tools).decode())
+    return total
+
+
+def count_prompt_tokens(counter: TokenCounter, prompt: str | list[Any]) -> int:
+    """Completions prompts: a string, token ids (counted as given), or a batch of either — each
+    prompt of a batch must fit the context on its own, so a batch counts as its longest prompt."""
+    if isinstance(prompt, str):
+        return counter.count_text(prompt)
+    if prompt and all(isinstance(x, int) for x in prompt):
+        return len(prompt)
+    return max((count_prompt_tokens(counter, p) for p in prompt if isinstance(p, (str, list))), default=0)

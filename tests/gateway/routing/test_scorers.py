@@ -1,0 +1,26 @@
+import pytest
+
+from gateway.domain import Prediction
+from gateway.routing.scorers import LeastLoadedScorer, LowErrorScorer, PredictedLatencyScorer
+
+from .factories import STANDARD, candidate, request
+
+P = Prediction(ttft_ms=10, e2e_ms=1000, tpot_ms=10)
+
+CASES = [
+    (LeastLoadedScorer(), candidate(STANDARD), P, 1.0),
+    (LeastLoadedScorer(), candidate(STANDARD, in_flight=3), P, 0.25),
+    (LeastLoadedScorer(), candidate(STANDARD, running=1, waiting=2), P, 0.25),
+    (PredictedLatencyScorer(scale_ms=1000), candidate(STANDARD), P, 0.5),
+    (PredictedLatencyScorer(scale_ms=1000), candidate(STANDARD), Prediction(0, 0, 0), 1.0),
+    (PredictedLatencyScorer(scale_ms=1000), candidate(STANDARD), Prediction(0, 3000, 0), 0.25),
+    (LowErrorScorer(), candidate(STANDARD, error_rate=0.2), P, 0.8),
+    (LowErrorScorer(), candidate(STANDARD), P, 1.0),
+]
+
+
+@pytest.mark.parametrize(("scorer", "cand", "prediction", "expected"), CASES)
+def test_scores(scorer, cand, prediction, expected):
+    value = scorer.score(request(), cand, prediction)
+    assert 0.0 <= value <= 1.0
+    assert value == pytest.approx(expected)
