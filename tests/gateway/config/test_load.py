@@ -1,0 +1,86 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gateway.config import load_config, parse_config
+from gateway.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = sorted((ROOT / "deploy" / "config").glob("*.yaml"))
+DEMO = ROOT / "deploy" / "config" / "demo.yaml"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_config_loads(path):
+    config = load_config(path)
+    assert config.models and config.policy.profiles
+
+
+def demo_with(edit):
+    raw = yaml.safe_load(DEMO.read_text())
+    edit(raw)
+    return yaml.safe_dump(raw, sort_keys=False)
+
+
+def error_of(edit) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        parse_config(demo_with(edit))
+    return info.value
+
+
+ERROR_CASES = [
+    ("unknown top-level key", lambda r: r.update(extra=1), "extra", "unknown key"),
+    ("unknown variant key", lambda r: r["models"]["smollm2"]["variants"]["fast"].update(speedup=2), "models.smollm2.variants.fast.speedup", "unknown key"),
+    ("bad kind", lambda r: r["models"]["smollm2"]["variants"]["fast"].update(kind="turbo"), "models.smollm2.variants.fast.kind", ""),
+    ("negative price", lambda r: r["models"]["smollm2"]["variants"]["fast"]["price"].update(input_per_mtok=-1), "models.smollm2.variants.fast.price.input_per_mtok", ""),
+    ("bad url", lambda r: r["models"]["smollm2"]["variants"]["fast"]["replicas"][0].update(url="not a url"), "models.smollm2.variants.fast.replicas.0.url", ""),
+    ("unknown task in allowed_tasks", lambda r: r["models"]["smollm2"]["variants"]["fast"].update(allowed_tasks=["poetry"]), "models.smollm2.variants.fast.allowed_tasks", "poetry"),
+    ("undefined plugin", lambda r: r["routing"]["profiles"]["default"].update(objective="nope"), "routing.profiles.default.objective", "undefined plugin 'nope'"),
+    ("wrong plugin kind", lambda r: r["routing"]["profiles"]["default"].update(objective="healthy"), "routing.profiles.default.objective", "is a filter"),
+    ("unknown plugin type", lambda r: r["routing"]["plugins"].append({"type": "magic", "name": "m"}), "routing.plugins.8.type", "unknown plugin type"),
+    ("unknown plugin param", lambda r: r["routing"]["plugins"][7].update(params={"margn": 1}), "routing.plugins.7.params.margn", "unknown parameter"),
+    ("bad plugin param type", lambda r: r["routing"]["plugins"][7].update(params={"margin": "big"}), "routing.plugins.7.params.margin", ""),
+    ("duplicate plugin", lambda r: r["routing"]["plugins"].append({"type": "healthy", "name": "healthy"}), "routing.plugins.8.name", "duplicate"),
+    ("rule to unknown task", lambda r: r["routing"]["rules"].append({"if": "has_code", "task": "nope"}), "routing.rules.3.task", "unknown task"),
+    ("unknown default profile", lambda r: r["routing"].update(default_profile="x"), "routing.default_profile", "undefined profile"),
+    ("duplicate served name", lambda r: r["models"]["smollm2"]["variants"]["fast"].update(served_model_name="smollm2-standard"), "models.smollm2.variants.fast.served_model_name", "also used"),
+]
+
+
+@pytest.mark.parametrize(("name", "edit", "path", "words"), ERROR_CASES, ids=[c[0] for c in ERROR_CASES])
+def test_invalid_configs_name_the_path(name, edit, path, words):
+    error = error_of(edit)
+    assert error.path == path
+    assert words in str(error)
+
+
+def test_not_yaml_and_not_a_mapping():
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        parse_config("models: [unclosed")
+    with pytest.raises(ConfigError, match="mapping"):
+        parse_config("- a\n- b\n")
+
+
+def test_pins_and_replica_ids():
+    config = load_config(DEMO)
+    model = config.models["smollm2"]
+    assert model.pins == {"smollm2:standard": "standard", "smollm2:fast": "fast"}
+    assert [r.id for r in model.replicas] == ["smollm2/standard/0", "smollm2/fast/0"]
+    assert config.models["smollm2"].variants["fast"].allowed_tasks == frozenset({"chat", "coding", "agent", "extraction"})
+
+
+def test_alias_pins_when_variants_have_other_names():
+    def rename(raw):
+        variants = raw["models"]["smollm2"]["variants"]
+        variants["bf16"] = variants.pop("standard")
+        variants["int8"] = variants.pop("fast")
+    model = parse_config(demo_with(rename)).models["smollm2"]
+    assert model.pins["smollm2:standard"] == "bf16" and model.pins["smollm2:fast"] == "int8"
+    assert model.pins["smollm2:int8"] == "int8"
+
+
+def test_replica_url_keeps_base_only():
+    def v1(raw):
+        raw["models"]["smollm2"]["variants"]["fast"]["replicas"] = [{"url": "http://10.0.0.1:8000/v1/"}]
+    assert parse_config(demo_with(v1)).models["smollm2"].replicas[1].url == "http://10.0.0.1:8000"

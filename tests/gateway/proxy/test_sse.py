@@ -1,0 +1,41 @@
+import orjson
+import pytest
+
+from gateway.proxy.sse import DONE, EventSplitter, ModelRewrite, error_event, is_usage_only, usage_of
+
+
+@pytest.mark.parametrize(
+    ("chunks", "events"),
+    [
+        ([b"data: a\n\n"], [b"data: a\n\n"]),
+        ([b"data: a\n\nda", b"ta: b\n", b"\n"], [b"data: a\n\n", b"data: b\n\n"]),
+        ([b"data: a", b"\n\ndata: b\n\ndata: [DONE]\n\n"], [b"data: a\n\n", b"data: b\n\n", DONE]),
+        ([b"data: partial"], []),
+    ],
+)
+def test_splitter_yields_whole_events(chunks, events):
+    splitter = EventSplitter()
+    out = [e for c in chunks for e in splitter.feed(c)]
+    assert out == events
+
+
+def test_model_rewrite_touches_only_the_model_field():
+    rewrite = ModelRewrite.between("smollm2-fast", "smollm2:fast")
+    chunk = b'data: {"id":"x","model":"smollm2-fast","choices":[{"delta":{"content":"smollm2-fast"}}]}\n\n'
+    out = rewrite.apply(chunk)
+    assert orjson.loads(out[6:])["model"] == "smollm2:fast"
+    assert b'"content":"smollm2-fast"' in out
+
+
+def test_usage_chunk_detection_and_parsing():
+    usage = b'data: {"id":"x","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}\n\n'
+    content = b'data: {"id":"x","choices":[{"delta":{"content":"hi"}}],"usage":null}\n\n'
+    assert is_usage_only(usage) and not is_usage_only(content)
+    assert usage_of(usage) == (7, 3) and usage_of(content) is None
+    assert usage_of(b'{"usage":{"prompt_tokens":1,"completion_tokens":2}}') == (1, 2)
+
+
+def test_error_event_is_openai_shaped():
+    event = error_event("boom")
+    assert event.startswith(b"data: ") and event.endswith(b"\n\n")
+    assert orjson.loads(event[6:])["error"]["message"] == "boom"

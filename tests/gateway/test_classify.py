@@ -1,0 +1,87 @@
+from pathlib import Path
+
+import pytest
+
+from gateway.api.body import ChatBody, CompletionBody
+from gateway.classify import classify, has_code, resolve_model
+from gateway.config import load_config
+from gateway.errors import InvalidRequest, ModelNotFound
+
+CONFIG = load_config(Path(__file__).resolve().parents[2] / "deploy" / "config" / "demo.yaml")
+
+
+def chat(content="hello", **fields):
+    return ChatBody.model_validate({"model": "smollm2", "messages": [{"role": "user", "content": content}], **fields})
+
+
+def profile(body, headers=None, tokens=10):
+    return classify(body, headers or {}, resolve_model(CONFIG, body.model), CONFIG.policy, tokens)
+
+
+@pytest.mark.parametrize(
+    ("name", "variant"),
+    [("smollm2", None), ("smollm2:fast", "fast"), ("smollm2:standard", "standard"), ("fast", "fast")],
+)
+def test_model_names_resolve_to_pins(name, variant):
+    assert resolve_model(CONFIG, name).pinned_variant == variant
+
+
+def test_unknown_model_is_404():
+    with pytest.raises(ModelNotFound) as info:
+        resolve_model(CONFIG, "gpt-9")
+    assert info.value.status == 404 and info.value.param == "model"
+
+
+TASK_CASES = [
+    (chat(), {}, 10, "chat", "default"),
+    (chat(tools=[{"type": "function", "function": {"name": "f"}}]), {}, 10, "agent", "rule:has_tools"),
+    (chat("Fix this:\n```python\nprint(1)\n```"), {}, 10, "coding", "rule:has_code"),
+    (chat("def add(a, b):\n    return a + b\nmake it typed"), {}, 10, "coding", "rule:has_code"),
+    (chat("summarise"), {}, 1600, "long-context", "rule:input_tokens_over_1500"),
+    (chat(), {"x-duet-task": "reasoning"}, 10, "reasoning", "header"),
+]
+
+
+@pytest.mark.parametrize(("body", "headers", "tokens", "task", "source"), TASK_CASES)
+def test_task_from_header_then_rules_then_default(body, headers, tokens, task, source):
+    p = profile(body, headers, tokens)
+    assert (p.task, p.task_source) == (task, source)
+
+
+def test_unknown_task_header_is_400():
+    with pytest.raises(InvalidRequest, match="Unknown task type"):
+        profile(chat(), {"x-duet-task": "poetry"})
+
+
+def test_budgets_from_headers_override_task_defaults():
+    p = profile(chat(), {"x-duet-latency-budget-ms": "300", "x-slo-ttft-ms": "50", "x-slo-tpot-ms": "20"})
+    assert (p.latency_budget_ms, p.ttft_budget_ms, p.tpot_budget_ms) == (300, 50, 20)
+    default = profile(chat())
+    assert (default.latency_budget_ms, default.ttft_budget_ms) == (30000, 2000)
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "abc", "inf", "nan"])
+def test_bad_budget_header_is_400_naming_it(value):
+    with pytest.raises(InvalidRequest) as info:
+        profile(chat(), {"x-duet-latency-budget-ms": value})
+    assert info.value.param == "x-duet-latency-budget-ms"
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [({}, 128), ({"max_tokens": 16}, 16), ({"max_tokens": 1000}, 128), ({"max_tokens": 1000, "ignore_eos": True}, 1000),
+     ({"max_tokens": 1000, "min_tokens": 700}, 700), ({"max_completion_tokens": 64}, 64)],
+)
+def test_expected_output_tokens(fields, expected):
+    assert profile(chat(**fields)).expected_output_tokens == expected
+
+
+def test_completions_prompt_with_code():
+    body = CompletionBody.model_validate({"model": "smollm2", "prompt": "import os\nos.listdir()"})
+    assert profile(body).task == "coding"
+
+
+def test_has_code_scans_head_and_tail_of_long_texts():
+    filler = "word " * 10_000
+    assert has_code([filler + "\n```js\nx()\n```"])
+    assert not has_code([filler])
