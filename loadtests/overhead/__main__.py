@@ -1,0 +1,72 @@
+"""``python -m loadtests.overhead``: measure gateway overhead and print the table, the goals,
+and one JSON line per gateway and mode (last, so scripts can read them with ``tail``)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from loadtests.overhead.document import section, write_section
+from loadtests.overhead.measure import PhasePlan
+from loadtests.overhead.report import goals, goals_text, json_lines, text_table
+from loadtests.overhead.run import GATEWAYS, OPTIONAL_GATEWAYS, RunSettings, run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _gateways(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in GATEWAYS + OPTIONAL_GATEWAYS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown gateway(s) {unknown}; known: {GATEWAYS + OPTIONAL_GATEWAYS}")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m loadtests.overhead", description=__doc__)
+    parser.add_argument("--gateways", type=_gateways, default=GATEWAYS,
+                        help=f"comma-separated, from {','.join(GATEWAYS + OPTIONAL_GATEWAYS)} (direct always runs)")
+    parser.add_argument("--warmup-s", type=float, default=2.0)
+    parser.add_argument("--latency-s", type=float, default=4.0)
+    parser.add_argument("--throughput-s", type=float, default=10.0)
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--gateway-core", type=int, default=1)
+    parser.add_argument("--load-core", type=int, default=0)
+    parser.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "bench-overhead")
+    parser.add_argument("--litellm-venv", type=Path, default=ROOT / ".venv-bench-litellm")
+    parser.add_argument("--vllm-router-venv", type=Path, default=ROOT / ".venv-bench-vllm-router")
+    parser.add_argument("--docs", type=Path, default=ROOT / "docs" / "benchmarks.md",
+                        help="file whose 'Gateway overhead' section is rewritten")
+    parser.add_argument("--no-docs", action="store_true", help="do not touch the docs file")
+    parser.add_argument("--command-label", default=None,
+                        help="the command quoted in the docs (default: this command line)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    plan = PhasePlan(args.warmup_s, args.latency_s, args.throughput_s, args.connections, args.load_core)
+    settings = RunSettings(args.run_dir, args.gateways, args.litellm_venv, args.vllm_router_venv,
+                           args.gateway_core, plan)
+    result = run(settings, say=lambda line: print(line, file=sys.stderr, flush=True))
+    ceiling = ", ".join(f"{mode} {r.rps:.0f} req/s" for mode, r in result.backend_ceiling.items())
+    print(f"\nbackend ceiling (nginx alone on core {plan.load_core}): {ceiling}")
+    print(text_table(result.measurements, result.skipped))
+    print("\ngoals (issue #3):\n" + goals_text(goals(result.measurements)))
+    if not args.no_docs:
+        command = args.command_label or "python -m loadtests.overhead " + shlex.join(sys.argv[1:] if argv is None else argv)
+        when = time.strftime("%Y-%m-%d")
+        write_section(args.docs, section(result, command.strip(), plan, args.gateway_core, when))
+        print(f"\nwrote the 'Gateway overhead' section of {args.docs}")
+    print()
+    for line in json_lines(result.measurements):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

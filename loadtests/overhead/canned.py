@@ -1,0 +1,144 @@
+"""The fast backend's answers, shaped like vLLM 0.33's, computed once as bytes.
+
+Pure: no I/O. ``backend.py`` writes them into the nginx/Lua backend; the smoke check in
+``smoke.py`` uses the same constants to tell a faithful pass-through from a mangled one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+SERVED_MODEL_NAME = "smollm2-standard"
+LOGICAL_MODEL = "smollm2"
+PROMPT_TOKENS = 24
+# 16 content tokens -> role + 16 content + finish + usage chunks + [DONE] = 20 SSE events: each is
+# one write on loopback, which costs the backend ~13 us of kernel time, so more would make the
+# backend's own stream ceiling (~2-3k req/s on one core) approach a fast gateway's.
+CONTENT_TOKENS: tuple[str, ...] = tuple(
+    f"{word} " for word in "The capital of France is Paris , on the Seine , famed for art and food".split()
+)
+CREATED = 1_767_225_600
+# Sent by every request; LiteLLM's proxy refuses to start without a strong master key.
+API_KEY = "sk-" + hashlib.sha256(b"duet overhead benchmark").hexdigest()
+COMPLETION_ID = "chatcmpl-bench0000000000000000000000"
+
+
+@dataclass(frozen=True, slots=True)
+class CannedResponses:
+    """Every body the backend serves, as UTF-8 bytes ready to send."""
+
+    chat_json: bytes
+    chat_sse_events: tuple[bytes, ...]
+    models_json: bytes
+    metrics_text: bytes
+
+    @property
+    def sse_event_count(self) -> int:
+        """Number of ``data:`` events in a stream, ``[DONE]`` included."""
+        return len(self.chat_sse_events)
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _usage() -> dict[str, object]:
+    completion = len(CONTENT_TOKENS)
+    return {
+        "prompt_tokens": PROMPT_TOKENS,
+        "total_tokens": PROMPT_TOKENS + completion,
+        "completion_tokens": completion,
+        "prompt_tokens_details": None,
+    }
+
+
+def chat_completion_json() -> bytes:
+    """A non-stream ``chat.completion`` body as vLLM returns it."""
+    body = {
+        "id": COMPLETION_ID,
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": SERVED_MODEL_NAME,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": "".join(CONTENT_TOKENS).strip(),
+                        "refusal": None, "annotations": None, "audio": None,
+                        "function_call": None, "tool_calls": [], "reasoning_content": None},
+            "logprobs": None,
+            "finish_reason": "stop",
+            "stop_reason": None,
+        }],
+        "service_tier": None,
+        "system_fingerprint": None,
+        "usage": _usage(),
+        "prompt_logprobs": None,
+        "kv_transfer_params": None,
+    }
+    return _dumps(body).encode()
+
+
+def _chunk(delta: dict[str, object], finish_reason: str | None = None) -> dict[str, object]:
+    return {
+        "id": COMPLETION_ID,
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": SERVED_MODEL_NAME,
+        "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                     "finish_reason": finish_reason, "stop_reason": None}],
+    }
+
+
+def chat_completion_sse_events() -> tuple[bytes, ...]:
+    """The SSE events of a stream with usage, each ``data: ...\\n\\n``, ending in ``[DONE]``."""
+    chunks: list[dict[str, object]] = [_chunk({"role": "assistant", "content": ""})]
+    chunks += [_chunk({"content": token}) for token in CONTENT_TOKENS]
+    chunks.append(_chunk({"content": ""}, finish_reason="stop"))
+    usage_chunk = {"id": COMPLETION_ID, "object": "chat.completion.chunk", "created": CREATED,
+                   "model": SERVED_MODEL_NAME, "choices": [], "usage": _usage()}
+    chunks.append(usage_chunk)
+    events = [f"data: {_dumps(chunk)}\n\n".encode() for chunk in chunks]
+    return (*events, b"data: [DONE]\n\n")
+
+
+def models_json() -> bytes:
+    """``GET /v1/models`` listing the one served model."""
+    return _dumps({"object": "list", "data": [{
+        "id": SERVED_MODEL_NAME, "object": "model", "created": CREATED, "owned_by": "vllm",
+        "root": SERVED_MODEL_NAME, "parent": None, "max_model_len": 2048, "permission": [],
+    }]}).encode()
+
+
+def metrics_text() -> bytes:
+    """A small ``GET /metrics`` page with the vLLM 0.33 gauges and counters routers read."""
+    labels = f'engine="0",model_name="{SERVED_MODEL_NAME}"'
+    lines = [
+        "# TYPE vllm:num_requests_running gauge", f"vllm:num_requests_running{{{labels}}} 0.0",
+        "# TYPE vllm:num_requests_waiting gauge", f"vllm:num_requests_waiting{{{labels}}} 0.0",
+        "# TYPE vllm:kv_cache_usage_perc gauge", f"vllm:kv_cache_usage_perc{{{labels}}} 0.0",
+        "# TYPE vllm:prompt_tokens_total counter", f"vllm:prompt_tokens_total{{{labels}}} 0.0",
+        "# TYPE vllm:generation_tokens_total counter", f"vllm:generation_tokens_total{{{labels}}} 0.0",
+        "# TYPE vllm:num_preemptions_total counter", f"vllm:num_preemptions_total{{{labels}}} 0.0",
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def canned_responses() -> CannedResponses:
+    """All of the backend's bodies."""
+    return CannedResponses(chat_completion_json(), chat_completion_sse_events(), models_json(),
+                           metrics_text())
+
+
+def request_body(stream: bool) -> bytes:
+    """The chat request every gateway receives: the logical model, a short prompt, 16 tokens."""
+    body: dict[str, object] = {
+        "model": LOGICAL_MODEL,
+        "messages": [{"role": "user", "content": "What is the capital of France? Answer briefly."}],
+        "max_tokens": len(CONTENT_TOKENS),
+        "temperature": 0,
+    }
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return _dumps(body).encode()

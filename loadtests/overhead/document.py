@@ -1,0 +1,60 @@
+"""The "Gateway overhead" section of docs/benchmarks.md, rendered from one run."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+from loadtests.overhead.canned import CONTENT_TOKENS, canned_responses
+from loadtests.overhead.measure import MODES, PhasePlan
+from loadtests.overhead.report import goals, goals_text, markdown_table, replace_section
+from loadtests.overhead.run import RunResult
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo ("unknown" if absent)."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def section(result: RunResult, command: str, plan: PhasePlan, gateway_core: int, when: str) -> str:
+    """Markdown for the section: command, machine, method, numbers, goals."""
+    versions = ", ".join(f"{name} {version}" for name, version in result.versions.items())
+    ceiling = "; ".join(f"{mode} {result.backend_ceiling[mode].rps:.0f} req/s" for mode in MODES)
+    events = canned_responses().sse_event_count
+    return f"""\
+## Gateway overhead
+
+Measured {when} with `{command}` (the harness is `loadtests/overhead/`).
+
+**Machine.** {os.cpu_count()} cores ({cpu_model()}), Linux {platform.release()}. Versions: {versions}.
+
+**Method.** Each gateway runs alone on core {gateway_core} (`taskset`); the backend (nginx + Lua
+with canned vLLM-shaped answers) and the load generator (`wrk`, one thread) share core
+{plan.load_core}. Requests are the same chat body for every gateway (logical model `smollm2`,
+{len(CONTENT_TOKENS)} output tokens). A non-stream answer is one JSON body with `Content-Length`; a
+stream is {events} SSE events (role, {len(CONTENT_TOKENS)} tokens, finish, usage, `[DONE]`), chunked, one write each
+as vLLM does. Per gateway and mode: {plan.warmup_s:g} s warm-up, then a latency phase on one
+connection ({plan.latency_s:g} s: p50/p99; added p50 = gateway p50 - direct p50), then a throughput
+phase on {plan.connections} connections ({plan.throughput_s:g} s: req/s, loaded p50/p99, errors,
+and the gateway's CPU use: 100% = its core saturated). The backend's own ceiling, measured with
+wrk on the other core, is {ceiling}; the `direct` rows are the ceiling of the load core as the
+gateways see it (backend and wrk sharing it), so a gateway near them is limited by the load core,
+not by itself.
+
+{markdown_table(result.measurements, result.skipped)}
+
+Goals (issue #3):
+
+{goals_text(goals(result.measurements))}
+"""
+
+
+def write_section(docs_path: Path, text: str) -> None:
+    """Replace (or add) the harness's section in ``docs_path``, leaving other sections alone."""
+    document = docs_path.read_text() if docs_path.exists() else ""
+    docs_path.parent.mkdir(parents=True, exist_ok=True)
+    docs_path.write_text(replace_section(document, text))

@@ -1,0 +1,136 @@
+"""One benchmark run: start the backend on the load core, measure its ceiling and the direct
+connection, then start each gateway pinned to the gateway core, measure both modes, stop it.
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loadtests.overhead.backend import nginx_command, write_backend_files
+from loadtests.overhead.canned import API_KEY, canned_responses, request_body
+from loadtests.overhead.duet import duet_launch
+from loadtests.overhead.launch import GatewayLaunch, Unavailable
+from loadtests.overhead.measure import MODES, Measurement, PhasePlan, measure, run_wrk
+from loadtests.overhead.peers import litellm_launch, vllm_router_launch
+from loadtests.overhead.processes import PinnedProcess, ProcessFailed, free_port, start_pinned, wait_until
+from loadtests.overhead.smoke import smoke_problem
+from loadtests.overhead.wrk import WrkResult, render_script
+
+GATEWAYS = ("duet", "vllm-router", "litellm")
+# Not run by default: needs `duet serve --state redis://...` (issue #5) and Debian's redis-server.
+OPTIONAL_GATEWAYS = ("duet-redis",)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """Everything a run needs to know besides the phase plan."""
+
+    run_dir: Path
+    gateways: tuple[str, ...]
+    litellm_venv: Path
+    vllm_router_venv: Path
+    gateway_core: int = 1
+    plan: PhasePlan = field(default_factory=PhasePlan)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What a run measured, what it could not, and the facts the report quotes."""
+
+    measurements: tuple[Measurement, ...]
+    skipped: tuple[Unavailable, ...]
+    backend_ceiling: dict[str, WrkResult]
+    versions: dict[str, str]
+
+
+def _scripts(run_dir: Path) -> dict[str, Path]:
+    scripts = {}
+    for mode in MODES:
+        path = run_dir / f"wrk-{mode}.lua"
+        path.write_text(render_script(request_body(mode == "stream"), API_KEY))
+        scripts[mode] = path
+    return scripts
+
+
+def _tool_version(command: Sequence[str]) -> str:
+    done = subprocess.run(list(command), capture_output=True, text=True, timeout=30, check=False)
+    return (done.stdout + done.stderr).strip().splitlines()[0] if (done.stdout + done.stderr).strip() else "unknown"
+
+
+def start_backend(run_dir: Path, core: int) -> tuple[PinnedProcess, str]:
+    """Start nginx on ``core``; return it and its base URL once it answers a stream correctly."""
+    port = free_port()
+    conf = write_backend_files(run_dir / "backend", port, canned_responses())
+    backend = start_pinned("backend (nginx)", nginx_command(conf), core, run_dir / "backend.log")
+    url = f"http://127.0.0.1:{port}"
+    wait_until(backend, lambda: smoke_problem(url, stream=True) is None, timeout_s=20)
+    return backend, url
+
+
+def backend_ceiling(url: str, scripts: dict[str, Path], settings: RunSettings) -> dict[str, WrkResult]:
+    """The backend alone on the load core, driven by wrk from the gateway core."""
+    plan = settings.plan
+    return {mode: run_wrk(f"{url}/v1/chat/completions", scripts[mode], plan.connections,
+                          max(3.0, plan.throughput_s / 2), settings.gateway_core) for mode in MODES}
+
+
+def _launchers(settings: RunSettings, backend_url: str) -> dict[str, Callable[[], GatewayLaunch | Unavailable]]:
+    run_dir = settings.run_dir
+    return {
+        "duet": lambda: duet_launch(run_dir, backend_url, free_port()),
+        "duet-redis": lambda: Unavailable("duet-redis", "the Redis store option of `duet serve` is not defined yet"),
+        "litellm": lambda: litellm_launch(settings.litellm_venv, run_dir, backend_url, free_port()),
+        "vllm-router": lambda: vllm_router_launch(settings.vllm_router_venv, backend_url, free_port(), free_port()),
+    }
+
+
+def measure_gateway(launch: GatewayLaunch, scripts: dict[str, Path], settings: RunSettings) -> list[Measurement]:
+    """Start ``launch`` pinned to the gateway core, wait until it answers both modes right,
+    measure both modes, and stop it."""
+    log = settings.run_dir / f"{launch.name}.log"
+    process = start_pinned(launch.name, launch.command, settings.gateway_core, log, launch.env)
+    try:
+        for stream in (False, True):
+            wait_until(process, lambda: smoke_problem(launch.base_url, stream) is None, launch.startup_timeout_s)
+        return [measure(launch.name, launch.base_url, mode, scripts[mode], settings.plan, process.pid)
+                for mode in MODES]
+    finally:
+        process.stop()
+
+
+def run(settings: RunSettings, say: Callable[[str], None] = print) -> RunResult:
+    """The whole benchmark: backend ceiling, direct, then each gateway in turn."""
+    settings.run_dir.mkdir(parents=True, exist_ok=True)
+    scripts = _scripts(settings.run_dir)
+    backend, backend_url = start_backend(settings.run_dir, settings.plan.load_core)
+    measurements: list[Measurement] = []
+    skipped: list[Unavailable] = []
+    versions = {"nginx": _tool_version(["nginx", "-v"]), "wrk": _tool_version(["wrk", "-v"]),
+                "python": platform.python_version()}
+    try:
+        say("backend ceiling (nginx alone on the load core, wrk on the gateway core)")
+        ceiling = backend_ceiling(backend_url, scripts, settings)
+        for mode in MODES:
+            say(f"  direct {mode}")
+            measurements.append(measure("direct", backend_url, mode, scripts[mode], settings.plan, None))
+        launchers = _launchers(settings, backend_url)
+        for name in settings.gateways:
+            launch = launchers[name]()
+            if isinstance(launch, Unavailable):
+                skipped.append(launch)
+                say(f"  {name}: skipped ({launch.reason})")
+                continue
+            versions[name] = launch.version
+            say(f"  {name} {launch.version}: starting, then measuring {' and '.join(MODES)}")
+            try:
+                measurements += measure_gateway(launch, scripts, settings)
+            except ProcessFailed as failure:
+                skipped.append(Unavailable(name, f"failed: {failure}"))
+                say(f"  {name}: FAILED: {failure}")
+    finally:
+        backend.stop()
+    return RunResult(tuple(measurements), tuple(skipped), ceiling, versions)
