@@ -1,0 +1,160 @@
+"""The pure parts of the gateway-overhead benchmark: wrk's result line, added latency, goals,
+the docs section, the smoke checks and the backend/gateway configs. Not its performance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from loadtests.overhead.backend import render_canned_lua, render_nginx_conf
+from loadtests.overhead.canned import API_KEY, CONTENT_TOKENS, canned_responses, request_body
+from loadtests.overhead.duet import REFERENCE_CONFIG, duet_config
+from loadtests.overhead.measure import Measurement
+from loadtests.overhead.report import (
+    SECTION_END, SECTION_START, added_p50_ms, goals, json_lines, markdown_table, replace_section,
+)
+from loadtests.overhead.smoke import non_stream_problem, stream_problem
+from loadtests.overhead.wrk import WrkResult, parse_output, render_script
+
+WRK_STDOUT = """\
+Running 10s test @ http://127.0.0.1:8000/v1/chat/completions
+  1 threads and 64 connections
+Requests/sec:   2261.10
+WRK_RESULT {"requests":22611,"duration_us":10000000,"bytes":1,"connect_errors":1,"read_errors":2,"write_errors":0,"status_errors":3,"timeouts":4,"p50_us":784,"p90_us":900,"p99_us":9407,"mean_us":812.5,"max_us":12000}
+"""
+
+
+def wrk(p50_us: float, rps: float, errors: int = 0) -> WrkResult:
+    return WrkResult(requests=int(rps * 10), duration_us=10_000_000, errors=errors, p50_us=p50_us,
+                     p90_us=p50_us * 2, p99_us=p50_us * 3, mean_us=p50_us, max_us=p50_us * 4)
+
+
+def m(gateway: str, mode: str, p50_us: float, rps: float, errors: int = 0) -> Measurement:
+    return Measurement(gateway, mode, wrk(p50_us, rps, errors), wrk(p50_us * 10, rps), 0.9)
+
+
+def test_parse_output_reads_the_result_line_and_sums_every_error_kind() -> None:
+    result = parse_output(WRK_STDOUT)
+    assert result.requests == 22611
+    assert result.errors == 1 + 2 + 0 + 3 + 4
+    assert result.rps == pytest.approx(2261.1)
+    assert (result.p50_ms, result.p99_ms) == (pytest.approx(0.784), pytest.approx(9.407))
+
+
+def test_parse_output_without_a_result_line_fails_loudly() -> None:
+    with pytest.raises(ValueError, match="WRK_RESULT"):
+        parse_output("unable to connect to 127.0.0.1:1 Connection refused\n")
+
+
+def test_added_latency_is_gateway_p50_minus_direct_p50_in_the_same_mode() -> None:
+    runs = [m("direct", "non-stream", 40, 20000), m("direct", "stream", 300, 3000),
+            m("duet", "non-stream", 540, 1000), m("duet", "stream", 1300, 500)]
+    assert added_p50_ms(runs, runs[2]) == pytest.approx(0.5)
+    assert added_p50_ms(runs, runs[3]) == pytest.approx(1.0)
+    assert added_p50_ms(runs[2:], runs[2]) is None
+
+
+def test_goals_compare_duet_with_each_peer_as_issue_3_states() -> None:
+    runs = [m("direct", "non-stream", 40, 20000), m("direct", "stream", 300, 3000),
+            m("duet", "non-stream", 1540, 1000), m("duet", "stream", 800, 460),
+            m("litellm", "non-stream", 30000, 30), m("litellm", "stream", 90000, 10),
+            m("vllm-router", "non-stream", 700, 2100), m("vllm-router", "stream", 3000, 500)]
+    verdicts = {goal.name: (round(goal.measured or 0, 3), goal.met) for goal in goals(runs)}
+    assert verdicts == {
+        "duet non-stream: added p50 (ms)": (1.5, False),
+        "duet stream: added p50 (ms)": (0.5, True),
+        "duet non-stream rps / litellm's": (33.333, True),
+        "duet non-stream rps / vllm-router's": (0.476, False),
+        "duet stream rps / vllm-router's": (0.92, True),
+    }
+
+
+def test_goals_against_a_peer_not_measured_are_neither_met_nor_missed() -> None:
+    runs = [m("direct", "non-stream", 40, 20000), m("duet", "non-stream", 540, 1000)]
+    by_name = {goal.name: goal for goal in goals(runs)}
+    assert by_name["duet non-stream rps / litellm's"].met is None
+
+
+def test_json_lines_have_exactly_the_issues_keys() -> None:
+    line = json.loads(json_lines([m("duet", "stream", 1234, 456.8, errors=2)])[0])
+    assert line == {"gateway": "duet", "mode": "stream", "rps": 456.8, "p50_ms": 1.234, "p99_ms": 3.702,
+                    "errors": 2}
+
+
+def test_replace_section_creates_the_file_then_replaces_only_its_own_section() -> None:
+    created = replace_section("", "## Gateway overhead\nfirst")
+    assert created.startswith("# Benchmarks\n") and "first" in created
+    others = created.replace(SECTION_START, "## Simulator\nkeep me\n\n" + SECTION_START) + "\n## Later\nalso kept\n"
+    updated = replace_section(others, "## Gateway overhead\nsecond")
+    assert "second" in updated and "first" not in updated
+    assert "keep me" in updated and "also kept" in updated
+    assert updated.count(SECTION_START) == updated.count(SECTION_END) == 1
+
+
+def test_markdown_table_has_a_row_per_measurement() -> None:
+    table = markdown_table([m("direct", "stream", 300, 3000), m("duet", "stream", 800, 460)], ())
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    assert len(rows) == 3 and rows[2].startswith("| duet | stream | 460 | 0.800 |")
+
+
+def test_smoke_checks_accept_the_canned_answers_and_catch_damage() -> None:
+    canned = canned_responses()
+    stream = b"".join(canned.chat_sse_events)
+    assert non_stream_problem(canned.chat_json) is None
+    assert stream_problem(stream) is None
+    assert stream_problem(stream.replace(b"data: [DONE]\n\n", b"")) is not None
+    assert stream_problem(stream.replace(CONTENT_TOKENS[3].encode(), b"")) is not None
+    assert non_stream_problem(b'{"error": {"message": "no"}}') is not None
+
+
+def test_stream_is_vllm_shaped_role_tokens_finish_usage_done() -> None:
+    events = canned_responses().chat_sse_events
+    payloads = [json.loads(e[len(b"data: "):]) for e in events[:-1]]
+    assert payloads[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert payloads[-2]["choices"][0]["finish_reason"] == "stop"
+    assert payloads[-1]["choices"] == [] and payloads[-1]["usage"]["completion_tokens"] == len(CONTENT_TOKENS)
+    assert 16 <= len(events) <= 32
+
+
+def test_lua_long_strings_survive_closing_brackets_in_the_data() -> None:
+    lua = render_canned_lua(canned_responses())
+    assert lua.count("[[\n") >= 4
+    tricky = render_script(b'{"content": "a]]b"}', API_KEY)
+    assert "[=[" in tricky and f"Bearer {API_KEY}" in tricky
+
+
+def test_nginx_conf_keeps_every_path_in_the_run_dir(tmp_path: Path) -> None:
+    conf = render_nginx_conf(tmp_path, 18999)
+    assert "listen 127.0.0.1:18999" in conf
+    for line in conf.splitlines():
+        if "_path " in line or line.startswith(("pid ", "error_log ")):
+            assert str(tmp_path) in line
+
+
+def test_request_bodies_ask_for_the_logical_model_and_usage_when_streaming() -> None:
+    stream = json.loads(request_body(True))
+    assert stream["model"] == "smollm2" and stream["stream"] is True
+    assert stream["stream_options"] == {"include_usage": True}
+    assert "stream" not in json.loads(request_body(False))
+
+
+def test_duet_config_keeps_the_reference_policy_with_one_full_variant_on_the_backend() -> None:
+    reference = yaml.safe_load(REFERENCE_CONFIG.read_text())
+    config = duet_config(reference, "http://127.0.0.1:18999", "127.0.0.1", 18000)
+    variants = config["models"]["smollm2"]["variants"]
+    assert len(variants) == 1
+    (variant,) = variants.values()
+    assert variant["kind"] == "full" and variant["replicas"] == [{"url": "http://127.0.0.1:18999"}]
+    assert config["routing"] == reference["routing"]
+    assert config["server"]["port"] == 18000
+
+
+def test_duet_config_for_the_run_is_accepted_by_duets_own_loader() -> None:
+    from gateway.config.load import parse_config
+
+    reference = yaml.safe_load(REFERENCE_CONFIG.read_text())
+    config = duet_config(reference, "http://127.0.0.1:18999", "127.0.0.1", 18000)
+    parse_config(yaml.safe_dump(config), source="bench-overhead")
