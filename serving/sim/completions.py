@@ -1,0 +1,266 @@
+"""POST /v1/chat/completions and /v1/completions: validate like vLLM, run the request through
+the engine model, answer (streamed or not) in vLLM's shape, and misbehave when told to."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from serving.sim import asgi, responses
+from serving.sim.api_request import BadRequest, Call, parse_call
+from serving.sim.events import Event, Finished, Refusal, SimRequest, TokensOut
+from serving.sim.faults import FaultSwitch, RequestFate
+from serving.sim.metrics import SimMetrics
+from serving.sim.profile import Profile
+from serving.sim.runtime import EngineRuntime
+from serving.sim.tokens import CHARS_PER_TOKEN, count_tokens, prefix_hashes, words
+from serving.sim.tools import arguments_json, chosen_tool
+
+FAULT_MESSAGES = {429: "Too many requests (simulated)", 500: "Internal server error (simulated)",
+                  503: "Service unavailable (simulated)"}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPlan:
+    """The tool call a choice will make: its id, function name, full arguments text."""
+
+    call_id: str
+    name: str
+    arguments: str
+    named: bool
+
+
+class Choice:
+    """One choice's output as it streams: word tokens, or a tool call's argument text."""
+
+    __slots__ = ("index", "tool", "_words", "_sent_chars", "tokens", "texts")
+
+    def __init__(self, index: int, tool: ToolPlan | None, seed: int) -> None:
+        self.index = index
+        self.tool = tool
+        self._words = words(seed)
+        self._sent_chars = 0
+        self.tokens = 0
+        self.texts: list[str] = []
+
+    def take(self, count: int, final: bool = False) -> str:
+        """Text of the next ``count`` tokens (for a tool call: the rest of it when ``final``)."""
+        self.tokens += count
+        if self.tool is None:
+            text = "".join(next(self._words) for _ in range(count))
+        else:
+            end = len(self.tool.arguments) if final else self._sent_chars + count * CHARS_PER_TOKEN
+            text = self.tool.arguments[self._sent_chars : end]
+            self._sent_chars += len(text)
+        self.texts.append(text)
+        return text
+
+
+class CompletionService:
+    """Serves both completion endpoints for one simulated replica."""
+
+    def __init__(self, profile: Profile, served_name: str, runtime: EngineRuntime, metrics: SimMetrics,
+                 faults: FaultSwitch, seed: int) -> None:
+        self.profile = profile
+        self.served_name = served_name
+        self.runtime = runtime
+        self.metrics = metrics
+        self.faults = faults
+        self._rng = random.Random(seed ^ 0xC0FFEE)
+
+    async def handle(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send, *, chat: bool) -> None:
+        headers = asgi.request_headers(scope)
+        raw = await asgi.read_body(receive)
+        fate = self.faults.fate(headers)
+        if fate.fail_status is not None:
+            status = fate.fail_status
+            return await asgi.respond(send, status, responses.error(status, FAULT_MESSAGES.get(status, "Simulated error")))
+        if fate.hang:
+            return await asgi.wait_disconnect(receive)
+        try:
+            call = parse_call(raw, chat=chat, headers=headers, template=self.profile.chat_template)
+            self._validate(call)
+        except BadRequest as exc:
+            status = 404 if exc.param == "model" else 400
+            return await asgi.respond(send, status, responses.error(status, str(exc), exc.param))
+        await self._run(call, fate, receive, send)
+
+    def _validate(self, call: Call) -> None:
+        if call.model is not None and call.model != self.served_name:
+            raise BadRequest(f"The model `{call.model}` does not exist.", "model")
+        limit, prompt = self.profile.engine.max_model_len, call.prompt_tokens
+        if prompt > limit:
+            raise BadRequest(
+                f"This model's maximum context length is {limit} tokens. However, your request has "
+                f"{prompt} input tokens. Please reduce the length of the input messages.", "messages" if call.chat else "prompt")
+        if call.max_tokens is not None and prompt + call.max_tokens > limit:
+            raise BadRequest(
+                f"'max_tokens' or 'max_completion_tokens' is too large: {call.max_tokens}. This model's "
+                f"maximum context length is {limit} tokens and your request has {prompt} input tokens "
+                f"({call.max_tokens} > {limit} - {prompt}).", "max_tokens")
+
+    async def _run(self, call: Call, fate: RequestFate, receive: asgi.Receive, send: asgi.Send) -> None:
+        rid = f"{'chatcmpl' if call.chat else 'cmpl'}-{self._uuid()}"
+        tool = chosen_tool(list(call.tools), call.tool_choice) if call.chat else None
+        choices = [Choice(i, self._tool_plan(tool), self._rng.getrandbits(32)) for i in range(call.n)]
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        ids = await self._submit(call, rid, choices, queue, send)
+        if ids is None:
+            return
+        watcher = asyncio.ensure_future(asgi.wait_disconnect(receive))
+        watcher.add_done_callback(lambda _: self._abort(ids))
+        try:
+            if call.stream:
+                await self._stream(call, rid, choices, ids, queue, fate, send)
+            else:
+                await self._respond_full(call, rid, choices, ids, queue, fate, send)
+        finally:
+            watcher.cancel()
+            self._abort(ids)
+
+    async def _submit(self, call: Call, rid: str, choices: list[Choice], queue: asyncio.Queue[Event],
+                      send: asgi.Send) -> dict[str, int] | None:
+        """Queue one engine request per choice; answers 503 and returns None if refused."""
+        max_tokens = call.max_tokens or self.profile.engine.max_model_len - call.prompt_tokens
+        hashes = prefix_hashes(call.prompt_text, self.profile.engine.block_size)
+        ids: dict[str, int] = {}
+        for choice in choices:
+            natural = count_tokens(choice.tool.arguments) if choice.tool else None
+            request = SimRequest(f"{rid}-{choice.index}", call.prompt_tokens, max_tokens, call.min_tokens,
+                                 call.ignore_eos, natural, call.task, hashes)
+            refusal = self.runtime.submit(request, queue)
+            if refusal is not None:
+                self._abort(ids)
+                message = ("The waiting queue is full; retry later." if refusal is Refusal.QUEUE_FULL
+                           else f"Request refused: {refusal.value}")
+                await asgi.respond(send, 503, responses.error(503, message))
+                return None
+            ids[request.request_id] = choice.index
+        self.metrics.observe_params(max_tokens, call.n)
+        return ids
+
+    async def _stream(self, call: Call, rid: str, choices: list[Choice], ids: dict[str, int],
+                      queue: asyncio.Queue[Event], fate: RequestFate, send: asgi.Send) -> None:
+        writer = responses.ChunkWriter(rid, int(time.time()), self.served_name, call.chat,
+                                       call.continuous_usage, call.prompt_tokens)
+        await asgi.start_stream(send)
+        pending, started = len(choices), [False] * len(choices)
+        while pending:
+            batch = await _drain(queue)
+            for j, event in enumerate(batch):
+                choice = choices[ids[event.request_id]]
+                if isinstance(event, TokensOut):
+                    done = _finish_in(batch, j, event.request_id)
+                    if call.chat and not started[choice.index]:
+                        started[choice.index] = True
+                        await asgi.stream_chunk(send, writer.role(choice.index))
+                    await asgi.stream_chunk(send, self._chunk(writer, choice, event.count, done))
+                    await _maybe_die(fate, sum(c.tokens for c in choices), send, started=True)
+                elif not _tokens_before(batch, j, event.request_id):
+                    await asgi.stream_chunk(send, self._chunk(writer, choice, 0, event))
+                if isinstance(event, Finished):
+                    pending -= 1
+        if call.include_usage:
+            await asgi.stream_chunk(send, writer.final_usage(sum(c.tokens for c in choices)))
+        await asgi.stream_chunk(send, responses.DONE)
+        await asgi.end_stream(send)
+
+    def _chunk(self, writer: responses.ChunkWriter, choice: Choice, count: int, done: Finished | None) -> bytes:
+        reason = None if done is None else _finish_reason(choice, done)
+        first = choice.tokens == 0
+        text = choice.take(count, final=done is not None and done.reason == "stop")
+        total = choice.tokens
+        if choice.tool is None:
+            return writer.delta(choice.index, text, total, reason)
+        tool_delta: dict[str, Any] = {"index": 0, "function": {"arguments": text}}
+        if first:
+            tool_delta = {"index": 0, "id": choice.tool.call_id, "type": "function",
+                          "function": {"name": choice.tool.name, "arguments": text}}
+        return writer.delta(choice.index, "", total, reason, tool_delta)
+
+    async def _respond_full(self, call: Call, rid: str, choices: list[Choice], ids: dict[str, int],
+                            queue: asyncio.Queue[Event], fate: RequestFate, send: asgi.Send) -> None:
+        finished: dict[int, Finished] = {}
+        while len(finished) < len(choices):
+            for event in await _drain(queue):
+                choice = choices[ids[event.request_id]]
+                if isinstance(event, TokensOut):
+                    choice.take(event.count)
+                    await _maybe_die(fate, sum(c.tokens for c in choices), send, started=False)
+                else:
+                    finished[choice.index] = event
+        for choice in choices:
+            if finished[choice.index].reason == "stop":
+                choice.take(0, final=True)  # a tool call's arguments end complete
+        use = responses.usage(call.prompt_tokens, sum(c.tokens for c in choices))
+        created = int(time.time())
+        if call.chat:
+            bodies = [responses.chat_choice(c.index, self._message(c), _finish_reason(c, finished[c.index])) for c in choices]
+            body = responses.chat_completion(rid, created, self.served_name, bodies, use)
+        else:
+            bodies = [responses.completion_choice(c.index, "".join(c.texts), finished[c.index].reason) for c in choices]
+            body = responses.completion(rid, created, self.served_name, bodies, use)
+        await asgi.respond(send, 200, body)
+
+    def _message(self, choice: Choice) -> dict[str, Any]:
+        text = "".join(choice.texts)
+        if choice.tool is None:
+            return responses.chat_message(text, [])
+        call = responses.tool_call(choice.tool.call_id, choice.tool.name, text)
+        return responses.chat_message("" if choice.tool.named else None, [call])
+
+    def _tool_plan(self, tool: tuple[str, dict[str, Any], bool] | None) -> ToolPlan | None:
+        if tool is None:
+            return None
+        name, schema, named = tool
+        return ToolPlan(f"chatcmpl-tool-{self._uuid()}", name, arguments_json(schema), named)
+
+    def _abort(self, ids: dict[str, int]) -> None:
+        for request_id in ids:
+            self.runtime.abort(request_id)
+
+    def _uuid(self) -> str:
+        return uuid.UUID(int=self._rng.getrandbits(128), version=4).hex
+
+
+async def _drain(queue: asyncio.Queue[Event]) -> list[Event]:
+    """Wait for the next event, then take every event already queued (one engine step's)."""
+    batch = [await queue.get()]
+    while not queue.empty():
+        batch.append(queue.get_nowait())
+    return batch
+
+
+def _finish_in(batch: list[Event], j: int, request_id: str) -> Finished | None:
+    """The Finished event of ``request_id`` later in the same batch, if any (it rides on the
+    last text chunk, as in vLLM)."""
+    for event in batch[j + 1 :]:
+        if event.request_id == request_id:
+            return event if isinstance(event, Finished) else None
+    return None
+
+
+def _tokens_before(batch: list[Event], j: int, request_id: str) -> bool:
+    return any(isinstance(e, TokensOut) and e.request_id == request_id for e in batch[:j])
+
+
+def _finish_reason(choice: Choice, done: Finished) -> str:
+    if choice.tool is not None and done.reason == "stop":
+        return "stop" if choice.tool.named else "tool_calls"
+    return done.reason
+
+
+async def _maybe_die(fate: RequestFate, tokens: int, send: asgi.Send, *, started: bool) -> None:
+    """Cut the connection once ``tokens`` reach the fate's limit. The server closes a
+    connection whose response has started when the app raises, so a non-streamed response
+    is started first (the client then sees headers and a truncated body)."""
+    if fate.die_after_tokens is None or tokens < fate.die_after_tokens:
+        return
+    if not started:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", asgi.JSON)]})
+        await send({"type": "http.response.body", "body": b'{"id":', "more_body": True})
+    raise asgi.SimulatedCrash(f"simulated crash after {tokens} tokens")

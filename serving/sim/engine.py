@@ -1,0 +1,302 @@
+"""The engine model: vLLM's continuous-batching scheduler, in virtual time, with no I/O.
+
+Driven by explicit time: ``submit(request, now)`` queues a request; ``next_event_time()`` says
+when something will next happen; ``advance(to)`` runs every step that ends by ``to`` and returns
+the events (tokens, finishes). Same seed and same calls give the same events.
+
+Each step follows vLLM v1's scheduler: running sequences first (a decoding sequence needs one
+token, plus its drafts under speculation; a prefilling one a chunk of its prompt), then waiting
+ones in FIFO order, all under the ``max_num_batched_tokens`` budget and ``max_num_seqs``. A
+sequence that cannot get KV blocks preempts the most recently admitted running one, which
+returns to the head of the queue and recomputes later; a waiting head that does not fit stays
+waiting (and blocks the queue, as in vLLM).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import deque
+
+from serving.sim.events import EngineCounters, EngineSnapshot, Event, Finished, Refusal, SimRequest, TokensOut
+from serving.sim.kvcache import KVCache
+from serving.sim.profile import Profile
+from serving.sim.stepcost import BatchShape, accepted_drafts, step_duration
+
+
+class _Seq:
+    """A request's mutable progress inside the engine."""
+
+    __slots__ = (
+        "req", "arrival", "ready_at", "target", "generated", "computed", "blocks", "scheduled_at",
+        "first_token_at", "cached_tokens", "acceptance", "proposal_rate", "prompt_cached", "done",
+    )
+
+    def __init__(self, req: SimRequest, arrival: float, ready_at: float, target: int) -> None:
+        self.req = req
+        self.arrival = arrival
+        self.ready_at = ready_at
+        self.target = target
+        self.generated = 0
+        self.computed = 0
+        self.blocks = 0
+        self.scheduled_at: float | None = None
+        self.first_token_at: float | None = None
+        self.cached_tokens = 0
+        self.acceptance = 0.0
+        self.proposal_rate = 0.0
+        self.prompt_cached = False
+        self.done = False
+
+
+class _Step:
+    """A step in flight: when it ends, and what each sequence computes in it."""
+
+    __slots__ = ("end", "plan")
+
+    def __init__(self, end: float, plan: list[tuple[_Seq, int, int]]) -> None:
+        self.end = end
+        self.plan = plan  # (sequence, tokens computed, of which speculative drafts)
+
+
+class Engine:
+    """One simulated vLLM engine. ``token_events=False`` reports only first tokens and
+    finishes (for fast trace replay, where per-step token events are not needed)."""
+
+    def __init__(self, profile: Profile, *, seed: int = 0, token_events: bool = True) -> None:
+        self.profile = profile
+        self.counters = EngineCounters()
+        self.clock = 0.0
+        self.slowdown = 1.0  # failure injection: every step takes this many times longer
+        self._limits = profile.engine
+        self._spec = profile.speculation
+        self._rng = random.Random(seed)
+        self._token_events = token_events
+        self._kv = KVCache(profile.engine.kv_cache_tokens, profile.engine.block_size)
+        self._waiting: deque[_Seq] = deque()
+        self._running: list[_Seq] = []
+        self._by_id: dict[str, _Seq] = {}
+        self._step: _Step | None = None
+        self._next_start = 0.0  # a new step may not start before the previous one ended
+        self._events: list[Event] = []
+
+    # ---- driving -------------------------------------------------------------------------
+
+    def submit(self, request: SimRequest, now: float) -> Refusal | None:
+        """Queue ``request`` arriving at ``now``; returns why it was refused, or None.
+
+        Call ``advance(now)`` first so the queue length that admission checks is current.
+        """
+        max_tokens = min(request.max_tokens, self._limits.max_model_len - request.prompt_tokens)
+        if max_tokens < 1:
+            return Refusal.TOO_LONG
+        if request.request_id in self._by_id:
+            return Refusal.DUPLICATE_ID
+        if len(self._waiting) >= self._limits.max_waiting:
+            return Refusal.QUEUE_FULL
+        seq = _Seq(request, now, now + self.profile.step.frontend_s, self._target(request, max_tokens))
+        if self._spec is not None:
+            task = self._spec.for_task(request.task)
+            seq.acceptance, seq.proposal_rate = task.acceptance, task.proposal_rate
+        self._by_id[request.request_id] = seq
+        self._waiting.append(seq)
+        return None
+
+    def abort(self, request_id: str, now: float) -> None:
+        """Drop a request (client went away): frees its KV blocks; emits ``Finished(abort)``."""
+        seq = self._by_id.get(request_id)
+        if seq is None:
+            return
+        if seq in self._running:
+            self._running.remove(seq)
+        elif seq in self._waiting:
+            self._waiting.remove(seq)
+        self._finish(seq, "abort", max(now, self.clock))
+
+    def next_event_time(self) -> float | None:
+        """When the next step ends or starts; None when there is nothing to do."""
+        if self._step is not None:
+            return self._step.end
+        if self._running:
+            return max(self._next_start, self.clock)
+        if self._waiting:
+            return max(self._next_start, self.clock, self._waiting[0].ready_at)
+        return None
+
+    def advance(self, to: float) -> list[Event]:
+        """Run every step that ends by ``to``; return the events since the last call, in order."""
+        while True:
+            if self._step is not None:
+                if self._step.end > to:
+                    break
+                self._end_step(self._step)
+                continue
+            start = self.next_event_time()
+            if start is None or start > to or not self._begin_step(start):
+                break
+        self.clock = max(self.clock, to)
+        events, self._events = self._events, []
+        return events
+
+    def snapshot(self) -> EngineSnapshot:
+        """Gauges now: running and waiting requests, KV cache usage."""
+        return EngineSnapshot(self.clock, len(self._running), len(self._waiting), self._kv.usage)
+
+    def in_flight(self) -> int:
+        """Requests inside the engine (running or waiting)."""
+        return len(self._by_id)
+
+    # ---- one step ------------------------------------------------------------------------
+
+    def _begin_step(self, start: float) -> bool:
+        budget = self._limits.max_num_batched_tokens
+        plan: list[tuple[_Seq, int, int]] = []
+        budget = self._schedule_running(plan, budget)
+        self._schedule_waiting(plan, budget, start)
+        if not plan:
+            return False
+        prefill = decode = context = drafting = 0
+        for seq, tokens, drafted in plan:
+            if seq.req.prompt_tokens + seq.generated - seq.computed > 1:
+                prefill += tokens  # a chunk of a prompt (or of a recompute after preemption)
+            else:
+                decode += tokens
+                context += seq.computed
+                drafting += drafted > 0
+        seconds = step_duration(self.profile.step, self._spec, BatchShape(prefill, decode, context, drafting))
+        if self.profile.step.jitter:
+            seconds *= self._rng.lognormvariate(0.0, self.profile.step.jitter)
+        self._step = _Step(start + seconds * self.slowdown, plan)
+        self.counters.steps += 1
+        return True
+
+    def _schedule_running(self, plan: list[tuple[_Seq, int, int]], budget: int) -> int:
+        running = self._running
+        i = 0
+        while i < len(running) and budget > 0:
+            seq = running[i]
+            need = seq.req.prompt_tokens + seq.generated - seq.computed
+            drafted = self._drafts(seq) if need == 1 else 0
+            tokens = need + drafted if need + drafted <= budget else min(need, budget)
+            drafted = tokens - need if tokens > need else 0
+            blocks = self._kv.grow(seq.blocks, seq.computed + tokens)
+            while blocks is None and running[-1] is not seq:
+                self._preempt(running.pop())
+                blocks = self._kv.grow(seq.blocks, seq.computed + tokens)
+            if blocks is None:
+                self._preempt(running.pop())  # not even this one fits: it waits too
+                break
+            seq.blocks = blocks
+            plan.append((seq, tokens, drafted))
+            budget -= tokens
+            i += 1
+        return budget
+
+    def _schedule_waiting(self, plan: list[tuple[_Seq, int, int]], budget: int, start: float) -> None:
+        waiting, limits = self._waiting, self._limits
+        while waiting and budget > 0 and len(self._running) < limits.max_num_seqs:
+            seq = waiting[0]
+            if seq.ready_at > start:
+                break
+            cached = self._cached_prefix(seq)
+            tokens = min(seq.req.prompt_tokens + seq.generated - cached, budget)
+            blocks = self._kv.grow(0, cached + tokens)
+            if blocks is None:
+                break
+            waiting.popleft()
+            self._running.append(seq)
+            seq.blocks, seq.computed = blocks, cached
+            if seq.scheduled_at is None:
+                seq.scheduled_at = start
+                seq.cached_tokens = cached
+                self.counters.prefix_cache_queries += seq.req.prompt_tokens
+                self.counters.prefix_cache_hits += cached
+            plan.append((seq, tokens, 0))
+            budget -= tokens
+
+    def _end_step(self, step: _Step) -> None:
+        self._step = None
+        now = self._next_start = self.clock = step.end
+        finished = False
+        for seq, tokens, drafted in step.plan:
+            if not seq.done:
+                finished |= self._progress(seq, tokens, drafted, now)
+        if finished:
+            self._running = [seq for seq in self._running if not seq.done]
+
+    def _progress(self, seq: _Seq, tokens: int, drafted: int, now: float) -> bool:
+        """Apply one step's work to ``seq``; returns whether it finished."""
+        prompt = seq.req.prompt_tokens
+        seq.computed += tokens - drafted
+        if seq.computed < prompt + seq.generated:
+            return False  # mid-prompt chunk: no token sampled yet
+        if not seq.prompt_cached:
+            seq.prompt_cached = True
+            self._kv.remember(seq.req.prefix_hashes)
+        accepted = 0
+        if drafted:
+            accepted = accepted_drafts(self._rng, seq.acceptance, drafted)
+            counters = self.counters
+            counters.spec_drafts += 1
+            counters.spec_draft_tokens += drafted
+            counters.spec_accepted_tokens += accepted
+        new = min(1 + accepted, seq.target - seq.generated)
+        seq.computed += new - 1
+        seq.generated += new
+        self.counters.generation_tokens += new
+        first = seq.first_token_at is None
+        if first:
+            seq.first_token_at = now
+            self.counters.prompt_tokens += prompt
+        if first or self._token_events:
+            self._events.append(TokensOut(seq.req.request_id, now, new, first))
+        if seq.generated < seq.target:
+            return False
+        reason = "stop" if seq.target < min(seq.req.max_tokens, self._limits.max_model_len - prompt) else "length"
+        self._finish(seq, reason, now)
+        return True
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    def _drafts(self, seq: _Seq) -> int:
+        """Draft tokens proposed for a decoding ``seq`` this step (0 without speculation)."""
+        spec = self._spec
+        if spec is None or seq.generated == 0 or self._rng.random() >= seq.proposal_rate:
+            return 0
+        return max(0, min(spec.num_speculative_tokens, seq.target - seq.generated - 1))
+
+    def _cached_prefix(self, seq: _Seq) -> int:
+        hashes = seq.req.prefix_hashes
+        if not hashes:
+            return 0
+        hit_tokens = self._kv.cached_prefix_blocks(hashes) * self._kv.block_size
+        # vLLM always computes at least the last prompt token (it needs its logits).
+        return min(hit_tokens, seq.req.prompt_tokens - 1)
+
+    def _preempt(self, seq: _Seq) -> None:
+        self._kv.release(seq.blocks)
+        seq.blocks = seq.computed = 0
+        self._waiting.appendleft(seq)
+        self.counters.preemptions += 1
+
+    def _finish(self, seq: _Seq, reason: str, now: float) -> None:
+        seq.done = True
+        self._kv.release(seq.blocks)
+        seq.blocks = 0
+        del self._by_id[seq.req.request_id]
+        queued = (seq.scheduled_at if seq.scheduled_at is not None else now) - seq.arrival
+        ttft = None if seq.first_token_at is None else seq.first_token_at - seq.arrival
+        self._events.append(Finished(
+            seq.req.request_id, now, reason, seq.req.prompt_tokens, seq.generated,
+            seq.cached_tokens, queued, ttft, now - seq.arrival,
+        ))
+
+    def _target(self, request: SimRequest, max_tokens: int) -> int:
+        """Tokens this request will generate: its natural length within [min_tokens, max_tokens]."""
+        if request.ignore_eos:
+            return max_tokens
+        natural = request.natural_tokens
+        if natural is None:
+            shape = self.profile.output
+            natural = round(shape.natural_tokens_median * math.exp(shape.natural_tokens_sigma * self._rng.gauss()))
+        return max(1, min(max_tokens, max(natural, request.min_tokens)))

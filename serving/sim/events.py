@@ -1,0 +1,96 @@
+"""The engine model's vocabulary: what goes in (a request) and what comes out (events).
+
+All times are virtual seconds on the engine's own clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+@dataclass(frozen=True, slots=True)
+class SimRequest:
+    """One sequence to generate, as the engine sees it.
+
+    ``prefix_hashes``: hashes of the prompt's full KV blocks, chained (block i's hash depends on
+    blocks 0..i), so two prompts sharing a prefix share leading hashes; empty disables prefix
+    caching for this request. ``natural_tokens``: the length the model would stop at on its
+    own (EOS); ``None`` lets the engine draw it from the profile. ``task`` selects the
+    speculative acceptance rate.
+    """
+
+    request_id: str
+    prompt_tokens: int
+    max_tokens: int
+    min_tokens: int = 0
+    ignore_eos: bool = False
+    natural_tokens: int | None = None
+    task: str = "chat"
+    prefix_hashes: tuple[int, ...] = ()
+
+
+class Refusal(StrEnum):
+    """Why ``Engine.submit`` refused a request."""
+
+    QUEUE_FULL = "queue_full"
+    TOO_LONG = "too_long"
+    DUPLICATE_ID = "duplicate_id"
+
+
+@dataclass(frozen=True, slots=True)
+class TokensOut:
+    """``count`` new tokens of ``request_id`` became available at ``time`` (one engine step;
+    more than one token when speculative drafts were accepted). ``first`` marks the first."""
+
+    request_id: str
+    time: float
+    count: int
+    first: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A request left the engine: ``reason`` is ``stop``, ``length`` or ``abort``.
+
+    Times, as vLLM's request metrics define them: ``queued_s`` from arrival to first
+    scheduling, ``ttft_s`` from arrival to first token, ``e2e_s`` from arrival to finish.
+    """
+
+    request_id: str
+    time: float
+    reason: str
+    prompt_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    queued_s: float
+    ttft_s: float | None
+    e2e_s: float
+
+
+Event = TokensOut | Finished
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSnapshot:
+    """The engine's gauges at one instant (what vLLM's /metrics and /load report)."""
+
+    time: float
+    running: int
+    waiting: int
+    kv_cache_usage: float
+
+
+@dataclass(slots=True)
+class EngineCounters:
+    """Monotonic totals since start, as vLLM's ``*_total`` counters (mutable: the engine adds)."""
+
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    prefix_cache_queries: int = 0
+    prefix_cache_hits: int = 0
+    preemptions: int = 0
+    spec_drafts: int = 0
+    spec_draft_tokens: int = 0
+    spec_accepted_tokens: int = 0
+    steps: int = 0

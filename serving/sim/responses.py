@@ -1,0 +1,148 @@
+"""Response bodies in vLLM's exact shape (keys, order, nulls) for chat and completions,
+streamed and not, plus /v1/models, /tokenize and errors.
+
+The key sets follow vLLM 0.32/0.33's pydantic models as serialised by its server: full
+responses dump every field (nulls included); stream chunks dump only fields that were set
+(``exclude_unset``), which is why a chunk carries fewer keys than a full response.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from serving.sim.profile import Profile
+
+
+def usage(prompt_tokens: int, completion_tokens: int, *, details: bool = True) -> dict[str, Any]:
+    """The ``usage`` object (full responses carry ``prompt_tokens_details``, chunks do not)."""
+    body: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "completion_tokens": completion_tokens,
+    }
+    if details:
+        body["prompt_tokens_details"] = None
+    return body
+
+
+def chat_message(content: str | None, tool_calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """An assistant message; vLLM drops ``tool_calls`` when empty."""
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": content,
+        "refusal": None,
+        "annotations": None,
+        "audio": None,
+        "function_call": None,
+    }
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    message["reasoning_content"] = None
+    return message
+
+
+def tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def chat_choice(index: int, message: dict[str, Any], finish_reason: str) -> dict[str, Any]:
+    return {"index": index, "message": message, "logprobs": None, "finish_reason": finish_reason,
+            "stop_reason": None, "token_ids": None}
+
+
+def chat_completion(rid: str, created: int, model: str, choices: list[dict[str, Any]],
+                    use: dict[str, Any]) -> bytes:
+    """A non-streamed chat completion."""
+    return orjson.dumps({
+        "id": rid, "object": "chat.completion", "created": created, "model": model, "choices": choices,
+        "service_tier": None, "system_fingerprint": None, "usage": use,
+        "prompt_logprobs": None, "prompt_token_ids": None, "kv_transfer_params": None,
+    })
+
+
+def completion_choice(index: int, text: str, finish_reason: str) -> dict[str, Any]:
+    return {"index": index, "text": text, "logprobs": None, "finish_reason": finish_reason,
+            "stop_reason": None, "token_ids": None, "prompt_logprobs": None, "prompt_token_ids": None}
+
+
+def completion(rid: str, created: int, model: str, choices: list[dict[str, Any]], use: dict[str, Any]) -> bytes:
+    """A non-streamed text completion."""
+    return orjson.dumps({
+        "id": rid, "object": "text_completion", "created": created, "model": model, "choices": choices,
+        "service_tier": None, "system_fingerprint": None, "usage": use, "kv_transfer_params": None,
+    })
+
+
+class ChunkWriter:
+    """Builds the SSE ``data:`` lines of one stream (chat or completions)."""
+
+    def __init__(self, rid: str, created: int, model: str, chat: bool, continuous_usage: bool,
+                 prompt_tokens: int) -> None:
+        self.head = {"id": rid, "object": "chat.completion.chunk" if chat else "text_completion",
+                     "created": created, "model": model}
+        self.chat = chat
+        self.continuous_usage = continuous_usage
+        self.prompt_tokens = prompt_tokens
+
+    def role(self, index: int) -> bytes:
+        """The first chat chunk of a choice: the role, empty content."""
+        choice = {"index": index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                  "finish_reason": None}
+        return self._line({**self.head, "choices": [choice], "prompt_token_ids": None}, 0)
+
+    def delta(self, index: int, text: str, completion_tokens: int, finish_reason: str | None = None,
+              tool_delta: dict[str, Any] | None = None) -> bytes:
+        """A chunk carrying new text (or a tool-call delta); ``finish_reason`` on the last."""
+        if self.chat:
+            delta: dict[str, Any] = {"tool_calls": [tool_delta]} if tool_delta is not None else {"content": text}
+            choice: dict[str, Any] = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            if finish_reason is not None:
+                choice["stop_reason"] = None
+            choice["token_ids"] = None
+        else:
+            choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish_reason,
+                      "stop_reason": None, "token_ids": None}
+        return self._line({**self.head, "choices": [choice]}, completion_tokens)
+
+    def final_usage(self, completion_tokens: int) -> bytes:
+        """The ``include_usage`` chunk: no choices, the request's usage."""
+        body = {**self.head, "choices": [], "usage": usage(self.prompt_tokens, completion_tokens, details=False)}
+        return b"data: " + orjson.dumps(body) + b"\n\n"
+
+    def _line(self, body: dict[str, Any], completion_tokens: int) -> bytes:
+        if self.continuous_usage:
+            body["usage"] = usage(self.prompt_tokens, completion_tokens, details=False)
+        return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+DONE = b"data: [DONE]\n\n"
+
+
+def models(profile: Profile, served_name: str, created: int, perm_id: str) -> bytes:
+    """/v1/models: one model card with ``root`` (the model path) and ``max_model_len``."""
+    permission = {
+        "id": perm_id, "object": "model_permission", "created": created, "allow_create_engine": False,
+        "allow_sampling": True, "allow_logprobs": True, "allow_search_indices": False, "allow_view": True,
+        "allow_fine_tuning": False, "organization": "*", "group": None, "is_blocking": False,
+    }
+    card = {"id": served_name, "object": "model", "created": created, "owned_by": "vllm",
+            "root": profile.model_path, "parent": None, "max_model_len": profile.engine.max_model_len,
+            "permission": [permission]}
+    return orjson.dumps({"object": "list", "data": [card]})
+
+
+def tokenize(tokens: list[int], max_model_len: int) -> bytes:
+    return orjson.dumps({"count": len(tokens), "max_model_len": max_model_len, "tokens": tokens,
+                         "token_strs": None})
+
+
+ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 429: "RateLimitError",
+               500: "InternalServerError", 503: "ServiceUnavailableError"}
+
+
+def error(status: int, message: str, param: str | None = None) -> bytes:
+    """vLLM's error body: ``{"error": {"message", "type", "param", "code"}}``."""
+    return orjson.dumps({"error": {"message": message, "type": ERROR_TYPES.get(status, "Error"),
+                                   "param": param, "code": status}})

@@ -1,0 +1,87 @@
+"""Start simulated replicas from tests in one line.
+
+    with SimProcess("fast-test", "--time-scale", "10") as sim:
+        client = openai.OpenAI(base_url=f"{sim.url}/v1", api_key="x")
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from types import TracebackType
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class SimProcess:
+    """``python -m serving.sim`` on a free loopback port, ready (``/health`` 200) on enter."""
+
+    def __init__(self, profile: str = "fast-test", *args: str, port: int | None = None,
+                 startup_timeout_s: float = 20.0, env: dict[str, str] | None = None) -> None:
+        self.profile = profile
+        self.args = args
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.startup_timeout_s = startup_timeout_s
+        self.env = env
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> SimProcess:
+        command = [sys.executable, "-m", "serving.sim", "--port", str(self.port), "--profile", self.profile, *self.args]
+        self.process = subprocess.Popen(command, env={**os.environ, **(self.env or {})},
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._wait_healthy()
+        return self
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                err = self.process.stderr.read().decode() if self.process.stderr else ""
+                raise RuntimeError(f"simulator exited with {self.process.returncode}: {err}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=1.0) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.05)  # polling interval while the process boots
+        self.kill()
+        raise TimeoutError(f"simulator on port {self.port} not healthy after {self.startup_timeout_s} s")
+
+    def kill(self) -> None:
+        """SIGKILL: the replica dies as a crashed one does (connections cut, nothing flushed)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        """SIGTERM and wait; SIGKILL if it does not exit within 5 s."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def __enter__(self) -> SimProcess:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+        if self.process is not None and self.process.stderr is not None:
+            self.process.stderr.close()
