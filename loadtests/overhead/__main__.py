@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from loadtests.overhead.document import section, write_section
+from loadtests.overhead.machine import describe_busy
 from loadtests.overhead.measure import PhasePlan
 from loadtests.overhead.report import goals, goals_text, json_lines, text_table
 from loadtests.overhead.run import GATEWAYS, OPTIONAL_GATEWAYS, RunSettings, run
@@ -54,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                            args.gateway_core, plan)
     result = run(settings, say=lambda line: print(line, file=sys.stderr, flush=True))
     ceiling = ", ".join(f"{mode} {r.rps:.0f} req/s" for mode, r in result.backend_ceiling.items())
-    print(f"\nbackend ceiling (nginx alone on core {plan.load_core}): {ceiling}")
+    print(f"\nmachine busy before the run (other work): {describe_busy(result.busy_before)}")
+    print(f"backend ceiling (nginx alone on core {plan.load_core}): {ceiling}")
     print(text_table(result.measurements, result.skipped))
     print("\ngoals (issue #3):\n" + goals_text(goals(result.measurements)))
     if not args.no_docs:

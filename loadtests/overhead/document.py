@@ -7,6 +7,7 @@ import platform
 from pathlib import Path
 
 from loadtests.overhead.canned import CONTENT_TOKENS, canned_responses
+from loadtests.overhead.machine import describe_busy
 from loadtests.overhead.measure import MODES, PhasePlan
 from loadtests.overhead.report import goals, goals_text, markdown_table, replace_section
 from loadtests.overhead.run import RunResult
@@ -31,6 +32,7 @@ def section(result: RunResult, command: str, plan: PhasePlan, gateway_core: int,
 Measured {when} with `{command}` (the harness is `loadtests/overhead/`).
 
 **Machine.** {os.cpu_count()} cores ({cpu_model()}), Linux {platform.release()}. Versions: {versions}.
+Other work on the machine just before the run: {describe_busy(result.busy_before)} busy.
 
 **Method.** Each gateway runs alone on core {gateway_core} (`taskset`); the backend (nginx + Lua
 with canned vLLM-shaped answers) and the load generator (`wrk`, one thread) share core

@@ -14,6 +14,7 @@ from loadtests.overhead.backend import nginx_command, write_backend_files
 from loadtests.overhead.canned import API_KEY, canned_responses, request_body
 from loadtests.overhead.duet import duet_launch
 from loadtests.overhead.launch import GatewayLaunch, Unavailable
+from loadtests.overhead.machine import measure_busy
 from loadtests.overhead.measure import MODES, Measurement, PhasePlan, measure, run_wrk
 from loadtests.overhead.peers import litellm_launch, vllm_router_launch
 from loadtests.overhead.processes import PinnedProcess, ProcessFailed, free_port, start_pinned, wait_until
@@ -45,6 +46,8 @@ class RunResult:
     skipped: tuple[Unavailable, ...]
     backend_ceiling: dict[str, WrkResult]
     versions: dict[str, str]
+    # Per core, how busy the machine was before the run started (other work skews numbers).
+    busy_before: dict[str, float]
 
 
 def _scripts(run_dir: Path) -> dict[str, Path]:
@@ -105,6 +108,7 @@ def measure_gateway(launch: GatewayLaunch, scripts: dict[str, Path], settings: R
 def run(settings: RunSettings, say: Callable[[str], None] = print) -> RunResult:
     """The whole benchmark: backend ceiling, direct, then each gateway in turn."""
     settings.run_dir.mkdir(parents=True, exist_ok=True)
+    busy_before = measure_busy()
     scripts = _scripts(settings.run_dir)
     backend, backend_url = start_backend(settings.run_dir, settings.plan.load_core)
     measurements: list[Measurement] = []
@@ -133,4 +137,4 @@ def run(settings: RunSettings, say: Callable[[str], None] = print) -> RunResult:
                 say(f"  {name}: FAILED: {failure}")
     finally:
         backend.stop()
-    return RunResult(tuple(measurements), tuple(skipped), ceiling, versions)
+    return RunResult(tuple(measurements), tuple(skipped), ceiling, versions, busy_before)

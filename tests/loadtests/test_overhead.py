@@ -158,3 +158,14 @@ def test_duet_config_for_the_run_is_accepted_by_duets_own_loader() -> None:
     reference = yaml.safe_load(REFERENCE_CONFIG.read_text())
     config = duet_config(reference, "http://127.0.0.1:18999", "127.0.0.1", 18000)
     parse_config(yaml.safe_dump(config), source="bench-overhead")
+
+
+STAT_BEFORE = "cpu  10 0 10 100 0 0 0 0 0 0\ncpu0 5 0 5 50 0 0 0 0 0 0\ncpu1 5 0 5 50 0 0 0 0 0 0\n"
+STAT_AFTER = "cpu  40 0 10 170 0 0 0 0 0 0\ncpu0 35 0 5 50 0 0 0 0 0 0\ncpu1 5 0 5 120 0 0 0 0 0 0\n"
+
+
+def test_busy_fractions_come_per_core_from_proc_stat() -> None:
+    from loadtests.overhead.machine import busy_fractions, core_jiffies
+
+    fractions = busy_fractions(core_jiffies(STAT_BEFORE), core_jiffies(STAT_AFTER))
+    assert fractions == {"cpu0": pytest.approx(1.0), "cpu1": pytest.approx(0.0)}
