@@ -12,7 +12,7 @@ import aiohttp
 
 from gateway.domain import Outcome
 from gateway.proxy.forward import Answer
-from gateway.proxy.sse import DONE, ModelRewrite, error_event, is_usage_only, usage_of
+from gateway.proxy.sse import DONE, ModelRewrite, error_event, has_usage, is_usage_only, usage_of
 
 OnDone = Callable[[Outcome], Awaitable[None]]
 
@@ -50,7 +50,7 @@ class _Tally:
 
     def outgoing(self, event: bytes) -> bytes | None:
         """The bytes to send the client for one upstream event (None: drop it)."""
-        if b'"usage":{' in event:
+        if has_usage(event):
             self.usage = usage_of(event) or self.usage
             if self.options.strip_usage and is_usage_only(event):
                 return None

@@ -47,23 +47,47 @@ class ModelRewrite:
 
     upstream: bytes
     client: bytes
+    client_name: str
 
     @classmethod
     def between(cls, served_name: str, client_name: str) -> ModelRewrite:
-        return cls(b'"model":' + orjson.dumps(served_name), b'"model":' + orjson.dumps(client_name))
+        return cls(b'"model":' + orjson.dumps(served_name), b'"model":' + orjson.dumps(client_name), client_name)
 
     def apply(self, data: bytes) -> bytes:
-        return data.replace(self.upstream, self.client, 1)
+        """vLLM writes compact JSON, so a byte replace does it; other spacing takes the slow path."""
+        if self.upstream in data:
+            return data.replace(self.upstream, self.client, 1)
+        if b'"model"' not in data:
+            return data
+        return self._reencode(data)
+
+    def _reencode(self, data: bytes) -> bytes:
+        event = data.startswith(b"data: ")
+        payload = data[6:] if event else data
+        try:
+            document = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            return data
+        if not isinstance(document, dict) or "model" not in document:
+            return data
+        document["model"] = self.client_name
+        encoded = orjson.dumps(document)
+        return b"data: " + encoded + b"\n\n" if event else encoded
+
+
+def has_usage(data: bytes) -> bool:
+    """Whether a chunk or body carries a usage object (not ``"usage":null``)."""
+    return b'"usage":{' in data or b'"usage": {' in data
 
 
 def is_usage_only(event: bytes) -> bool:
     """The final usage chunk of a stream: no choices, only usage."""
-    return b'"choices":[]' in event and b'"usage":{' in event
+    return (b'"choices":[]' in event or b'"choices": []' in event) and has_usage(event)
 
 
 def usage_of(event_or_body: bytes) -> tuple[int, int] | None:
     """(prompt_tokens, completion_tokens) from a chunk or a whole response, if it reports usage."""
-    if b'"usage":{' not in event_or_body:
+    if not has_usage(event_or_body):
         return None
     payload = event_or_body[6:] if event_or_body.startswith(b"data: ") else event_or_body
     try:

@@ -39,3 +39,11 @@ def test_error_event_is_openai_shaped():
     event = error_event("boom")
     assert event.startswith(b"data: ") and event.endswith(b"\n\n")
     assert orjson.loads(event[6:])["error"]["message"] == "boom"
+
+
+def test_model_rewrite_handles_spaced_json_too():
+    rewrite = ModelRewrite.between("smollm2-fast", "smollm2")
+    assert orjson.loads(rewrite.apply(b'{"id": "x", "model": "smollm2-fast"}'))["model"] == "smollm2"
+    event = rewrite.apply(b'data: {"id": "x", "model": "smollm2-fast"}\n\n')
+    assert event.endswith(b"\n\n") and orjson.loads(event[6:])["model"] == "smollm2"
+    assert rewrite.apply(DONE) == DONE

@@ -1,0 +1,85 @@
+"""Starting a real gateway process for tests, load tests and benchmarks: ``duet serve`` on a free
+loopback port, waited on until /health answers, stopped (SIGTERM, then SIGKILL) on exit."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class GatewayProcess:
+    def __init__(
+        self,
+        config_path: str | Path,
+        *,
+        port: int | None = None,
+        log_path: str | Path | None = None,
+        extra_args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        ready_path: str = "/ready",
+        timeout_s: float = 30.0,
+    ) -> None:
+        self.config_path = Path(config_path)
+        self.port = port or free_port()
+        self.log_path = Path(log_path) if log_path else self.config_path.with_suffix(".gateway.log")
+        self._argv = [sys.executable, "-m", "gateway.cli", "serve", "--config", str(self.config_path),
+                      "--host", "127.0.0.1", "--port", str(self.port), *extra_args]
+        self._env = {**os.environ, **(env or {})}
+        self._ready_path = ready_path
+        self._timeout_s = timeout_s
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> GatewayProcess:
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(self._argv, stdout=log, stderr=subprocess.STDOUT, env=self._env, start_new_session=True)
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gateway exited with {self.process.returncode}; log: {self.log_path.read_text()[-2000:]}")
+            try:
+                if httpx.get(self.url + self._ready_path, timeout=1.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"gateway not ready after {self._timeout_s} s; log: {self.log_path.read_text()[-2000:]}")
+            time.sleep(0.05)
+
+    def signal(self, signum: int) -> None:
+        assert self.process is not None
+        self.process.send_signal(signum)
+
+    def stop(self, timeout_s: float = 10.0) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return None if self.process is None else self.process.returncode
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            return self.process.wait()
+
+    def __enter__(self) -> GatewayProcess:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
