@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead clean
+.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ test-slow: $(STAMP) redis-server
 
 bench-sim: $(STAMP)
 	$(BIN)/python -m serving.sim.bench
+
+# Style gates for the gateway package (ruff, mypy --strict).
+lint: $(STAMP)
+	$(BIN)/ruff check gateway
+	$(BIN)/mypy gateway
 
 clean:
 	rm -rf $(VENV) build *.egg-info

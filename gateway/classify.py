@@ -101,7 +101,8 @@ def classify(
     explicit = headers.get(TASK_HEADER)
     if explicit is not None:
         if explicit not in policy.tasks:
-            raise InvalidRequest(f"Unknown task type '{explicit}' in {TASK_HEADER}; known: {', '.join(sorted(policy.tasks))}.", param=TASK_HEADER)
+            known = ", ".join(sorted(policy.tasks))
+            raise InvalidRequest(f"Unknown task type '{explicit}' in {TASK_HEADER}; known: {known}.", param=TASK_HEADER)
         task, source = explicit, "header"
     else:
         texts = list(message_texts(body.messages)) if isinstance(body, ChatBody) else _prompt_texts(body.prompt)
@@ -144,7 +145,8 @@ def _priority(headers: Mapping[str, str], default: Priority) -> Priority:
     try:
         return Priority(value)
     except ValueError:
-        raise InvalidRequest(f"Header '{PRIORITY_HEADER}' must be one of {[p.value for p in Priority]}.", param=PRIORITY_HEADER) from None
+        allowed = [p.value for p in Priority]
+        raise InvalidRequest(f"Header '{PRIORITY_HEADER}' must be one of {allowed}.", param=PRIORITY_HEADER) from None
 
 
 def _prompt_texts(prompt: str | list[object]) -> list[str]:

@@ -10,7 +10,7 @@ from gateway.api.body import ChatBody, CompletionBody
 from gateway.classify import Target, classify, resolve_model
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.domain import Candidate, Decision, ReplicaState, RequestProfile
-from gateway.errors import ContextTooLong, InvalidRequest, NoHealthyReplica
+from gateway.errors import ContextTooLong, InvalidRequest, NoHealthyReplica, RequestError
 from gateway.routing.router import route
 from gateway.tokens import TokenCounter, count_chat_tokens, count_prompt_tokens
 
@@ -53,7 +53,7 @@ def plan_request(
     return Plan(target, profile, decision)
 
 
-def refuse(plan: Plan) -> Exception:
+def refuse(plan: Plan) -> RequestError:
     """The client's error for a decision without replicas, named after what blocked it."""
     blocker = plan.decision.reason.removeprefix("no-candidate:")
     variants = plan.target.model.variants

@@ -12,21 +12,27 @@ from prometheus_client.registry import Collector
 from gateway.domain import Health, Replica, ReplicaState
 
 # vLLM's TTFT buckets, so the gateway's and the replicas' histograms line up in one dashboard.
-LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0)
+LATENCY_BUCKETS = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0
+)
 OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1)
 
 
 class ReplicaCollector(Collector):
     """duet_replica_up (1 up, 0 down or unknown), duet_replica_in_flight, duet_replica_breaker_open."""
 
-    def __init__(self, replicas: Callable[[], Iterable[Replica]], snapshot: Callable[[], Mapping[str, ReplicaState]]) -> None:
+    def __init__(
+        self, replicas: Callable[[], Iterable[Replica]], snapshot: Callable[[], Mapping[str, ReplicaState]]
+    ) -> None:
         self._replicas = replicas
         self._snapshot = snapshot
 
     def collect(self) -> Iterable[Metric]:
         labels = ["model", "variant", "replica"]
         up = GaugeMetricFamily("duet_replica_up", "Replica known to be healthy (1) or not (0).", labels=labels)
-        in_flight = GaugeMetricFamily("duet_replica_in_flight", "Requests this gateway has in flight on the replica.", labels=labels)
+        in_flight = GaugeMetricFamily(
+            "duet_replica_in_flight", "Requests this gateway has in flight on the replica.", labels=labels
+        )
         breaker = GaugeMetricFamily("duet_replica_breaker_open", "Circuit breaker open (1) or not (0).", labels=labels)
         snapshot = self._snapshot()
         for replica in self._replicas():
@@ -38,23 +44,41 @@ class ReplicaCollector(Collector):
         return [up, in_flight, breaker]
 
 
+MODEL_VARIANT = ["model", "variant"]
+
+
 class Telemetry:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.requests = Counter("duet_requests", "Requests answered.", ["model", "variant", "task", "status"], registry=r)
-        self.ttft = Histogram("duet_ttft_seconds", "Time to first token seen by the gateway.", ["model", "variant"], buckets=LATENCY_BUCKETS, registry=r)
-        self.e2e = Histogram("duet_e2e_seconds", "End-to-end request latency.", ["model", "variant"], buckets=LATENCY_BUCKETS, registry=r)
-        self.overhead = Histogram("duet_gateway_overhead_seconds", "Time spent in the gateway itself before forwarding.", buckets=OVERHEAD_BUCKETS, registry=r)
-        self.decisions = Counter("duet_routing_decisions", "Routing decisions by reason.", ["model", "variant", "reason"], registry=r)
-        self.fallbacks = Counter("duet_fallbacks", "Requests served by a replica other than the first ranked.", ["model"], registry=r)
-        self.upstream_failures = Counter("duet_upstream_failures", "Failed attempts on a replica.", ["model", "variant", "status"], registry=r)
+        self.requests = Counter(
+            "duet_requests", "Requests answered.", ["model", "variant", "task", "status"], registry=r
+        )
+        self.ttft = Histogram(
+            "duet_ttft_seconds", "Time to first token seen by the gateway.", MODEL_VARIANT,
+            buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.e2e = Histogram(
+            "duet_e2e_seconds", "End-to-end request latency.", MODEL_VARIANT, buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.overhead = Histogram(
+            "duet_gateway_overhead_seconds", "Time spent in the gateway itself before forwarding.",
+            buckets=OVERHEAD_BUCKETS, registry=r,
+        )
+        self.decisions = Counter(
+            "duet_routing_decisions", "Routing decisions by reason.", ["model", "variant", "reason"], registry=r
+        )
+        self.fallbacks = Counter(
+            "duet_fallbacks", "Requests served by a replica other than the first ranked.", ["model"], registry=r
+        )
         self.slo = Counter("duet_slo", "Requests by whether they met their latency budget.", ["task", "result"], registry=r)
-        self.cost = Counter("duet_cost_usd", "Cost of served tokens at the variant's price.", ["model", "variant"], registry=r)
+        self.cost = Counter("duet_cost_usd", "Cost of served tokens at the variant's price.", MODEL_VARIANT, registry=r)
         self.tokens = Counter("duet_tokens", "Tokens served.", ["model", "variant", "kind"], registry=r)
-        self.stream_errors = Counter("duet_stream_errors", "Streams ended with an error event.", ["model", "variant"], registry=r)
+        self.stream_errors = Counter("duet_stream_errors", "Streams ended with an error event.", MODEL_VARIANT, registry=r)
 
-    def watch_replicas(self, replicas: Callable[[], Iterable[Replica]], snapshot: Callable[[], Mapping[str, ReplicaState]]) -> None:
+    def watch_replicas(
+        self, replicas: Callable[[], Iterable[Replica]], snapshot: Callable[[], Mapping[str, ReplicaState]]
+    ) -> None:
         self.registry.register(ReplicaCollector(replicas, snapshot))
 
     def render(self) -> bytes:

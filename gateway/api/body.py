@@ -3,7 +3,7 @@ response_format, logprobs, seed, top_k, priority, any vLLM extra) passes through
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -46,7 +46,10 @@ def decode_json_object(raw: bytes) -> dict[str, Any]:
     return data
 
 
-def parse_body(raw: bytes, schema: type[_Body]) -> tuple[dict[str, Any], _Body]:
+BodyT = TypeVar("BodyT", bound=_Body)
+
+
+def parse_body(raw: bytes, schema: type[BodyT]) -> tuple[dict[str, Any], BodyT]:
     """Decode and validate a JSON body. Returns the raw dict (what is forwarded) and the typed view.
     Raises InvalidRequest naming the offending parameter."""
     return validate_body(decode_json_object(raw), schema)
@@ -55,10 +58,12 @@ def parse_body(raw: bytes, schema: type[_Body]) -> tuple[dict[str, Any], _Body]:
 def parse_any_body(raw: bytes) -> tuple[dict[str, Any], ChatBody | CompletionBody]:
     """A chat body when it has ``messages``, else a completions body (the dry-run endpoint)."""
     data = decode_json_object(raw)
-    return validate_body(data, ChatBody if "messages" in data else CompletionBody)  # type: ignore[return-value]
+    if "messages" in data:
+        return validate_body(data, ChatBody)
+    return validate_body(data, CompletionBody)
 
 
-def validate_body(data: dict[str, Any], schema: type[_Body]) -> tuple[dict[str, Any], _Body]:
+def validate_body(data: dict[str, Any], schema: type[BodyT]) -> tuple[dict[str, Any], BodyT]:
     try:
         return data, schema.model_validate(data)
     except ValidationError as exc:

@@ -15,7 +15,7 @@ from starlette.responses import Response, StreamingResponse
 from gateway.api.body import ChatBody, CompletionBody, parse_body
 from gateway.decide import Plan, plan_request, refuse
 from gateway.domain import Outcome, Replica
-from gateway.errors import BodyTooLarge
+from gateway.errors import BodyTooLarge, RequestError
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import ModelRewrite
 from gateway.runtime import Gateway
@@ -60,7 +60,9 @@ async def proxy_completion(request: Request, endpoint: Endpoint) -> Response:
     data, body = parse_body(raw, endpoint.schema)
     plan = plan_request(current.config, current.counters, gateway.store.snapshot(), body, request.headers)
     if not plan.decision.ranked:
-        raise refuse(plan)
+        refusal = refuse(plan)
+        gateway.telemetry.requests.labels(plan.profile.model, "none", plan.profile.task, str(refusal.status)).inc()
+        raise refusal
     request_id = request.headers.get("x-request-id") or os.urandom(12).hex()
     client_wants_usage = bool((body.stream_options or {}).get("include_usage"))
     if body.stream:
@@ -78,7 +80,11 @@ async def proxy_completion(request: Request, endpoint: Endpoint) -> Response:
     upstream_headers = {"content-type": _FORWARDED_CONTENT_TYPE, "x-request-id": request_id, "x-duet-task": plan.profile.task}
     overhead_s = time.perf_counter() - received
     assert gateway.forwarder is not None
-    answer = await gateway.forwarder.send(plan.decision.ranked, endpoint.path, body_for, upstream_headers, bool(body.stream))
+    try:
+        answer = await gateway.forwarder.send(plan.decision.ranked, endpoint.path, body_for, upstream_headers, bool(body.stream))
+    except RequestError as exc:
+        gateway.telemetry.requests.labels(plan.profile.model, "none", plan.profile.task, str(exc.status)).inc()
+        raise
     variant = variants[answer.replica.variant]
     rewrite = ModelRewrite.between(variant.served_model_name, body.model)
     headers = {

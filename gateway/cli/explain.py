@@ -81,6 +81,9 @@ def render(report: dict[str, Any]) -> str:
         predicted = f"  ttft {prediction['ttft']} ms, e2e {prediction['e2e']} ms" if prediction else ""
         lines.append(f"  {replica_id} [{entry['variant']}]{predicted}")
         for verdict in entry["verdicts"]:
-            mark = "score %.3f" % verdict["score"] if "score" in verdict else ("pass" if verdict["passed"] else "REJECT")
+            if "score" in verdict:
+                mark = f"score {verdict['score']:.3f}"
+            else:
+                mark = "pass" if verdict["passed"] else "REJECT"
             lines.append(f"    {verdict['plugin']:<22} {mark:<12} {verdict.get('reason', '')}")
     return "\n".join(lines)

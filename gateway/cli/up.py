@@ -101,7 +101,7 @@ def generated_config(source: Path, replicas: list[LocalReplica], host: str, port
         for name, spec in model["variants"].items():
             spec["replicas"] = [{"url": by_variant[name].url}] if name in by_variant else []
     raw.setdefault("server", {}).update({"host": host, "port": port})
-    return raw
+    return dict(raw)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -124,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
         model_name = next(iter(raw["models"]))
         print(f"duet ready on http://{args.host}:{args.port} (config {config_path})\n"
               f"  curl http://{args.host}:{args.port}/v1/chat/completions -H 'content-type: application/json' "
-              f"-d '{{\"model\": \"{model_name}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'", flush=True)
+              f"-d '{{\"model\": \"{model_name}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'",
+              flush=True)
         serve(config_path, host=args.host, port=args.port, log_level=args.log_level)
     finally:
         stop_all(replicas)

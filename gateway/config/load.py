@@ -93,7 +93,7 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str]) -> ModelSpe
     tokenizer = (
         TokenizerSpec("approx")
         if section.tokenizer == "approx"
-        else TokenizerSpec("hf_tokenizer_json", section.tokenizer.hf_tokenizer_json)  # type: ignore[union-attr]
+        else TokenizerSpec("hf_tokenizer_json", section.tokenizer.hf_tokenizer_json)
     )
     return ModelSpec(name, variants, tuple(replicas), tokenizer, _pins(name, variants))
 
@@ -177,7 +177,8 @@ def _instantiate(cls: type, section: schema.PluginSection, path: str) -> Any:
     fields = {f.name for f in dataclasses.fields(cls)} - {"name"}
     for key in section.params:
         if key not in fields:
-            raise ConfigError(f"{path}.{key}", f"unknown parameter (plugin type '{section.type}' takes {sorted(fields) or 'none'})")
+            takes = sorted(fields) or "none"
+            raise ConfigError(f"{path}.{key}", f"unknown parameter (plugin type '{section.type}' takes {takes})")
     try:
         return TypeAdapter(cls).validate_python({**section.params, "name": section.name})
     except ValidationError as exc:

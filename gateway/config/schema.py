@@ -19,7 +19,7 @@ Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=64)]
 
 class ServerSection(Strict):
     host: str = "127.0.0.1"
-    port: int = Field(8000, ge=0, le=65535)
+    port: Annotated[int, Field(ge=0, le=65535)] = 8000
     max_body_bytes: PositiveInt = 4 * 1024 * 1024
     upstream_connect_timeout_s: PositiveFloat = 2.0
     upstream_idle_timeout_s: PositiveFloat = 60.0

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from gateway.domain import Outcome, Replica
-from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, UpstreamFailed
+from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, RequestError, UpstreamFailed
 from gateway.proxy.sse import EventSplitter
+from gateway.state.store import StateStore
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -46,9 +47,9 @@ class Failure:
 
 
 class Forwarder:
-    """Runs the attempt loop. ``store`` is the replica state store (begin/finish per attempt)."""
+    """Runs the attempt loop, passing every attempt through the state store (begin/finish)."""
 
-    def __init__(self, session: aiohttp.ClientSession, store: object, max_attempts: int) -> None:
+    def __init__(self, session: aiohttp.ClientSession, store: StateStore, max_attempts: int) -> None:
         self._session = session
         self._store = store
         self._max_attempts = max_attempts
@@ -66,7 +67,7 @@ class Forwarder:
         for replica in ranked:
             if attempts >= self._max_attempts:
                 break
-            admission = await self._store.begin(replica.id)  # type: ignore[attr-defined]
+            admission = await self._store.begin(replica.id)
             if not admission.admitted:
                 continue
             attempts += 1
@@ -101,7 +102,7 @@ class Forwarder:
                 answer.body = await response.read()
                 response.release()
             return answer
-        except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
+        except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
             if response is not None:
                 response.close()
             status = 504 if isinstance(exc, asyncio.TimeoutError) else 502
@@ -121,10 +122,10 @@ class Forwarder:
     async def _fail(self, replica: Replica, status: int, started: float, failures: list[Failure], detail: str) -> None:
         failures.append(Failure(replica.id, status, detail))
         outcome = Outcome(replica.id, False, status, None, time.perf_counter() - started, 0, 0)
-        await self._store.finish(outcome)  # type: ignore[attr-defined]
+        await self._store.finish(outcome)
 
 
-def _exhausted(failures: list[Failure], attempts: int) -> Exception:
+def _exhausted(failures: list[Failure], attempts: int) -> RequestError:
     if attempts == 0:
         return NoHealthyReplica("No replica could take the request (all circuit breakers open).", retry_after_s=1.0)
     summary = "; ".join(f"{f.replica_id}: {f.status} {f.detail}" for f in failures)

@@ -80,7 +80,7 @@ async def relay_stream(answer: Answer, options: StreamOptions, on_done: OnDone) 
             status = 502
             yield error_event("The replica closed the stream before it finished.")
             yield DONE
-    except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
+    except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
         status = 504 if isinstance(exc, asyncio.TimeoutError) else 502
         yield error_event(f"The replica failed mid-stream: {type(exc).__name__}.")
         yield DONE
