@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--gateway-core", type=int, default=1)
     parser.add_argument("--load-core", type=int, default=0)
+    parser.add_argument("--wait-quiet-s", type=float, default=0.0,
+                        help="wait up to this long for both cores to be under 15%% busy before starting")
     parser.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "bench-overhead")
     parser.add_argument("--litellm-venv", type=Path, default=ROOT / ".venv-bench-litellm")
     parser.add_argument("--vllm-router-venv", type=Path, default=ROOT / ".venv-bench-vllm-router")
@@ -52,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     plan = PhasePlan(args.warmup_s, args.latency_s, args.throughput_s, args.connections, args.load_core)
     settings = RunSettings(args.run_dir, args.gateways, args.litellm_venv, args.vllm_router_venv,
-                           args.gateway_core, plan)
+                           args.gateway_core, plan, args.wait_quiet_s)
     result = run(settings, say=lambda line: print(line, file=sys.stderr, flush=True))
     ceiling = ", ".join(f"{mode} {r.rps:.0f} req/s" for mode, r in result.backend_ceiling.items())
     print(f"\nmachine busy before the run (other work): {describe_busy(result.busy_before)}")

@@ -4,6 +4,7 @@ replica, a test suite) skews every number, so the run measures it and says so.""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 PROC_STAT = Path("/proc/stat")
@@ -39,6 +40,19 @@ def measure_busy(seconds: float = 2.0) -> dict[str, float]:
     before = core_jiffies(PROC_STAT.read_text())
     time.sleep(seconds)  # a sampling window, not a wait for a condition
     return busy_fractions(before, core_jiffies(PROC_STAT.read_text()))
+
+
+def wait_until_quiet(
+    threshold: float, timeout_s: float, say: Callable[[str], None]
+) -> dict[str, float]:
+    """Sample until every core is below ``threshold`` busy, or ``timeout_s`` has passed;
+    return the last sample either way (the report quotes it)."""
+    deadline = time.monotonic() + timeout_s
+    fractions = measure_busy()
+    while max(fractions.values()) >= threshold and time.monotonic() < deadline:
+        say(f"machine busy ({describe_busy(fractions)}); waiting for it to quiet down")
+        fractions = measure_busy(5.0)
+    return fractions
 
 
 def describe_busy(fractions: dict[str, float]) -> str:

@@ -14,7 +14,7 @@ from loadtests.overhead.backend import nginx_command, write_backend_files
 from loadtests.overhead.canned import API_KEY, canned_responses, request_body
 from loadtests.overhead.duet import duet_launch
 from loadtests.overhead.launch import GatewayLaunch, Unavailable
-from loadtests.overhead.machine import measure_busy
+from loadtests.overhead.machine import wait_until_quiet
 from loadtests.overhead.measure import MODES, Measurement, PhasePlan, measure, run_wrk
 from loadtests.overhead.peers import litellm_launch, vllm_router_launch
 from loadtests.overhead.processes import PinnedProcess, ProcessFailed, free_port, start_pinned, wait_until
@@ -36,6 +36,8 @@ class RunSettings:
     vllm_router_venv: Path
     gateway_core: int = 1
     plan: PhasePlan = field(default_factory=PhasePlan)
+    # Wait up to this long for every core to be under 15% busy before starting (0: don't wait).
+    wait_quiet_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +110,7 @@ def measure_gateway(launch: GatewayLaunch, scripts: dict[str, Path], settings: R
 def run(settings: RunSettings, say: Callable[[str], None] = print) -> RunResult:
     """The whole benchmark: backend ceiling, direct, then each gateway in turn."""
     settings.run_dir.mkdir(parents=True, exist_ok=True)
-    busy_before = measure_busy()
+    busy_before = wait_until_quiet(0.15, settings.wait_quiet_s, say)
     scripts = _scripts(settings.run_dir)
     backend, backend_url = start_backend(settings.run_dir, settings.plan.load_core)
     measurements: list[Measurement] = []
