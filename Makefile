@@ -105,5 +105,5 @@ $(BENCH_ROUTER_VENV)/.installed:
 	touch $@
 
 bench-overhead: $(STAMP) bench-overhead-tools $(BENCH_LITELLM_VENV)/.installed $(BENCH_ROUTER_VENV)/.installed
-	$(BIN)/python -m loadtests.overhead --command-label "make bench-overhead" $(ARGS)
+	$(BIN)/python -m loadtests.overhead --command-label "make bench-overhead" --wait-quiet-s 300 $(ARGS)
 # ---- end bench-overhead ----
