@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import uvicorn
@@ -12,14 +14,27 @@ from gateway.logs import configure_logging
 from gateway.runtime import Gateway
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling the caller once it listens (for `duet up`'s ready line)."""
+
+    def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None] | None) -> None:
+        super().__init__(config)
+        self._on_ready = on_ready
+
+    async def startup(self, sockets: Sequence[socket.socket] | None = None) -> None:
+        await super().startup(sockets=list(sockets) if sockets is not None else None)
+        if self._on_ready is not None and self.started:
+            self._on_ready()
+
+
 def serve(config_path: str | Path, *, host: str | None = None, port: int | None = None,
-          log_level: str = "info", access_log: bool = True) -> None:
+          log_level: str = "info", access_log: bool = True, on_ready: Callable[[], None] | None = None) -> None:
     """Blocks until SIGINT/SIGTERM; then stops accepting, drains in-flight requests for up to
     ``server.drain_timeout_s`` and returns. Raises ConfigError before binding if the file is invalid."""
     config = load_config(config_path)
     configure_logging(log_level, access_log)
     app = create_app(lambda: Gateway(config, config_path=str(config_path)))
-    uvicorn.run(
+    server_config = uvicorn.Config(
         app,
         host=host or config.server.host,
         port=config.server.port if port is None else port,
@@ -31,3 +46,4 @@ def serve(config_path: str | Path, *, host: str | None = None, port: int | None 
         timeout_graceful_shutdown=int(config.server.drain_timeout_s),
         timeout_keep_alive=30,
     )
+    _Server(server_config, on_ready).run()

