@@ -284,7 +284,8 @@ class Engine:
         self._kv.release(seq.blocks)
         seq.blocks = 0
         del self._by_id[seq.req.request_id]
-        queued = (seq.scheduled_at if seq.scheduled_at is not None else now) - seq.arrival
+        # vLLM's queue time starts when the engine core receives the request (after the frontend)
+        queued = max(0.0, (seq.scheduled_at if seq.scheduled_at is not None else now) - seq.ready_at)
         ttft = None if seq.first_token_at is None else seq.first_token_at - seq.arrival
         self._events.append(Finished(
             seq.req.request_id, now, reason, seq.req.prompt_tokens, seq.generated,

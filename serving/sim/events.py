@@ -53,8 +53,8 @@ class TokensOut:
 class Finished:
     """A request left the engine: ``reason`` is ``stop``, ``length`` or ``abort``.
 
-    Times, as vLLM's request metrics define them: ``queued_s`` from arrival to first
-    scheduling, ``ttft_s`` from arrival to first token, ``e2e_s`` from arrival to finish.
+    Times, as vLLM's request metrics define them: ``queued_s`` from reaching the engine (after
+    the API server's ``frontend_s``) to first scheduling, ``ttft_s`` from arrival to first token, ``e2e_s`` from arrival to finish.
     """
 
     request_id: str

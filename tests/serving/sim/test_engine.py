@@ -1,0 +1,229 @@
+"""The engine model in virtual time: latency shapes under load, KV pressure, speculation."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+
+import pytest
+
+from serving.sim.engine import Engine
+from serving.sim.events import Finished, Refusal, SimRequest, TokensOut
+from serving.sim.profile import Profile, load_profile
+
+
+def drain(engine: Engine) -> list[TokensOut | Finished]:
+    """Run the engine until it has nothing left to do; all events in order."""
+    events: list[TokensOut | Finished] = []
+    while (at := engine.next_event_time()) is not None:
+        events += engine.advance(at)
+    return events
+
+
+def finished(events: list[TokensOut | Finished]) -> dict[str, Finished]:
+    return {e.request_id: e for e in events if isinstance(e, Finished)}
+
+
+def with_engine(profile: Profile, **limits: int) -> Profile:
+    return dataclasses.replace(profile, engine=dataclasses.replace(profile.engine, **limits))
+
+
+def decode_tokens_per_s(profile: Profile, batch: int, task: str = "chat", seeds: int = 3) -> float:
+    """Mean per-sequence decode speed with ``batch`` identical requests started together."""
+    speeds = []
+    for seed in range(seeds):
+        engine = Engine(profile, seed=seed)
+        for i in range(batch):
+            engine.submit(SimRequest(f"r{i}", 200, 128, ignore_eos=True, task=task), 0.0)
+        for done in finished(drain(engine)).values():
+            assert done.ttft_s is not None
+            speeds.append((done.output_tokens - 1) / (done.e2e_s - done.ttft_s))
+    return statistics.mean(speeds)
+
+
+@pytest.fixture
+def bf16() -> Profile:
+    return load_profile("h100-70b-bf16")
+
+
+def test_ttft_grows_with_prompt_length(bf16: Profile) -> None:
+    ttfts = []
+    for prompt in (100, 2000, 16000):
+        engine = Engine(bf16, seed=1)
+        engine.submit(SimRequest("r", prompt, 8, ignore_eos=True), 0.0)
+        ttfts.append(finished(drain(engine))["r"].ttft_s)
+    assert ttfts[0] < ttfts[1] < ttfts[2]
+    # 16k tokens need two 8192-token chunks of prefill: at least ~1.4 s of compute at 90 us/token
+    assert ttfts[2] > 16000 * bf16.step.prefill_s_per_token
+
+
+def test_ttft_grows_with_queue(bf16: Profile) -> None:
+    engine = Engine(bf16, seed=1)
+    for i in range(20):  # 20 x 4000 tokens: the 8192-token budget admits two per step
+        engine.submit(SimRequest(f"r{i}", 4000, 4, ignore_eos=True), 0.0)
+    done = finished(drain(engine))
+    ttfts = [done[f"r{i}"].ttft_s for i in range(20)]
+    queued = [done[f"r{i}"].queued_s for i in range(20)]
+    assert ttfts[-1] > 5 * ttfts[0]
+    assert queued[0] == 0.0 and queued[-1] > 0.1
+    assert ttfts == sorted(ttfts)  # FIFO
+
+
+def test_per_token_latency_grows_with_batch(bf16: Profile) -> None:
+    speeds = [decode_tokens_per_s(bf16, batch) for batch in (1, 16, 128)]
+    assert speeds[0] > speeds[1] > speeds[2]
+    # batch 1 decodes at ~1 / base_s
+    assert speeds[0] == pytest.approx(1 / (bf16.step.base_s + bf16.step.decode_s_per_token), rel=0.1)
+
+
+@pytest.mark.parametrize("name", ["h100-70b-ngram", "h100-70b-eagle3", "cpu-smollm2-ngram"])
+def test_speculation_pays_at_low_batch_on_copying_work_and_not_at_high_batch(name: str) -> None:
+    spec = load_profile(name)
+    base = load_profile(name.replace("ngram", "bf16").replace("eagle3", "bf16"))
+    low = decode_tokens_per_s(spec, 1, "coding") / decode_tokens_per_s(base, 1, "coding")
+    chat_low = decode_tokens_per_s(spec, 1, "chat") / decode_tokens_per_s(base, 1, "chat")
+    high_batch = 128 if name.startswith("h100") else 8
+    high = decode_tokens_per_s(spec, high_batch, "chat", seeds=1) / decode_tokens_per_s(base, high_batch, "chat", seeds=1)
+    assert low > 1.5, f"copy-heavy speed-up at batch 1 only {low:.2f}x"
+    assert low > chat_low  # copying accepts more than open chat
+    assert high < 1.05, f"speculation still {high:.2f}x faster at batch {high_batch}"
+
+
+def test_eagle3_matches_published_shape() -> None:
+    """EAGLE-3 paper, vLLM: 1.75x at batch 2, 1.01x at batch 56 (chat)."""
+    spec, base = load_profile("h100-70b-eagle3"), load_profile("h100-70b-bf16")
+    at2 = decode_tokens_per_s(spec, 2, seeds=8) / decode_tokens_per_s(base, 2, seeds=8)
+    at56 = decode_tokens_per_s(spec, 56, seeds=2) / decode_tokens_per_s(base, 56, seeds=2)
+    assert at2 == pytest.approx(1.75, abs=0.2)
+    assert at56 == pytest.approx(1.01, abs=0.1)
+
+
+def test_quantized_is_faster_per_token_and_holds_more_kv(bf16: Profile) -> None:
+    for name in ("h100-70b-fp8", "h100-70b-w4a16"):
+        quantized = load_profile(name)
+        assert decode_tokens_per_s(quantized, 1) > 1.3 * decode_tokens_per_s(bf16, 1)
+        assert quantized.engine.kv_cache_tokens > bf16.engine.kv_cache_tokens
+
+
+def test_full_kv_cache_queues_requests(bf16: Profile) -> None:
+    small = with_engine(bf16, kv_cache_tokens=45000, max_model_len=16000)
+    engine = Engine(small, seed=1)
+    for i in range(8):  # 8 x 10k prompt tokens cannot all be resident in 45k tokens of KV
+        engine.submit(SimRequest(f"r{i}", 10000, 50, ignore_eos=True), 0.0)
+    events, snapshots = [], []
+    while (at := engine.next_event_time()) is not None:
+        events += engine.advance(at)
+        snapshots.append(engine.snapshot())
+    fullest = max(snapshots, key=lambda s: s.kv_cache_usage)
+    # Four fit; a fifth may start a prefill chunk in the space left (and be preempted later).
+    assert max(s.running for s in snapshots) <= 5
+    assert fullest.kv_cache_usage > 0.85 and fullest.waiting >= 3
+    done = finished(events)
+    assert len(done) == 8 and all(d.reason == "length" for d in done.values())
+    assert engine.snapshot().kv_cache_usage == 0.0
+
+
+def test_growing_sequences_are_preempted_and_recomputed(bf16: Profile) -> None:
+    small = with_engine(bf16, kv_cache_tokens=16000, max_model_len=16000)
+    engine = Engine(small, seed=1)
+    for i in range(6):  # fit as prompts (6 x 1000), not once each has generated 2000 more
+        engine.submit(SimRequest(f"r{i}", 1000, 2500, ignore_eos=True), 0.0)
+    done = finished(drain(engine))
+    assert engine.counters.preemptions > 0
+    assert all(d.output_tokens == 2500 for d in done.values())
+
+
+def test_waiting_queue_is_bounded(bf16: Profile) -> None:
+    engine = Engine(with_engine(bf16, max_waiting=3), seed=1)
+    results = [engine.submit(SimRequest(f"r{i}", 100, 10), 0.0) for i in range(5)]
+    assert results == [None, None, None, Refusal.QUEUE_FULL, Refusal.QUEUE_FULL]
+    assert engine.submit(SimRequest("long", bf16.engine.max_model_len, 10), 0.0) is Refusal.TOO_LONG
+
+
+def test_output_length_follows_max_min_and_eos(bf16: Profile) -> None:
+    engine = Engine(bf16, seed=3)
+    engine.submit(SimRequest("forced", 50, 77, ignore_eos=True), 0.0)
+    engine.submit(SimRequest("natural", 50, 10_000, natural_tokens=42), 0.0)
+    engine.submit(SimRequest("min", 50, 100, min_tokens=60, natural_tokens=5), 0.0)
+    engine.submit(SimRequest("capped", 50, 30, natural_tokens=500), 0.0)
+    done = finished(drain(engine))
+    assert (done["forced"].output_tokens, done["forced"].reason) == (77, "length")
+    assert (done["natural"].output_tokens, done["natural"].reason) == (42, "stop")
+    assert (done["min"].output_tokens, done["min"].reason) == (60, "stop")
+    assert (done["capped"].output_tokens, done["capped"].reason) == (30, "length")
+
+
+def test_token_events_add_up_and_first_is_marked(bf16: Profile) -> None:
+    engine = Engine(load_profile("h100-70b-ngram"), seed=2)
+    engine.submit(SimRequest("r", 300, 200, ignore_eos=True, task="coding"), 0.0)
+    events = drain(engine)
+    tokens = [e for e in events if isinstance(e, TokensOut)]
+    assert sum(e.count for e in tokens) == 200
+    assert tokens[0].first and not any(e.first for e in tokens[1:])
+    assert max(e.count for e in tokens) > 1  # accepted drafts arrive several per step
+    assert [e.time for e in tokens] == sorted(e.time for e in tokens)
+
+
+def test_prefix_cache_hits_shorten_ttft(bf16: Profile) -> None:
+    engine = Engine(bf16, seed=1)
+    hashes = tuple(range(1, 251))  # 250 blocks of 16 = 4000 tokens
+    engine.submit(SimRequest("first", 4000, 4, ignore_eos=True, prefix_hashes=hashes), 0.0)
+    first = finished(drain(engine))["first"]
+    engine.submit(SimRequest("again", 4000, 4, ignore_eos=True, prefix_hashes=hashes), 10.0)
+    again = finished(drain(engine))["again"]
+    assert again.cached_tokens == 3999
+    assert again.ttft_s is not None and first.ttft_s is not None and again.ttft_s < first.ttft_s / 3
+    assert engine.counters.prefix_cache_hits == 3999
+    assert engine.counters.prefix_cache_queries == 8000
+
+
+def test_abort_frees_its_place(bf16: Profile) -> None:
+    engine = Engine(bf16, seed=1)
+    engine.submit(SimRequest("r", 5000, 1000, ignore_eos=True), 0.0)
+    engine.advance(1.0)
+    assert engine.snapshot().kv_cache_usage > 0
+    engine.abort("r", 1.0)
+    events = engine.advance(1.0)
+    assert [e.reason for e in events if isinstance(e, Finished)] == ["abort"]
+    assert engine.snapshot() == engine.snapshot().__class__(1.0, 0, 0, 0.0)
+    assert engine.next_event_time() is None or not engine.advance(100.0)
+
+
+def test_same_seed_same_events() -> None:
+    profile = load_profile("h100-70b-eagle3")
+
+    def run(seed: int) -> list[TokensOut | Finished]:
+        engine = Engine(profile, seed=seed)
+        for i in range(10):
+            engine.submit(SimRequest(f"r{i}", 100 * (i + 1), 300, task="coding"), i * 0.05)
+        return drain(engine)
+
+    assert run(5) == run(5)
+    assert run(5) != run(6)
+
+
+def test_slowdown_stretches_steps(bf16: Profile) -> None:
+    normal = decode_tokens_per_s(bf16, 4, seeds=1)
+    engine = Engine(bf16, seed=0)
+    engine.slowdown = 3.0
+    for i in range(4):
+        engine.submit(SimRequest(f"r{i}", 200, 128, ignore_eos=True), 0.0)
+    done = finished(drain(engine))["r0"]
+    assert done.ttft_s is not None
+    slow = 127 / (done.e2e_s - done.ttft_s)
+    assert slow == pytest.approx(normal / 3, rel=0.1)
+
+
+def test_replay_is_fast_in_virtual_time(bf16: Profile) -> None:
+    """A trace replay must not be bound by wall time: an hour-scale load runs in seconds."""
+    import time
+
+    engine = Engine(bf16, seed=0, token_events=False)
+    started = time.perf_counter()
+    events = []
+    for i in range(2000):
+        events += engine.advance(i * 0.1)
+        engine.submit(SimRequest(f"r{i}", 1000, 200, natural_tokens=150), i * 0.1)
+    done = finished(events + drain(engine))
+    assert len(done) == 2000
+    assert time.perf_counter() - started < 5.0
