@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+from gateway.routing.baselines import BestScoreObjective, RoundRobinObjective
 from gateway.routing.filters import (
     ContextFitsFilter,
     ErrorRateFilter,
@@ -42,5 +43,7 @@ PLUGIN_TYPES: Mapping[str, PluginType] = MappingProxyType(
         "cheapest-within-budget": PluginType("objective", CheapestWithinBudgetObjective),
         "fastest": PluginType("objective", FastestObjective),
         "fixed-order": PluginType("objective", FixedOrderObjective),
+        "round-robin": PluginType("objective", RoundRobinObjective),
+        "best-score": PluginType("objective", BestScoreObjective),
     }
 )
