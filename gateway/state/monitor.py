@@ -7,9 +7,9 @@ age out of the store and read as unknown. Logging happens when something changes
 down or comes back, scraping starts or stops failing), never per tick.
 
 HTTP goes through an ``aiohttp.ClientSession`` that the caller owns, because the proxy speaks
-aiohttp too: one client library, one event-loop-native connection pool type. Give the monitor its
-own small session rather than the proxy's, so a health check never queues behind proxied streams
-for a connection slot and reads a busy replica as a dead one.
+aiohttp too: one client library, one event-loop-native connection pool type. If that session caps
+its connections, give the monitor a session of its own, so a health check never queues behind
+proxied streams for a connection slot and reads a busy replica as a dead one.
 """
 
 from __future__ import annotations

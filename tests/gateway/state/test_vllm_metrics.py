@@ -169,24 +169,55 @@ def test_real_vllm_cpu_capture() -> None:
 
 
 def test_real_vllm_cpu_ngram_capture() -> None:
-    stats = parse_vllm_metrics(_capture("metrics_ngram.txt"))
+    text = _capture("metrics_ngram.txt")
+    stats = parse_vllm_metrics(text)
+    _agrees_with_line_by_line_reading(text, stats)
     assert stats.spec_decode_drafts_total is not None and stats.spec_decode_drafts_total > 0
     assert stats.spec_decode_draft_tokens_total is not None
     assert stats.spec_decode_accepted_tokens_total is not None
     assert 0.0 < (stats.spec_decode_acceptance_rate or 0.0) <= 1.0
 
 
-def _agrees_with_line_by_line_reading(text: str, stats: VllmStats) -> None:
-    """Cross-check against a naive reading (the capture is one engine, no label tricks)."""
+# Field -> metric name, written out independently of the parser's own table.
+NAIVE_NAMES = {
+    "running": "vllm:num_requests_running",
+    "waiting": "vllm:num_requests_waiting",
+    "prompt_tokens_total": "vllm:prompt_tokens_total",
+    "generation_tokens_total": "vllm:generation_tokens_total",
+    "request_success_total": "vllm:request_success_total",
+    "preemptions_total": "vllm:num_preemptions_total",
+    "prefix_cache_queries_total": "vllm:prefix_cache_queries_total",
+    "prefix_cache_hits_total": "vllm:prefix_cache_hits_total",
+    "spec_decode_drafts_total": "vllm:spec_decode_num_drafts_total",
+    "spec_decode_draft_tokens_total": "vllm:spec_decode_num_draft_tokens_total",
+    "spec_decode_accepted_tokens_total": "vllm:spec_decode_num_accepted_tokens_total",
+}
+NAIVE_HISTOGRAMS = {
+    "ttft": "vllm:time_to_first_token_seconds",
+    "itl": "vllm:inter_token_latency_seconds",
+    "tpot": "vllm:request_time_per_output_token_seconds",
+    "e2e": "vllm:e2e_request_latency_seconds",
+    "queue": "vllm:request_queue_time_seconds",
+}
 
-    def total(name: str) -> float:
-        return sum(
+
+def _agrees_with_line_by_line_reading(text: str, stats: VllmStats) -> None:
+    """Cross-check every field against a naive reading (real captures have no label tricks)."""
+
+    def total(name: str) -> float | None:
+        values = [
             float(line.rsplit(" ", 1)[1])
             for line in text.splitlines()
             if line.startswith((name + "{", name + " "))
-        )
+        ]
+        return sum(values) if values else None
 
-    assert stats.generation_tokens_total == round(total("vllm:generation_tokens_total"))
-    assert stats.prompt_tokens_total == round(total("vllm:prompt_tokens_total"))
-    assert stats.ttft is not None
-    assert stats.ttft.sum_s == pytest.approx(total("vllm:time_to_first_token_seconds_sum"))
+    for field, name in NAIVE_NAMES.items():
+        expected = total(name)
+        assert getattr(stats, field) == (None if expected is None else round(expected)), field
+    assert stats.kv_cache_usage == total("vllm:kv_cache_usage_perc")
+    for field, name in NAIVE_HISTOGRAMS.items():
+        histogram = getattr(stats, field)
+        assert histogram is not None, field
+        assert histogram.sum_s == pytest.approx(total(name + "_sum")), field
+        assert histogram.count == total(name + "_count"), field
