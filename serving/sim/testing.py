@@ -28,8 +28,10 @@ class SimProcess:
     """``python -m serving.sim`` on a free loopback port, ready (``/health`` 200) on enter."""
 
     def __init__(self, profile: str = "fast-test", *args: str, port: int | None = None,
-                 startup_timeout_s: float = 20.0, env: dict[str, str] | None = None) -> None:
+                 startup_timeout_s: float = 20.0, env: dict[str, str] | None = None,
+                 wrapper: tuple[str, ...] = ()) -> None:
         self.profile = profile
+        self.wrapper = wrapper  # a command to run the simulator under, e.g. ("taskset", "-c", "1")
         self.args = args
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -38,7 +40,7 @@ class SimProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> SimProcess:
-        command = [sys.executable, "-m", "serving.sim", "--port", str(self.port), "--profile", self.profile, *self.args]
+        command = [*self.wrapper, sys.executable, "-m", "serving.sim", "--port", str(self.port), "--profile", self.profile, *self.args]
         self.process = subprocess.Popen(command, env={**os.environ, **(self.env or {})},
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._wait_healthy()

@@ -1,0 +1,38 @@
+"""The benchmark's pure parts: the docs section it writes and the engine replay it times."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from serving.sim.bench import StreamLoad, render, replay_speed, write_docs
+from serving.sim.fidelity import Point
+
+
+def section(source: str = "SOURCE-A") -> str:
+    streams = [StreamLoad(100, 990.0, 1000.0, 0.3), StreamLoad(4000, 500.0, 1000.0, 0.99)]
+    return render(streams, (800.0, 0.5), (3000.0, 250.0), [("p", "chat", [(1, 1.5)])], source,
+                  [Point("bf16", "decode tok/s, 1 stream", 30.0, 27.0), Point("bf16", "x", 1.0, 2.0)])
+
+
+def test_render_states_sustained_and_fidelity() -> None:
+    text = section()
+    assert text.startswith("## Simulator") and "make bench-sim" in text
+    assert "| 100 | 1000 | 990 | 30% | yes |" in text and "| 4000 | 1000 | 500 | 99% | no |" in text
+    assert "| bf16 | decode tok/s, 1 stream | 30.000 | 27.000 | 0.90 |" in text
+    assert "1 of 2 points within 25%" in text
+
+
+def test_docs_section_is_replaced_and_others_kept(tmp_path: Path) -> None:
+    docs = tmp_path / "benchmarks.md"
+    write_docs(section(), docs)
+    assert docs.read_text().startswith("# Benchmarks\n\n## Simulator")
+    docs.write_text(docs.read_text() + "\n## Gateway overhead\n\nkept\n")
+    write_docs(section("SOURCE-B"), docs)
+    text = docs.read_text()
+    assert text.count("## Simulator") == 1 and "SOURCE-B" in text and "SOURCE-A" not in text
+    assert text.endswith("(target: all).\n\n## Gateway overhead\n\nkept\n")
+
+
+def test_replay_runs_far_faster_than_real_time() -> None:
+    per_cpu_s, speedup = replay_speed(requests=2000)
+    assert per_cpu_s > 500 and speedup > 20

