@@ -114,6 +114,8 @@ def replica_env(spec: ReplicaSpec, workdir: Path, base: Mapping[str, str]) -> di
         "OMP_NUM_THREADS": "1",
         "TMPDIR": str(workdir / "tmp"),
         "VLLM_CACHE_ROOT": str(workdir / "vllm-cache"),
+        # vLLM's engine message queue otherwise binds the host's network address; keep it on loopback.
+        "VLLM_HOST_IP": "127.0.0.1",
         "VLLM_NO_USAGE_STATS": "1",
         "DO_NOT_TRACK": "1",
     })

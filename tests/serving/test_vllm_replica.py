@@ -83,6 +83,7 @@ def test_env_binds_one_core_one_thread_and_private_dirs(tmp_path: Path) -> None:
     assert env["OMP_NUM_THREADS"] == "1"
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "2"
     assert env["HF_HUB_OFFLINE"] == "1"
+    assert env["VLLM_HOST_IP"] == "127.0.0.1"
     assert env["TMPDIR"] == str(tmp_path / "r1" / "tmp")
     assert env["VLLM_CACHE_ROOT"] == str(tmp_path / "r1" / "vllm-cache")
 
