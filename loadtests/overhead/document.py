@@ -21,6 +21,13 @@ def cpu_model() -> str:
     return "unknown"
 
 
+def _busy_warning(result: RunResult) -> str:
+    if max(result.busy_before.values(), default=0.0) < 0.15:
+        return ""
+    return ("\n**These numbers are skewed by that other work** (gateways got part of their core; "
+            "see the gateway CPU column): re-run on a quiet machine before quoting them.")
+
+
 def section(result: RunResult, command: str, plan: PhasePlan, gateway_core: int, when: str) -> str:
     """Markdown for the section: command, machine, method, numbers, goals."""
     versions = ", ".join(f"{name} {version}" for name, version in result.versions.items())
@@ -32,7 +39,7 @@ def section(result: RunResult, command: str, plan: PhasePlan, gateway_core: int,
 Measured {when} with `{command}` (the harness is `loadtests/overhead/`).
 
 **Machine.** {os.cpu_count()} cores ({cpu_model()}), Linux {platform.release()}. Versions: {versions}.
-Other work on the machine just before the run: {describe_busy(result.busy_before)} busy.
+Other work on the machine just before the run: {describe_busy(result.busy_before)} busy.{_busy_warning(result)}
 
 **Method.** Each gateway runs alone on core {gateway_core} (`taskset`); the backend (nginx + Lua
 with canned vLLM-shaped answers) and the load generator (`wrk`, one thread) share core

@@ -5,6 +5,7 @@ connection, then start each gateway pinned to the gateway core, measure both mod
 from __future__ import annotations
 
 import platform
+import re
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -62,8 +63,10 @@ def _scripts(run_dir: Path) -> dict[str, Path]:
 
 
 def _tool_version(command: Sequence[str]) -> str:
+    """The first version number a tool prints for ``command`` (``nginx -v`` -> ``1.22.1``)."""
     done = subprocess.run(list(command), capture_output=True, text=True, timeout=30, check=False)
-    return (done.stdout + done.stderr).strip().splitlines()[0] if (done.stdout + done.stderr).strip() else "unknown"
+    found = re.search(r"\d+\.\d+[\w.+-]*", done.stdout + done.stderr)
+    return found.group(0) if found else "unknown"
 
 
 def start_backend(run_dir: Path, core: int) -> tuple[PinnedProcess, str]:
