@@ -45,6 +45,7 @@ class Call:
     tools: tuple[dict[str, Any], ...]
     tool_choice: object
     task: str
+    temperature: float | None = None
 
 
 def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: ChatTemplate) -> Call:
@@ -82,6 +83,7 @@ def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: Cha
         tools=tuple(t for t in tools if isinstance(t, dict)) if chat else (),
         tool_choice=body.get("tool_choice", "auto" if tools else "none"),
         task=_task(headers, xargs),
+        temperature=body.get("temperature") if isinstance(body.get("temperature"), int | float) else None,
     )
 
 
@@ -117,7 +119,7 @@ def _int(body: dict[str, Any], key: str, default: int | None, minimum: int) -> A
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise BadRequest(f"{key} must be an integer >= {minimum}, got {value!r}", key)
+        raise BadRequest(f"{key} must be at least {minimum}, got {value}. (parameter={key}, value={value})", key)
     return value
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 
 import orjson
@@ -20,7 +19,6 @@ from serving.sim.profile import Profile
 from serving.sim.runtime import EngineRuntime
 from serving.sim.tokens import chat_prompt_text, token_ids_of_length
 
-VLLM_VERSION = "0.33.0"
 METRICS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 
 Handler = Callable[[asgi.Scope, asgi.Receive, asgi.Send], Awaitable[None]]
@@ -33,14 +31,15 @@ class SimApp:
                  seed: int = 0, faults: Faults | None = None) -> None:
         self.profile = profile
         self.served_name = served_name or profile.served_model_name
-        self.engine = Engine(profile, seed=seed)
-        self.metrics = SimMetrics(self.engine, self.served_name)
+        self.metrics = SimMetrics(profile, self.served_name)
+        self.engine = Engine(profile, seed=seed, step_observer=self.metrics.observe_step)
+        self.metrics.bind(self.engine)
         self.runtime = EngineRuntime(self.engine, time_scale=time_scale, observer=self.metrics.observe)
         self.faults = FaultSwitch(faults or Faults(), seed)
         self.engine.slowdown = self.faults.current.slowdown
         self.completions = CompletionService(profile, self.served_name, self.runtime, self.metrics, self.faults, seed)
         self.created = int(time.time())
-        self._perm_id = f"modelperm-{uuid.UUID(int=random.Random(seed).getrandbits(128), version=4).hex}"
+        self._perm_id = f"modelperm-{random.Random(seed).getrandbits(64):016x}"
         self.routes: dict[tuple[str, str], Handler] = {
             ("POST", "/v1/chat/completions"): self._chat,
             ("POST", "/v1/completions"): self._completion,
@@ -101,13 +100,13 @@ class SimApp:
     async def _health(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
         if self.faults.current.hang:
             return await asgi.wait_disconnect(receive)
-        await asgi.respond(send, 200, b"", b"application/json")
+        await asgi.respond(send, 200, b"", b"application/json")  # vLLM: 200, empty body
 
     async def _load(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
         await asgi.respond(send, 200, orjson.dumps({"server_load": self.engine.in_flight()}))
 
     async def _version(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
-        await asgi.respond(send, 200, orjson.dumps({"version": VLLM_VERSION}))
+        await asgi.respond(send, 200, orjson.dumps({"version": responses.VLLM_VERSION}))
 
     async def _metrics(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
         await asgi.respond(send, 200, self.metrics.render(), METRICS_TYPE)

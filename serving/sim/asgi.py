@@ -37,14 +37,14 @@ async def read_body(receive: Receive) -> bytes:
 async def respond(send: Send, status: int, body: bytes, content_type: bytes = JSON,
                   headers: list[tuple[bytes, bytes]] | None = None) -> None:
     """Send a complete response."""
-    head = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    head = [(b"content-length", str(len(body)).encode()), (b"content-type", content_type), (b"vary", b"Origin")]
     await send({"type": "http.response.start", "status": status, "headers": head + (headers or [])})
     await send({"type": "http.response.body", "body": body})
 
 
 async def start_stream(send: Send) -> None:
     """Begin a server-sent-events response."""
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", SSE)]})
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", SSE), (b"vary", b"Origin")]})
 
 
 async def stream_chunk(send: Send, data: bytes) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-import uuid
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,10 +48,11 @@ class Choice:
         self.texts: list[str] = []
 
     def take(self, count: int, final: bool = False) -> str:
-        """Text of the next ``count`` tokens (for a tool call: the rest of it when ``final``)."""
+        """Text of the next ``count`` tokens. ``final`` marks a natural stop: the last token is
+        then EOS, which has no text (for a tool call: the rest of its arguments)."""
         self.tokens += count
         if self.tool is None:
-            text = "".join(next(self._words) for _ in range(count))
+            text = "".join(next(self._words) for _ in range(count - 1 if final else count))
         else:
             end = len(self.tool.arguments) if final else self._sent_chars + count * CHARS_PER_TOKEN
             text = self.tool.arguments[self._sent_chars : end]
@@ -71,6 +72,7 @@ class CompletionService:
         self.metrics = metrics
         self.faults = faults
         self._rng = random.Random(seed ^ 0xC0FFEE)
+        self.fingerprint = f"vllm-{responses.VLLM_VERSION}-{zlib.crc32(profile.name.encode()):08x}"
 
     async def handle(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send, *, chat: bool) -> None:
         headers = asgi.request_headers(scope)
@@ -91,20 +93,28 @@ class CompletionService:
 
     def _validate(self, call: Call) -> None:
         if call.model is not None and call.model != self.served_name:
-            raise BadRequest(f"The model `{call.model}` does not exist.", "model")
+            raise BadRequest(f"The model `{call.model}` does not exist. Valid aliases: {self.served_name}.", "model")
         limit, prompt = self.profile.engine.max_model_len, call.prompt_tokens
         if prompt > limit:
+            # vLLM tokenizes at most limit + 1 tokens of an over-long prompt, hence "at least".
+            counted = min(prompt, limit + 1)
             raise BadRequest(
-                f"This model's maximum context length is {limit} tokens. However, your request has "
-                f"{prompt} input tokens. Please reduce the length of the input messages.", "messages" if call.chat else "prompt")
+                f"This model's maximum context length is {limit} tokens. However, your prompt contains at "
+                f"least {counted} input tokens, which exceeds this limit even without any output tokens. "
+                f"Please reduce the length of the input prompt. (parameter=input_tokens, value={counted})",
+                "input_tokens")
         if call.max_tokens is not None and prompt + call.max_tokens > limit:
+            # Wording by analogy with the captured prompt-too-long error (this case was not captured).
             raise BadRequest(
-                f"'max_tokens' or 'max_completion_tokens' is too large: {call.max_tokens}. This model's "
-                f"maximum context length is {limit} tokens and your request has {prompt} input tokens "
-                f"({call.max_tokens} > {limit} - {prompt}).", "max_tokens")
+                f"This model's maximum context length is {limit} tokens. However, you requested "
+                f"{call.max_tokens} output tokens and your prompt contains {prompt} input tokens, for a total "
+                f"of {prompt + call.max_tokens} tokens. Please reduce the length of the input prompt or the "
+                f"number of requested output tokens. (parameter=max_tokens, value={call.max_tokens})", "max_tokens")
+        if call.n > 1 and call.temperature == 0:
+            raise BadRequest(f"n must be 1 when using greedy sampling, got {call.n}.")
 
     async def _run(self, call: Call, fate: RequestFate, receive: asgi.Receive, send: asgi.Send) -> None:
-        rid = f"{'chatcmpl' if call.chat else 'cmpl'}-{self._uuid()}"
+        rid = f"{'chatcmpl' if call.chat else 'cmpl'}-{self._hex_id()}"
         tool = chosen_tool(list(call.tools), call.tool_choice) if call.chat else None
         choices = [Choice(i, self._tool_plan(tool), self._rng.getrandbits(32)) for i in range(call.n)]
         queue: asyncio.Queue[Event] = asyncio.Queue()
@@ -135,6 +145,7 @@ class CompletionService:
             refusal = self.runtime.submit(request, queue)
             if refusal is not None:
                 self._abort(ids)
+                self.metrics.rejected += refusal is Refusal.QUEUE_FULL
                 message = ("The waiting queue is full; retry later." if refusal is Refusal.QUEUE_FULL
                            else f"Request refused: {refusal.value}")
                 await asgi.respond(send, 503, responses.error(503, message))
@@ -146,7 +157,7 @@ class CompletionService:
     async def _stream(self, call: Call, rid: str, choices: list[Choice], ids: dict[str, int],
                       queue: asyncio.Queue[Event], fate: RequestFate, send: asgi.Send) -> None:
         writer = responses.ChunkWriter(rid, int(time.time()), self.served_name, call.chat,
-                                       call.continuous_usage, call.prompt_tokens)
+                                       call.continuous_usage, call.prompt_tokens, self.fingerprint)
         await asgi.start_stream(send)
         pending, started = len(choices), [False] * len(choices)
         while pending:
@@ -172,7 +183,12 @@ class CompletionService:
     def _chunk(self, writer: responses.ChunkWriter, choice: Choice, count: int, done: Finished | None) -> bytes:
         reason = None if done is None else _finish_reason(choice, done)
         first = choice.tokens == 0
-        text = choice.take(count, final=done is not None and done.reason == "stop")
+        stop = done is not None and done.reason == "stop"
+        if choice.tool is None and stop and count > 0:
+            # The EOS token ends the stream in a chunk of its own, with empty text (as vLLM).
+            before = writer.delta(choice.index, choice.take(count - 1), choice.tokens) if count > 1 else b""
+            return before + writer.delta(choice.index, choice.take(1, final=True), choice.tokens, reason)
+        text = choice.take(count, final=stop)
         total = choice.tokens
         if choice.tool is None:
             return writer.delta(choice.index, text, total, reason)
@@ -186,24 +202,23 @@ class CompletionService:
                             queue: asyncio.Queue[Event], fate: RequestFate, send: asgi.Send) -> None:
         finished: dict[int, Finished] = {}
         while len(finished) < len(choices):
-            for event in await _drain(queue):
+            batch = await _drain(queue)
+            for j, event in enumerate(batch):
                 choice = choices[ids[event.request_id]]
                 if isinstance(event, TokensOut):
-                    choice.take(event.count)
+                    done = _finish_in(batch, j, event.request_id)
+                    choice.take(event.count, final=done is not None and done.reason == "stop")
                     await _maybe_die(fate, sum(c.tokens for c in choices), send, started=False)
                 else:
                     finished[choice.index] = event
-        for choice in choices:
-            if finished[choice.index].reason == "stop":
-                choice.take(0, final=True)  # a tool call's arguments end complete
         use = responses.usage(call.prompt_tokens, sum(c.tokens for c in choices))
         created = int(time.time())
         if call.chat:
             bodies = [responses.chat_choice(c.index, self._message(c), _finish_reason(c, finished[c.index])) for c in choices]
-            body = responses.chat_completion(rid, created, self.served_name, bodies, use)
+            body = responses.chat_completion(rid, created, self.served_name, bodies, use, self.fingerprint)
         else:
             bodies = [responses.completion_choice(c.index, "".join(c.texts), finished[c.index].reason) for c in choices]
-            body = responses.completion(rid, created, self.served_name, bodies, use)
+            body = responses.completion(rid, created, self.served_name, bodies, use, self.fingerprint)
         await asgi.respond(send, 200, body)
 
     def _message(self, choice: Choice) -> dict[str, Any]:
@@ -217,14 +232,15 @@ class CompletionService:
         if tool is None:
             return None
         name, schema, named = tool
-        return ToolPlan(f"chatcmpl-tool-{self._uuid()}", name, arguments_json(schema), named)
+        return ToolPlan(f"chatcmpl-tool-{self._hex_id()}", name, arguments_json(schema), named)
 
     def _abort(self, ids: dict[str, int]) -> None:
         for request_id in ids:
             self.runtime.abort(request_id)
 
-    def _uuid(self) -> str:
-        return uuid.UUID(int=self._rng.getrandbits(128), version=4).hex
+    def _hex_id(self) -> str:
+        """vLLM 0.32's request ids: 16 hex digits."""
+        return f"{self._rng.getrandbits(64):016x}"
 
 
 async def _drain(queue: asyncio.Queue[Event]) -> list[Event]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
+from collections.abc import Callable
 
 from serving.sim.events import EngineCounters, EngineSnapshot, Event, Finished, Refusal, SimRequest, TokensOut
 from serving.sim.kvcache import KVCache
@@ -30,6 +31,7 @@ class _Seq:
     __slots__ = (
         "req", "arrival", "ready_at", "target", "generated", "computed", "blocks", "scheduled_at",
         "first_token_at", "cached_tokens", "acceptance", "proposal_rate", "prompt_cached", "done",
+        "preemptions",
     )
 
     def __init__(self, req: SimRequest, arrival: float, ready_at: float, target: int) -> None:
@@ -47,6 +49,7 @@ class _Seq:
         self.proposal_rate = 0.0
         self.prompt_cached = False
         self.done = False
+        self.preemptions = 0
 
 
 class _Step:
@@ -63,8 +66,10 @@ class Engine:
     """One simulated vLLM engine. ``token_events=False`` reports only first tokens and
     finishes (for fast trace replay, where per-step token events are not needed)."""
 
-    def __init__(self, profile: Profile, *, seed: int = 0, token_events: bool = True) -> None:
+    def __init__(self, profile: Profile, *, seed: int = 0, token_events: bool = True,
+                 step_observer: Callable[[int], None] | None = None) -> None:
         self.profile = profile
+        self._step_observer = step_observer  # called with each step's token count (for metrics)
         self.counters = EngineCounters()
         self.clock = 0.0
         self.slowdown = 1.0  # failure injection: every step takes this many times longer
@@ -79,6 +84,8 @@ class Engine:
         self._step: _Step | None = None
         self._next_start = 0.0  # a new step may not start before the previous one ended
         self._events: list[Event] = []
+        if self._spec is not None:
+            self.counters.spec_accepted_per_position = [0] * self._spec.num_speculative_tokens
 
     # ---- driving -------------------------------------------------------------------------
 
@@ -168,6 +175,8 @@ class Engine:
             seconds *= self._rng.lognormvariate(0.0, self.profile.step.jitter)
         self._step = _Step(start + seconds * self.slowdown, plan)
         self.counters.steps += 1
+        if self._step_observer is not None:
+            self._step_observer(prefill + decode)
         return True
 
     def _schedule_running(self, plan: list[tuple[_Seq, int, int]], budget: int) -> int:
@@ -240,6 +249,9 @@ class Engine:
             counters.spec_drafts += 1
             counters.spec_draft_tokens += drafted
             counters.spec_accepted_tokens += accepted
+            per_position = counters.spec_accepted_per_position
+            for position in range(accepted):
+                per_position[position] += 1
         new = min(1 + accepted, seq.target - seq.generated)
         seq.computed += new - 1
         seq.generated += new
@@ -276,6 +288,7 @@ class Engine:
     def _preempt(self, seq: _Seq) -> None:
         self._kv.release(seq.blocks)
         seq.blocks = seq.computed = 0
+        seq.preemptions += 1
         self._waiting.appendleft(seq)
         self.counters.preemptions += 1
 
@@ -289,7 +302,7 @@ class Engine:
         ttft = None if seq.first_token_at is None else seq.first_token_at - seq.arrival
         self._events.append(Finished(
             seq.req.request_id, now, reason, seq.req.prompt_tokens, seq.generated,
-            seq.cached_tokens, queued, ttft, now - seq.arrival,
+            seq.cached_tokens, queued, ttft, now - seq.arrival, seq.preemptions,
         ))
 
     def _target(self, request: SimRequest, max_tokens: int) -> int:

