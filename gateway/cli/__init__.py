@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("gateway.cli.check", "validate a duet.yaml"),
     "explain": ("gateway.cli.explain", "show how a config routes a request (dry run)"),
     "sim": ("serving.sim.cli", "run one simulated vLLM replica"),
+    "bench": ("loadtests.cli", "load tests and benchmarks"),
 }
 
 

@@ -1,0 +1,77 @@
+"""``duet bench``: load tests and benchmarks. ``duet bench slo`` replays traces through the gateway
+with locust and reports SLO attainment, goodput and cost, for one policy or a comparison."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from loadtests.policies import ALL_POLICIES, REPLICA_SETS, policy_name
+from loadtests.slo import parse_slos
+
+
+def register(subparsers: Any) -> None:
+    """Add ``bench`` (with its ``slo`` subcommand) to the ``duet`` parser."""
+    bench = subparsers.add_parser("bench", help="load tests and benchmarks", description="Load tests and benchmarks.")
+    kinds = bench.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
+    slo = kinds.add_parser("slo", help="SLO attainment, goodput and cost under a replayed trace (locust)",
+                           description=__doc__)
+    add_slo_arguments(slo)
+    slo.set_defaults(run=run_slo)
+
+
+def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--replicas", default="h100-70b", choices=sorted(REPLICA_SETS),
+                        help="replica set: simulator profiles per variant, and prices")
+    parser.add_argument("--replica-urls", default="",
+                        help="use running replicas instead: VARIANT=URL[,VARIANT=URL...] (every variant needed)")
+    parser.add_argument("--policy", action="append", default=[],
+                        help=f"a shipped policy ({', '.join(ALL_POLICIES)}) or a Duet config file; repeatable")
+    parser.add_argument("--compare", action="store_true", help="every shipped policy, LiteLLM included")
+    parser.add_argument("--duration", type=float, default=60.0, help="model seconds of trace arrivals per run")
+    parser.add_argument("--rate-scale", default="1", help="arrival-rate multiplier(s), comma-separated: a sweep")
+    parser.add_argument("--time-scale", type=float, default=1.0,
+                        help="simulate replicas this much faster than real (arrivals and budgets follow)")
+    parser.add_argument("--trace-start", type=float, default=0.0, help="start this many trace seconds in")
+    parser.add_argument("--traces", default="code,conv", help="shipped traces to replay together")
+    parser.add_argument("--slos", default="", help="TASK=TTFT_MS/TPOT_MS,... over the defaults")
+    parser.add_argument("--trace-users", type=int, default=200, help="most requests in flight")
+    parser.add_argument("--port", type=int, default=None, help="gateway port (default: a free one)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path("runs/bench-slo"), help="report folder")
+
+
+def _replica_urls(text: str) -> dict[str, list[str]]:
+    urls: dict[str, list[str]] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        variant, _, url = item.partition("=")
+        urls.setdefault(variant, []).append(url.rstrip("/"))
+    return urls
+
+
+def run_slo(args: argparse.Namespace) -> int:
+    """Run every (policy, rate), then write the report; 2 on a setup error with its reason."""
+    from loadtests.bench import BenchSettings
+    from loadtests.runner import run_bench
+    from loadtests.stack import StackError
+
+    policies = list(ALL_POLICIES) if args.compare else (args.policy or ["duet"])
+    settings = BenchSettings(
+        replica_set=REPLICA_SETS[args.replicas], slos=parse_slos(args.slos), duration_s=args.duration,
+        time_scale=args.time_scale, trace_start_s=args.trace_start,
+        traces=tuple(t for t in args.traces.split(",") if t), trace_users=args.trace_users, seed=args.seed,
+        port=args.port, replica_urls=_replica_urls(args.replica_urls),
+    )
+    rates = [float(r) for r in args.rate_scale.split(",") if r]
+    command = "duet bench slo " + " ".join(sys.argv[3:] if sys.argv[1:3] == ["bench", "slo"] else sys.argv[1:])
+    try:
+        report = run_bench(settings, policies, rates, args.out, command)
+    except StackError as exc:
+        print(f"duet bench slo: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"out": str(args.out), "goodput": report["goodput"],
+                      "policies": [policy_name(p) for p in policies]}))
+    return 0

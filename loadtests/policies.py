@@ -1,0 +1,144 @@
+"""What a benchmark runs: replica sets (simulator profiles per variant, prices) and policies
+(Duet configs built from a policy file's ``routing`` section, or LiteLLM's proxy).
+
+A compressed run (``time_scale`` T: simulated replicas T times faster than real) divides every
+time the gateway reasons with by T — task budgets and speed priors — so its decisions are those
+it would make in real time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.domain import Price
+from serving.sim.profile import load_profile
+
+POLICY_DIR = Path(__file__).resolve().parent / "policies"
+DUET_POLICIES = ("always-standard", "always-fast", "round-robin", "least-loaded", "duet")
+LITELLM_POLICY = "litellm-latency"
+ALL_POLICIES = (*DUET_POLICIES[:4], LITELLM_POLICY, DUET_POLICIES[4])
+
+
+@dataclass(frozen=True, slots=True)
+class VariantSpec:
+    """One variant of a replica set: its simulator profile, price and the replicas to start."""
+
+    name: str
+    kind: str
+    profile: str
+    price: Price
+    replicas: int = 1
+    sim_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaSet:
+    """The model and its variants a benchmark runs against."""
+
+    name: str
+    model: str
+    variants: tuple[VariantSpec, ...]
+    max_context: int
+
+    def served_name(self, variant: str) -> str:
+        return f"{self.model}-{variant}"
+
+
+# Prices (USD per 1M tokens) are illustrative, in proportion to the GPU time each variant needs per
+# token on the same 4x H100: FP8 decodes ~1.5x and prefills ~1.8x faster than bf16.
+REPLICA_SETS: Mapping[str, ReplicaSet] = {
+    "h100-70b": ReplicaSet("h100-70b", "llama-3-70b", (
+        VariantSpec("standard", "full", "h100-70b-bf16", Price(0.60, 1.20)),
+        VariantSpec("fast", "quantized", "h100-70b-fp8", Price(0.35, 0.75)),
+    ), max_context=32768),
+    # For tests: two instant replicas, the standard one made 3x slower so policies differ.
+    "smoke": ReplicaSet("smoke", "sim", (
+        VariantSpec("standard", "full", "fast-test", Price(0.60, 1.20), sim_args=("--slowdown", "3")),
+        VariantSpec("fast", "quantized", "fast-test", Price(0.35, 0.75)),
+    ), max_context=4096),
+}
+
+
+def policy_path(name_or_path: str) -> Path:
+    """A shipped policy by name (``duet``, ``least-loaded``, ...) or a path to a Duet config."""
+    shipped = POLICY_DIR / f"{name_or_path}.yaml"
+    return shipped if shipped.exists() else Path(name_or_path)
+
+
+def policy_name(name_or_path: str) -> str:
+    return name_or_path if name_or_path == LITELLM_POLICY else policy_path(name_or_path).stem
+
+
+def _speed(profile_name: str, time_scale: float) -> dict[str, float]:
+    """The Duet speed prior of a simulator profile, in wall time at ``time_scale``."""
+    step = load_profile(profile_name).step
+    return {
+        "prefill_tokens_per_s": time_scale / step.prefill_s_per_token,
+        "decode_s_per_token": step.base_s / time_scale,
+        "decode_slowdown_per_seq": step.decode_s_per_token / step.base_s,
+    }
+
+
+def _scaled_tasks(tasks: Mapping[str, Any], time_scale: float) -> dict[str, Any]:
+    timed = ("ttft_ms", "latency_ms", "tpot_ms")
+    return {name: {k: (v / time_scale if k in timed else v) for k, v in spec.items()} for name, spec in tasks.items()}
+
+
+def duet_config(replica_set: ReplicaSet, urls: Mapping[str, list[str]], policy: str, time_scale: float) -> dict[str, Any]:
+    """A Duet config: ``replica_set``'s variants at ``urls`` (variant -> replica URLs), routed by the
+    ``routing`` section of ``policy`` (a shipped name or a config path)."""
+    routing = yaml.safe_load(policy_path(policy).read_text())["routing"]
+    routing = {**routing, "tasks": _scaled_tasks(routing["tasks"], time_scale)}
+    variants = {
+        v.name: {
+            "kind": v.kind,
+            "served_model_name": replica_set.served_name(v.name),
+            "max_model_len": replica_set.max_context,
+            "tools": True,
+            "price": {"input_per_mtok": v.price.input_per_mtok, "output_per_mtok": v.price.output_per_mtok},
+            "speed": _speed(v.profile, time_scale),
+            "launch_profile": v.profile,
+            "replicas": [{"url": url} for url in urls[v.name]],
+        }
+        for v in replica_set.variants
+    }
+    return {
+        "server": {"host": "127.0.0.1", "port": 0, "upstream_idle_timeout_s": 600.0},
+        "models": {replica_set.model: {"tokenizer": "approx", "variants": variants}},
+        "routing": routing,
+        # Scrape replicas' queues often: at a compressed time scale a second is a long time.
+        "state": {"health_interval_s": 0.5, "scrape_interval_s": 0.25, "stale_after_s": 5.0},
+    }
+
+
+def litellm_config(replica_set: ReplicaSet, urls: Mapping[str, list[str]], api_key: str) -> dict[str, Any]:
+    """LiteLLM proxy: one model name over every replica of every variant, latency-based routing."""
+    deployments = [
+        {"model_name": replica_set.model,
+         "litellm_params": {"model": f"openai/{replica_set.served_name(variant)}", "api_base": f"{url}/v1",
+                            "api_key": "sk-bench"}}
+        for variant, variant_urls in urls.items() for url in variant_urls
+    ]
+    return {
+        "model_list": deployments,
+        "router_settings": {"routing_strategy": "latency-based-routing"},
+        "litellm_settings": {"set_verbose": False, "json_logs": False, "turn_off_message_logging": True,
+                             "callbacks": [], "success_callback": [], "failure_callback": []},
+        "general_settings": {"master_key": api_key, "disable_spend_logs": True, "disable_error_logs": True},
+    }
+
+
+def variant_map(replica_set: ReplicaSet, urls: Mapping[str, list[str]]) -> dict[str, str]:
+    """Served model names and replica API bases -> variant (for gateways that do not say)."""
+    mapping = {replica_set.served_name(v.name): v.name for v in replica_set.variants}
+    mapping.update({f"{url}/v1": variant for variant, variant_urls in urls.items() for url in variant_urls})
+    return mapping
+
+
+def prices(replica_set: ReplicaSet) -> dict[str, Price]:
+    return {v.name: v.price for v in replica_set.variants}

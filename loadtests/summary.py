@@ -1,0 +1,86 @@
+"""From per-request records to a run's summary: attainment, goodput, cost, latency percentiles and
+the variant mix, overall and per task (all in model time). Pure."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from gateway.domain import Price
+from loadtests.slo import RequestRecord, Slo, attainment, percentile
+
+
+def load_records(path: Path, time_scale: float = 1.0) -> list[RequestRecord]:
+    """Records from a ``--duet-records`` JSON-lines file, converted to model time."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_bytes().splitlines():
+        raw = orjson.loads(line)
+        records.append(RequestRecord(
+            task=raw["task"], variant=raw["variant"], started_s=raw["started_s"], ok=raw["ok"], ttft_s=raw["ttft_s"],
+            latency_s=raw["latency_s"], input_tokens=raw["input_tokens"], output_tokens=raw["output_tokens"],
+            itl_s=tuple(raw["itl_s"]), lag_s=raw["lag_s"], error=raw["error"],
+        ).in_model_time(time_scale))
+    return records
+
+
+def request_cost(record: RequestRecord, prices: Mapping[str, Price]) -> float:
+    """USD at the serving variant's price (0 for a variant without one, e.g. a failed request)."""
+    price = prices.get(record.variant)
+    return price.cost_usd(record.input_tokens, record.output_tokens) if price else 0.0
+
+
+def _ms(values: Iterable[float]) -> dict[str, float | None]:
+    ordered = [v * 1e3 for v in values]
+    return {f"p{q}": _round(percentile(ordered, q)) for q in (50, 90, 99)} | {
+        "mean": _round(sum(ordered) / len(ordered)) if ordered else None}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def group_summary(records: Sequence[RequestRecord], slos: Mapping[str, Slo], prices: Mapping[str, Price],
+                  duration_s: float) -> dict[str, Any]:
+    """The numbers for one group of requests over ``duration_s`` model seconds."""
+    result = attainment(records, slos, duration_s)
+    cost = sum(request_cost(r, prices) for r in records)
+    mix = Counter(r.variant for r in records if r.ok)
+    served = sum(mix.values())
+    ok = [r for r in records if r.ok]
+    return {
+        "requests": result.requests,
+        "failed": result.failed,
+        "met_slo": result.met,
+        "attainment": round(result.share, 4),
+        "throughput_rps": round(result.throughput_rps, 3),
+        "goodput_rps": round(result.goodput_rps, 3),
+        "cost_usd": round(cost, 6),
+        "cost_per_1k_requests_usd": round(1000 * cost / len(records), 4) if records else None,
+        "variant_mix": {v: round(n / served, 4) for v, n in sorted(mix.items())},
+        "ttft_ms": _ms(r.ttft_s for r in ok if r.ttft_s is not None),
+        "tpot_ms": _ms(t for r in ok if (t := r.tpot_s) is not None),
+        "itl_ms": _ms(x for r in ok for x in r.itl_s),
+        "e2e_ms": _ms(r.latency_s for r in ok),
+        "lag_ms": _ms(r.lag_s for r in records),
+        "output_tokens": sum(r.output_tokens for r in ok),
+    }
+
+
+def run_summary(records: Sequence[RequestRecord], slos: Mapping[str, Slo], prices: Mapping[str, Price],
+                duration_s: float, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """``meta`` (policy, rates, scales) plus the overall, per-task and per-variant summaries."""
+    tasks = sorted({r.task for r in records})
+    variants = sorted({r.variant for r in records if r.ok})
+    return {
+        **meta,
+        "slos": {t: {"ttft_ms": s.ttft_ms, "tpot_ms": s.tpot_ms} for t, s in slos.items() if t in tasks},
+        "overall": group_summary(records, slos, prices, duration_s),
+        "tasks": {t: group_summary([r for r in records if r.task == t], slos, prices, duration_s) for t in tasks},
+        "variants": {v: group_summary([r for r in records if r.variant == v], slos, prices, duration_s) for v in variants},
+    }
