@@ -21,7 +21,7 @@ from typing import Any
 from loadtests import plots
 from loadtests.policies import ReplicaSet, policy_name, prices, variant_map
 from loadtests.slo import Slo, max_rate_with_attainment
-from loadtests.stack import StackError, gateway, replicas, scrape
+from loadtests.stack import StackError, gateway, replicas, scrape, warm_up
 from loadtests.summary import load_records, run_summary
 from loadtests.traces import ATTRIBUTION, replay_arrivals, task_traces
 
@@ -96,6 +96,7 @@ def run_one(settings: BenchSettings, policy: str, rate_scale: float, run_dir: Pa
     (run_dir / "records.jsonl").unlink(missing_ok=True)
     with replicas(settings.replica_set, settings.time_scale, settings.seed, settings.replica_urls) as urls:
         with gateway(policy, settings.replica_set, urls, settings.time_scale, run_dir, settings.port, settings.api_key) as url:
+            warm_up(url, settings.replica_set.model, settings.api_key)
             command = locust_command(settings, url, rate_scale, run_dir, variant_map(settings.replica_set, urls))
             (run_dir / "command.txt").write_text(" ".join(command) + "\n")
             run_locust(command, run_dir, progress)

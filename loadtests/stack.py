@@ -147,6 +147,21 @@ def _stop_group(process: subprocess.Popen[bytes]) -> None:
         process.wait(10)
 
 
+def warm_up(url: str, model: str, api_key: str, requests: int = 3) -> None:
+    """A few short streamed requests before measuring: a proxy's first requests pay for lazy imports
+    and connection set-up (LiteLLM's first took ~2 s here), which is not what a run measures."""
+    body = {"model": model, "messages": [{"role": "user", "content": "warm up"}], "max_tokens": 4, "stream": True}
+    headers = {"authorization": f"Bearer {api_key}"}
+    for _ in range(requests):
+        try:
+            with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, headers=headers, timeout=60.0) as response:
+                response.read()
+        except httpx.HTTPError as exc:
+            raise StackError(f"gateway at {url} failed its warm-up request: {exc}") from exc
+        if response.status_code != 200:
+            raise StackError(f"gateway at {url} answered its warm-up request with {response.status_code}: {response.text[:300]}")
+
+
 def scrape(url: str) -> str:
     """A server's Prometheus text, or an empty string when it has none."""
     try:
