@@ -13,6 +13,7 @@ import aiohttp
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.config.watch import ConfigWatcher
 from gateway.proxy.forward import Forwarder
+from gateway.proxy.http1 import Pool
 from gateway.state.breaker import BreakerPolicy
 from gateway.state.monitor import ReplicaMonitor
 from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
@@ -56,23 +57,17 @@ class Gateway:
         self.store: StateStore = store or InMemoryStateStore(store_settings(config))
         self.telemetry = Telemetry()
         self.telemetry.watch_replicas(lambda: self.current.config.replicas, self.store.snapshot)
+        server = config.server
+        self._pool = Pool(connect_timeout_s=server.upstream_connect_timeout_s, idle_timeout_s=server.upstream_idle_timeout_s)
+        self.forwarder = Forwarder(self._pool, self.store, server.max_attempts)
+        # Health checks and scrapes use their own client: they must never queue behind proxied streams.
         self._session: aiohttp.ClientSession | None = None
         self._monitor: ReplicaMonitor | None = None
         self._watcher: ConfigWatcher | None = None
-        self.forwarder: Forwarder | None = None
 
     async def start(self) -> None:
         config = self.current.config
-        timeout = aiohttp.ClientTimeout(
-            total=None,
-            connect=config.server.upstream_connect_timeout_s,
-            sock_read=config.server.upstream_idle_timeout_s,
-        )
-        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=30.0, enable_cleanup_closed=True)
-        self._session = aiohttp.ClientSession(
-            connector=connector, timeout=timeout, auto_decompress=False, skip_auto_headers=("User-Agent",)
-        )
-        self.forwarder = Forwarder(self._session, self.store, config.server.max_attempts)
+        self._session = aiohttp.ClientSession(auto_decompress=False, skip_auto_headers=("User-Agent",))
         self._monitor = ReplicaMonitor(
             config.replicas, self.store,
             health_interval_s=config.state.health_interval_s,
@@ -92,6 +87,7 @@ class Gateway:
             await self._monitor.stop()
         if self._session is not None:
             await self._session.close()
+        self._pool.close()
         await self.store.aclose()
 
     async def apply(self, config: DuetConfig) -> None:

@@ -15,10 +15,10 @@ from starlette.responses import Response
 
 from gateway.api import errors
 from gateway.api.body import ChatBody, CompletionBody, parse_any_body
-from gateway.api.completions import CHAT, COMPLETIONS, proxy_completion, read_body
+from gateway.api.fastpath import FastPath
 from gateway.decide import plan_request
 from gateway.domain import Health
-from gateway.errors import RequestError
+from gateway.errors import BodyTooLarge, RequestError
 from gateway.explain import explain_plan
 from gateway.runtime import Gateway
 
@@ -33,8 +33,14 @@ def _openapi_body(schema: type[ChatBody] | type[CompletionBody]) -> dict[str, An
     return {"requestBody": {"required": True, "content": {JSON: {"schema": schema.model_json_schema()}}}}
 
 
-def create_app(build: Callable[[], Gateway]) -> FastAPI:
-    """``build`` makes the Gateway when the app starts (inside the server's event loop)."""
+def create_app(build: Callable[[], Gateway]) -> FastPath:
+    """The gateway's ASGI app: the raw-ASGI proxy endpoints in front of the FastAPI app.
+    ``build`` makes the Gateway when the app starts (inside the server's event loop)."""
+    return FastPath(create_fastapi(build))
+
+
+def create_fastapi(build: Callable[[], Gateway]) -> FastAPI:
+    """Every route but the proxy endpoints, plus the lifespan and the OpenAPI document."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -51,13 +57,7 @@ def create_app(build: Callable[[], Gateway]) -> FastAPI:
     app.add_exception_handler(HTTPException, errors.handle_http_exception)
     app.add_exception_handler(Exception, errors.handle_unexpected)
 
-    @app.post("/v1/chat/completions", openapi_extra=_openapi_body(ChatBody))
-    async def chat_completions(request: Request) -> Response:
-        return await proxy_completion(request, CHAT)
-
-    @app.post("/v1/completions", openapi_extra=_openapi_body(CompletionBody))
-    async def completions(request: Request) -> Response:
-        return await proxy_completion(request, COMPLETIONS)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
@@ -68,7 +68,9 @@ def create_app(build: Callable[[], Gateway]) -> FastAPI:
         """Route without forwarding: the decision with every plugin's verdict and score."""
         gateway: Gateway = request.app.state.gateway
         current = gateway.current
-        raw = await read_body(request, current.config.server.max_body_bytes)
+        raw = await request.body()
+        if len(raw) > current.config.server.max_body_bytes:
+            raise BodyTooLarge(f"The request body is larger than the limit of {current.config.server.max_body_bytes} bytes.")
         _, body = parse_any_body(raw)
         plan = plan_request(current.config, current.counters, gateway.store.snapshot(), body, request.headers, explain=True)
         return _json(explain_plan(plan))
@@ -88,6 +90,35 @@ def create_app(build: Callable[[], Gateway]) -> FastAPI:
         return Response(gateway.telemetry.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document plus the two endpoints the fast path serves outside FastAPI's router."""
+    if app.openapi_schema is None:
+        from fastapi.openapi.utils import get_openapi
+
+        schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
+        for path, body, summary in (
+            ("/v1/chat/completions", ChatBody, "Create a chat completion (OpenAI-compatible; stream with SSE)"),
+            ("/v1/completions", CompletionBody, "Create a completion (OpenAI-compatible; stream with SSE)"),
+        ):
+            schema["paths"][path] = {"post": {
+                "summary": summary,
+                "operationId": path.strip("/").replace("/", "_"),
+                **_openapi_body(body),
+                "responses": {
+                    "200": {"description": "The replica's answer (JSON, or text/event-stream when stream is true)"},
+                    "400": {"description": "Invalid request (OpenAI error body)"},
+                    "404": {"description": "Unknown model"},
+                    "413": {"description": "Body too large"},
+                    "429": {"description": "Overloaded (Retry-After)"},
+                    "502": {"description": "Upstream failure"},
+                    "503": {"description": "No healthy replica (Retry-After)"},
+                    "504": {"description": "Deadline exceeded"},
+                },
+            }}
+        app.openapi_schema = schema
+    return app.openapi_schema
 
 
 def list_models(gateway: Gateway) -> dict[str, Any]:

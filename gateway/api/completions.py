@@ -1,21 +1,23 @@
-"""POST /v1/chat/completions and /v1/completions: validate, classify, route, forward, relay."""
+"""POST /v1/chat/completions and /v1/completions, served as raw ASGI (see ``gateway.api.fastpath``):
+validate, classify, route, forward, relay."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
 
 from gateway.api.body import ChatBody, CompletionBody, parse_body
 from gateway.decide import Plan, plan_request, refuse
 from gateway.domain import Outcome, Replica
 from gateway.errors import BodyTooLarge, RequestError
+from gateway.proxy.forward import Answer
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import ModelRewrite
 from gateway.runtime import Gateway
@@ -23,9 +25,9 @@ from gateway.telemetry import Telemetry
 
 access_log = logging.getLogger("duet.access")
 
-# Request headers a replica may see: everything else (Authorization with the gateway's keys,
-# hop-by-hop headers, the client's x-duet-* claims) stays at the gateway.
-_FORWARDED_CONTENT_TYPE = "application/json"
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,32 +40,41 @@ CHAT = Endpoint("/v1/chat/completions", ChatBody)
 COMPLETIONS = Endpoint("/v1/completions", CompletionBody)
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
+async def read_body(receive: Receive, headers: dict[str, str], limit: int) -> bytes:
+    declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(f"The request body is larger than the limit of {limit} bytes.")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise asyncio.CancelledError("client disconnected while sending its body")
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge(f"The request body is larger than the limit of {limit} bytes.")
         chunks.append(chunk)
-    return b"".join(chunks)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def proxy_completion(request: Request, endpoint: Endpoint) -> Response:
+def request_headers(scope: Scope) -> dict[str, str]:
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+
+
+async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
     received = time.perf_counter()
-    gateway: Gateway = request.app.state.gateway
     current = gateway.current
-    raw = await read_body(request, current.config.server.max_body_bytes)
+    headers = request_headers(scope)
+    raw = await read_body(receive, headers, current.config.server.max_body_bytes)
     data, body = parse_body(raw, endpoint.schema)
-    plan = plan_request(current.config, current.counters, gateway.store.snapshot(), body, request.headers)
+    plan = plan_request(current.config, current.counters, gateway.store.snapshot(), body, headers)
     if not plan.decision.ranked:
         refusal = refuse(plan)
         gateway.telemetry.requests.labels(plan.profile.model, "none", plan.profile.task, str(refusal.status)).inc()
         raise refusal
-    request_id = request.headers.get("x-request-id") or os.urandom(12).hex()
+    request_id = headers.get("x-request-id") or os.urandom(12).hex()
     client_wants_usage = bool((body.stream_options or {}).get("include_usage"))
     if body.stream:
         data["stream_options"] = {**(body.stream_options or {}), "include_usage": True}
@@ -77,9 +88,9 @@ async def proxy_completion(request: Request, endpoint: Endpoint) -> Response:
             encoded[served] = orjson.dumps(data)
         return encoded[served]
 
-    upstream_headers = {"content-type": _FORWARDED_CONTENT_TYPE, "x-request-id": request_id, "x-duet-task": plan.profile.task}
+    upstream_headers = f"x-request-id: {request_id}\r\nx-duet-task: {plan.profile.task}\r\n".encode("latin-1")
     overhead_s = time.perf_counter() - received
-    assert gateway.forwarder is not None
+    gateway.telemetry.overhead.observe(overhead_s)
     try:
         answer = await gateway.forwarder.send(plan.decision.ranked, endpoint.path, body_for, upstream_headers, bool(body.stream))
     except RequestError as exc:
@@ -87,14 +98,14 @@ async def proxy_completion(request: Request, endpoint: Endpoint) -> Response:
         raise
     variant = variants[answer.replica.variant]
     rewrite = ModelRewrite.between(variant.served_model_name, body.model)
-    headers = {
-        "x-duet-variant": variant.name,
-        "x-duet-replica": answer.replica.id,
-        "x-duet-route": plan.decision.reason if answer.failed_attempts == 0 else f"{plan.decision.reason};fallback",
-        "x-duet-overhead-ms": f"{overhead_s * 1e3:.3f}",
-        "x-request-id": request_id,
-    }
-    gateway.telemetry.overhead.observe(overhead_s)
+    route = plan.decision.reason if answer.failed_attempts == 0 else f"{plan.decision.reason};fallback"
+    response_headers = [
+        (b"x-duet-variant", variant.name.encode()),
+        (b"x-duet-replica", answer.replica.id.encode()),
+        (b"x-duet-route", route.encode()),
+        (b"x-duet-overhead-ms", f"{overhead_s * 1e3:.3f}".encode()),
+        (b"x-request-id", request_id.encode("latin-1")),
+    ]
 
     async def on_done(outcome: Outcome) -> None:
         await gateway.store.finish(outcome)
@@ -102,11 +113,46 @@ async def proxy_completion(request: Request, endpoint: Endpoint) -> Response:
 
     if body.stream and answer.status == 200:
         options = StreamOptions(rewrite, strip_usage=not client_wants_usage, input_tokens_estimate=plan.profile.input_tokens)
-        return StreamingResponse(relay_stream(answer, options, on_done), media_type="text/event-stream", headers=headers)
+        await _send_stream(answer, options, on_done, response_headers, receive, send)
+        return
     payload, outcome = finish_body(answer, rewrite, plan.profile.input_tokens)
+    content_type = answer.response.header(b"content-type") or b"application/json"
+    response_headers += [(b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": answer.status, "headers": response_headers})
+    await send({"type": "http.response.body", "body": payload})
     await on_done(outcome)
-    content_type = answer.response.headers.get("content-type", "application/json")
-    return Response(payload, status_code=answer.status, media_type=content_type, headers=headers)
+
+
+async def _send_stream(
+    answer: Answer,
+    options: StreamOptions,
+    on_done: Callable[[Outcome], Awaitable[None]],
+    headers: list[tuple[bytes, bytes]],
+    receive: Receive,
+    send: Send,
+) -> None:
+    """Relays the stream. A watcher on ``receive`` learns of a client disconnect at once (uvicorn's
+    ``send`` drops bytes silently after one) and closes the upstream connection, so the replica
+    stops generating even if it is between tokens."""
+    finished = False
+
+    def on_disconnect(_: object) -> None:
+        if not finished:
+            answer.client_gone = True
+            answer.response.close()
+
+    watcher = asyncio.ensure_future(receive())
+    watcher.add_done_callback(on_disconnect)
+    headers = [*headers, (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
+    try:
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        async for chunk in relay_stream(answer, options, on_done):
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        finished = True
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    finally:
+        finished = True
+        watcher.cancel()
 
 
 def record(telemetry: Telemetry, plan: Plan, variant: str, outcome: Outcome, fallbacks: int, request_id: str) -> None:

@@ -8,15 +8,13 @@ client's and pass through as the replica wrote them.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-
-import aiohttp
 
 from gateway.domain import Outcome, Replica
 from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, RequestError, UpstreamFailed
+from gateway.proxy.http1 import Pool, Response, UpstreamError, UpstreamTimeout
 from gateway.proxy.sse import EventSplitter
 from gateway.state.store import StateStore
 
@@ -30,13 +28,15 @@ class Answer:
 
     replica: Replica
     status: int
-    response: aiohttp.ClientResponse
+    response: Response
     started_at: float
     body: bytes = b""
     first_events: list[bytes] = field(default_factory=list)
     splitter: EventSplitter | None = None
     first_event_at: float | None = None
     failed_attempts: int = 0
+    # Set by the HTTP layer when the client disconnected (it then closes ``response``).
+    client_gone: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +49,8 @@ class Failure:
 class Forwarder:
     """Runs the attempt loop, passing every attempt through the state store (begin/finish)."""
 
-    def __init__(self, session: aiohttp.ClientSession, store: StateStore, max_attempts: int) -> None:
-        self._session = session
+    def __init__(self, pool: Pool, store: StateStore, max_attempts: int) -> None:
+        self._pool = pool
         self._store = store
         self._max_attempts = max_attempts
 
@@ -59,9 +59,10 @@ class Forwarder:
         ranked: Sequence[Replica],
         path: str,
         body_for: Callable[[Replica], bytes],
-        headers: Mapping[str, str],
+        headers: bytes,
         stream: bool,
     ) -> Answer:
+        """``headers``: extra raw request header lines (CRLF-terminated) for the replica."""
         failures: list[Failure] = []
         attempts = 0
         for replica in ranked:
@@ -78,22 +79,16 @@ class Forwarder:
         raise _exhausted(failures, attempts)
 
     async def _attempt(
-        self,
-        replica: Replica,
-        path: str,
-        body: bytes,
-        headers: Mapping[str, str],
-        stream: bool,
-        failures: list[Failure],
+        self, replica: Replica, path: str, body: bytes, headers: bytes, stream: bool, failures: list[Failure]
     ) -> Answer | None:
         started = time.perf_counter()
-        response: aiohttp.ClientResponse | None = None
+        response: Response | None = None
         try:
-            response = await self._session.post(replica.url + path, data=body, headers=headers)
+            response = await self._pool.post(replica.url, path, body, headers)
             if response.status in RETRYABLE_STATUS:
                 detail = (await response.read())[:300].decode(errors="replace")
-                await self._fail(replica, response.status, started, failures, detail)
                 response.release()
+                await self._fail(replica, response.status, started, failures, detail)
                 return None
             answer = Answer(replica, response.status, response, started)
             if stream and response.status == 200:
@@ -102,22 +97,22 @@ class Forwarder:
                 answer.body = await response.read()
                 response.release()
             return answer
-        except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
+        except UpstreamError as exc:
             if response is not None:
                 response.close()
-            status = 504 if isinstance(exc, asyncio.TimeoutError) else 502
-            await self._fail(replica, status, started, failures, f"{type(exc).__name__}: {exc}".strip(": "))
+            status = 504 if isinstance(exc, UpstreamTimeout) else 502
+            await self._fail(replica, status, started, failures, str(exc))
             return None
 
     async def _read_first_event(self, answer: Answer) -> None:
         splitter = EventSplitter()
-        async for chunk in answer.response.content.iter_any():
+        async for chunk in answer.response.iter_chunks():
             answer.first_events.extend(splitter.feed(chunk))
             if answer.first_events:
                 answer.first_event_at = time.perf_counter()
                 answer.splitter = splitter
                 return
-        raise aiohttp.ClientPayloadError("stream ended before its first event")
+        raise UpstreamError("stream ended before its first event")
 
     async def _fail(self, replica: Replica, status: int, started: float, failures: list[Failure], detail: str) -> None:
         failures.append(Failure(replica.id, status, detail))

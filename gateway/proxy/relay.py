@@ -8,10 +8,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
-import aiohttp
-
 from gateway.domain import Outcome
 from gateway.proxy.forward import Answer
+from gateway.proxy.http1 import UpstreamError, UpstreamTimeout
 from gateway.proxy.sse import DONE, ModelRewrite, error_event, has_usage, is_usage_only, usage_of
 
 OnDone = Callable[[Outcome], Awaitable[None]]
@@ -61,35 +60,42 @@ class _Tally:
 
 async def relay_stream(answer: Answer, options: StreamOptions, on_done: OnDone) -> AsyncIterator[bytes]:
     """Yields the client's SSE bytes. A replica dying mid-stream ends the client's stream with an
-    error event and ``[DONE]``; a client disconnect (cancellation) closes the upstream connection so
-    the replica stops generating."""
+    error event and ``[DONE]``; a client disconnect (``answer.client_gone``, or cancellation)
+    closes the upstream connection so the replica stops generating."""
     tally = _Tally(options)
     ok, status = False, 200
     try:
-        for event in answer.first_events:
-            if (out := tally.outgoing(event)) is not None:
-                yield out
+        # One upstream read usually holds one event, sometimes several: send them as one write.
+        first = [out for event in answer.first_events if (out := tally.outgoing(event)) is not None]
+        if first:
+            yield b"".join(first)
         assert answer.splitter is not None
-        async for chunk in answer.response.content.iter_any():
-            for event in answer.splitter.feed(chunk):
-                if (out := tally.outgoing(event)) is not None:
-                    yield out
+        async for chunk in answer.response.iter_chunks():
+            outgoing = [out for event in answer.splitter.feed(chunk) if (out := tally.outgoing(event)) is not None]
+            if outgoing:
+                yield outgoing[0] if len(outgoing) == 1 else b"".join(outgoing)
         ok = tally.done_seen
         if not ok:
             # The connection ended without [DONE]: the replica went away mid-answer.
             status = 502
             yield error_event("The replica closed the stream before it finished.")
             yield DONE
-    except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
-        status = 504 if isinstance(exc, asyncio.TimeoutError) else 502
-        yield error_event(f"The replica failed mid-stream: {type(exc).__name__}.")
+    except UpstreamError as exc:
+        if answer.client_gone:
+            ok, status = True, 499  # we closed the upstream because the client left
+            return
+        status = 504 if isinstance(exc, UpstreamTimeout) else 502
+        yield error_event(f"The replica failed mid-stream: {exc}.")
         yield DONE
     except (asyncio.CancelledError, GeneratorExit):
         # The client went away: not the replica's fault.
         ok, status = True, 499
         raise
     finally:
-        answer.response.close()
+        if ok and status == 200:
+            answer.response.release()
+        else:
+            answer.response.close()
         input_tokens, output_tokens = tally.usage or (options.input_tokens_estimate, 0)
         ttft = None if answer.first_event_at is None else answer.first_event_at - answer.started_at
         outcome = Outcome(

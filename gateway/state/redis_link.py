@@ -1,0 +1,212 @@
+"""One gateway's link to Redis: every command of the gateway goes through one ordered queue that a
+background task flushes as one pipeline, so concurrent requests share round trips (LiteLLM's Redis
+became the bottleneck at ~100 ms a call until its calls were pipelined) and commands reach Redis in
+the order they were queued (the replica store relies on it to reconcile in-flight counts).
+
+Redis trouble never hangs a caller: commands time out after ``timeout_s``; after a failure the
+link is *down* and fails every call at once, without I/O, until a back-off (doubling up to
+``max_backoff_s``) has passed; then the next flush probes Redis again. Deferred writes (``send``)
+queued while down are dropped and counted: they are statistics, and their owners reconcile.
+
+Scripts run by SHA (``EVALSHA``): redis-py's pipelines would check ``SCRIPT EXISTS`` before every
+flush, one more round trip; instead scripts are loaded once per connection and again when Redis
+answers NOSCRIPT (it restarted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import NoScriptError, RedisError, ResponseError
+
+log = logging.getLogger(__name__)
+
+Arg = str | int | float | bytes
+
+
+class StoreUnavailable(Exception):
+    """Redis could not answer (down, timed out, backing off). Callers fall back to local state."""
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A Lua script known by its SHA1, as Redis names it."""
+
+    name: str
+    source: str
+    sha: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha", hashlib.sha1(self.source.encode()).hexdigest())
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSettings:
+    """``timeout_s`` bounds connect and every flush; back-off starts at ``min_backoff_s``."""
+
+    url: str
+    timeout_s: float = 0.25
+    min_backoff_s: float = 0.05
+    max_backoff_s: float = 2.0
+    max_queue: int = 10_000
+
+
+@dataclass(slots=True)
+class _Command:
+    script: Script
+    keys: Sequence[str]
+    args: Sequence[Arg]
+    reply: asyncio.Future[Any] | None  # None: deferred, nobody waits
+
+
+class RedisLink:
+    """The auto-pipelining client. ``call`` awaits a script's reply; ``send`` queues a write."""
+
+    def __init__(self, settings: LinkSettings, *, on_error: Callable[[str], None] | None = None) -> None:
+        self._settings = settings
+        self._client = aioredis.Redis.from_url(
+            settings.url,
+            socket_timeout=settings.timeout_s,
+            socket_connect_timeout=settings.timeout_s,
+            retry=None,
+            max_connections=4,
+        )
+        self._on_error = on_error or (lambda what: None)
+        self._queue: list[_Command] = []
+        self._wake = asyncio.Event()
+        self._down_until = 0.0
+        self._backoff_s = 0.0
+        self._flusher: asyncio.Task[None] | None = None
+        self._closed = False
+
+    @property
+    def up(self) -> bool:
+        """Whether the last exchange with Redis worked (or none was tried yet)."""
+        return self._backoff_s == 0.0
+
+    def start(self) -> None:
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush_forever(), name="duet-redis-flusher")
+
+    async def call(self, script: Script, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        """Run ``script`` in the next pipeline and return its reply. Raises StoreUnavailable."""
+        if self._closed or time.monotonic() < self._down_until:
+            raise StoreUnavailable("redis is down (backing off)")
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._enqueue(_Command(script, keys, args, reply))
+        return await reply
+
+    def send(self, script: Script, keys: Sequence[str], args: Sequence[Arg]) -> None:
+        """Queue ``script`` for the next pipeline without waiting for it (dropped while down)."""
+        if self._closed or time.monotonic() < self._down_until:
+            self._on_error("dropped")
+            return
+        self._enqueue(_Command(script, keys, args, None))
+
+    async def ping(self) -> bool:
+        """One PING outside the queue (for readiness and the CLI)."""
+        try:
+            return bool(await self._client.ping())
+        except (RedisError, OSError):
+            return False
+
+    @property
+    def client(self) -> aioredis.Redis:
+        """The raw client, for admin commands off the hot path (key administration, usage)."""
+        return self._client
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._flusher is not None:
+            self._flusher.cancel()
+            await asyncio.gather(self._flusher, return_exceptions=True)
+        self._fail_all(self._queue, StoreUnavailable("redis link closed"))
+        self._queue = []
+        await self._client.aclose()
+
+    def _enqueue(self, command: _Command) -> None:
+        if len(self._queue) >= self._settings.max_queue:
+            self._on_error("queue_full")
+            if command.reply is not None:
+                command.reply.set_exception(StoreUnavailable("redis queue full"))
+            return
+        self._queue.append(command)
+        self._wake.set()
+
+    async def _flush_forever(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._queue = self._queue, []
+            if batch:
+                await self._flush(batch)
+
+    async def _flush(self, batch: list[_Command]) -> None:
+        try:
+            replies = await asyncio.wait_for(self._execute(batch), self._settings.timeout_s * 2)
+        except (RedisError, OSError, asyncio.TimeoutError) as exc:
+            self._went_down(exc)
+            self._fail_all(batch, StoreUnavailable(f"redis: {type(exc).__name__}: {exc}"))
+            return
+        self._came_up()
+        for command, reply in zip(batch, replies, strict=True):
+            if command.reply is None or command.reply.done():
+                if isinstance(reply, Exception):
+                    log.error("redis script %s failed: %s", command.script.name, reply)
+                continue
+            if isinstance(reply, Exception):
+                command.reply.set_exception(reply)
+            else:
+                command.reply.set_result(reply)
+
+    async def _execute(self, batch: list[_Command]) -> list[Any]:
+        replies = await self._pipeline(batch)
+        if any(isinstance(r, NoScriptError) for r in replies):
+            # Redis restarted and forgot the scripts: load them and run those commands again.
+            missing = [c for c, r in zip(batch, replies, strict=True) if isinstance(r, NoScriptError)]
+            for script in {c.script.sha: c.script for c in missing}.values():
+                await self._client.script_load(script.source)
+            again = iter(await self._pipeline(missing))
+            replies = [next(again) if isinstance(r, NoScriptError) else r for r in replies]
+        return replies
+
+    async def _pipeline(self, batch: list[_Command]) -> list[Any]:
+        pipe = self._client.pipeline(transaction=False)
+        for command in batch:
+            pipe.evalsha(command.script.sha, len(command.keys), *command.keys, *command.args)
+        replies: list[Any] = await pipe.execute(raise_on_error=False)
+        return [_no_script(r) for r in replies]
+
+    def _went_down(self, exc: BaseException) -> None:
+        first = self._backoff_s == 0.0
+        self._backoff_s = min(self._settings.max_backoff_s, max(self._settings.min_backoff_s, self._backoff_s * 2))
+        self._down_until = time.monotonic() + self._backoff_s
+        self._on_error("unavailable")
+        if first:
+            log.warning("redis unavailable (%s: %s); using local state, retrying with back-off", type(exc).__name__, exc)
+
+    def _came_up(self) -> None:
+        if self._backoff_s:
+            log.warning("redis reachable again; shared state resumes")
+        self._backoff_s = 0.0
+        self._down_until = 0.0
+
+    @staticmethod
+    def _fail_all(batch: list[_Command], exc: Exception) -> None:
+        for command in batch:
+            if command.reply is not None and not command.reply.done():
+                command.reply.set_exception(exc)
+
+
+def _no_script(reply: Any) -> Any:
+    """redis-py reports NOSCRIPT inside a pipeline as a plain ResponseError; name it."""
+    if isinstance(reply, ResponseError) and not isinstance(reply, NoScriptError) and str(reply).startswith("NOSCRIPT"):
+        return NoScriptError(str(reply))
+    return reply
