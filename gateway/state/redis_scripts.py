@@ -1,0 +1,153 @@
+"""The replica store's Lua scripts: the breaker and observation rules of ``breaker.py`` and
+``observations.py``, restated so that Redis applies them atomically for every gateway.
+
+The two must agree; ``tests/gateway/state/test_redis_store.py`` replays the same event sequences
+through both and compares. One hash per replica holds, by field:
+
+    h_ok h_at                      last health check (1/0) and when
+    s_run s_wait s_kv s_at         last /metrics scrape (a missing field: not reported)
+    b_state b_fail b_open b_cool b_probe     breaker (b_probe: a probe is out until then)
+    o_{ttft,tpot,err}_{t,w,a}      decaying means: total, weight, at
+
+and one hash per replica counts requests in flight per gateway (field: the gateway's id), so a
+gateway that dies without finishing its requests can be discounted (its liveness key expires).
+Times are wall-clock seconds passed in by the caller.
+"""
+
+from __future__ import annotations
+
+from gateway.state.redis_link import Script
+
+_BREAKER = """
+local function position(r, now)
+  local state = r.b_state or 'closed'
+  if state == 'open' and now >= tonumber(r.b_open) + tonumber(r.b_cool) then return 'half_open' end
+  return state
+end
+local function probe_out(r, now)
+  return r.b_probe ~= nil and now < tonumber(r.b_probe)
+end
+local function open(key, failures, now, cooldown)
+  redis.call('HSET', key, 'b_state', 'open', 'b_fail', failures, 'b_open', now, 'b_cool', cooldown)
+  redis.call('HDEL', key, 'b_probe')
+end
+local function read(key)
+  local flat = redis.call('HGETALL', key)
+  local r = {}
+  for i = 1, #flat, 2 do r[flat[i]] = flat[i + 1] end
+  return r, flat
+end
+"""
+
+# KEYS: record, in-flight. ARGV: gateway id, now, probe timeout.
+# Returns {permit, record...}: permit 'allowed' | 'probe' | 'refused'.
+BEGIN = Script("begin", _BREAKER + """
+local now = tonumber(ARGV[2])
+local r = read(KEYS[1])
+local pos = position(r, now)
+local permit = 'allowed'
+if pos ~= 'closed' then
+  if pos == 'open' or probe_out(r, now) then
+    permit = 'refused'
+  else
+    permit = 'probe'
+    redis.call('HSET', KEYS[1], 'b_state', 'half_open', 'b_probe', now + tonumber(ARGV[3]))
+  end
+end
+if permit ~= 'refused' then redis.call('HINCRBY', KEYS[2], ARGV[1], 1) end
+local _, flat = read(KEYS[1])
+return {permit, flat}
+""")
+
+# KEYS: record, in-flight. ARGV: gateway id, now, kind (success|overload|client|failure),
+# ttft sample or '', tpot sample or '', half life, failure threshold, cooldown, max cooldown, backoff.
+FINISH = Script("finish", _BREAKER + """
+local key, now, kind = KEYS[1], tonumber(ARGV[2]), ARGV[3]
+if redis.call('HINCRBY', KEYS[2], ARGV[1], -1) < 0 then redis.call('HSET', KEYS[2], ARGV[1], 0) end
+local half_life = tonumber(ARGV[6])
+local r = read(key)
+if kind == 'client' then
+  -- Says nothing about the replica: counted nowhere, but a probe it was frees the next one.
+  if r.b_probe ~= nil then redis.call('HDEL', key, 'b_probe') end
+  return 1
+end
+local function add(name, sample)
+  local t, w, a = tonumber(r['o_' .. name .. '_t'] or 0), tonumber(r['o_' .. name .. '_w'] or 0), tonumber(r['o_' .. name .. '_a'] or 0)
+  local decay = 0
+  if w > 0 then decay = 0.5 ^ (math.max(0, now - a) / half_life) end
+  redis.call('HSET', key, 'o_' .. name .. '_t', t * decay + sample, 'o_' .. name .. '_w', w * decay + 1, 'o_' .. name .. '_a', math.max(now, a))
+end
+add('err', kind == 'success' and 0 or 1)
+local pos = position(r, now)
+if kind == 'success' then
+  if ARGV[4] ~= '' then add('ttft', tonumber(ARGV[4])) end
+  if ARGV[5] ~= '' then add('tpot', tonumber(ARGV[5])) end
+  if pos == 'half_open' then
+    redis.call('HSET', key, 'b_state', 'closed', 'b_fail', 0, 'b_open', 0, 'b_cool', 0)
+    redis.call('HDEL', key, 'b_probe')
+  elseif pos == 'closed' and tonumber(r.b_fail or 0) > 0 then
+    redis.call('HSET', key, 'b_fail', 0)
+  end
+elseif kind == 'failure' then
+  local failures = tonumber(r.b_fail or 0) + 1
+  if pos == 'closed' then
+    if failures < tonumber(ARGV[7]) then redis.call('HSET', key, 'b_fail', failures)
+    else open(key, failures, now, tonumber(ARGV[8])) end
+  elseif pos == 'half_open' then
+    open(key, failures, now, math.min(tonumber(ARGV[9]), tonumber(r.b_cool) * tonumber(ARGV[10])))
+  end
+elseif r.b_probe ~= nil then
+  redis.call('HDEL', key, 'b_probe')
+end
+return 1
+""")
+
+# KEYS: record. ARGV: healthy (1/0), at. A late, older result must not overwrite a newer one.
+HEALTH = Script("health", """
+local at = tonumber(ARGV[2])
+local last = tonumber(redis.call('HGET', KEYS[1], 'h_at') or '-inf')
+if at >= last then redis.call('HSET', KEYS[1], 'h_ok', ARGV[1], 'h_at', at) end
+return 1
+""")
+
+# KEYS: record. ARGV: at, running, waiting, kv usage ('' when not reported).
+STATS = Script("stats", """
+local at = tonumber(ARGV[1])
+local last = tonumber(redis.call('HGET', KEYS[1], 's_at') or '-inf')
+if at < last then return 0 end
+redis.call('HSET', KEYS[1], 's_at', at)
+local names = {'s_run', 's_wait', 's_kv'}
+for i, name in ipairs(names) do
+  if ARGV[i + 1] == '' then redis.call('HDEL', KEYS[1], name) else redis.call('HSET', KEYS[1], name, ARGV[i + 1]) end
+end
+return 1
+""")
+
+# KEYS: this gateway's liveness key, then (record, in-flight) per replica.
+# ARGV: gateway id, liveness ttl ms, liveness key prefix, then this gateway's in-flight count per
+# replica. Publishes this gateway's counts (healing any lost by an outage), renews its liveness,
+# drops counts of gateways whose liveness expired, and returns {record, live in-flight sum} each.
+REFRESH = Script("refresh", """
+local gw, prefix = ARGV[1], ARGV[3]
+redis.call('SET', KEYS[1], 1, 'PX', ARGV[2])
+local out = {}
+for i = 2, #KEYS, 2 do
+  local n = (i - 2) / 2
+  redis.call('HSET', KEYS[i + 1], gw, ARGV[4 + n])
+  local flat = redis.call('HGETALL', KEYS[i + 1])
+  local sum = 0
+  for j = 1, #flat, 2 do
+    if flat[j] == gw or redis.call('EXISTS', prefix .. flat[j]) == 1 then sum = sum + tonumber(flat[j + 1])
+    else redis.call('HDEL', KEYS[i + 1], flat[j]) end
+  end
+  out[#out + 1] = redis.call('HGETALL', KEYS[i])
+  out[#out + 1] = sum
+end
+return out
+""")
+
+# KEYS: in-flight. ARGV: gateway id, delta.
+INFLIGHT = Script("inflight", """
+if redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2]) < 0 then redis.call('HSET', KEYS[1], ARGV[1], 0) end
+return 1
+""")
