@@ -192,6 +192,7 @@ class CompletionService:
         total = choice.tokens
         if choice.tool is None:
             return writer.delta(choice.index, text, total, reason)
+        self.metrics.observe_tool_parse(streaming=True, called=True)
         tool_delta: dict[str, Any] = {"index": 0, "function": {"arguments": text}}
         if first:
             tool_delta = {"index": 0, "id": choice.tool.call_id, "type": "function",
@@ -225,6 +226,7 @@ class CompletionService:
         text = "".join(choice.texts)
         if choice.tool is None:
             return responses.chat_message(text, [])
+        self.metrics.observe_tool_parse(streaming=False, called=True)
         call = responses.tool_call(choice.tool.call_id, choice.tool.name, text)
         return responses.chat_message("" if choice.tool.named else None, [call])
 

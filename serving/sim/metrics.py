@@ -33,6 +33,7 @@ class SimMetrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self.finished: dict[str, int] = {}
         self.rejected = 0  # admissions refused because the waiting queue was full
+        self.tool_parses: dict[tuple[str, str], int] = {}  # (mode, outcome) -> tool-parser invocations
         self._last_token_time: dict[str, float] = {}
         tokens = token_buckets(profile.engine.max_model_len)
         buckets = {
@@ -60,6 +61,11 @@ class SimMetrics:
         self.hist["vllm:request_params_max_tokens"].observe(max_tokens)
         self.hist["vllm:request_max_num_generation_tokens"].observe(max_tokens)
         self.hist["vllm:request_params_n"].observe(n)
+
+    def observe_tool_parse(self, streaming: bool, called: bool) -> None:
+        """The tool-call parser ran once (per choice, or per streamed delta)."""
+        key = ("streaming" if streaming else "non_streaming", "tool_call" if called else "no_tool_call")
+        self.tool_parses[key] = self.tool_parses.get(key, 0) + 1
 
     def observe(self, events: list[Event]) -> None:
         """Record engine events in the histograms."""
@@ -135,6 +141,7 @@ class _EngineCollector:
         for reason, value in (("max_num_queued_reqs", self.metrics.rejected), ("max_num_queued_tokens", 0)):
             rejections.add_metric([self.labels[0], reason], value, created=self.created)
         yield rejections
+        yield self._tool_parses()
         if self.engine.profile.speculation is not None:
             yield self._counter("vllm:spec_decode_num_drafts", {None: counts.spec_drafts})
             yield self._counter("vllm:spec_decode_num_draft_tokens", {None: counts.spec_draft_tokens})
@@ -158,6 +165,16 @@ class _EngineCollector:
         family = CounterMetricFamily(name, HELP[name], labels=[*LABELS, label] if label else list(LABELS))
         for key, value in values.items():
             family.add_metric([*self.labels, key] if label else self.labels, value, created=self.created)
+        return family
+
+    def _tool_parses(self) -> CounterMetricFamily:
+        family = CounterMetricFamily("vllm:tool_call_parser_invocations", HELP["vllm:tool_call_parser_invocations"],
+                                     labels=["mode", "model_name", "outcome", "request_type"])
+        for mode in ("streaming", "non_streaming"):
+            for outcome in ("tool_call", "no_tool_call"):
+                for request_type in ("chat_completions", "responses", "other"):
+                    value = self.metrics.tool_parses.get((mode, outcome), 0) if request_type == "chat_completions" else 0
+                    family.add_metric([mode, self.labels[0], outcome, request_type], value, created=self.created)
         return family
 
     def _cache_config(self) -> GaugeMetricFamily:

@@ -75,6 +75,7 @@ HELP = {
     "vllm:request_success": "Count of successfully processed requests.",
     "vllm:admission_rejections": "Number of admission attempts rejected by a queue limit, by reason.",
     "vllm:cache_config_info": "Information of the LLMEngine CacheConfig",
+    "vllm:tool_call_parser_invocations": "Total number of ToolParser invocations. Non-streaming increments once per choice; streaming increments once per delta.",
     "vllm:spec_decode_num_drafts": "Number of spec decoding drafts.",
     "vllm:spec_decode_num_draft_tokens": "Number of draft tokens.",
     "vllm:spec_decode_num_accepted_tokens": "Number of accepted tokens.",
