@@ -4,18 +4,24 @@ nothing here is global."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import aiohttp
 
+from gateway.access.build import build_access
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.config.watch import ConfigWatcher
 from gateway.proxy.forward import Forwarder
 from gateway.proxy.http1 import Pool
 from gateway.state.breaker import BreakerPolicy
 from gateway.state.monitor import ReplicaMonitor
+from gateway.state.redis_link import LinkSettings, RedisLink
+from gateway.state.redis_store import RedisStateStore
 from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
 from gateway.telemetry import Telemetry
 from gateway.tokens import ApproxTokenCounter, HfTokenCounter, TokenCounter
@@ -50,12 +56,44 @@ def store_settings(config: DuetConfig) -> StoreSettings:
     )
 
 
+def with_state_url(config: DuetConfig, state_url: str | None) -> DuetConfig:
+    """``config`` with its store switched to Redis at ``state_url`` (``duet serve --state``)."""
+    if state_url is None:
+        return config
+    return dataclasses.replace(config, state=dataclasses.replace(config.state, store="redis", redis_url=state_url))
+
+
+def build_link(config: DuetConfig, telemetry: Telemetry) -> RedisLink | None:
+    """The Redis link when the config's store is Redis, else None."""
+    if config.state.store != "redis":
+        return None
+    settings = LinkSettings(config.state.redis_url, timeout_s=config.state.redis_timeout_s)
+    return RedisLink(settings, on_error=lambda kind: telemetry.redis_errors.labels(kind).inc())
+
+
 class Gateway:
-    def __init__(self, config: DuetConfig, *, config_path: str | None = None, store: StateStore | None = None) -> None:
+    """``state_url`` overrides the config's store with Redis at that URL; the store is chosen once
+    at start (a reload that changes ``state.store`` needs a restart)."""
+
+    def __init__(
+        self, config: DuetConfig, *, config_path: str | None = None, store: StateStore | None = None,
+        state_url: str | None = None,
+    ) -> None:
+        config = with_state_url(config, state_url)
+        self._state_url = state_url
         self.current = Snapshot(config, build_counters(config))
         self.config_path = config_path
-        self.store: StateStore = store or InMemoryStateStore(store_settings(config))
         self.telemetry = Telemetry()
+        self._link = build_link(config, self.telemetry)
+        self._shared_store: RedisStateStore | None = None
+        if store is None and self._link is not None:
+            gateway_id = f"{socket.gethostname()}-{os.getpid()}-{os.urandom(3).hex()}"
+            store = self._shared_store = RedisStateStore(
+                self._link, store_settings(config), gateway_id=gateway_id, prefix=config.state.redis_prefix,
+                refresh_s=config.state.refresh_s,
+            )
+        self.store: StateStore = store or InMemoryStateStore(store_settings(config))
+        self.access = build_access(lambda: self.current.config, self._link, self.telemetry)
         self.telemetry.watch_replicas(lambda: self.current.config.replicas, self.store.snapshot)
         server = config.server
         self._pool = Pool(connect_timeout_s=server.upstream_connect_timeout_s, idle_timeout_s=server.upstream_idle_timeout_s)
@@ -67,6 +105,11 @@ class Gateway:
 
     async def start(self) -> None:
         config = self.current.config
+        if self._link is not None:
+            self._link.start()
+        if self._shared_store is not None:
+            await self._shared_store.start()
+        await self.access.start()
         self._session = aiohttp.ClientSession(auto_decompress=False, skip_auto_headers=("User-Agent",))
         self._monitor = ReplicaMonitor(
             config.replicas, self.store,
@@ -87,11 +130,13 @@ class Gateway:
             await self._monitor.stop()
         if self._session is not None:
             await self._session.close()
+        await self.access.stop()
         self._pool.close()
         await self.store.aclose()
 
     async def apply(self, config: DuetConfig) -> None:
         """Switch to a new, already validated config."""
+        config = with_state_url(config, self._state_url)
         self.current = Snapshot(config, build_counters(config))
         if self._monitor is not None:
             await self._monitor.update_replicas(config.replicas)

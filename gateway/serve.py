@@ -28,12 +28,13 @@ class _Server(uvicorn.Server):
 
 
 def serve(config_path: str | Path, *, host: str | None = None, port: int | None = None,
-          log_level: str = "info", access_log: bool = True, on_ready: Callable[[], None] | None = None) -> None:
+          log_level: str = "info", access_log: bool = True, on_ready: Callable[[], None] | None = None,
+          state_url: str | None = None) -> None:
     """Blocks until SIGINT/SIGTERM; then stops accepting, drains in-flight requests for up to
     ``server.drain_timeout_s`` and returns. Raises ConfigError before binding if the file is invalid."""
     config = load_config(config_path)
     configure_logging(log_level, access_log)
-    app = create_app(lambda: Gateway(config, config_path=str(config_path)))
+    app = create_app(lambda: Gateway(config, config_path=str(config_path), state_url=state_url))
     server_config = uvicorn.Config(
         app,
         host=host or config.server.host,

@@ -75,6 +75,26 @@ class Telemetry:
         self.cost = Counter("duet_cost_usd", "Cost of served tokens at the variant's price.", MODEL_VARIANT, registry=r)
         self.tokens = Counter("duet_tokens", "Tokens served.", ["model", "variant", "kind"], registry=r)
         self.stream_errors = Counter("duet_stream_errors", "Streams ended with an error event.", MODEL_VARIANT, registry=r)
+        # API keys, quotas and the shared store (gateway/access, gateway/state/redis_*).
+        self.key_requests = Counter(
+            "duet_key_requests", "Requests answered per API key.", ["key", "model", "variant", "task"], registry=r
+        )
+        self.key_tokens = Counter("duet_key_tokens", "Tokens served per API key.", ["key", "model", "variant", "kind"], registry=r)
+        self.key_cost = Counter("duet_key_cost_usd", "Cost charged per API key.", ["key", "model", "variant"], registry=r)
+        self.auth_failures = Counter("duet_auth_failures", "Requests refused for their API key.", ["reason"], registry=r)
+        self.rate_limited = Counter("duet_rate_limited", "Requests refused by a key's limit.", ["limit"], registry=r)
+        self.quota_unavailable = Counter(
+            "duet_quota_unavailable", "Requests whose quotas could not be checked, by the failure mode applied.",
+            ["decision"], registry=r,
+        )
+        self.redis_errors = Counter("duet_redis_errors", "Redis failures and dropped writes.", ["kind"], registry=r)
+
+    def key_usage(self, key: str, model: str, variant: str, task: str, tokens_in: int, tokens_out: int, cost: float) -> None:
+        """Count one settled request of an API key."""
+        self.key_requests.labels(key, model, variant, task).inc()
+        self.key_tokens.labels(key, model, variant, "input").inc(tokens_in)
+        self.key_tokens.labels(key, model, variant, "output").inc(tokens_out)
+        self.key_cost.labels(key, model, variant).inc(cost)
 
     def watch_replicas(
         self, replicas: Callable[[], Iterable[Replica]], snapshot: Callable[[], Mapping[str, ReplicaState]]

@@ -69,7 +69,10 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
     headers = request_headers(scope)
     raw = await read_body(receive, headers, current.config.server.max_body_bytes)
     data, body = parse_body(raw, endpoint.schema)
-    plan = plan_request(current.config, current.counters, gateway.store.snapshot(), body, headers)
+    grant = await gateway.access.admit(headers, body.model)
+    grant.cap_priority(headers)
+    snapshot = grant.visible(gateway.store.snapshot(), current.config.replicas)
+    plan = plan_request(current.config, current.counters, snapshot, body, headers)
     if not plan.decision.ranked:
         refusal = refuse(plan)
         gateway.telemetry.requests.labels(plan.profile.model, "none", plan.profile.task, str(refusal.status)).inc()
@@ -109,6 +112,7 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
 
     async def on_done(outcome: Outcome) -> None:
         await gateway.store.finish(outcome)
+        await gateway.access.settle(grant, plan.profile.model, variant.name, plan.profile.task, outcome, variant.price)
         record(gateway.telemetry, plan, variant.name, outcome, answer.failed_attempts, request_id)
 
     if body.stream and answer.status == 200:

@@ -15,6 +15,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--port", type=int, default=None, help="port (default: server.port)")
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--no-access-log", action="store_true", help="skip the per-request log line")
+    parser.add_argument("--state", default=None, metavar="redis://HOST:PORT/DB",
+                        help="share state through this Redis (overrides state.store and state.redis_url)")
     parser.set_defaults(run=run)
 
 
@@ -22,7 +24,8 @@ def run(args: argparse.Namespace) -> int:
     from gateway.serve import serve
 
     try:
-        serve(args.config, host=args.host, port=args.port, log_level=args.log_level, access_log=not args.no_access_log)
+        serve(args.config, host=args.host, port=args.port, log_level=args.log_level, access_log=not args.no_access_log,
+              state_url=args.state)
     except ConfigError as exc:
         print(f"duet serve: invalid config: {exc}", file=sys.stderr)
         return 2

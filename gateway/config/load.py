@@ -13,11 +13,13 @@ from pydantic import TypeAdapter, ValidationError
 
 from gateway.config import schema
 from gateway.config.types import (
+    AccessSettings,
     BreakerSettings,
     DuetConfig,
     ModelSpec,
     ServerSettings,
     StateSettings,
+    Tier,
     TokenizerSpec,
 )
 from gateway.domain import Price, Priority, Replica, SpeedPrior, Variant, VariantKind
@@ -74,6 +76,36 @@ def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
         models=models,
         policy=_policy(parsed.routing),
         source=source,
+        access=_access(parsed.access, models, source),
+    )
+
+
+def _access(section: schema.AccessSection | None, models: Mapping[str, ModelSpec], source: str) -> AccessSettings:
+    if section is None:
+        return AccessSettings()
+    keys_file = Path(section.keys_file)
+    if not keys_file.is_absolute() and source != "<memory>":
+        keys_file = Path(source).parent / keys_file
+    tiers = {name: _tier(name, t, models, f"access.tiers.{name}") for name, t in section.tiers.items()}
+    if section.require_keys and not tiers:
+        raise ConfigError("access.tiers", "require_keys needs at least one tier for keys to belong to")
+    return AccessSettings(section.require_keys, str(keys_file), section.admin_key_env, tiers, explicit=True)
+
+
+def _tier(name: str, t: schema.TierSection, models: Mapping[str, ModelSpec], path: str) -> Tier:
+    allowed_models = None if t.models == "all" else frozenset(t.models)
+    for i, model in enumerate(t.models if t.models != "all" else ()):
+        if model not in models:
+            raise ConfigError(f"{path}.models.{i}", f"unknown model '{model}' (models defines {sorted(models)})")
+    variants = {v for m in models.values() for v in m.variants}
+    for i, variant in enumerate(t.variants if t.variants != "all" else ()):
+        if variant not in variants:
+            raise ConfigError(f"{path}.variants.{i}", f"unknown variant '{variant}' (known: {sorted(variants)})")
+    return Tier(
+        name=name, requests_per_min=t.requests_per_min, tokens_per_min=t.tokens_per_min,
+        monthly_budget_usd=t.monthly_budget_usd, models=allowed_models,
+        variants=None if t.variants == "all" else frozenset(t.variants),
+        priority=None if t.priority is None else Priority(t.priority),
     )
 
 

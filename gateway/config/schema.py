@@ -38,6 +38,35 @@ class StateSection(Strict):
     stale_after_s: PositiveFloat = 5.0
     timeout_s: PositiveFloat = 1.0
     breaker: BreakerSection = BreakerSection()
+    # Where replica state, quotas and the usage ledger live: this process, or Redis shared by
+    # every gateway (see gateway/state/redis_store.py).
+    store: Literal["memory", "redis"] = "memory"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "duet:"
+    redis_timeout_s: PositiveFloat = 0.25
+    refresh_s: PositiveFloat = 0.1
+    # What quotas do while Redis cannot answer: admit (open) or refuse with 429 (closed).
+    quota_failure: Literal["open", "closed"] = "open"
+
+
+class TierSection(Strict):
+    requests_per_min: Annotated[int, Field(ge=0)] | None = None
+    tokens_per_min: Annotated[int, Field(ge=0)] | None = None
+    monthly_budget_usd: Annotated[float, Field(ge=0)] | None = None
+    models: Literal["all"] | list[str] = "all"
+    variants: Literal["all"] | list[Name] = "all"
+    # The highest priority class the key may claim (x-duet-priority above it is lowered to it).
+    priority: Literal["interactive", "batch", "sheddable"] | None = None
+
+
+class AccessSection(Strict):
+    # False is an open gateway; it must be said here, as the section's absence also means it.
+    require_keys: bool
+    # Key records for the memory store (relative to the config file); Redis keeps its own.
+    keys_file: str = "duet-keys.json"
+    # The environment variable holding the admin key; admin routes are off while it is unset.
+    admin_key_env: str = "DUET_ADMIN_KEY"
+    tiers: dict[Name, TierSection] = Field(default_factory=dict)
 
 
 class PriceSection(Strict):
@@ -128,3 +157,4 @@ class ConfigFile(Strict):
     state: StateSection = StateSection()
     models: dict[Name, ModelSection] = Field(min_length=1)
     routing: RoutingSection
+    access: AccessSection | None = None

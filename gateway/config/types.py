@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from gateway.domain import Replica, Variant
+from gateway.domain import Priority, Replica, Variant
 from gateway.policy import Policy
 
 
@@ -35,6 +35,37 @@ class StateSettings:
     stale_after_s: float = 5.0
     timeout_s: float = 1.0
     breaker: BreakerSettings = BreakerSettings()
+    store: str = "memory"  # memory | redis
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "duet:"
+    redis_timeout_s: float = 0.25
+    refresh_s: float = 0.1
+    quota_failure: str = "open"  # open | closed
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """What a key of this tier may do. ``None``: no limit (models/variants: all allowed)."""
+
+    name: str
+    requests_per_min: int | None = None
+    tokens_per_min: int | None = None
+    monthly_budget_usd: float | None = None
+    models: frozenset[str] | None = None
+    variants: frozenset[str] | None = None
+    priority: Priority | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AccessSettings:
+    """API keys and their tiers; ``require_keys=False`` is an open gateway."""
+
+    require_keys: bool = False
+    keys_file: str = "duet-keys.json"
+    admin_key_env: str = "DUET_ADMIN_KEY"
+    tiers: Mapping[str, Tier] = field(default_factory=dict)
+    # False when the config has no access section (an open gateway that nobody asked for: logged).
+    explicit: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +93,7 @@ class DuetConfig:
     models: Mapping[str, ModelSpec]
     policy: Policy
     source: str = "<memory>"
+    access: AccessSettings = field(default_factory=AccessSettings)
 
     @property
     def replicas(self) -> tuple[Replica, ...]:

@@ -174,12 +174,18 @@ class Response:
     async def iter_chunks(self) -> AsyncIterator[bytes]:
         """Body chunks as they arrive (chunked transfer encoding already decoded)."""
         while True:
-            while self._chunks:
-                chunk = self._chunks.popleft()
-                self._buffered -= len(chunk)
-                if self._buffered <= HIGH_WATER_BYTES // 2 and self._conn.transport is not None:
+            if self._chunks:
+                # Whatever arrived since the last read goes out as one piece: one write to the
+                # client instead of one per upstream chunk when the consumer fell behind.
+                chunks = self._chunks
+                chunk = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
+                chunks.clear()
+                paused = self._buffered > HIGH_WATER_BYTES
+                self._buffered = 0
+                if paused and self._conn.transport is not None:
                     self._conn.transport.resume_reading()
                 yield chunk
+                continue
             if self._error is not None:
                 raise self._error
             if self.complete:

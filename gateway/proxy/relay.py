@@ -103,4 +103,4 @@ async def relay_stream(answer: Answer, options: StreamOptions, on_done: OnDone) 
             duration_s=time.perf_counter() - answer.started_at,
             input_tokens=input_tokens, output_tokens=output_tokens,
         )
-        await asyncio.shield(on_done(outcome))
+        await on_done(outcome)

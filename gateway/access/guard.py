@@ -1,0 +1,190 @@
+"""The hot path's gate: ``admit`` authenticates the key, checks that its tier may use the model,
+and checks and charges its limits (at most one Redis round trip); ``settle`` charges the actual
+tokens and cost once the response has ended (queued, no wait). Errors go through the one error
+hierarchy: 401 AuthenticationFailed, 403 PermissionDenied, 429 RateLimited with Retry-After.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from gateway.access.keys import ApiKey, KeyRing, bearer
+from gateway.access.keystore import KeyStore
+from gateway.access.ledger import Charge
+from gateway.access.quotas import QuotaBook, Refusal
+from gateway.config.types import AccessSettings, DuetConfig, Tier
+from gateway.domain import Outcome, Price, Priority, Replica, ReplicaState
+from gateway.errors import AuthenticationFailed, ModelNotFound, PermissionDenied, RateLimited
+from gateway.state.redis_link import StoreUnavailable
+from gateway.telemetry import Telemetry
+
+log = logging.getLogger(__name__)
+
+_PRIORITY_RANK = {Priority.INTERACTIVE: 0, Priority.BATCH: 1, Priority.SHEDDABLE: 2}
+_LIMIT_NAMES = {
+    "requests_per_min": "requests per minute",
+    "tokens_per_min": "tokens per minute",
+    "monthly_budget_usd": "monthly budget (USD)",
+    "quota_unavailable": "quotas (they cannot be checked right now)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """Who a request is and what its tier lets it do. ``key is None``: an open gateway."""
+
+    key: ApiKey | None = None
+    tier: Tier | None = None
+
+    def cap_priority(self, headers: dict[str, str]) -> None:
+        """Hold the request's ``x-duet-priority`` at or below the tier's class: a higher claim,
+        or none, runs at the tier's class (a lower claim stands)."""
+        cap = self.tier.priority if self.tier is not None else None
+        if cap is None or cap is Priority.INTERACTIVE:
+            return
+        claimed = headers.get("x-duet-priority", "")
+        rank = _PRIORITY_RANK.get(Priority(claimed)) if claimed in _PRIORITY_RANK else None
+        if rank is None or rank < _PRIORITY_RANK[cap]:
+            headers["x-duet-priority"] = cap.value
+
+    def visible(self, snapshot: Mapping[str, ReplicaState], replicas: tuple[Replica, ...]) -> Mapping[str, ReplicaState]:
+        """The replica states routing may see: replicas of variants the tier does not allow are
+        left out, so they read as unknown and routing skips them."""
+        allowed = self.tier.variants if self.tier is not None else None
+        if allowed is None:
+            return snapshot
+        keep = {r.id for r in replicas if r.variant in allowed}
+        return {rid: state for rid, state in snapshot.items() if rid in keep}
+
+
+OPEN = Grant()
+
+
+class Access(Protocol):
+    async def start(self) -> None:
+        """Begin background work (key refresh); called once the event loop runs."""
+        ...
+
+    async def stop(self) -> None:
+        ...
+
+    async def admit(self, headers: Mapping[str, str], model: str) -> Grant:
+        """Authenticate and charge one request for ``model`` (the name the client sent)."""
+        ...
+
+    async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:
+        """Charge a finished request's tokens and cost (called once, when the response ended)."""
+        ...
+
+
+class KeyedAccess:
+    """Keys required. The key ring is refreshed from the key store every ``refresh_s`` in the
+    background (a new or revoked key takes effect within that), so authentication is local."""
+
+    def __init__(self, config: Callable[[], DuetConfig], keys: KeyStore, quotas: QuotaBook, telemetry: Telemetry,
+                 *, quota_failure: str = "open", refresh_s: float = 1.0) -> None:
+        self._config = config
+        self._keys = keys
+        self.quotas = quotas
+        self._telemetry = telemetry
+        self._fail_open = quota_failure == "open"
+        self._refresh_s = refresh_s
+        self._ring = KeyRing(())
+        self._refresher: asyncio.Task[None] | None = None
+        self._quota_down = False
+
+    @property
+    def settings(self) -> AccessSettings:
+        return self._config().access
+
+    async def start(self) -> None:
+        await self.refresh_keys()
+        self._refresher = asyncio.create_task(self._refresh_forever(), name="duet-keys-refresh")
+
+    async def stop(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            await asyncio.gather(self._refresher, return_exceptions=True)
+
+    async def refresh_keys(self) -> None:
+        self._ring = KeyRing(await self._keys.load())
+
+    async def admit(self, headers: Mapping[str, str], model: str) -> Grant:
+        secret = bearer(headers)
+        key = self._ring.find(secret) if secret is not None else None
+        if key is None:
+            self._telemetry.auth_failures.labels("missing" if secret is None else "invalid").inc()
+            raise AuthenticationFailed("Incorrect API key provided." if secret else "No API key provided (Authorization: Bearer ...).")
+        tier = self.settings.tiers.get(key.tier)
+        if tier is None:
+            raise PermissionDenied(f"The key's tier '{key.tier}' is not configured.", code="unknown_tier")
+        _check_model(self._config(), tier, model)
+        refusal = await self._charge(key, tier)
+        if refusal is not None:
+            self._telemetry.rate_limited.labels(refusal.limit).inc()
+            raise RateLimited(
+                f"Rate limit reached for key '{key.name}' on {_LIMIT_NAMES[refusal.limit]}: "
+                f"tier '{tier.name}' allows {_limit_value(tier, refusal.limit)}.",
+                param=refusal.limit, code="insufficient_quota" if refusal.limit == "monthly_budget_usd" else None,
+                retry_after_s=refusal.retry_after_s,
+            )
+        return Grant(key, tier)
+
+    async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:
+        if grant.key is None:
+            return
+        served = outcome.status < 400
+        tokens_in, tokens_out = (outcome.input_tokens, outcome.output_tokens) if served else (0, 0)
+        cost = price.cost_usd(tokens_in, tokens_out)
+        charge = Charge(grant.key.id, model, variant, task, tokens_in, tokens_out, cost)
+        await self.quotas.settle(charge, time.time())
+        self._telemetry.key_usage(grant.key.name, model, variant, task, tokens_in, tokens_out, cost)
+
+    async def _charge(self, key: ApiKey, tier: Tier) -> Refusal | None:
+        try:
+            refusal = await self.quotas.admit(key.id, tier, time.time())
+        except StoreUnavailable as exc:
+            return self._quota_unavailable(exc)
+        if self._quota_down:
+            self._quota_down = False
+            log.warning("quotas enforced again (redis reachable)")
+        return refusal
+
+    def _quota_unavailable(self, exc: StoreUnavailable) -> Refusal | None:
+        decision = "open" if self._fail_open else "closed"
+        self._telemetry.quota_unavailable.labels(decision).inc()
+        if not self._quota_down:
+            self._quota_down = True
+            log.warning("quotas unavailable (%s): failing %s until redis answers", exc, decision)
+        return None if self._fail_open else Refusal("quota_unavailable", 1.0)
+
+    async def _refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._refresh_s)
+            try:
+                await self.refresh_keys()
+            except Exception as exc:  # keep the last ring: an unreachable store must not lock everyone out
+                log.warning("reloading API keys failed (%s: %s); keeping the last %d keys", type(exc).__name__, exc, len(self._ring))
+
+
+def _check_model(config: DuetConfig, tier: Tier, requested: str) -> None:
+    """403 when the tier does not allow the model, or the variant the client pinned."""
+    name, _, pinned = requested.partition(":")
+    model = config.models.get(name)
+    if model is None:
+        raise ModelNotFound(f"The model '{requested}' does not exist.", param="model")
+    if tier.models is not None and name not in tier.models:
+        raise PermissionDenied(f"Tier '{tier.name}' may not use model '{name}'.", param="model", code="model_not_allowed")
+    variant = model.pins.get(requested) if pinned else None
+    if variant is not None and tier.variants is not None and variant not in tier.variants:
+        raise PermissionDenied(f"Tier '{tier.name}' may not use variant '{variant}'.", param="model", code="variant_not_allowed")
+
+
+def _limit_value(tier: Tier, limit: str) -> str:
+    value = getattr(tier, limit, None)
+    return "no requests while quotas cannot be checked" if value is None else f"{value:g}"

@@ -1,0 +1,73 @@
+"""API keys: made once, shown once, stored only as a SHA-256 hash, and looked up by hash.
+
+A key is 32 random bytes (``sk-duet-`` + URL-safe base64), so a fast hash is enough: there is
+nothing to brute-force, unlike a password. The last comparison is constant-time anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+PREFIX = "sk-duet-"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """One key's record (never the key itself). ``revoked``: refused from then on, kept for the ledger."""
+
+    id: str
+    name: str
+    tier: str
+    hash: str
+    created_at: float
+    revoked: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.id, "name": self.name, "tier": self.tier, "hash": self.hash,
+                "created_at": self.created_at, "revoked": self.revoked}
+
+    @staticmethod
+    def from_json(data: Mapping[str, object]) -> ApiKey:
+        return ApiKey(str(data["id"]), str(data["name"]), str(data["tier"]), str(data["hash"]),
+                      float(data["created_at"]), bool(data.get("revoked", False)))  # type: ignore[arg-type]
+
+
+def hash_secret(secret: str) -> str:
+    """The stored form of a key: hex SHA-256."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def new_key(name: str, tier: str, now: float) -> tuple[str, ApiKey]:
+    """A fresh secret (to show once) and its record (to store)."""
+    secret = PREFIX + secrets.token_urlsafe(32)
+    return secret, ApiKey("key_" + secrets.token_hex(6), name, tier, hash_secret(secret), now)
+
+
+def bearer(headers: Mapping[str, str]) -> str | None:
+    """The key a request presents: ``Authorization: Bearer <key>`` (as OpenAI's SDKs send it)."""
+    value = headers.get("authorization")
+    if value is None or value[:7].lower() != "bearer ":
+        return None
+    return value[7:].strip() or None
+
+
+class KeyRing:
+    """The valid keys of the moment, by hash. Immutable: a refresh builds a new ring."""
+
+    def __init__(self, keys: Iterable[ApiKey]) -> None:
+        self._by_hash = {key.hash: key for key in keys if not key.revoked}
+
+    def __len__(self) -> int:
+        return len(self._by_hash)
+
+    def find(self, secret: str) -> ApiKey | None:
+        """The live key whose hash matches ``secret``'s, or None."""
+        digest = hash_secret(secret)
+        key = self._by_hash.get(digest)
+        if key is None or not hmac.compare_digest(key.hash, digest):
+            return None
+        return key

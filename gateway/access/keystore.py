@@ -1,0 +1,94 @@
+"""Where key records live: a JSON file beside the config for the memory store (one gateway), or a
+Redis hash for the Redis store (every gateway). Both are read in the background into a KeyRing;
+``duet keys`` and the admin API write them."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import redis.asyncio as aioredis
+
+from gateway.access.keys import ApiKey
+
+
+class KeyStore(Protocol):
+    async def load(self) -> Sequence[ApiKey]:
+        """Every key record, revoked ones included."""
+        ...
+
+    async def add(self, key: ApiKey) -> None:
+        ...
+
+    async def revoke(self, key_id: str) -> bool:
+        """Mark a key revoked; False if no key has that id."""
+        ...
+
+
+class FileKeyStore:
+    """Keys in a JSON file (``{"keys": [...]}``), rewritten atomically (temp file + rename)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def version(self) -> float:
+        """The file's modification time (0 when absent): readers reload when it changes."""
+        try:
+            return self.path.stat().st_mtime_ns / 1e9
+        except FileNotFoundError:
+            return 0.0
+
+    async def load(self) -> Sequence[ApiKey]:
+        return self.read()
+
+    def read(self) -> list[ApiKey]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return []
+        return [ApiKey.from_json(item) for item in data.get("keys", [])]
+
+    async def add(self, key: ApiKey) -> None:
+        self._write([*self.read(), key])
+
+    async def revoke(self, key_id: str) -> bool:
+        keys = self.read()
+        found = any(k.id == key_id for k in keys)
+        if found:
+            self._write([ApiKey(**{**k.to_json(), "revoked": True}) if k.id == key_id else k for k in keys])  # type: ignore[arg-type]
+        return found
+
+    def _write(self, keys: list[ApiKey]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".duet-keys-")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump({"keys": [k.to_json() for k in keys]}, out, indent=1)
+        os.chmod(tmp, 0o600)  # hashes only, but nobody else needs to read them
+        os.replace(tmp, self.path)
+
+
+class RedisKeyStore:
+    """Keys in one Redis hash, ``{prefix}keys``: key id -> JSON record."""
+
+    def __init__(self, client: aioredis.Redis, prefix: str) -> None:
+        self._client = client
+        self._key = prefix + "keys"
+
+    async def load(self) -> Sequence[ApiKey]:
+        records = await self._client.hgetall(self._key)
+        return [ApiKey.from_json(json.loads(value)) for value in records.values()]
+
+    async def add(self, key: ApiKey) -> None:
+        await self._client.hset(self._key, key.id, json.dumps(key.to_json()))
+
+    async def revoke(self, key_id: str) -> bool:
+        raw = await self._client.hget(self._key, key_id)
+        if raw is None:
+            return False
+        data = {**json.loads(raw), "revoked": True}
+        await self._client.hset(self._key, key_id, json.dumps(data))
+        return True

@@ -1,0 +1,79 @@
+"""The usage and cost ledger: per key x model x variant x task and calendar month (UTC),
+requests, input and output tokens, and cost at the serving variant's price."""
+
+from __future__ import annotations
+
+import calendar
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# Separates a ledger entry's parts in Redis field names; none of the names can contain it.
+SEP = "\t"
+METRICS = ("requests", "input_tokens", "output_tokens", "cost_usd")
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """What one finished request adds to the ledger and to its key's token and budget limits."""
+
+    key_id: str
+    model: str
+    variant: str
+    task: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+
+    @property
+    def entry(self) -> str:
+        return SEP.join((self.key_id, self.model, self.variant, self.task))
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    key_id: str
+    model: str
+    variant: str
+    task: str
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {"key_id": self.key_id, "model": self.model, "variant": self.variant, "task": self.task,
+                "requests": self.requests, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "cost_usd": round(self.cost_usd, 9)}
+
+
+def month_of(now: float) -> str:
+    """``YYYY-MM`` of a wall-clock time, in UTC."""
+    return time.strftime("%Y-%m", time.gmtime(now))
+
+
+def seconds_to_month_end(now: float) -> float:
+    """Seconds from ``now`` until the next UTC month starts (when monthly budgets reset)."""
+    t = time.gmtime(now)
+    year, month = (t.tm_year + 1, 1) if t.tm_mon == 12 else (t.tm_year, t.tm_mon + 1)
+    return calendar.timegm((year, month, 1, 0, 0, 0)) - now
+
+
+def rows_from_fields(fields: Iterable[tuple[str, str]], key_id: str | None = None) -> list[UsageRow]:
+    """Ledger rows from ``(entry<SEP>metric, value)`` pairs (the Redis hash layout), sorted."""
+    totals: dict[str, dict[str, float]] = {}
+    for name, value in fields:
+        entry, _, metric = name.rpartition(SEP)
+        if metric in METRICS and (key_id is None or entry.split(SEP, 1)[0] == key_id):
+            totals.setdefault(entry, {})[metric] = float(value)
+    rows = []
+    for entry, metrics in sorted(totals.items()):
+        kid, model, variant, task = entry.split(SEP)
+        rows.append(UsageRow(kid, model, variant, task, int(metrics.get("requests", 0)),
+                             int(metrics.get("input_tokens", 0)), int(metrics.get("output_tokens", 0)),
+                             metrics.get("cost_usd", 0.0)))
+    return rows

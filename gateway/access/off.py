@@ -1,0 +1,23 @@
+"""Keys off: an open gateway. Admits everyone, charges nothing, with no I/O (as uvicorn's
+``lifespan/off.py`` turns a feature off by being a do-nothing object, not by ``if`` everywhere)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gateway.access.guard import OPEN, Grant
+from gateway.domain import Outcome, Price
+
+
+class OpenAccess:
+    async def admit(self, headers: Mapping[str, str], model: str) -> Grant:
+        return OPEN
+
+    async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:
+        return None
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
