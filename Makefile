@@ -110,3 +110,15 @@ $(BENCH_ROUTER_VENV)/.installed:
 bench-overhead: $(STAMP) bench-overhead-tools $(BENCH_LITELLM_VENV)/.installed $(BENCH_ROUTER_VENV)/.installed
 	$(BIN)/python -m loadtests.overhead --command-label "make bench-overhead" --wait-quiet-s 300 $(ARGS)
 # ---- end bench-overhead ----
+
+# ---- bench-slo (issue #6): SLO attainment, goodput and cost per routing policy, with locust ----
+# Six policies (always-standard, always-fast, round-robin, least-loaded, LiteLLM's latency-based
+# routing from its own venv, Duet) on simulated H100 70B bf16 + FP8 replicas, the Azure 2023 code +
+# conv traces at three rates, time-compressed 2x. Report: runs/bench-slo/ (summary.json, summary.md,
+# plots, locust HTML per run). About 20 minutes.
+.PHONY: bench-slo
+
+bench-slo: $(STAMP) $(BENCH_LITELLM_VENV)/.installed
+	$(BIN)/duet bench slo --replicas h100-70b --compare --duration 90 --time-scale 2 --trace-start 1200 \
+		--rate-scale 0.5,1,1.5 --out runs/bench-slo $(ARGS)
+# ---- end bench-slo ----

@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from loadtests import plots
 from loadtests.policies import ReplicaSet, policy_name, prices, variant_map
 from loadtests.slo import Slo, max_rate_with_attainment
 from loadtests.stack import StackError, gateway, replicas, scrape, warm_up
-from loadtests.summary import load_records, run_summary
+from loadtests.summary import load_records, run_summary, unfinished_records
 from loadtests.traces import ATTRIBUTION, replay_arrivals, task_traces
 
 LOCUSTFILE = Path(__file__).resolve().parent / "locustfile.py"
@@ -56,6 +57,13 @@ def offered_rps(settings: BenchSettings, rate_scale: float) -> float:
     arrivals = replay_arrivals(task_traces(settings.traces), duration_s=settings.duration_s, time_scale=1.0,
                                rate_scale=rate_scale, start_s=settings.trace_start_s)
     return len(arrivals) / settings.duration_s
+
+
+def scheduled_per_task(settings: BenchSettings, rate_scale: float) -> Counter[str]:
+    """How many arrivals of each task the replay schedules."""
+    arrivals = replay_arrivals(task_traces(settings.traces), duration_s=settings.duration_s, time_scale=1.0,
+                               rate_scale=rate_scale, start_s=settings.trace_start_s)
+    return Counter(a.task for a in arrivals)
 
 
 def locust_command(settings: BenchSettings, url: str, rate_scale: float, run_dir: Path, variants: Mapping[str, str]) -> list[str]:
@@ -110,6 +118,7 @@ def run_one(settings: BenchSettings, policy: str, rate_scale: float, run_dir: Pa
 def summarize_run(settings: BenchSettings, policy: str, rate_scale: float, run_dir: Path) -> dict[str, Any]:
     """summary.json and the plots of a finished run folder."""
     records = load_records(run_dir / "records.jsonl", settings.time_scale)
+    records += unfinished_records(scheduled_per_task(settings, rate_scale), records)
     meta = {
         "policy": policy_name(policy), "rate_scale": rate_scale, "time_scale": settings.time_scale,
         "replicas": settings.replica_set.name, "duration_model_s": settings.duration_s,

@@ -42,6 +42,7 @@ def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=None, help="gateway port (default: a free one)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("runs/bench-slo"), help="report folder")
+    parser.add_argument("--report-only", action="store_true", help="rebuild the report from the run folders in --out")
 
 
 def _replica_urls(text: str) -> dict[str, list[str]]:
@@ -55,7 +56,7 @@ def _replica_urls(text: str) -> dict[str, list[str]]:
 def run_slo(args: argparse.Namespace) -> int:
     """Run every (policy, rate), then write the report; 2 on a setup error with its reason."""
     from loadtests.bench import BenchSettings
-    from loadtests.runner import run_bench
+    from loadtests.runner import rebuild_report, run_bench
     from loadtests.stack import StackError
 
     policies = list(ALL_POLICIES) if args.compare else (args.policy or ["duet"])
@@ -68,7 +69,8 @@ def run_slo(args: argparse.Namespace) -> int:
     rates = [float(r) for r in args.rate_scale.split(",") if r]
     command = "duet bench slo " + " ".join(sys.argv[3:] if sys.argv[1:3] == ["bench", "slo"] else sys.argv[1:])
     try:
-        report = run_bench(settings, policies, rates, args.out, command)
+        build = rebuild_report if args.report_only else run_bench
+        report = build(settings, policies, rates, args.out, command)
     except StackError as exc:
         print(f"duet bench slo: {exc}", file=sys.stderr)
         return 2

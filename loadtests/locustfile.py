@@ -18,11 +18,18 @@ from typing import Any
 # `locust -f loadtests/locustfile.py` imports this file by path: make the repo importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from locust import events  # noqa: E402
+from locust import LoadTestShape, events  # noqa: E402
 
 from loadtests.context import LoadContext, add_options  # noqa: E402
-from loadtests.shapes import DuetShape  # noqa: E402,F401  (locust finds the shape here)
-from loadtests.users import AgentUser, ChatUser, CodingUser, ExtractionUser, TraceReplayUser  # noqa: E402,F401
+from loadtests.shapes import DRAIN_MODEL_S, Stage, ramp_stage, step_stage, trace_done  # noqa: E402
+from loadtests.users import (  # noqa: E402,F401  (locust finds the user classes here)
+    TASK_USERS,
+    AgentUser,
+    ChatUser,
+    CodingUser,
+    ExtractionUser,
+    TraceReplayUser,
+)
 
 
 @events.init_command_line_parser.add_listener
@@ -45,3 +52,33 @@ def _start(environment: Any, **_: Any) -> None:
 @events.test_stop.add_listener
 def _stop(environment: Any, **_: Any) -> None:
     environment.duet.sink.flush()
+
+
+class DuetShape(LoadTestShape):
+    """Dispatches on ``--duet-shape`` to the plans in ``loadtests.shapes``."""
+
+    use_common_options = True
+
+    def tick(self) -> tuple[int, float, list[type]] | None:
+        assert self.runner is not None
+        environment = self.runner.environment
+        options = environment.parsed_options
+        elapsed = self.get_run_time()
+        mode = options.duet_shape
+        if mode == "trace":
+            ctx = environment.duet
+            if trace_done(ctx.elapsed(), ctx.last_arrival_s, ctx.in_flight, DRAIN_MODEL_S / options.duet_time_scale):
+                return None
+            users = options.duet_trace_users
+            return users, float(users), [TraceReplayUser]
+        task_users = [c for c in environment.user_classes if c in TASK_USERS] or list(TASK_USERS)
+        if options.run_time and elapsed > options.run_time:
+            return None
+        peak = options.num_users or 1
+        if mode == "step":
+            stage = step_stage(elapsed, options.duet_step_users, options.duet_step_seconds, peak)
+        elif mode == "ramp":
+            stage = ramp_stage(elapsed, peak, options.duet_ramp_seconds)
+        else:
+            stage = Stage(peak, float(options.spawn_rate or peak))
+        return stage.users, stage.spawn_rate, task_users

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from loadtests import plots
-from loadtests.bench import BenchSettings, comparison_rows, distserve_goodput, run_one
+from loadtests.bench import BenchSettings, comparison_rows, distserve_goodput, run_one, summarize_run
 from loadtests.policies import policy_name
 from loadtests.report import comparison_markdown, run_markdown
 from loadtests.traces import replay_arrivals, task_traces
@@ -46,6 +46,14 @@ def run_bench(settings: BenchSettings, policies: Sequence[str], rates: Sequence[
                               f"cost/1k ${summary['overall']['cost_per_1k_requests_usd']}")
                 summaries.append(summary)
                 progress.advance(overall)
+    return write_report(settings, summaries, out, command)
+
+
+def rebuild_report(settings: BenchSettings, policies: Sequence[str], rates: Sequence[float], out: Path,
+                   command: str) -> dict[str, Any]:
+    """The report again from run folders already in ``out`` (new definitions, no new runs)."""
+    summaries = [summarize_run(settings, policy, rate, out / f"{policy_name(policy)}-x{rate:g}")
+                 for rate in rates for policy in policies]
     return write_report(settings, summaries, out, command)
 
 

@@ -1,7 +1,8 @@
 """Load shapes: how many users run, second by second.
 
-Locust uses the one ``LoadTestShape`` a locustfile defines, so there is one, ``DuetShape``, and
-``--duet-shape`` picks its plan; the plans are pure functions of elapsed time (tested without locust):
+Locust uses the one ``LoadTestShape`` a locustfile defines, so there is one, ``DuetShape`` in
+``loadtests/locustfile.py``, and ``--duet-shape`` picks its plan. The plans are here, as pure
+functions of elapsed time (tested without importing locust, whose import monkey-patches the process):
 
 - ``users``: locust's usual ``-u`` / ``-r`` (and ``-t``) with the task users;
 - ``trace``: ``--duet-trace-users`` replay users take the trace's arrivals at their (scaled)
@@ -15,8 +16,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-from locust import LoadTestShape
 
 DRAIN_MODEL_S = 120.0
 
@@ -49,35 +48,3 @@ def trace_done(elapsed_s: float, last_arrival_s: float, outstanding: int, drain_
     if elapsed_s < last_arrival_s:
         return False
     return outstanding == 0 or elapsed_s > last_arrival_s + drain_s
-
-
-class DuetShape(LoadTestShape):
-    """Dispatches on ``--duet-shape``; see the module docstring."""
-
-    use_common_options = True
-
-    def tick(self) -> tuple[int, float, list[type]] | None:
-        from loadtests.users import TASK_USERS, TraceReplayUser
-
-        assert self.runner is not None
-        environment = self.runner.environment
-        options = environment.parsed_options
-        elapsed = self.get_run_time()
-        mode = options.duet_shape
-        if mode == "trace":
-            ctx = environment.duet
-            if trace_done(ctx.elapsed(), ctx.last_arrival_s, ctx.in_flight, DRAIN_MODEL_S / options.duet_time_scale):
-                return None
-            users = options.duet_trace_users
-            return users, float(users), [TraceReplayUser]
-        task_users = [c for c in environment.user_classes if c in TASK_USERS] or list(TASK_USERS)
-        if options.run_time and elapsed > options.run_time:
-            return None
-        peak = options.num_users or 1
-        if mode == "step":
-            stage = step_stage(elapsed, options.duet_step_users, options.duet_step_seconds, peak)
-        elif mode == "ramp":
-            stage = ramp_stage(elapsed, peak, options.duet_ramp_seconds)
-        else:
-            stage = Stage(peak, float(options.spawn_rate or peak))
-        return stage.users, stage.spawn_rate, task_users

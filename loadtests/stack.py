@@ -106,7 +106,7 @@ def litellm(replica_set: ReplicaSet, urls: Mapping[str, list[str]], run_dir: Pat
     """LiteLLM's proxy (one worker) from ``.venv-bench-litellm`` with latency-based routing."""
     executable = LITELLM_VENV / "bin" / "litellm"
     if not executable.exists():
-        raise StackError(f"{executable} is missing: `make bench-slo-tools` (or bench-overhead) installs LiteLLM there")
+        raise StackError(f"{executable} is missing: `make bench-slo` (or bench-overhead) installs LiteLLM there")
     port = port or _free_port()
     config_path = run_dir / "litellm.yaml"
     config_path.write_text(yaml.safe_dump(litellm_config(replica_set, urls, api_key), sort_keys=False))

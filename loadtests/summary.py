@@ -45,6 +45,15 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
 
 
+def unfinished_records(scheduled: Mapping[str, int], records: Sequence[RequestRecord]) -> list[RequestRecord]:
+    """Failed placeholders for arrivals that never finished (still queued when the run stopped):
+    left out, they would make an overloaded run look better than it was."""
+    done = Counter(r.task for r in records)
+    return [RequestRecord(task=task, variant="unfinished", started_s=0.0, ok=False, ttft_s=None, latency_s=0.0,
+                          input_tokens=0, output_tokens=0, error="not finished when the run ended")
+            for task, count in scheduled.items() for _ in range(max(0, count - done[task]))]
+
+
 def group_summary(records: Sequence[RequestRecord], slos: Mapping[str, Slo], prices: Mapping[str, Price],
                   duration_s: float) -> dict[str, Any]:
     """The numbers for one group of requests over ``duration_s`` model seconds."""
@@ -56,12 +65,13 @@ def group_summary(records: Sequence[RequestRecord], slos: Mapping[str, Slo], pri
     return {
         "requests": result.requests,
         "failed": result.failed,
+        "unfinished": sum(1 for r in records if r.variant == "unfinished"),
         "met_slo": result.met,
         "attainment": round(result.share, 4),
         "throughput_rps": round(result.throughput_rps, 3),
         "goodput_rps": round(result.goodput_rps, 3),
         "cost_usd": round(cost, 6),
-        "cost_per_1k_requests_usd": round(1000 * cost / len(records), 4) if records else None,
+        "cost_per_1k_requests_usd": round(1000 * cost / len(ok), 4) if ok else None,
         "variant_mix": {v: round(n / served, 4) for v, n in sorted(mix.items())},
         "ttft_ms": _ms(r.ttft_s for r in ok if r.ttft_s is not None),
         "tpot_ms": _ms(t for r in ok if (t := r.tpot_s) is not None),

@@ -45,10 +45,8 @@ def test_round_robin_is_stable_for_one_request_and_does_not_depend_on_option_ord
 
 
 def test_round_robin_splits_varied_requests_about_evenly():
-    heads = Counter(
-        RoundRobinObjective().order(request(input_tokens=n, expected_output_tokens=1 + n % 300), [option(STANDARD), option(FAST)]).variants[0]
-        for n in range(1, 2001)
-    )
+    requests = [request(input_tokens=n, expected_output_tokens=1 + n % 300) for n in range(1, 2001)]
+    heads = Counter(RoundRobinObjective().order(r, [option(STANDARD), option(FAST)]).variants[0] for r in requests)
     assert set(heads) == {"standard", "fast"}
     assert 0.4 < heads["fast"] / 2000 < 0.6
 

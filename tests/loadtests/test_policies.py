@@ -1,0 +1,41 @@
+import pytest
+import yaml
+
+from gateway.config.load import parse_config
+from loadtests.policies import DUET_POLICIES, REPLICA_SETS, duet_config, litellm_config, policy_path, variant_map
+
+URLS = {"standard": ["http://127.0.0.1:9001"], "fast": ["http://127.0.0.1:9002"]}
+OBJECTIVES = {"always-standard": "fixed-order", "always-fast": "fixed-order", "round-robin": "round-robin",
+              "least-loaded": "best-score", "duet": "cheapest-within-budget"}
+
+
+@pytest.mark.parametrize("policy", DUET_POLICIES)
+@pytest.mark.parametrize("replica_set", sorted(REPLICA_SETS))
+def test_every_shipped_policy_makes_a_config_the_gateway_loads(policy, replica_set):
+    raw = duet_config(REPLICA_SETS[replica_set], URLS, policy, time_scale=2.0)
+    config = parse_config(yaml.safe_dump(raw))
+    model = config.models[REPLICA_SETS[replica_set].model]
+    assert set(model.variants) == {"standard", "fast"}
+    shipped = yaml.safe_load(policy_path(policy).read_text())["routing"]
+    objective = next(p for p in shipped["plugins"] if p["name"] == shipped["profiles"]["default"]["objective"])
+    assert objective["type"] == OBJECTIVES[policy]
+
+
+def test_compressed_runs_scale_budgets_and_speed_priors():
+    real = duet_config(REPLICA_SETS["h100-70b"], URLS, "duet", time_scale=1.0)
+    fast = duet_config(REPLICA_SETS["h100-70b"], URLS, "duet", time_scale=4.0)
+    assert fast["routing"]["tasks"]["chat"]["ttft_ms"] == real["routing"]["tasks"]["chat"]["ttft_ms"] / 4
+    speed, scaled = (c["models"]["llama-3-70b"]["variants"]["standard"]["speed"] for c in (real, fast))
+    assert scaled["decode_s_per_token"] == pytest.approx(speed["decode_s_per_token"] / 4)
+    assert scaled["prefill_tokens_per_s"] == pytest.approx(speed["prefill_tokens_per_s"] * 4)
+    # From the h100-70b-bf16 profile: 16 ms per decode step, 90 us per prefill token.
+    assert speed["decode_s_per_token"] == pytest.approx(0.016)
+    assert speed["prefill_tokens_per_s"] == pytest.approx(1 / 0.00009)
+
+
+def test_litellm_gets_every_replica_under_one_name_with_latency_routing():
+    config = litellm_config(REPLICA_SETS["h100-70b"], URLS, api_key="sk-x")
+    assert config["router_settings"]["routing_strategy"] == "latency-based-routing"
+    assert [d["litellm_params"]["api_base"] for d in config["model_list"]] == ["http://127.0.0.1:9001/v1", "http://127.0.0.1:9002/v1"]
+    assert {d["model_name"] for d in config["model_list"]} == {"llama-3-70b"}
+    assert variant_map(REPLICA_SETS["h100-70b"], URLS)["http://127.0.0.1:9002/v1"] == "fast"
