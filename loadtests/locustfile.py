@@ -32,26 +32,28 @@ from loadtests.users import (  # noqa: E402,F401  (locust finds the user classes
 )
 
 
-@events.init_command_line_parser.add_listener
 def _options(parser: Any) -> None:
     add_options(parser)
 
 
-@events.init.add_listener
 def _context(environment: Any, **_: Any) -> None:
     environment.duet = LoadContext.from_options(environment.parsed_options)
     # Built now too, since a shape's first tick comes before test_start; rebuilt there.
     environment.duet.start_test()
 
 
-@events.test_start.add_listener
 def _start(environment: Any, **_: Any) -> None:
     environment.duet.start_test()
 
 
-@events.test_stop.add_listener
 def _stop(environment: Any, **_: Any) -> None:
     environment.duet.sink.flush()
+
+
+events.init_command_line_parser.add_listener(_options)  # type: ignore[no-untyped-call]
+events.init.add_listener(_context)  # type: ignore[no-untyped-call]
+events.test_start.add_listener(_start)  # type: ignore[no-untyped-call]
+events.test_stop.add_listener(_stop)  # type: ignore[no-untyped-call]
 
 
 class DuetShape(LoadTestShape):
@@ -61,9 +63,9 @@ class DuetShape(LoadTestShape):
 
     def tick(self) -> tuple[int, float, list[type]] | None:
         assert self.runner is not None
-        environment = self.runner.environment
-        options = environment.parsed_options
-        elapsed = self.get_run_time()
+        environment: Any = self.runner.environment
+        options: Any = environment.parsed_options
+        elapsed: float = self.get_run_time()  # type: ignore[no-untyped-call]
         mode = options.duet_shape
         if mode == "trace":
             ctx = environment.duet

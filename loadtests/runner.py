@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from loadtests import plots
 from loadtests.bench import BenchSettings, comparison_rows, distserve_goodput, run_one, summarize_run
@@ -23,6 +23,13 @@ from loadtests.traces import replay_arrivals, task_traces
 def _expected_requests(settings: BenchSettings, rate: float) -> int:
     return len(replay_arrivals(task_traces(settings.traces), duration_s=settings.duration_s, rate_scale=rate,
                                start_s=settings.trace_start_s))
+
+
+def _updater(progress: Progress, task: TaskID) -> Callable[[int], None]:
+    def update(done: int) -> None:
+        progress.update(task, completed=done)
+
+    return update
 
 
 def run_bench(settings: BenchSettings, policies: Sequence[str], rates: Sequence[float], out: Path,
@@ -38,8 +45,7 @@ def run_bench(settings: BenchSettings, policies: Sequence[str], rates: Sequence[
             for policy in policies:
                 name = policy_name(policy)
                 run = progress.add_task(f"{name} x{rate:g}", total=_expected_requests(settings, rate))
-                summary = run_one(settings, policy, rate, out / f"{name}-x{rate:g}",
-                                  lambda done, run=run: progress.update(run, completed=done))
+                summary = run_one(settings, policy, rate, out / f"{name}-x{rate:g}", _updater(progress, run))
                 progress.update(run, completed=summary["overall"]["requests"])
                 console.print(f"{name} x{rate:g}: {summary['overall']['requests']} requests, "
                               f"attainment {100 * summary['overall']['attainment']:.1f}%, "

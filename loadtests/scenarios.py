@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from loadtests.prompts import PromptSynthesizer
+from loadtests.prompts import PromptSynthesizer, Style
 from loadtests.slo import Slo
 from loadtests.streaming import ToolCall
 
@@ -88,7 +88,7 @@ class ScenarioSettings:
 def single_turn(settings: ScenarioSettings, task: str, input_tokens: int, output_tokens: int, seed: int) -> ChatRequest:
     """A one-message request (coding, chat, extraction) of ``input_tokens`` prompt tokens."""
     instruction = _INSTRUCTIONS.get(task, "")
-    style = "code" if task == "coding" else "prose"
+    style: Style = "code" if task == "coding" else "prose"
     words = max(1, input_tokens - settings.synthesizer.counter.count_text(instruction))
     content = instruction + settings.synthesizer.text(words, style, seed)
     body = chat_body(settings.model, [{"role": "user", "content": content}], output_tokens)

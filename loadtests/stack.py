@@ -55,9 +55,9 @@ def replicas(replica_set: ReplicaSet, time_scale: float, seed: int,
         missing = [v.name for v in replica_set.variants if v.name not in given]
         if missing:
             raise StackError(f"--replica-urls has no URL for variant(s) {', '.join(missing)}")
-        for variant, urls in given.items():
-            for url in urls:
-                check_replica(variant, url)
+        for name, variant_urls in given.items():
+            for url in variant_urls:
+                check_replica(name, url)
         yield dict(given)
         return
     with ExitStack() as stack:

@@ -36,16 +36,17 @@ class DuetUser(User):
         self.http.close()
 
     @property
-    def context(self) -> LoadContext:
-        context: LoadContext = self.environment.duet  # type: ignore[attr-defined]
-        return context
+    def load(self) -> LoadContext:
+        """The run's shared state (``User.context`` is locust's own, for request-event context)."""
+        shared: LoadContext = self.environment.duet
+        return shared
 
     def next_seed(self) -> int:
-        return self.context.options.duet_seed * 1_000_000 + next(self.context.seeds)
+        return int(self.load.options.duet_seed) * 1_000_000 + next(self.load.seeds)
 
     def send(self, request: ChatRequest, lag_s: float = 0.0) -> StreamResult:
         """Send one request, fire its locust events, write its record; returns what it measured."""
-        ctx = self.context
+        ctx = self.load
         started_s = ctx.elapsed()
         ctx.in_flight += 1
         try:
@@ -64,7 +65,7 @@ class DuetUser(User):
 
     def _post(self, request: ChatRequest) -> tuple[StreamResult, Any]:
         url = f"{(self.host or '').rstrip('/')}/v1/chat/completions"
-        headers = {"content-type": "application/json", "authorization": f"Bearer {self.context.options.duet_api_key}",
+        headers = {"content-type": "application/json", "authorization": f"Bearer {self.load.options.duet_api_key}",
                    **request.headers}
         started = time.perf_counter()
         try:
@@ -83,7 +84,7 @@ class DuetUser(User):
         upstream they name (LiteLLM's ``x-litellm-model-api-base``) or of the served model name."""
         if headers.get("x-duet-variant"):
             return str(headers["x-duet-variant"])
-        mapping = self.context.variant_map
+        mapping = self.load.variant_map
         for key in (str(headers.get("x-litellm-model-api-base", "")).rstrip("/"), result.model):
             if key and key in mapping:
                 return mapping[key]
@@ -115,8 +116,8 @@ class CodingUser(DuetUser):
 
     @task
     def complete(self) -> None:
-        inputs, outputs = self.context.lengths("coding")
-        self.send(single_turn(self.context.settings, "coding", inputs, outputs, self.next_seed()))
+        inputs, outputs = self.load.lengths("coding")
+        self.send(single_turn(self.load.settings, "coding", inputs, outputs, self.next_seed()))
 
 
 class ChatUser(DuetUser):
@@ -127,8 +128,8 @@ class ChatUser(DuetUser):
 
     @task
     def chat(self) -> None:
-        inputs, outputs = self.context.lengths("chat")
-        self.send(single_turn(self.context.settings, "chat", inputs, outputs, self.next_seed()))
+        inputs, outputs = self.load.lengths("chat")
+        self.send(single_turn(self.load.settings, "chat", inputs, outputs, self.next_seed()))
 
 
 class AgentUser(DuetUser):
@@ -139,14 +140,14 @@ class AgentUser(DuetUser):
 
     @task
     def solve(self) -> None:
-        inputs, outputs = self.context.lengths("chat")
+        inputs, outputs = self.load.lengths("chat")
         seed = self.next_seed()
-        first = agent_first_turn(self.context.settings, min(inputs, 2000), seed)
+        first = agent_first_turn(self.load.settings, min(inputs, 2000), seed)
         result = self.send(first)
         if result.error:
             return
-        result_tokens = self.context.rng.randint(200, 1500)
-        self.send(agent_second_turn(self.context.settings, first, result.tool_calls, result_tokens, outputs, seed))
+        result_tokens = self.load.rng.randint(200, 1500)
+        self.send(agent_second_turn(self.load.settings, first, result.tool_calls, result_tokens, outputs, seed))
 
 
 class ExtractionUser(DuetUser):
@@ -157,10 +158,10 @@ class ExtractionUser(DuetUser):
 
     @task
     def extract(self) -> None:
-        window = self.context.options.duet_max_context
-        inputs = self.context.rng.randint(window // 4, window // 2)
-        outputs = self.context.rng.randint(64, 384)
-        self.send(single_turn(self.context.settings, "extraction", inputs, outputs, self.next_seed()))
+        window = self.load.options.duet_max_context
+        inputs = self.load.rng.randint(window // 4, window // 2)
+        outputs = self.load.rng.randint(64, 384)
+        self.send(single_turn(self.load.settings, "extraction", inputs, outputs, self.next_seed()))
 
 
 class TraceReplayUser(DuetUser):
@@ -175,7 +176,7 @@ class TraceReplayUser(DuetUser):
 
     @task
     def replay(self) -> None:
-        ctx = self.context
+        ctx = self.load
         arrival = next(ctx.arrivals, None)
         if arrival is None:
             gevent.sleep(0.5)  # schedule exhausted: idle until the shape ends the test
