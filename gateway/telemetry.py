@@ -79,7 +79,9 @@ class Telemetry:
         self.key_requests = Counter(
             "duet_key_requests", "Requests answered per API key.", ["key", "model", "variant", "task"], registry=r
         )
-        self.key_tokens = Counter("duet_key_tokens", "Tokens served per API key.", ["key", "model", "variant", "kind"], registry=r)
+        self.key_tokens = Counter(
+            "duet_key_tokens", "Tokens served per API key.", ["key", "model", "variant", "kind"], registry=r
+        )
         self.key_cost = Counter("duet_key_cost_usd", "Cost charged per API key.", ["key", "model", "variant"], registry=r)
         self.auth_failures = Counter("duet_auth_failures", "Requests refused for their API key.", ["reason"], registry=r)
         self.rate_limited = Counter("duet_rate_limited", "Requests refused by a key's limit.", ["limit"], registry=r)

@@ -18,7 +18,7 @@ from gateway.access.keystore import KeyStore
 from gateway.access.ledger import Charge
 from gateway.access.quotas import QuotaBook, Refusal
 from gateway.config.types import AccessSettings, DuetConfig, Tier
-from gateway.domain import Outcome, Price, Priority, Replica, ReplicaState
+from gateway.domain import Outcome, Price, Priority, ReplicaState
 from gateway.errors import AuthenticationFailed, ModelNotFound, PermissionDenied, RateLimited
 from gateway.state.redis_link import StoreUnavailable
 from gateway.telemetry import Telemetry
@@ -52,13 +52,13 @@ class Grant:
         if rank is None or rank < _PRIORITY_RANK[cap]:
             headers["x-duet-priority"] = cap.value
 
-    def visible(self, snapshot: Mapping[str, ReplicaState], replicas: tuple[Replica, ...]) -> Mapping[str, ReplicaState]:
+    def visible(self, snapshot: Mapping[str, ReplicaState], config: DuetConfig) -> Mapping[str, ReplicaState]:
         """The replica states routing may see: replicas of variants the tier does not allow are
         left out, so they read as unknown and routing skips them."""
         allowed = self.tier.variants if self.tier is not None else None
         if allowed is None:
             return snapshot
-        keep = {r.id for r in replicas if r.variant in allowed}
+        keep = {r.id for r in config.replicas if r.variant in allowed}
         return {rid: state for rid, state in snapshot.items() if rid in keep}
 
 
@@ -89,7 +89,7 @@ class KeyedAccess:
     def __init__(self, config: Callable[[], DuetConfig], keys: KeyStore, quotas: QuotaBook, telemetry: Telemetry,
                  *, quota_failure: str = "open", refresh_s: float = 1.0) -> None:
         self._config = config
-        self._keys = keys
+        self.keys = keys
         self.quotas = quotas
         self._telemetry = telemetry
         self._fail_open = quota_failure == "open"
@@ -112,14 +112,15 @@ class KeyedAccess:
             await asyncio.gather(self._refresher, return_exceptions=True)
 
     async def refresh_keys(self) -> None:
-        self._ring = KeyRing(await self._keys.load())
+        self._ring = KeyRing(await self.keys.load())
 
     async def admit(self, headers: Mapping[str, str], model: str) -> Grant:
         secret = bearer(headers)
         key = self._ring.find(secret) if secret is not None else None
         if key is None:
             self._telemetry.auth_failures.labels("missing" if secret is None else "invalid").inc()
-            raise AuthenticationFailed("Incorrect API key provided." if secret else "No API key provided (Authorization: Bearer ...).")
+            message = "Incorrect API key provided." if secret else "No API key provided (Authorization: Bearer ...)."
+            raise AuthenticationFailed(message)
         tier = self.settings.tiers.get(key.tier)
         if tier is None:
             raise PermissionDenied(f"The key's tier '{key.tier}' is not configured.", code="unknown_tier")
@@ -169,7 +170,8 @@ class KeyedAccess:
             try:
                 await self.refresh_keys()
             except Exception as exc:  # keep the last ring: an unreachable store must not lock everyone out
-                log.warning("reloading API keys failed (%s: %s); keeping the last %d keys", type(exc).__name__, exc, len(self._ring))
+                log.warning("reloading API keys failed (%s: %s); keeping the last %d keys",
+                            type(exc).__name__, exc, len(self._ring))
 
 
 def _check_model(config: DuetConfig, tier: Tier, requested: str) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.access.ledger import Charge, UsageRow, month_of, rows_from_fields, seconds_to_month_end
+from gateway.access.ledger import METRICS, Charge, UsageRow, month_of, rows_from_fields, seconds_to_month_end
 from gateway.config.types import Tier
 
 WINDOW_S = 60.0
@@ -78,7 +78,7 @@ class InMemoryQuotaBook:
         month = month_of(now)
         spend_key = (charge.key_id, month)
         self._spend[spend_key] = self._spend.get(spend_key, 0.0) + charge.cost_usd
-        entry = self._ledger.setdefault((month, charge.entry), dict.fromkeys(("requests", "input_tokens", "output_tokens", "cost_usd"), 0.0))
+        entry = self._ledger.setdefault((month, charge.entry), dict.fromkeys(METRICS, 0.0))
         entry["requests"] += 1
         entry["input_tokens"] += charge.input_tokens
         entry["output_tokens"] += charge.output_tokens

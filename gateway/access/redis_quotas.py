@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from gateway.access.ledger import Charge, UsageRow, month_of, rows_from_fields, seconds_to_month_end
 from gateway.access.quotas import Refusal
 from gateway.config.types import Tier
-from gateway.state.redis_link import RedisLink, Script
+from gateway.state.redis_link import Arg, RedisLink, Script
 
 # KEYS: rpm zset, tpm hash, spend. ARGV: now, rpm, tpm, budget (-1: none), member, s to month end.
 # Returns {'ok'} or {limit, retry-after seconds as a string} (Lua numbers would be truncated).
@@ -91,7 +91,7 @@ class RedisQuotaBook:
         self._count += 1
         p = self._prefix
         keys = [f"{p}rpm:{key_id}", f"{p}tpm:{key_id}", f"{p}spend:{key_id}:{month_of(now)}"]
-        args = [now, _limit(tier.requests_per_min), _limit(tier.tokens_per_min), _limit(tier.monthly_budget_usd),
+        args: list[Arg] = [now, _limit(tier.requests_per_min), _limit(tier.tokens_per_min), _limit(tier.monthly_budget_usd),
                 f"{self._member}:{self._count}", seconds_to_month_end(now)]
         reply = await self._link.call(ADMIT, keys, args)
         if reply[0] == b"ok":
@@ -101,13 +101,17 @@ class RedisQuotaBook:
     async def settle(self, charge: Charge, now: float) -> None:
         p = self._prefix
         keys = [f"{p}tpm:{charge.key_id}", f"{p}spend:{charge.key_id}:{month_of(now)}", f"{p}usage:{month_of(now)}"]
-        args = [now, charge.tokens, charge.cost_usd, charge.entry, charge.input_tokens, charge.output_tokens]
+        args: list[Arg] = [now, charge.tokens, charge.cost_usd, charge.entry, charge.input_tokens, charge.output_tokens]
         self._link.send(SETTLE, keys, args)
 
     async def usage(self, month: str, key_id: str | None = None) -> Sequence[UsageRow]:
         fields = await self._link.client.hgetall(f"{self._prefix}usage:{month}")
-        return rows_from_fields(((k.decode(), v.decode()) for k, v in fields.items()), key_id)
+        return rows_from_fields(((_text(k), _text(v)) for k, v in fields.items()), key_id)
 
 
 def _limit(value: float | None) -> float:
     return -1 if value is None else value
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

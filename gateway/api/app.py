@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.api import errors
+from gateway.api.admin import mount_admin
 from gateway.api.body import ChatBody, CompletionBody, parse_any_body
 from gateway.api.fastpath import FastPath
 from gateway.decide import plan_request
@@ -58,6 +59,7 @@ def create_fastapi(build: Callable[[], Gateway]) -> FastAPI:
     app.add_exception_handler(Exception, errors.handle_unexpected)
 
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    mount_admin(app)
 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:

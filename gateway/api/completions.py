@@ -71,7 +71,7 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
     data, body = parse_body(raw, endpoint.schema)
     grant = await gateway.access.admit(headers, body.model)
     grant.cap_priority(headers)
-    snapshot = grant.visible(gateway.store.snapshot(), current.config.replicas)
+    snapshot = grant.visible(gateway.store.snapshot(), current.config)
     plan = plan_request(current.config, current.counters, snapshot, body, headers)
     if not plan.decision.ranked:
         refusal = refuse(plan)

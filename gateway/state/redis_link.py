@@ -151,7 +151,7 @@ class RedisLink:
     async def _flush(self, batch: list[_Command]) -> None:
         try:
             replies = await asyncio.wait_for(self._execute(batch), self._settings.timeout_s * 2)
-        except (RedisError, OSError, asyncio.TimeoutError) as exc:
+        except (RedisError, OSError, TimeoutError) as exc:
             self._went_down(exc)
             self._fail_all(batch, StoreUnavailable(f"redis: {type(exc).__name__}: {exc}"))
             return

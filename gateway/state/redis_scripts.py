@@ -72,10 +72,11 @@ if kind == 'client' then
   return 1
 end
 local function add(name, sample)
-  local t, w, a = tonumber(r['o_' .. name .. '_t'] or 0), tonumber(r['o_' .. name .. '_w'] or 0), tonumber(r['o_' .. name .. '_a'] or 0)
+  local f = 'o_' .. name
+  local t, w, a = tonumber(r[f .. '_t'] or 0), tonumber(r[f .. '_w'] or 0), tonumber(r[f .. '_a'] or 0)
   local decay = 0
   if w > 0 then decay = 0.5 ^ (math.max(0, now - a) / half_life) end
-  redis.call('HSET', key, 'o_' .. name .. '_t', t * decay + sample, 'o_' .. name .. '_w', w * decay + 1, 'o_' .. name .. '_a', math.max(now, a))
+  redis.call('HSET', key, f .. '_t', t * decay + sample, f .. '_w', w * decay + 1, f .. '_a', math.max(now, a))
 end
 add('err', kind == 'success' and 0 or 1)
 local pos = position(r, now)

@@ -72,17 +72,17 @@ class SharedRecord:
             health=health,
             breaker=self.breaker().view(now),
             in_flight=self.in_flight,
-            running=_maybe(int, f.get("s_run")) if fresh else None,
-            waiting=_maybe(int, f.get("s_wait")) if fresh else None,
-            kv_cache_usage=_maybe(float, f.get("s_kv")) if fresh else None,
+            running=_count(f.get("s_run")) if fresh else None,
+            waiting=_count(f.get("s_wait")) if fresh else None,
+            kv_cache_usage=None if not fresh or "s_kv" not in f else float(f["s_kv"]),
             ttft_s=self.mean("ttft"),
             tpot_s=self.mean("tpot"),
             error_rate=self.mean("err") or 0.0,
         )
 
 
-def _maybe(kind: type[int] | type[float], text: str | None) -> float | None:
-    return None if text is None else kind(float(text))
+def _count(text: str | None) -> int | None:
+    return None if text is None else int(float(text))
 
 
 def decode_hash(flat: list[bytes]) -> dict[str, str]:

@@ -190,7 +190,11 @@ def test_health_stats_and_latency_are_shared(redis: RedisServer) -> None:
         await b.record_health("r1", False, now - 1.0)  # older than A's check: ignored
         await b.begin("r1")  # tracked by B from now on
         await b.finish(outcome("success"))
-        await until(lambda: b.snapshot().get("r1") is not None and b.snapshot()["r1"].ttft_s is not None)
+        def arrived() -> bool:  # A's and B's writes travel on two connections, in either order
+            state = b.snapshot().get("r1")
+            return state is not None and state.ttft_s is not None and state.running is not None
+
+        await until(arrived, what="A's check and scrape, B's outcome")
         seen = b.snapshot()["r1"]
         assert (seen.health, seen.running, seen.waiting, seen.kv_cache_usage) == (Health.UP, 3, 1, 0.25)
         assert seen.ttft_s == pytest.approx(0.05)
