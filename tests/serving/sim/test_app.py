@@ -97,9 +97,10 @@ def test_streamed_tool_call_reassembles(client: openai.OpenAI) -> None:
     stream = client.chat.completions.create(model="sim-model", messages=MESSAGES, tools=[WEATHER], stream=True)
     name, arguments = "", ""
     for chunk in stream:
-        for call in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
-            name += call.function.name or "" if call.function else ""
-            arguments += call.function.arguments or "" if call.function else ""
+        for call in chunk.choices[0].delta.tool_calls or []:
+            assert call.function is not None
+            name += call.function.name or ""
+            arguments += call.function.arguments or ""
     assert name == "get_weather" and json.loads(arguments)["city"]
 
 
