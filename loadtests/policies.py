@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from gateway.domain import Price
+from serving.sim.prior import speed_prior
 from serving.sim.profile import load_profile
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"
@@ -52,7 +53,9 @@ class ReplicaSet:
 # Prices (USD per 1M tokens) are illustrative, in proportion to the GPU time each variant needs per
 # token on the same 4x H100: FP8 decodes ~1.5x and prefills ~1.8x faster than bf16.
 REPLICA_SETS: Mapping[str, ReplicaSet] = {
-    "h100-70b": ReplicaSet("h100-70b", "llama-3-70b", (
+    # The model is named neutrally: LiteLLM fetches a Llama 3 tokenizer from the Hugging Face hub for
+    # any model whose name says "llama-3" (no hub here: each request then stalls on its retries).
+    "h100-70b": ReplicaSet("h100-70b", "duet-70b", (
         VariantSpec("standard", "full", "h100-70b-bf16", Price(0.60, 1.20)),
         VariantSpec("fast", "quantized", "h100-70b-fp8", Price(0.35, 0.75)),
     ), max_context=32768),
@@ -74,14 +77,9 @@ def policy_name(name_or_path: str) -> str:
     return name_or_path if name_or_path == LITELLM_POLICY else policy_path(name_or_path).stem
 
 
-def _speed(profile_name: str, time_scale: float) -> dict[str, float]:
+def _speed(profile_name: str, time_scale: float) -> dict[str, Any]:
     """The Duet speed prior of a simulator profile, in wall time at ``time_scale``."""
-    step = load_profile(profile_name).step
-    return {
-        "prefill_tokens_per_s": time_scale / step.prefill_s_per_token,
-        "decode_s_per_token": step.base_s / time_scale,
-        "decode_slowdown_per_seq": step.decode_s_per_token / step.base_s,
-    }
+    return speed_prior(load_profile(profile_name), time_scale)
 
 
 def _scaled_tasks(tasks: Mapping[str, Any], time_scale: float) -> dict[str, Any]:

@@ -110,7 +110,9 @@ def litellm(replica_set: ReplicaSet, urls: Mapping[str, list[str]], run_dir: Pat
     port = port or _free_port()
     config_path = run_dir / "litellm.yaml"
     config_path.write_text(yaml.safe_dump(litellm_config(replica_set, urls, api_key), sort_keys=False))
-    env = {**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "DISABLE_ADMIN_UI": "True"}
+    # Offline: the cost map and tokenizers must come from the package, never the internet.
+    env = {**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "DISABLE_ADMIN_UI": "True",
+           "HF_HUB_OFFLINE": "1"}
     command = [str(executable), "--config", str(config_path), "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"]
     with (run_dir / "litellm.log").open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)

@@ -25,7 +25,7 @@ def test_compressed_runs_scale_budgets_and_speed_priors():
     real = duet_config(REPLICA_SETS["h100-70b"], URLS, "duet", time_scale=1.0)
     fast = duet_config(REPLICA_SETS["h100-70b"], URLS, "duet", time_scale=4.0)
     assert fast["routing"]["tasks"]["chat"]["ttft_ms"] == real["routing"]["tasks"]["chat"]["ttft_ms"] / 4
-    speed, scaled = (c["models"]["llama-3-70b"]["variants"]["standard"]["speed"] for c in (real, fast))
+    speed, scaled = (c["models"]["duet-70b"]["variants"]["standard"]["speed"] for c in (real, fast))
     assert scaled["decode_s_per_token"] == pytest.approx(speed["decode_s_per_token"] / 4)
     assert scaled["prefill_tokens_per_s"] == pytest.approx(speed["prefill_tokens_per_s"] * 4)
     # From the h100-70b-bf16 profile: 16 ms per decode step, 90 us per prefill token.
@@ -37,5 +37,5 @@ def test_litellm_gets_every_replica_under_one_name_with_latency_routing():
     config = litellm_config(REPLICA_SETS["h100-70b"], URLS, api_key="sk-x")
     assert config["router_settings"]["routing_strategy"] == "latency-based-routing"
     assert [d["litellm_params"]["api_base"] for d in config["model_list"]] == ["http://127.0.0.1:9001/v1", "http://127.0.0.1:9002/v1"]
-    assert {d["model_name"] for d in config["model_list"]} == {"llama-3-70b"}
+    assert {d["model_name"] for d in config["model_list"]} == {"duet-70b"}
     assert variant_map(REPLICA_SETS["h100-70b"], URLS)["http://127.0.0.1:9002/v1"] == "fast"

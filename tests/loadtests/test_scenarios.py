@@ -3,13 +3,13 @@ from loadtests.scenarios import AGENT_TOOLS, ScenarioSettings, agent_first_turn,
 from loadtests.slo import DEFAULT_SLOS, Slo
 from loadtests.streaming import ToolCall
 
-SETTINGS = ScenarioSettings(model="llama-3-70b", synthesizer=synthesizer(), slos=dict(DEFAULT_SLOS), time_scale=2.0)
+SETTINGS = ScenarioSettings(model="duet-70b", synthesizer=synthesizer(), slos=dict(DEFAULT_SLOS), time_scale=2.0)
 
 
 def test_single_turn_forces_the_traced_output_and_streams_with_usage():
     request = single_turn(SETTINGS, "coding", 1469, 13, seed=7)
     body = request.body
-    assert body["model"] == "llama-3-70b"
+    assert body["model"] == "duet-70b"
     assert (body["max_tokens"], body["min_tokens"], body["ignore_eos"]) == (13, 13, True)
     assert body["stream"] and body["stream_options"] == {"include_usage": True}
     assert SETTINGS.synthesizer.counter.count_text(body["messages"][0]["content"]) in range(1468, 1471)
