@@ -16,7 +16,6 @@ from typing import Any
 import yaml
 
 from gateway.domain import Price
-from serving.sim.prior import speed_prior
 from serving.sim.profile import load_profile
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"
@@ -77,9 +76,14 @@ def policy_name(name_or_path: str) -> str:
     return name_or_path if name_or_path == LITELLM_POLICY else policy_path(name_or_path).stem
 
 
-def _speed(profile_name: str, time_scale: float) -> dict[str, Any]:
+def _speed(profile_name: str, time_scale: float) -> dict[str, float]:
     """The Duet speed prior of a simulator profile, in wall time at ``time_scale``."""
-    return speed_prior(load_profile(profile_name), time_scale)
+    step = load_profile(profile_name).step
+    return {
+        "prefill_tokens_per_s": time_scale / step.prefill_s_per_token,
+        "decode_s_per_token": step.base_s / time_scale,
+        "decode_slowdown_per_seq": step.decode_s_per_token / step.base_s,
+    }
 
 
 def _scaled_tasks(tasks: Mapping[str, Any], time_scale: float) -> dict[str, Any]:
