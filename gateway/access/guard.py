@@ -13,7 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.access.keys import ApiKey, KeyRing, bearer
+from redis.exceptions import RedisError
+
+from gateway.access.keys import ApiKey, KeyRing, bearer, hash_secret
 from gateway.access.keystore import KeyStore
 from gateway.access.ledger import Charge
 from gateway.access.quotas import QuotaBook, Refusal
@@ -103,7 +105,10 @@ class KeyedAccess:
         return self._config().access
 
     async def start(self) -> None:
-        await self.refresh_keys()
+        try:
+            await self.refresh_keys()
+        except Exception as exc:  # Redis down at start: keys load in the background once it answers
+            log.warning("loading API keys failed (%s: %s); retrying in the background", type(exc).__name__, exc)
         self._refresher = asyncio.create_task(self._refresh_forever(), name="duet-keys-refresh")
 
     async def stop(self) -> None:
@@ -117,6 +122,8 @@ class KeyedAccess:
     async def admit(self, headers: Mapping[str, str], model: str) -> Grant:
         secret = bearer(headers)
         key = self._ring.find(secret) if secret is not None else None
+        if key is None and secret is not None:
+            key = await self._look_up(secret)
         if key is None:
             self._telemetry.auth_failures.labels("missing" if secret is None else "invalid").inc()
             message = "Incorrect API key provided." if secret else "No API key provided (Authorization: Bearer ...)."
@@ -145,6 +152,19 @@ class KeyedAccess:
         charge = Charge(grant.key.id, model, variant, task, tokens_in, tokens_out, cost)
         await self.quotas.settle(charge, time.time())
         self._telemetry.key_usage(grant.key.name, model, variant, task, tokens_in, tokens_out, cost)
+
+    async def _look_up(self, secret: str) -> ApiKey | None:
+        """A key missing from the ring may be newer than the last load: ask the store once, so a
+        key works on every gateway as soon as it is made (an unknown key costs one round trip)."""
+        try:
+            key = await self.keys.find(hash_secret(secret))
+        except (RedisError, OSError) as exc:
+            log.warning("looking up an API key failed (%s: %s)", type(exc).__name__, exc)
+            return None
+        if key is None or key.revoked:
+            return None
+        self._ring = self._ring.with_key(key)
+        return key
 
     async def _charge(self, key: ApiKey, tier: Tier) -> Refusal | None:
         try:

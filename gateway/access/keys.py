@@ -64,6 +64,10 @@ class KeyRing:
     def __len__(self) -> int:
         return len(self._by_hash)
 
+    def with_key(self, key: ApiKey) -> KeyRing:
+        """This ring plus ``key`` (found in the store between two loads)."""
+        return KeyRing([*self._by_hash.values(), key])
+
     def find(self, secret: str) -> ApiKey | None:
         """The live key whose hash matches ``secret``'s, or None."""
         digest = hash_secret(secret)

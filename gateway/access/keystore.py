@@ -24,6 +24,10 @@ class KeyStore(Protocol):
     async def add(self, key: ApiKey) -> None:
         ...
 
+    async def find(self, key_hash: str) -> ApiKey | None:
+        """The record with this hash, read from the store now (a key made since the last load)."""
+        ...
+
     async def revoke(self, key_id: str) -> bool:
         """Mark a key revoked; False if no key has that id."""
         ...
@@ -55,6 +59,9 @@ class FileKeyStore:
     async def add(self, key: ApiKey) -> None:
         self._write([*self.read(), key])
 
+    async def find(self, key_hash: str) -> ApiKey | None:
+        return next((k for k in self.read() if k.hash == key_hash), None)
+
     async def revoke(self, key_id: str) -> bool:
         keys = self.read()
         found = any(k.id == key_id for k in keys)
@@ -72,7 +79,8 @@ class FileKeyStore:
 
 
 class RedisKeyStore:
-    """Keys in one Redis hash, ``{prefix}keys``: key id -> JSON record."""
+    """Keys in one Redis hash, ``{prefix}keys``: key hash -> JSON record (found by hash in one
+    HGET; revoking by id scans, as admin operations may)."""
 
     def __init__(self, client: aioredis.Redis, prefix: str) -> None:
         self._client = client
@@ -83,12 +91,15 @@ class RedisKeyStore:
         return [ApiKey.from_json(json.loads(value)) for value in records.values()]
 
     async def add(self, key: ApiKey) -> None:
-        await self._client.hset(self._key, key.id, json.dumps(key.to_json()))
+        await self._client.hset(self._key, key.hash, json.dumps(key.to_json()))
+
+    async def find(self, key_hash: str) -> ApiKey | None:
+        raw = await self._client.hget(self._key, key_hash)
+        return None if raw is None else ApiKey.from_json(json.loads(raw))
 
     async def revoke(self, key_id: str) -> bool:
-        raw = await self._client.hget(self._key, key_id)
-        if raw is None:
+        key = next((k for k in await self.load() if k.id == key_id), None)
+        if key is None:
             return False
-        data = {**json.loads(raw), "revoked": True}
-        await self._client.hset(self._key, key_id, json.dumps(data))
+        await self._client.hset(self._key, key.hash, json.dumps({**key.to_json(), "revoked": True}))
         return True

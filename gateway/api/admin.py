@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 from fastapi import APIRouter, FastAPI
 from pydantic import BaseModel, ConfigDict
+from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -26,6 +27,7 @@ from starlette.responses import Response
 from gateway.access.guard import KeyedAccess
 from gateway.access.keys import bearer, new_key
 from gateway.access.ledger import month_of
+from gateway.api.errors import error_body
 from gateway.errors import AuthenticationFailed, InvalidRequest, PermissionDenied
 from gateway.runtime import Gateway
 
@@ -56,6 +58,11 @@ def keyed(gateway: Gateway) -> KeyedAccess:
     if not isinstance(gateway.access, KeyedAccess):
         raise InvalidRequest("API keys are off in this gateway's config (access.require_keys).", code="keys_off")
     return gateway.access
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    body = error_body(f"The shared store cannot answer: {exc}", "service_unavailable", None, "store_unavailable")
+    return Response(body, status_code=503, media_type="application/json", headers={"retry-after": "1"})
 
 
 def mount_admin(app: FastAPI) -> None:
@@ -99,6 +106,7 @@ def mount_admin(app: FastAPI) -> None:
         return _json({"reloaded": await gateway.reload()})
 
     app.include_router(router)
+    app.add_exception_handler(RedisError, _unavailable)
 
 
 def _public(record: dict[str, object]) -> dict[str, object]:

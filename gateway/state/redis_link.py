@@ -4,9 +4,11 @@ became the bottleneck at ~100 ms a call until its calls were pipelined) and comm
 the order they were queued (the replica store relies on it to reconcile in-flight counts).
 
 Redis trouble never hangs a caller: commands time out after ``timeout_s``; after a failure the
-link is *down* and fails every call at once, without I/O, until a back-off (doubling up to
+link is *down* and fails every ``call`` at once, without I/O, until a back-off (doubling up to
 ``max_backoff_s``) has passed; then the next flush probes Redis again. Deferred writes (``send``)
-queued while down are dropped and counted: they are statistics, and their owners reconcile.
+wait in the queue while the link is down (up to ``max_queue``) and go out once it is back, so a
+short outage loses no ledger entry; only the writes of the batch in flight when Redis failed are
+dropped (and counted), because Redis may or may not have applied them.
 
 Scripts run by SHA (``EVALSHA``): redis-py's pipelines would check ``SCRIPT EXISTS`` before every
 flush, one more round trip; instead scripts are loaded once per connection and again when Redis
@@ -24,6 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 log = logging.getLogger(__name__)
@@ -78,6 +83,16 @@ class RedisLink:
             retry=None,
             max_connections=4,
         )
+        # Off the hot path (key administration, the ledger, key reloads) a command may wait longer
+        # and retry once on a connection that died with a restarted Redis.
+        self._admin = aioredis.Redis.from_url(
+            settings.url,
+            socket_timeout=max(1.0, settings.timeout_s),
+            socket_connect_timeout=max(1.0, settings.timeout_s),
+            retry=Retry(NoBackoff(), 1),
+            retry_on_error=[RedisConnectionError],
+            max_connections=4,
+        )
         self._on_error = on_error or (lambda what: None)
         self._queue: list[_Command] = []
         self._wake = asyncio.Event()
@@ -104,9 +119,8 @@ class RedisLink:
         return await reply
 
     def send(self, script: Script, keys: Sequence[str], args: Sequence[Arg]) -> None:
-        """Queue ``script`` for the next pipeline without waiting for it (dropped while down)."""
-        if self._closed or time.monotonic() < self._down_until:
-            self._on_error("dropped")
+        """Queue ``script`` for the next pipeline that reaches Redis, without waiting for it."""
+        if self._closed:
             return
         self._enqueue(_Command(script, keys, args, None))
 
@@ -119,8 +133,8 @@ class RedisLink:
 
     @property
     def client(self) -> aioredis.Redis:
-        """The raw client, for admin commands off the hot path (key administration, usage)."""
-        return self._client
+        """A client for commands off the hot path (key administration, usage, key reloads)."""
+        return self._admin
 
     async def aclose(self) -> None:
         self._closed = True
@@ -130,6 +144,7 @@ class RedisLink:
         self._fail_all(self._queue, StoreUnavailable("redis link closed"))
         self._queue = []
         await self._client.aclose()
+        await self._admin.aclose()
 
     def _enqueue(self, command: _Command) -> None:
         if len(self._queue) >= self._settings.max_queue:
@@ -143,16 +158,38 @@ class RedisLink:
     async def _flush_forever(self) -> None:
         while True:
             await self._wake.wait()
+            wait_s = self._down_until - time.monotonic()
+            if wait_s > 0:  # backing off: queued writes wait, then this flush probes Redis
+                await asyncio.sleep(wait_s)
             self._wake.clear()
+            if not self.up and not await self._probe():
+                continue
             batch, self._queue = self._queue, []
             if batch:
                 await self._flush(batch)
+
+    async def _probe(self) -> bool:
+        """After an outage, PING before sending queued writes: while Redis is still away they stay
+        queued (only the callers waiting on replies are failed), instead of being lost."""
+        try:
+            await asyncio.wait_for(self._client.ping(), self._settings.timeout_s * 2)
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._went_down(exc)
+            waiting = [c for c in self._queue if c.reply is not None]
+            self._queue = [c for c in self._queue if c.reply is None]
+            self._fail_all(waiting, StoreUnavailable(f"redis: {type(exc).__name__}: {exc}"))
+            self._wake.set()  # try again after the next back-off
+            return False
+        return True
 
     async def _flush(self, batch: list[_Command]) -> None:
         try:
             replies = await asyncio.wait_for(self._execute(batch), self._settings.timeout_s * 2)
         except (RedisError, OSError, TimeoutError) as exc:
             self._went_down(exc)
+            dropped = sum(1 for command in batch if command.reply is None)
+            if dropped:
+                self._on_error("dropped")
             self._fail_all(batch, StoreUnavailable(f"redis: {type(exc).__name__}: {exc}"))
             return
         self._came_up()

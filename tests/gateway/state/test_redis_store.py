@@ -39,8 +39,8 @@ def redis() -> Iterator[RedisServer]:
 async def stores(url: str, count: int, refresh_s: float = 0.02) -> AsyncIterator[list[RedisStateStore]]:
     """``count`` stores sharing one fresh prefix, as ``count`` gateways would."""
     prefix = f"t{uuid.uuid4().hex[:8]}:"
-    made = [RedisStateStore(RedisLink(LinkSettings(url)), SETTINGS, gateway_id=f"gw{i}", prefix=prefix, refresh_s=refresh_s)
-            for i in range(count)]
+    made = [RedisStateStore(RedisLink(LinkSettings(url, timeout_s=1.0)), SETTINGS, gateway_id=f"gw{i}", prefix=prefix,
+                            refresh_s=refresh_s) for i in range(count)]
     for store in made:
         await store.start()
     try:
@@ -69,7 +69,7 @@ def test_lua_breaker_and_observations_agree_with_python(redis: RedisServer) -> N
 
     async def replay(seed: int) -> None:
         rng = random.Random(seed)
-        link = RedisLink(LinkSettings(redis.url))
+        link = RedisLink(LinkSettings(redis.url, timeout_s=1.0))
         link.start()
         keys = [f"eq{seed}:{uuid.uuid4().hex}:rec", f"eq{seed}:{uuid.uuid4().hex}:inf"]
         python, observed, now = Breaker(), Observations(), 1000.0
@@ -86,7 +86,8 @@ def test_lua_breaker_and_observations_agree_with_python(redis: RedisServer) -> N
                     python = _feed(python, kind, now)
                     observed = observe(observed, event, kind, now, SETTINGS.half_life_s)
                     args = ["gw", now, kind.value, event.ttft_s if event.ttft_s is not None else "", "",
-                            SETTINGS.half_life_s, POLICY.failure_threshold, POLICY.cooldown_s, POLICY.max_cooldown_s, POLICY.backoff]
+                            SETTINGS.half_life_s, POLICY.failure_threshold, POLICY.cooldown_s, POLICY.max_cooldown_s,
+                            POLICY.backoff]
                     await link.call(scripts.FINISH, keys, args)
                 fields = await link.client.hgetall(keys[0])
                 record = SharedRecord({k.decode(): v.decode() for k, v in fields.items()}, 0)
