@@ -3,6 +3,7 @@ and the router, shared by the proxy path, the dry-run endpoint and ``duet explai
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,11 +23,17 @@ class Plan:
     decision: Decision
 
 
-def candidates_for(model: ModelSpec, snapshot: Mapping[str, ReplicaState]) -> list[Candidate]:
-    return [
-        Candidate(replica, model.variants[replica.variant], snapshot.get(replica.id) or ReplicaState(replica.id))
-        for replica in model.replicas
-    ]
+def candidates_for(
+    model: ModelSpec, snapshot: Mapping[str, ReplicaState], backlog: Mapping[str, int] | None = None
+) -> list[Candidate]:
+    """The model's replicas with their state; ``backlog`` adds this gateway's pending prefill tokens."""
+    candidates = []
+    for replica in model.replicas:
+        state = snapshot.get(replica.id) or ReplicaState(replica.id)
+        if backlog and (pending := backlog.get(replica.id)):
+            state = dataclasses.replace(state, prefill_backlog_tokens=pending)
+        candidates.append(Candidate(replica, model.variants[replica.variant], state))
+    return candidates
 
 
 def input_tokens(body: ChatBody | CompletionBody, counter: TokenCounter) -> int:
@@ -42,6 +49,7 @@ def plan_request(
     body: ChatBody | CompletionBody,
     headers: Mapping[str, str],
     *,
+    backlog: Mapping[str, int] | None = None,
     explain: bool = False,
 ) -> Plan:
     """Classify and route. Raises ModelNotFound / InvalidRequest for the client's mistakes; an
@@ -49,7 +57,8 @@ def plan_request(
     target = resolve_model(config, body.model)
     tokens = input_tokens(body, counters[target.model.name])
     profile = classify(body, headers, target, config.policy, tokens)
-    decision = route(profile, candidates_for(target.model, snapshot), config.policy.profile_for(profile.task), explain=explain)
+    candidates = candidates_for(target.model, snapshot, backlog)
+    decision = route(profile, candidates, config.policy.profile_for(profile.task), explain=explain)
     return Plan(target, profile, decision)
 
 

@@ -56,17 +56,45 @@ class Price:
 
 @dataclass(frozen=True, slots=True)
 class SpeedPrior:
-    """What a variant's replica is expected to do before the gateway has observed it.
+    """What a variant's replica is expected to do before the gateway has observed it: vLLM's
+    step as a roofline model, ``step = base + prefill tokens x a + decode tokens x b + context
+    tokens x c`` (plus draft costs under speculation), where each decoding sequence gets
+    ``tokens_per_step`` tokens per step.
 
-    ``prefill_tokens_per_s``: prompt tokens processed per second by an idle replica.
-    ``decode_s_per_token``: time per output token at batch size 1.
-    ``decode_slowdown_per_seq``: fractional growth of time per token per extra running sequence
-    (0.02 = each concurrent sequence makes every token 2% slower).
+    ``prefill_tokens_per_s``: 1 / a, prompt tokens per second of compute.
+    ``decode_s_per_token``: the step's fixed part ``base`` = time per output token at batch 1.
+    ``decode_slowdown_per_seq``: b relative to base (0.02 = each running sequence adds 2%),
+    unless ``step_s_per_seq`` gives b in seconds.
+    The rest refine the model when known (a launch profile or a calibration run gives them):
+    ``kv_read_s_per_token`` c; ``frontend_s`` (tokenization, template); the scheduler limits;
+    ``draft_tokens`` k proposed per sequence and step, with their costs; ``tokens_per_step`` by
+    task type (key ``default`` for the rest): mean tokens a decoding sequence gains per step.
     """
 
     prefill_tokens_per_s: float
     decode_s_per_token: float
     decode_slowdown_per_seq: float = 0.02
+    step_s_per_seq: float | None = None
+    kv_read_s_per_token: float = 0.0
+    frontend_s: float = 0.0
+    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = 256
+    kv_cache_tokens: int = 0
+    draft_tokens: float = 0.0
+    draft_s_per_step: float = 0.0
+    draft_s_per_seq: float = 0.0
+    tokens_per_step: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def per_seq_s(self) -> float:
+        """b: seconds each decode token adds to a step."""
+        if self.step_s_per_seq is not None:
+            return self.step_s_per_seq
+        return self.decode_slowdown_per_seq * self.decode_s_per_token
+
+    def tokens_per_step_for(self, task: str) -> float:
+        table = dict(self.tokens_per_step)
+        return table.get(task, table.get("default", 1.0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,10 +142,17 @@ class ReplicaState:
     running: int | None = None
     waiting: int | None = None
     kv_cache_usage: float | None = None
+    # Prompt tokens per second the replica prefilled recently (from prompt_tokens_total).
+    prefill_tokens_per_s: float | None = None
+    # Prompt tokens this gateway sent that are not prefilled yet (queued ahead of a new request).
+    prefill_backlog_tokens: int = 0
     # From the gateway's own observations of finished requests (EWMA, seconds).
     ttft_s: float | None = None
     tpot_s: float | None = None
     error_rate: float = 0.0
+    # Learned corrections of the latency model: recent actual / predicted (1 = unbiased).
+    ttft_bias: float = 1.0
+    tpot_bias: float = 1.0
 
     @property
     def routable(self) -> bool:
@@ -157,11 +192,14 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class Prediction:
-    """Predicted latency of a request on one candidate, in milliseconds."""
+    """Predicted latency of a request on one candidate, in milliseconds. ``model_*`` are the
+    latency model's values before the replica's learned bias (what the bias is learned on)."""
 
     ttft_ms: float
     e2e_ms: float
     tpot_ms: float
+    model_ttft_ms: float | None = None
+    model_tpot_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,3 +238,6 @@ class Outcome:
     duration_s: float
     input_tokens: int
     output_tokens: int
+    # The latency model's uncorrected prediction for this request (seconds), when there was one.
+    predicted_ttft_s: float | None = None
+    predicted_tpot_s: float | None = None

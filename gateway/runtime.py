@@ -20,6 +20,7 @@ from gateway.proxy.forward import Forwarder
 from gateway.proxy.http1 import Pool
 from gateway.state.breaker import BreakerPolicy
 from gateway.state.monitor import ReplicaMonitor
+from gateway.state.prefill import PrefillBacklog
 from gateway.state.redis_link import LinkSettings, RedisLink
 from gateway.state.redis_store import RedisStateStore
 from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
@@ -97,7 +98,8 @@ class Gateway:
         self.telemetry.watch_replicas(lambda: self.current.config.replicas, self.store.snapshot)
         server = config.server
         self._pool = Pool(connect_timeout_s=server.upstream_connect_timeout_s, idle_timeout_s=server.upstream_idle_timeout_s)
-        self.forwarder = Forwarder(self._pool, self.store, server.max_attempts)
+        self.backlog = PrefillBacklog()
+        self.forwarder = Forwarder(self._pool, self.store, server.max_attempts, self.backlog)
         # Health checks and scrapes use their own client: they must never queue behind proxied streams.
         self._session: aiohttp.ClientSession | None = None
         self._monitor: ReplicaMonitor | None = None

@@ -4,6 +4,7 @@ validate, classify, route, forward, relay."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import time
@@ -15,7 +16,7 @@ import orjson
 
 from gateway.api.body import ChatBody, CompletionBody, parse_body
 from gateway.decide import Plan, plan_request, refuse
-from gateway.domain import Outcome, Replica
+from gateway.domain import Outcome, Prediction, Replica
 from gateway.errors import BodyTooLarge, RequestError
 from gateway.proxy.forward import Answer
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
@@ -72,7 +73,7 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
     grant = await gateway.access.admit(headers, body.model)
     grant.cap_priority(headers)
     snapshot = grant.visible(gateway.store.snapshot(), current.config)
-    plan = plan_request(current.config, current.counters, snapshot, body, headers)
+    plan = plan_request(current.config, current.counters, snapshot, body, headers, backlog=gateway.backlog.tokens)
     if not plan.decision.ranked:
         refusal = refuse(plan)
         gateway.telemetry.requests.labels(plan.profile.model, "none", plan.profile.task, str(refusal.status)).inc()
@@ -95,7 +96,8 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
     overhead_s = time.perf_counter() - received
     gateway.telemetry.overhead.observe(overhead_s)
     try:
-        answer = await gateway.forwarder.send(plan.decision.ranked, endpoint.path, body_for, upstream_headers, bool(body.stream))
+        answer = await gateway.forwarder.send(plan.decision.ranked, endpoint.path, body_for, upstream_headers,
+                                              bool(body.stream), plan.profile.input_tokens)
     except RequestError as exc:
         gateway.telemetry.requests.labels(plan.profile.model, "none", plan.profile.task, str(exc.status)).inc()
         raise
@@ -110,7 +112,10 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
         (b"x-request-id", request_id.encode("latin-1")),
     ]
 
+    prediction = plan.decision.predictions.get(answer.replica.id)
+
     async def on_done(outcome: Outcome) -> None:
+        outcome = with_prediction(outcome, prediction)
         await gateway.store.finish(outcome)
         await gateway.access.settle(grant, plan.profile.model, variant.name, plan.profile.task, outcome, variant.price)
         record(gateway.telemetry, plan, variant.name, outcome, answer.failed_attempts, request_id)
@@ -180,6 +185,14 @@ def record(telemetry: Telemetry, plan: Plan, variant: str, outcome: Outcome, fal
         telemetry.slo.labels(profile.task, "met" if met_budget(plan, outcome) else "missed").inc()
     if access_log.isEnabledFor(logging.INFO):
         access_log.info("request", extra={"fields": _access_fields(plan, variant, outcome, request_id)})
+
+
+def with_prediction(outcome: Outcome, prediction: Prediction | None) -> Outcome:
+    """The outcome carrying the latency model's raw prediction, which the store learns its bias on."""
+    if prediction is None or prediction.model_ttft_ms is None:
+        return outcome
+    tpot = None if prediction.model_tpot_ms is None else prediction.model_tpot_ms / 1e3
+    return dataclasses.replace(outcome, predicted_ttft_s=prediction.model_ttft_ms / 1e3, predicted_tpot_s=tpot)
 
 
 def met_budget(plan: Plan, outcome: Outcome) -> bool:

@@ -139,7 +139,7 @@ def _variant(model: str, name: str, v: schema.VariantSection, tasks: set[str], p
         model=model, name=name, kind=VariantKind(v.kind), served_model_name=v.served_model_name,
         max_model_len=v.max_model_len, supports_tools=v.tools,
         price=Price(v.price.input_per_mtok, v.price.output_per_mtok),
-        speed=SpeedPrior(v.speed.prefill_tokens_per_s, v.speed.decode_s_per_token, v.speed.decode_slowdown_per_seq),
+        speed=SpeedPrior(**{**v.speed.model_dump(), "tokens_per_step": tuple(sorted(v.speed.tokens_per_step.items()))}),
         allowed_tasks=allowed,
     )
 

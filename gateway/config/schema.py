@@ -74,10 +74,25 @@ class PriceSection(Strict):
     output_per_mtok: Annotated[float, Field(ge=0)]
 
 
+NonNegative = Annotated[float, Field(ge=0)]
+
+
 class SpeedSection(Strict):
+    """The variant's step model (see gateway.domain.SpeedPrior); only the first two are required."""
+
     prefill_tokens_per_s: PositiveFloat
     decode_s_per_token: PositiveFloat
-    decode_slowdown_per_seq: Annotated[float, Field(ge=0)] = 0.02
+    decode_slowdown_per_seq: NonNegative = 0.02
+    step_s_per_seq: NonNegative | None = None
+    kv_read_s_per_token: NonNegative = 0.0
+    frontend_s: NonNegative = 0.0
+    max_num_batched_tokens: PositiveInt = 8192
+    max_num_seqs: PositiveInt = 256
+    kv_cache_tokens: Annotated[int, Field(ge=0)] = 0
+    draft_tokens: Annotated[float, Field(ge=0, le=64)] = 0.0
+    draft_s_per_step: NonNegative = 0.0
+    draft_s_per_seq: NonNegative = 0.0
+    tokens_per_step: dict[str, Annotated[float, Field(ge=1.0)]] = Field(default_factory=dict)
 
 
 class ReplicaSection(Strict):

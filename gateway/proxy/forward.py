@@ -16,6 +16,7 @@ from gateway.domain import Outcome, Replica
 from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, RequestError, UpstreamFailed
 from gateway.proxy.http1 import Pool, Response, UpstreamError, UpstreamTimeout
 from gateway.proxy.sse import EventSplitter
+from gateway.state.prefill import PrefillBacklog
 from gateway.state.store import StateStore
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -49,10 +50,11 @@ class Failure:
 class Forwarder:
     """Runs the attempt loop, passing every attempt through the state store (begin/finish)."""
 
-    def __init__(self, pool: Pool, store: StateStore, max_attempts: int) -> None:
+    def __init__(self, pool: Pool, store: StateStore, max_attempts: int, backlog: PrefillBacklog) -> None:
         self._pool = pool
         self._store = store
         self._max_attempts = max_attempts
+        self._backlog = backlog
 
     async def send(
         self,
@@ -61,8 +63,10 @@ class Forwarder:
         body_for: Callable[[Replica], bytes],
         headers: bytes,
         stream: bool,
+        prompt_tokens: int = 0,
     ) -> Answer:
-        """``headers``: extra raw request header lines (CRLF-terminated) for the replica."""
+        """``headers``: extra raw request header lines (CRLF-terminated) for the replica.
+        ``prompt_tokens`` count in the replica's prefill backlog until its first token (or end)."""
         failures: list[Failure] = []
         attempts = 0
         for replica in ranked:
@@ -72,7 +76,11 @@ class Forwarder:
             if not admission.admitted:
                 continue
             attempts += 1
-            answer = await self._attempt(replica, path, body_for(replica), headers, stream, failures)
+            self._backlog.add(replica.id, prompt_tokens)
+            try:
+                answer = await self._attempt(replica, path, body_for(replica), headers, stream, failures)
+            finally:
+                self._backlog.done(replica.id, prompt_tokens)  # prefilled (first event or whole body), or failed
             if answer is not None:
                 answer.failed_attempts = len(failures)
                 return answer

@@ -48,3 +48,84 @@ class QueueAwareLatencyPredictor:
             ttft_s = max(ttft_s, (1.0 - self.observed_weight) * ttft_s + self.observed_weight * state.ttft_s)
         e2e_s = ttft_s + (outputs - 1) * tpot_s
         return Prediction(ttft_ms=ttft_s * 1e3, e2e_ms=e2e_s * 1e3, tpot_ms=tpot_s * 1e3)
+
+
+@dataclass(frozen=True, slots=True)
+class StepModelPredictor:
+    """Predicts latency by replaying vLLM's scheduler in closed form on the variant's step model
+    (see ``SpeedPrior``), then corrects by the replica's learned bias.
+
+    - running sequences B: the larger of the gateway's in-flight count and vLLM's gauge;
+      context they attend over: KV usage x KV capacity when both are known;
+    - a decode step: base + b x B x (1 + drafts) + c x context (+ draft costs); time per output
+      token = that step / the task's tokens per step (speculation: acceptance by task);
+    - TTFT = frontend + half a step in flight + queueing + prefill, where prefill is this
+      prompt's chunks (the step's token budget minus the decoders' tokens) and queueing, when
+      vLLM reports waiting requests, lets W requests ahead take slots freed at the rate B
+      sequences finish;
+    - end-to-end = TTFT + (expected output - 1) x time per output token.
+    Inputs: prompt tokens, expected output, task; in-flight, running, waiting, KV usage, biases.
+    """
+
+    name: str = "step-model"
+
+    def predict(self, request: RequestProfile, candidate: Candidate) -> Prediction:
+        speed = candidate.variant.speed
+        state = candidate.state
+        running = max(state.in_flight, state.running or 0)
+        context = _context_tokens(candidate, running, request)
+        drafts = speed.draft_tokens
+        step_s = (
+            speed.decode_s_per_token
+            + speed.per_seq_s * running * (1 + drafts)
+            + speed.kv_read_s_per_token * context
+            + ((speed.draft_s_per_step + speed.draft_s_per_seq * running) if drafts else 0.0)
+        )
+        # While we decode, prompts arriving after us share the steps: at prompt-token utilisation
+        # u (rate x seconds per prompt token) an average step stretches by 1 / (1 - u). Our own
+        # sequence joins the batch once it decodes.
+        stretch = 1.0 / (1.0 - _prefill_utilisation(candidate))
+        decode_step_s = (step_s + speed.per_seq_s * (1 + drafts)) * stretch
+        tpot_s = decode_step_s / speed.tokens_per_step_for(request.task)
+        # Prompts queued ahead (vLLM prefills in arrival order) go first, then ours, in chunks of
+        # the step's token budget left after the decoders.
+        prefill_tokens = state.prefill_backlog_tokens + request.input_tokens
+        budget = max(1, int(speed.max_num_batched_tokens - running * (1 + drafts)))
+        chunks = -(-prefill_tokens // budget)
+        prefill_s = chunks * step_s + prefill_tokens / speed.prefill_tokens_per_s
+        outputs = max(1, request.expected_output_tokens)
+        queue_s = 0.0
+        waiting = state.waiting or 0
+        if waiting and running:
+            # Slots free as running sequences finish, each after ~``outputs`` decode steps.
+            queue_s = (waiting + 1) * outputs * decode_step_s / running
+        model_ttft_s = speed.frontend_s + 0.5 * step_s + queue_s + prefill_s
+        ttft_s = model_ttft_s * state.ttft_bias
+        model_tpot_s = tpot_s
+        tpot_s *= state.tpot_bias
+        e2e_s = ttft_s + (outputs - 1) * tpot_s
+        return Prediction(
+            ttft_ms=ttft_s * 1e3, e2e_ms=e2e_s * 1e3, tpot_ms=tpot_s * 1e3,
+            model_ttft_ms=model_ttft_s * 1e3, model_tpot_ms=model_tpot_s * 1e3,
+        )
+
+
+# Beyond this the replica is saturated with prefill; stretching without bound would only
+# reflect scrape noise.
+_MAX_PREFILL_UTILISATION = 0.9
+
+
+def _prefill_utilisation(candidate: Candidate) -> float:
+    rate = candidate.state.prefill_tokens_per_s
+    if not rate:
+        return 0.0
+    return min(_MAX_PREFILL_UTILISATION, rate / candidate.variant.speed.prefill_tokens_per_s)
+
+
+def _context_tokens(candidate: Candidate, running: int, request: RequestProfile) -> float:
+    """Tokens the running sequences attend over: from KV usage when known, else assume they look
+    like this request half-way through."""
+    speed, state = candidate.variant.speed, candidate.state
+    if state.kv_cache_usage is not None and speed.kv_cache_tokens:
+        return state.kv_cache_usage * speed.kv_cache_tokens
+    return running * (request.input_tokens + request.expected_output_tokens / 2)

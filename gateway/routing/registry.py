@@ -17,8 +17,8 @@ from gateway.routing.filters import (
     ToolsSupportedFilter,
 )
 from gateway.routing.objectives import CheapestWithinBudgetObjective, FastestObjective, FixedOrderObjective
-from gateway.routing.predictors import QueueAwareLatencyPredictor
-from gateway.routing.scorers import LeastLoadedScorer, LowErrorScorer, PredictedLatencyScorer
+from gateway.routing.predictors import QueueAwareLatencyPredictor, StepModelPredictor
+from gateway.routing.scorers import LeastLoadedScorer, LowErrorScorer, ObservedTtftScorer, PredictedLatencyScorer
 
 PluginKind = Literal["filter", "predictor", "scorer", "objective"]
 
@@ -37,9 +37,11 @@ PLUGIN_TYPES: Mapping[str, PluginType] = MappingProxyType(
         "task-allowed": PluginType("filter", TaskAllowedFilter),
         "error-rate": PluginType("filter", ErrorRateFilter),
         "queue-aware-latency": PluginType("predictor", QueueAwareLatencyPredictor),
+        "step-model": PluginType("predictor", StepModelPredictor),
         "least-loaded": PluginType("scorer", LeastLoadedScorer),
         "predicted-latency": PluginType("scorer", PredictedLatencyScorer),
         "low-error": PluginType("scorer", LowErrorScorer),
+        "observed-ttft": PluginType("scorer", ObservedTtftScorer),
         "cheapest-within-budget": PluginType("objective", CheapestWithinBudgetObjective),
         "fastest": PluginType("objective", FastestObjective),
         "fixed-order": PluginType("objective", FixedOrderObjective),

@@ -37,3 +37,19 @@ class LowErrorScorer:
 
     def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
         return min(1.0, max(0.0, 1.0 - candidate.state.error_rate))
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedTtftScorer:
+    """LiteLLM's latency-based routing, as a baseline: ``scale / (scale + observed EWMA TTFT ms)``;
+    a replica not yet observed scores 1 (LiteLLM tries unmeasured deployments first). It looks
+    at the past only: no prompt length, no queue, no budget."""
+
+    name: str = "observed-ttft"
+    scale_ms: float = 100.0
+
+    def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
+        ttft_s = candidate.state.ttft_s
+        if ttft_s is None:
+            return 1.0
+        return self.scale_ms / (self.scale_ms + ttft_s * 1e3)

@@ -9,6 +9,7 @@ time-derived alpha would give the second of two simultaneous samples zero weight
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gateway.domain import Outcome
@@ -48,6 +49,9 @@ class Observations:
     ttft: DecayingMean = DecayingMean()
     tpot: DecayingMean = DecayingMean()
     errors: DecayingMean = DecayingMean()  # mean of 1 (error) / 0 (success): the error rate
+    # Mean log(actual / predicted) of the latency model: its bias on this replica, learned online.
+    ttft_log_bias: DecayingMean = DecayingMean()
+    tpot_log_bias: DecayingMean = DecayingMean()
 
     @property
     def ttft_s(self) -> float | None:
@@ -61,6 +65,15 @@ class Observations:
     def error_rate(self) -> float:
         """Fraction of recent requests that failed or were refused as overload, in [0, 1]."""
         return self.errors.value or 0.0
+
+    @property
+    def ttft_bias(self) -> float:
+        """actual / predicted TTFT, geometric mean of recent requests (1 before any)."""
+        return math.exp(self.ttft_log_bias.value or 0.0)
+
+    @property
+    def tpot_bias(self) -> float:
+        return math.exp(self.tpot_log_bias.value or 0.0)
 
 
 def observe(
@@ -79,14 +92,28 @@ def observe(
         return observations
     errors = observations.errors.add(0.0 if kind is OutcomeKind.SUCCESS else 1.0, now, half_life_s)
     if kind is not OutcomeKind.SUCCESS:
-        return Observations(observations.ttft, observations.tpot, errors)
+        return Observations(observations.ttft, observations.tpot, errors, observations.ttft_log_bias, observations.tpot_log_bias)
     ttft, tpot = observations.ttft, observations.tpot
+    ttft_bias, tpot_bias = observations.ttft_log_bias, observations.tpot_log_bias
     if outcome.ttft_s is not None:
         ttft = ttft.add(outcome.ttft_s, now, half_life_s)
+        ttft_bias = _add_ratio(ttft_bias, outcome.ttft_s, outcome.predicted_ttft_s, now, half_life_s)
         per_token = time_per_output_token(outcome)
         if per_token is not None:
             tpot = tpot.add(per_token, now, half_life_s)
-    return Observations(ttft, tpot, errors)
+            tpot_bias = _add_ratio(tpot_bias, per_token, outcome.predicted_tpot_s, now, half_life_s)
+    return Observations(ttft, tpot, errors, ttft_bias, tpot_bias)
+
+
+# A single wild sample (a GC pause, a preemption) must not swing the model by more than e^1.
+_MAX_LOG_RATIO = 1.0
+
+
+def _add_ratio(mean: DecayingMean, actual: float, predicted: float | None, now: float, half_life_s: float) -> DecayingMean:
+    if predicted is None or predicted <= 0 or actual <= 0:
+        return mean
+    ratio = max(-_MAX_LOG_RATIO, min(_MAX_LOG_RATIO, math.log(actual / predicted)))
+    return mean.add(ratio, now, half_life_s)
 
 
 def time_per_output_token(outcome: Outcome) -> float | None:

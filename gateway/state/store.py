@@ -99,6 +99,8 @@ class _Record:
     health_at: float = -math.inf
     stats: VllmStats | None = None
     stats_at: float = -math.inf
+    # Prompt tokens per second the replica prefilled between its last two scrapes (smoothed).
+    prefill_rate: float | None = None
     breaker: Breaker = field(default_factory=Breaker)
     observations: Observations = field(default_factory=Observations)
     # The last ReplicaState built and until when it holds. Building one costs microseconds and a
@@ -165,6 +167,7 @@ class InMemoryStateStore:
     async def record_stats(self, replica_id: str, stats: VllmStats, at: float) -> None:
         record = self._record(replica_id)
         if at >= record.stats_at:
+            record.prefill_rate = prefill_rate(record.stats, record.stats_at, stats, at, record.prefill_rate)
             record.stats, record.stats_at = stats, at
             record.changed()
 
@@ -199,9 +202,12 @@ class InMemoryStateStore:
             running=stats.running if stats else None,
             waiting=stats.waiting if stats else None,
             kv_cache_usage=stats.kv_cache_usage if stats else None,
+            prefill_tokens_per_s=record.prefill_rate if stats else None,
             ttft_s=observations.ttft_s,
             tpot_s=observations.tpot_s,
             error_rate=observations.error_rate,
+            ttft_bias=observations.ttft_bias,
+            tpot_bias=observations.tpot_bias,
         )
 
     def _next_change(self, record: _Record, now: float) -> float:
@@ -210,6 +216,20 @@ class InMemoryStateStore:
         stale = self._settings.stale_after_s
         ages = (t for t in (record.health_at + stale, record.stats_at + stale) if t > now)
         return min([record.breaker.next_change(now), *ages])
+
+
+def prefill_rate(
+    before: VllmStats | None, before_at: float, after: VllmStats, at: float, smoothed: float | None
+) -> float | None:
+    """Prompt tokens per second from two scrapes' ``prompt_tokens_total``, averaged with the
+    previous value (half each): a one-interval burst moves it, a single scrape does not own it."""
+    if before is None or before.prompt_tokens_total is None or after.prompt_tokens_total is None or at <= before_at:
+        return smoothed
+    delta = after.prompt_tokens_total - before.prompt_tokens_total
+    if delta < 0:  # the replica restarted: its counters did too
+        return smoothed
+    rate = delta / (at - before_at)
+    return rate if smoothed is None else 0.5 * (smoothed + rate)
 
 
 def _health(ok: bool | None, fresh: bool) -> Health:

@@ -24,3 +24,10 @@ def test_scores(scorer, cand, prediction, expected):
     value = scorer.score(request(), cand, prediction)
     assert 0.0 <= value <= 1.0
     assert value == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("state", "expected"), [({}, 1.0), ({"ttft_s": 0.1}, 0.5), ({"ttft_s": 0.3}, 0.25)])
+def test_observed_ttft_scorer_prefers_unmeasured_then_fastest(state, expected):
+    from gateway.routing.scorers import ObservedTtftScorer
+
+    assert ObservedTtftScorer(scale_ms=100).score(request(), candidate(STANDARD, **state), P) == pytest.approx(expected)

@@ -1,0 +1,6 @@
+"""Policy replay: the real router against the simulator's engine model in virtual time, no HTTP.
+
+``duet replay --trace code,conv --replicas h100-70b --policy duet [--compare]`` replays a whole
+trace hour through the routing code operators deploy, in seconds, and reports SLO attainment by
+task, goodput, cost, variant mix and predictor error.
+"""
