@@ -9,8 +9,9 @@ through both and compares. One hash per replica holds, by field:
     b_state b_fail b_open b_cool b_probe     breaker (b_probe: a probe is out until then)
     o_{ttft,tpot,err}_{t,w,a}      decaying means: total, weight, at
 
-and one hash per replica counts requests in flight per gateway (field: the gateway's id), so a
-gateway that dies without finishing its requests can be discounted (its liveness key expires).
+and one hash per replica holds each gateway's requests in flight (field: the gateway's id), which
+each gateway publishes with every refresh (no write per request), so a gateway that dies without
+finishing its requests stops counting once its liveness key expires.
 Times are wall-clock seconds passed in by the caller.
 """
 
@@ -39,7 +40,7 @@ local function read(key)
 end
 """
 
-# KEYS: record, in-flight. ARGV: gateway id, now, probe timeout.
+# KEYS: record. ARGV: gateway id, now, probe timeout.
 # Returns {permit, record...}: permit 'allowed' | 'probe' | 'refused'.
 BEGIN = Script("begin", _BREAKER + """
 local now = tonumber(ARGV[2])
@@ -54,16 +55,14 @@ if pos ~= 'closed' then
     redis.call('HSET', KEYS[1], 'b_state', 'half_open', 'b_probe', now + tonumber(ARGV[3]))
   end
 end
-if permit ~= 'refused' then redis.call('HINCRBY', KEYS[2], ARGV[1], 1) end
 local _, flat = read(KEYS[1])
 return {permit, flat}
 """)
 
-# KEYS: record, in-flight. ARGV: gateway id, now, kind (success|overload|client|failure),
+# KEYS: record. ARGV: gateway id, now, kind (success|overload|client|failure),
 # ttft sample or '', tpot sample or '', half life, failure threshold, cooldown, max cooldown, backoff.
 FINISH = Script("finish", _BREAKER + """
 local key, now, kind = KEYS[1], tonumber(ARGV[2]), ARGV[3]
-if redis.call('HINCRBY', KEYS[2], ARGV[1], -1) < 0 then redis.call('HSET', KEYS[2], ARGV[1], 0) end
 local half_life = tonumber(ARGV[6])
 local r = read(key)
 if kind == 'client' then
@@ -145,10 +144,4 @@ for i = 2, #KEYS, 2 do
   out[#out + 1] = sum
 end
 return out
-""")
-
-# KEYS: in-flight. ARGV: gateway id, delta.
-INFLIGHT = Script("inflight", """
-if redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2]) < 0 then redis.call('HSET', KEYS[1], ARGV[1], 0) end
-return 1
 """)

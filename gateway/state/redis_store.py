@@ -5,9 +5,10 @@ How it meets ``StateStore``'s contract without putting Redis on the request path
 
 - ``snapshot`` reads a local copy that a background task refreshes every ``refresh_s`` with one
   script (which also publishes this gateway's in-flight counts and renews its liveness).
-- ``begin`` decides from that copy when the breaker reads CLOSED (no round trip: the count goes
-  out in the next pipeline) or OPEN (refused); only a breaker whose cooldown has passed needs the
-  atomic ``begin`` script, so exactly one gateway claims its probe.
+- ``begin`` decides from that copy when the breaker reads CLOSED (admitted, no round trip) or
+  OPEN (refused); only a breaker whose cooldown has passed needs the atomic ``begin`` script, so
+  exactly one gateway claims its probe. In-flight counts are this gateway's own, exact, plus the
+  other gateways' as of their last refresh (each publishes its own counts with every refresh).
 - ``finish``, ``record_health`` and ``record_stats`` are queued writes: the next pipeline carries
   them, the caller never waits.
 
@@ -43,7 +44,9 @@ class SharedRecord:
     """One replica as Redis last told this gateway (fields as in ``redis_scripts``)."""
 
     fields: Mapping[str, str]
-    in_flight: int
+    # Requests the *other* live gateways had in flight at the last refresh (this gateway's own
+    # count is always exact, from memory).
+    others_in_flight: int
 
     def breaker(self) -> Breaker:
         f = self.fields
@@ -60,7 +63,7 @@ class SharedRecord:
         weight = float(self.fields.get(f"o_{name}_w", 0.0))
         return float(self.fields[f"o_{name}_t"]) / weight if weight > 0 else None
 
-    def view(self, replica_id: str, now: float, stale_after_s: float) -> ReplicaState:
+    def view(self, replica_id: str, now: float, stale_after_s: float, mine: int) -> ReplicaState:
         """The routing view of this record at ``now`` (stale health and stats read unknown)."""
         f = self.fields
         health = Health.UNKNOWN
@@ -71,7 +74,7 @@ class SharedRecord:
             replica_id=replica_id,
             health=health,
             breaker=self.breaker().view(now),
-            in_flight=self.in_flight,
+            in_flight=self.others_in_flight + mine,
             running=_count(f.get("s_run")) if fresh else None,
             waiting=_count(f.get("s_wait")) if fresh else None,
             kv_cache_usage=None if not fresh or "s_kv" not in f else float(f["s_kv"]),
@@ -133,7 +136,8 @@ class RedisStateStore:
             local = self._local.snapshot()
             return {rid: dataclasses.replace(s, in_flight=self._mine.get(rid, 0)) for rid, s in local.items()}
         now, stale = time.time(), self._settings.stale_after_s
-        return {rid: record.view(rid, now, stale) for rid, record in self._shared.items()}
+        mine = self._mine
+        return {rid: record.view(rid, now, stale, mine.get(rid, 0)) for rid, record in self._shared.items()}
 
     async def begin(self, replica_id: str) -> Admission:
         self._known.add(replica_id)
@@ -141,8 +145,7 @@ class RedisStateStore:
         if not self._link.up or record is None:
             return self._count(await self._local.begin(replica_id))
         position = record.breaker().position(time.time())
-        if position is BreakerState.CLOSED:
-            self._link.send(scripts.INFLIGHT, [self._inflight_key(replica_id)], [self._gateway_id, 1])
+        if position is BreakerState.CLOSED:  # the count goes out with the next refresh
             return self._count(Admission(replica_id, admitted=True))
         if position is BreakerState.OPEN:
             return Admission(replica_id, admitted=False, reason="circuit breaker open")
@@ -162,7 +165,7 @@ class RedisStateStore:
             self._settings.half_life_s, breaker.failure_threshold, breaker.cooldown_s, breaker.max_cooldown_s,
             breaker.backoff,
         ]
-        self._link.send(scripts.FINISH, [self._record_key(rid), self._inflight_key(rid)], args)
+        self._link.send(scripts.FINISH, [self._record_key(rid)], args)
 
     async def record_health(self, replica_id: str, healthy: bool, at: float) -> None:
         self._known.add(replica_id)
@@ -196,20 +199,21 @@ class RedisStateStore:
         for rid in replicas:
             keys += [self._record_key(rid), self._inflight_key(rid)]
         args: list[Arg] = [self._gateway_id, liveness_ttl_ms(self._refresh_s), self._prefix + "gw:"]
-        args += [self._mine.get(rid, 0) for rid in replicas]
-        reply = await self._link.call(scripts.REFRESH, keys, args)
-        shared = {rid: SharedRecord(decode_hash(reply[2 * i]), int(reply[2 * i + 1])) for i, rid in enumerate(replicas)}
+        published = [self._mine.get(rid, 0) for rid in replicas]
+        reply = await self._link.call(scripts.REFRESH, keys, [*args, *published])
+        shared = {rid: SharedRecord(decode_hash(reply[2 * i]), int(reply[2 * i + 1]) - published[i])
+                  for i, rid in enumerate(replicas)}
         self._shared = {rid: record for rid, record in shared.items() if rid in self._known}
 
     async def _claim(self, replica_id: str) -> Admission:
         """Run the atomic begin script: the breaker's cooldown has passed, one gateway probes."""
-        keys = [self._record_key(replica_id), self._inflight_key(replica_id)]
+        keys = [self._record_key(replica_id)]
         try:
             permit, flat = await self._link.call(scripts.BEGIN, keys, [self._gateway_id, time.time(), self._probe_timeout()])
         except StoreUnavailable:
             return await self._local.begin(replica_id)
         record = self._shared.get(replica_id)
-        self._shared[replica_id] = SharedRecord(decode_hash(flat), record.in_flight if record else 0)
+        self._shared[replica_id] = SharedRecord(decode_hash(flat), record.others_in_flight if record else 0)
         if permit == b"refused":
             return Admission(replica_id, admitted=False, reason="circuit breaker open")
         return Admission(replica_id, admitted=True, probe=permit == b"probe")

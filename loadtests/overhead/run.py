@@ -8,6 +8,7 @@ import platform
 import re
 import subprocess
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,12 +20,14 @@ from loadtests.overhead.machine import wait_until_quiet
 from loadtests.overhead.measure import MODES, Measurement, PhasePlan, measure, run_wrk
 from loadtests.overhead.peers import litellm_launch, vllm_router_launch
 from loadtests.overhead.processes import PinnedProcess, ProcessFailed, free_port, start_pinned, wait_until
+from loadtests.overhead.redis import start_redis
 from loadtests.overhead.smoke import smoke_problem
 from loadtests.overhead.wrk import WrkResult, render_script
 
-GATEWAYS = ("duet", "vllm-router", "litellm")
-# Not run by default: needs `duet serve --state redis://...` (issue #5) and Debian's redis-server.
-OPTIONAL_GATEWAYS = ("duet-redis",)
+# duet-redis: Duet with its state in Redis (`duet serve --state redis://...`, issue #5), the
+# redis-server pinned to the load core beside the backend.
+GATEWAYS = ("duet", "duet-redis", "vllm-router", "litellm")
+OPTIONAL_GATEWAYS: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +89,23 @@ def backend_ceiling(url: str, scripts: dict[str, Path], settings: RunSettings) -
                           max(3.0, plan.throughput_s / 2), settings.gateway_core) for mode in MODES}
 
 
-def _launchers(settings: RunSettings, backend_url: str) -> dict[str, Callable[[], GatewayLaunch | Unavailable]]:
+def _duet_redis(settings: RunSettings, backend_url: str, cleanup: ExitStack) -> GatewayLaunch | Unavailable:
+    """Duet with the Redis store; its redis-server runs on the load core until the run ends."""
+    started = start_redis(settings.run_dir, settings.plan.load_core)
+    if isinstance(started, Unavailable):
+        return started
+    redis, url = started
+    cleanup.callback(redis.stop)
+    return duet_launch(settings.run_dir, backend_url, free_port(), name="duet-redis", state_url=url)
+
+
+def _launchers(
+    settings: RunSettings, backend_url: str, cleanup: ExitStack
+) -> dict[str, Callable[[], GatewayLaunch | Unavailable]]:
     run_dir = settings.run_dir
     return {
         "duet": lambda: duet_launch(run_dir, backend_url, free_port()),
-        "duet-redis": lambda: Unavailable("duet-redis", "the Redis store option of `duet serve` is not defined yet"),
+        "duet-redis": lambda: _duet_redis(settings, backend_url, cleanup),
         "litellm": lambda: litellm_launch(settings.litellm_venv, run_dir, backend_url, free_port()),
         "vllm-router": lambda: vllm_router_launch(settings.vllm_router_venv, backend_url, free_port(), free_port()),
     }
@@ -120,13 +135,14 @@ def run(settings: RunSettings, say: Callable[[str], None] = print) -> RunResult:
     skipped: list[Unavailable] = []
     versions = {"nginx": _tool_version(["nginx", "-v"]), "wrk": _tool_version(["wrk", "-v"]),
                 "python": platform.python_version()}
+    cleanup = ExitStack()
     try:
         say("backend ceiling (nginx alone on the load core, wrk on the gateway core)")
         ceiling = backend_ceiling(backend_url, scripts, settings)
         for mode in MODES:
             say(f"  direct {mode}")
             measurements.append(measure("direct", backend_url, mode, scripts[mode], settings.plan, None))
-        launchers = _launchers(settings, backend_url)
+        launchers = _launchers(settings, backend_url, cleanup)
         for name in settings.gateways:
             launch = launchers[name]()
             if isinstance(launch, Unavailable):
@@ -141,5 +157,6 @@ def run(settings: RunSettings, say: Callable[[str], None] = print) -> RunResult:
                 skipped.append(Unavailable(name, f"failed: {failure}"))
                 say(f"  {name}: FAILED: {failure}")
     finally:
+        cleanup.close()
         backend.stop()
     return RunResult(tuple(measurements), tuple(skipped), ceiling, versions, busy_before)

@@ -1,0 +1,155 @@
+"""KeyedAccess and OpenAccess: 401/403/429 through the error hierarchy, tiers capping priority
+and variants, settling into the ledger, and quotas failing open or closed."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gateway.access.guard import Grant, KeyedAccess
+from gateway.access.keys import new_key
+from gateway.access.keystore import FileKeyStore
+from gateway.access.ledger import Charge, UsageRow, month_of
+from gateway.access.off import OpenAccess
+from gateway.access.quotas import InMemoryQuotaBook, Refusal
+from gateway.config import parse_config
+from gateway.config.types import DuetConfig, Tier
+from gateway.domain import Outcome, Price, Priority, ReplicaState
+from gateway.errors import AuthenticationFailed, PermissionDenied, RateLimited
+from gateway.state.redis_link import StoreUnavailable
+from gateway.telemetry import Telemetry
+
+DEMO = Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml"
+TIERS = {
+    "two": {"requests_per_min": 2},
+    "fast-only": {"variants": ["fast"], "priority": "batch"},
+    "nothing": {"models": []},
+}
+
+
+def config(tmp: Path) -> DuetConfig:
+    raw = yaml.safe_load(DEMO.read_text())
+    raw["access"] = {"require_keys": True, "keys_file": str(tmp / "keys.json"), "tiers": TIERS}
+    return parse_config(yaml.safe_dump(raw))
+
+
+class DownQuotas(InMemoryQuotaBook):
+    async def admit(self, key_id: str, tier: Tier, now: float) -> Refusal | None:
+        raise StoreUnavailable("redis is down")
+
+
+def access(tmp: Path, quotas: InMemoryQuotaBook | None = None, failure: str = "open") -> tuple[KeyedAccess, dict[str, str]]:
+    cfg = config(tmp)
+    store = FileKeyStore(cfg.access.keys_file)
+    secrets = {}
+    for tier in TIERS:
+        secret, record = new_key(f"k-{tier}", tier, 1.0)
+        asyncio.run(store.add(record))
+        secrets[tier] = secret
+    gate = KeyedAccess(lambda: cfg, store, quotas or InMemoryQuotaBook(), Telemetry(), quota_failure=failure)
+    asyncio.run(gate.refresh_keys())
+    return gate, secrets
+
+
+def auth(secret: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {secret}"}
+
+
+def test_keys_are_required_and_checked(tmp_path: Path) -> None:
+    gate, secrets = access(tmp_path)
+    with pytest.raises(AuthenticationFailed):
+        asyncio.run(gate.admit({}, "smollm2"))
+    with pytest.raises(AuthenticationFailed):
+        asyncio.run(gate.admit(auth("sk-duet-wrong"), "smollm2"))
+    grant = asyncio.run(gate.admit(auth(secrets["two"]), "smollm2"))
+    assert grant.key is not None and grant.key.name == "k-two"
+
+
+def test_a_key_made_after_the_last_load_works_at_once(tmp_path: Path) -> None:
+    gate, _ = access(tmp_path)
+    secret, record = new_key("late", "two", 2.0)
+    asyncio.run(FileKeyStore(config(tmp_path).access.keys_file).add(record))
+    assert asyncio.run(gate.admit(auth(secret), "smollm2")).key == record
+
+
+def test_the_limit_answers_429_naming_it_with_retry_after(tmp_path: Path) -> None:
+    gate, secrets = access(tmp_path)
+
+    async def three() -> RateLimited:
+        for _ in range(2):
+            await gate.admit(auth(secrets["two"]), "smollm2")
+        with pytest.raises(RateLimited) as refused:
+            await gate.admit(auth(secrets["two"]), "smollm2")
+        return refused.value
+
+    error = asyncio.run(three())
+    assert error.param == "requests_per_min" and "requests per minute" in error.message
+    assert error.retry_after_s is not None and 59 < error.retry_after_s <= 60
+
+
+def test_tiers_restrict_models_and_pinned_variants(tmp_path: Path) -> None:
+    gate, secrets = access(tmp_path)
+    with pytest.raises(PermissionDenied):
+        asyncio.run(gate.admit(auth(secrets["nothing"]), "smollm2"))
+    with pytest.raises(PermissionDenied):
+        asyncio.run(gate.admit(auth(secrets["fast-only"]), "smollm2:standard"))
+    grant = asyncio.run(gate.admit(auth(secrets["fast-only"]), "smollm2:fast"))
+    cfg = config(tmp_path)
+    snapshot = {r.id: ReplicaState(r.id) for r in cfg.replicas}
+    assert set(grant.visible(snapshot, cfg)) == {r.id for r in cfg.replicas if r.variant == "fast"}
+
+
+@pytest.mark.parametrize(("claimed", "expected"), [
+    (None, "batch"), ("interactive", "batch"), ("batch", "batch"), ("sheddable", "sheddable")])
+def test_a_tier_caps_the_priority_class(claimed: str | None, expected: str) -> None:
+    grant = Grant(None, Tier("t", priority=Priority.BATCH))
+    headers = {} if claimed is None else {"x-duet-priority": claimed}
+    grant.cap_priority(headers)
+    assert headers["x-duet-priority"] == expected
+
+
+def test_settle_charges_the_ledger_at_the_variant_price(tmp_path: Path) -> None:
+    quotas = InMemoryQuotaBook()
+    gate, secrets = access(tmp_path, quotas)
+
+    async def main() -> Sequence[UsageRow]:
+        grant = await gate.admit(auth(secrets["two"]), "smollm2")
+        outcome = Outcome("smollm2/fast/0", True, 200, 0.01, 0.1, 1000, 500)
+        await gate.settle(grant, "smollm2", "fast", "chat", outcome, Price(1.0, 2.0))
+        failed = dataclasses.replace(outcome, ok=False, status=502)
+        await gate.settle(grant, "smollm2", "fast", "chat", failed, Price(1.0, 2.0))
+        return await quotas.usage(month_of(time.time()))
+
+    (row,) = asyncio.run(main())
+    assert (row.requests, row.input_tokens, row.output_tokens) == (2, 1000, 500)  # a failure costs nothing
+    assert row.cost_usd == pytest.approx((1000 * 1.0 + 500 * 2.0) / 1e6)
+
+
+@pytest.mark.parametrize(("failure", "admitted"), [("open", True), ("closed", False)])
+def test_quotas_fail_open_or_closed_when_redis_is_down(tmp_path: Path, failure: str, admitted: bool) -> None:
+    gate, secrets = access(tmp_path, DownQuotas(), failure)
+    if admitted:
+        assert asyncio.run(gate.admit(auth(secrets["two"]), "smollm2")).key is not None
+    else:
+        with pytest.raises(RateLimited) as refused:
+            asyncio.run(gate.admit(auth(secrets["two"]), "smollm2"))
+        assert refused.value.param == "quota_unavailable"
+
+
+def test_keys_off_admits_everyone_and_charges_nothing() -> None:
+    gate = OpenAccess()
+    grant = asyncio.run(gate.admit({}, "anything"))
+    assert grant.key is None
+    snapshot = {"r": ReplicaState("r")}
+    assert grant.visible(snapshot, None) is snapshot  # type: ignore[arg-type]
+    asyncio.run(gate.settle(grant, "m", "v", "t", Outcome("r", True, 200, None, 0.1, 1, 1), Price(1, 1)))
+
+
+def test_charge_entries_never_mix_parts() -> None:
+    assert Charge("k", "m", "v", "t", 1, 2, 0.0).entry.split("\t") == ["k", "m", "v", "t"]

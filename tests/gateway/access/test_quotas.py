@@ -1,0 +1,125 @@
+"""The limits, table-driven, through both quota books: in memory, and in a real redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+
+import pytest
+
+from gateway.access.ledger import Charge, month_of
+from gateway.access.quotas import InMemoryQuotaBook, QuotaBook, Refusal
+from gateway.access.redis_quotas import RedisQuotaBook
+from gateway.config.types import Tier
+from gateway.state.redis_link import LinkSettings, RedisLink
+from tests.redis_server import RedisServer
+
+T0 = 1_790_000_000.0  # a fixed wall-clock instant (mid-September 2026, UTC)
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@asynccontextmanager
+async def book(kind: str, redis: RedisServer) -> AsyncIterator[QuotaBook]:
+    if kind == "memory":
+        yield InMemoryQuotaBook()
+        return
+    link = RedisLink(LinkSettings(redis.url, timeout_s=1.0))
+    link.start()
+    try:
+        yield RedisQuotaBook(link, f"q{uuid.uuid4().hex[:8]}:")
+    finally:
+        await link.aclose()
+
+
+async def settled(quotas: QuotaBook, charge: Charge, now: float) -> None:
+    await quotas.settle(charge, now)
+    await asyncio.sleep(0.05)  # Redis settles through the link's queue; let it flush
+
+
+def charge(tokens_out: int = 0, cost: float = 0.0, key: str = "k1") -> Charge:
+    return Charge(key, "smollm2", "fast", "chat", 0, tokens_out, cost)
+
+
+KINDS = ["memory", "redis"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_requests_per_minute_is_a_sliding_window(kind: str, redis: RedisServer) -> None:
+    async def main() -> None:
+        async with book(kind, redis) as quotas:
+            tier = Tier("t", requests_per_min=3)
+            answers = [await quotas.admit("k1", tier, T0 + i) for i in range(4)]
+            assert answers[:3] == [None, None, None]
+            assert answers[3] == Refusal("requests_per_min", pytest.approx(57.0))
+            assert await quotas.admit("k2", tier, T0 + 4) is None  # per key
+            assert await quotas.admit("k1", tier, T0 + 59.5) is not None
+            assert await quotas.admit("k1", tier, T0 + 60.5) is None  # the first left the window
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_concurrent_admissions_admit_exactly_the_limit(kind: str, redis: RedisServer) -> None:
+    async def main() -> int:
+        async with book(kind, redis) as quotas:
+            tier = Tier("t", requests_per_min=60)
+            answers = await asyncio.gather(*(quotas.admit("k1", tier, T0) for _ in range(200)))
+            return sum(a is None for a in answers)
+
+    assert asyncio.run(main()) == 60
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_tokens_per_minute_are_charged_after_the_fact(kind: str, redis: RedisServer) -> None:
+    async def main() -> None:
+        async with book(kind, redis) as quotas:
+            tier = Tier("t", tokens_per_min=100)
+            assert await quotas.admit("k1", tier, T0) is None
+            await settled(quotas, charge(tokens_out=60), T0)
+            assert await quotas.admit("k1", tier, T0 + 1) is None  # 60 < 100
+            await settled(quotas, charge(tokens_out=50), T0 + 10)
+            refusal = await quotas.admit("k1", tier, T0 + 20)
+            assert refusal is not None and refusal.limit == "tokens_per_min"
+            assert refusal.retry_after_s == pytest.approx(40.0, abs=1.0)  # the 60 leave at T0+60
+            assert await quotas.admit("k1", tier, T0 + 61) is None
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_monthly_budget_refuses_until_the_month_ends(kind: str, redis: RedisServer) -> None:
+    async def main() -> None:
+        async with book(kind, redis) as quotas:
+            tier = Tier("t", monthly_budget_usd=0.01)
+            await settled(quotas, charge(cost=0.006), T0)
+            assert await quotas.admit("k1", tier, T0) is None
+            await settled(quotas, charge(cost=0.006), T0)
+            refusal = await quotas.admit("k1", tier, T0)
+            assert refusal is not None and refusal.limit == "monthly_budget_usd"
+            assert 0 < refusal.retry_after_s <= 31 * 86400
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_ledger_sums_per_key_model_variant_task(kind: str, redis: RedisServer) -> None:
+    async def main() -> None:
+        async with book(kind, redis) as quotas:
+            await settled(quotas, Charge("k1", "smollm2", "fast", "chat", 10, 5, 0.001), T0)
+            await settled(quotas, Charge("k1", "smollm2", "fast", "chat", 20, 7, 0.002), T0)
+            await settled(quotas, Charge("k2", "smollm2", "standard", "coding", 1, 1, 0.5), T0)
+            rows = await quotas.usage(month_of(T0))
+            assert [(r.key_id, r.variant, r.task, r.requests, r.input_tokens, r.output_tokens) for r in rows] == [
+                ("k1", "fast", "chat", 2, 30, 12), ("k2", "standard", "coding", 1, 1, 1)]
+            assert rows[0].cost_usd == pytest.approx(0.003)
+            assert [r.key_id for r in await quotas.usage(month_of(T0), "k2")] == ["k2"]
+            assert await quotas.usage("1999-01") == []
+
+    asyncio.run(main())
