@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("gateway.cli.check", "validate a duet.yaml"),
     "explain": ("gateway.cli.explain", "show how a config routes a request (dry run)"),
     "sim": ("serving.sim.cli", "run one simulated vLLM replica"),
+    "replay": ("loadtests.replay.cli", "replay a trace through routing policies in virtual time"),
     "keys": ("gateway.cli.keys", "create, list and revoke API keys"),
     "usage": ("gateway.cli.usage", "usage and cost per key, model, variant and task"),
     "bench": ("loadtests.cli", "load tests and benchmarks"),

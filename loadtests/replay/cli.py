@@ -1,0 +1,60 @@
+"""``duet replay``: a policy (or all of them) over a trace, in virtual time."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+COMPARED = ("always-standard", "always-fast", "round-robin", "least-loaded", "litellm-style", "duet")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser("replay", help="replay a trace through a routing policy in virtual time (no HTTP)")
+    parser.add_argument("--trace", default="code,conv", help="shipped traces (code, conv) or CSV paths, comma-separated")
+    parser.add_argument("--replicas", default="h100-70b:standard=1,fast=3",
+                        help="replica set and counts, e.g. h100-70b:standard=1,fast=3")
+    parser.add_argument("--policy", default="duet", help="a shipped policy name or a duet.yaml path")
+    parser.add_argument("--compare", action="store_true", help=f"also run {', '.join(COMPARED[:-1])}")
+    parser.add_argument("--rate-scale", type=float, default=1.0, help="multiply the trace's arrival rate")
+    parser.add_argument("--duration", type=float, default=3600.0, help="seconds of trace to replay")
+    parser.add_argument("--start", type=float, default=0.0, help="trace second to start at")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from loadtests.replay.report import summarize, table
+    from loadtests.replay.setup import arrivals, parse_cluster, policy_config
+    from loadtests.replay.simulation import Replay
+
+    try:
+        cluster = parse_cluster(args.replicas)
+        policies = [p for p in COMPARED if p != args.policy] + [args.policy] if args.compare else [args.policy]
+        configs = {p: policy_config(cluster, p) for p in policies}
+    except (ValueError, OSError) as exc:
+        print(f"duet replay: {exc}", file=sys.stderr)
+        return 2
+    schedule = arrivals(args.trace.split(","), args.duration, args.rate_scale, cluster, args.start)
+    summaries: dict[str, dict[str, Any]] = {}
+    for policy, config in configs.items():
+        started = time.perf_counter()
+        results = Replay(config, cluster.profiles(), seed=args.seed).run(schedule)
+        summaries[_name(policy)] = {**summarize(results, args.duration), "wall_s": round(time.perf_counter() - started, 2)}
+        if not args.json:
+            print(f"  {_name(policy)}: {len(results)} requests in {summaries[_name(policy)]['wall_s']} s", file=sys.stderr)
+    meta = {"trace": args.trace, "replicas": args.replicas, "rate_scale": args.rate_scale, "duration_s": args.duration,
+            "start_s": args.start, "requests": len(schedule)}
+    if args.json:
+        print(json.dumps({**meta, "policies": summaries}))
+    else:
+        print(f"{len(schedule)} requests, {args.duration:g} s of {args.trace} x{args.rate_scale:g} on {args.replicas}")
+        print(table(summaries))
+    return 0
+
+
+def _name(policy: str) -> str:
+    return policy.rsplit("/", 1)[-1].removesuffix(".yaml")

@@ -1,0 +1,55 @@
+"""What a replay runs: a replica set with counts per variant, a policy as a Duet config, and the
+trace's arrivals."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import yaml
+
+from gateway.config import parse_config
+from gateway.config.types import DuetConfig
+from loadtests.policies import REPLICA_SETS, ReplicaSet, duet_config
+from loadtests.traces import Arrival, replay_arrivals, task_traces
+from serving.sim.profile import Profile, load_profile
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A replica set and how many replicas each variant has."""
+
+    replica_set: ReplicaSet
+    counts: dict[str, int]
+
+    @property
+    def urls(self) -> dict[str, list[str]]:
+        # Never dialled: replay routes to engines in memory; the URLs only name the replicas.
+        return {v: [f"http://replay.invalid/{v}/{i}" for i in range(n)] for v, n in self.counts.items()}
+
+    def profiles(self) -> dict[str, Profile]:
+        return {v.name: load_profile(v.profile) for v in self.replica_set.variants}
+
+
+def parse_cluster(spec: str) -> Cluster:
+    """``h100-70b`` (one replica per variant) or ``h100-70b:standard=1,fast=3``."""
+    name, _, counts_text = spec.partition(":")
+    if name not in REPLICA_SETS:
+        raise ValueError(f"unknown replica set '{name}' (known: {', '.join(sorted(REPLICA_SETS))})")
+    replica_set = REPLICA_SETS[name]
+    counts = {v.name: v.replicas for v in replica_set.variants}
+    for item in filter(None, counts_text.split(",")):
+        variant, _, count = item.partition("=")
+        if variant not in counts or not count.isdigit():
+            raise ValueError(f"bad replica count '{item}' (variants: {', '.join(counts)})")
+        counts[variant] = int(count)
+    return Cluster(replica_set, counts)
+
+
+def policy_config(cluster: Cluster, policy: str) -> DuetConfig:
+    return parse_config(yaml.safe_dump(duet_config(cluster.replica_set, cluster.urls, policy, 1.0)), source=policy)
+
+
+def arrivals(traces: Sequence[str], duration_s: float, rate_scale: float, cluster: Cluster, start_s: float = 0.0) -> tuple[Arrival, ...]:
+    return replay_arrivals(task_traces(traces), duration_s=duration_s, rate_scale=rate_scale, start_s=start_s,
+                           max_context=cluster.replica_set.max_context)
