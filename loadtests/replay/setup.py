@@ -50,6 +50,8 @@ def policy_config(cluster: Cluster, policy: str) -> DuetConfig:
     return parse_config(yaml.safe_dump(duet_config(cluster.replica_set, cluster.urls, policy, 1.0)), source=policy)
 
 
-def arrivals(traces: Sequence[str], duration_s: float, rate_scale: float, cluster: Cluster, start_s: float = 0.0) -> tuple[Arrival, ...]:
+def arrivals(
+    traces: Sequence[str], duration_s: float, rate_scale: float, cluster: Cluster, start_s: float = 0.0
+) -> tuple[Arrival, ...]:
     return replay_arrivals(task_traces(traces), duration_s=duration_s, rate_scale=rate_scale, start_s=start_s,
                            max_context=cluster.replica_set.max_context)
