@@ -174,10 +174,14 @@ def _pin(core: int) -> tuple[str, ...]:
 
 
 def render(streams: list[StreamLoad], rps: tuple[float, float], replay: tuple[float, float],
-           curves: list[tuple[str, str, list[tuple[int, float]]]], source: str, points: list[Point]) -> str:
-    """The "Simulator" section of docs/benchmarks.md."""
+           curves: list[tuple[str, str, list[tuple[int, float]]]], source: str, points: list[Point],
+           load: tuple[float, float] = (0.0, 0.0)) -> str:
+    """The "Simulator" section of docs/benchmarks.md (``load``: 1-min load average before, after)."""
+    busy = (" **The machine was busy with other work during this run** (load average "
+            f"{load[0]:.1f} before, {load[1]:.1f} after, on 2 cores): the HTTP numbers are lower bounds."
+            if max(load) > 2.5 else f" Load average {load[0]:.1f} before, {load[1]:.1f} after.")
     lines = ["## Simulator", "", f"Command: `{COMMAND}` (`python -m serving.sim.bench`); simulator pinned to "
-             "core 1, client to core 0; numbers from one run on this 2-core machine.", "",
+             "core 1, client to core 0; numbers from one run on this 2-core machine." + busy, "",
              f"### One process, one core: concurrent streams (`{STREAM_PROFILE}` profile)", "",
              "| streams | tokens/s generated | tokens/s delivered | sim CPU | sustained |", "|---:|---:|---:|---:|:--|"]
     lines += [f"| {s.streams} | {s.generated_tok_s:.0f} | {s.delivered_tok_s:.0f} | {s.sim_cpu:.0%} | "
@@ -201,27 +205,29 @@ def render(streams: list[StreamLoad], rps: tuple[float, float], replay: tuple[fl
     return "\n".join(lines)
 
 
+START, END = "<!-- bench-sim:start (written by `make bench-sim`) -->", "<!-- bench-sim:end -->"
+
+
 def write_docs(section: str, path: Path = DOCS) -> None:
-    """Replace (or add) the "## Simulator" section, leaving other sections alone."""
+    """Replace (or append) the "Simulator" section between its markers, leaving others alone."""
     text = path.read_text() if path.exists() else "# Benchmarks\n"
-    start = text.find("## Simulator")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
+    block = f"{START}\n{section.rstrip()}\n{END}"
+    if START in text and END in text:
+        text = text[: text.index(START)] + block + text[text.index(END) + len(END) :]
     else:
-        end = text.find("\n## ", start + 1)
-        rest = "\n" + text[end + 1 :] if end >= 0 else ""
-        text = text[:start] + section.rstrip("\n") + "\n" + rest
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
     path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--streams", default="250,500,1000,2000", help="concurrent stream levels")
+    parser.add_argument("--streams", default="250,1000,2000", help="concurrent stream levels")
     parser.add_argument("--window", type=float, default=8.0, help="seconds measured per level")
     parser.add_argument("--no-docs", action="store_true", help="print only; leave docs/benchmarks.md")
     args = parser.parse_args(argv)
     if (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {0})
+    load_before = os.getloadavg()[0]
     print("concurrent streams ...", flush=True)
     streams = stream_capacity([int(n) for n in args.streams.split(",")], args.window)
     print("requests/s ...", flush=True)
@@ -229,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     replay = replay_speed()
     curves = speculation_curves()
     source, points = fidelity()
-    section = render(streams, rps, replay, curves, source, points)
+    section = render(streams, rps, replay, curves, source, points, (load_before, os.getloadavg()[0]))
     print("\n" + section)
     if not args.no_docs:
         write_docs(section)

@@ -25,12 +25,12 @@ def test_render_states_sustained_and_fidelity() -> None:
 def test_docs_section_is_replaced_and_others_kept(tmp_path: Path) -> None:
     docs = tmp_path / "benchmarks.md"
     write_docs(section(), docs)
-    assert docs.read_text().startswith("# Benchmarks\n\n## Simulator")
-    docs.write_text(docs.read_text() + "\n## Gateway overhead\n\nkept\n")
+    assert docs.read_text().startswith("# Benchmarks\n\n<!-- bench-sim:start")
+    docs.write_text(docs.read_text() + "\n<!-- other:start -->\n## Gateway overhead\n\nkept\n<!-- other:end -->\n")
     write_docs(section("SOURCE-B"), docs)
     text = docs.read_text()
     assert text.count("## Simulator") == 1 and "SOURCE-B" in text and "SOURCE-A" not in text
-    assert text.endswith("(target: all).\n\n## Gateway overhead\n\nkept\n")
+    assert text.endswith("<!-- bench-sim:end -->\n\n<!-- other:start -->\n## Gateway overhead\n\nkept\n<!-- other:end -->\n")
 
 
 def test_replay_runs_far_faster_than_real_time() -> None:
