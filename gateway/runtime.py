@@ -14,8 +14,13 @@ from dataclasses import dataclass
 import aiohttp
 
 from gateway.access.build import build_access
+from gateway.admission import AdmissionLimits, limits_for
+from gateway.admission_queue import AdmissionQueue
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.config.watch import ConfigWatcher
+from gateway.discovery.api import ApiSettings, KubernetesApi
+from gateway.discovery.loop import DiscoveryLoop, refresh_interval_s
+from gateway.discovery.resolve import Discovery
 from gateway.proxy.forward import Forwarder
 from gateway.proxy.http1 import Pool
 from gateway.state.breaker import BreakerPolicy
@@ -74,14 +79,19 @@ def build_link(config: DuetConfig, telemetry: Telemetry) -> RedisLink | None:
 
 class Gateway:
     """``state_url`` overrides the config's store with Redis at that URL; the store is chosen once
-    at start (a reload that changes ``state.store`` needs a restart)."""
+    at start (a reload that changes ``state.store`` needs a restart). ``kubernetes``: how to reach
+    the API server for variants with ``discovery`` (default: the pod's own service account)."""
 
     def __init__(
         self, config: DuetConfig, *, config_path: str | None = None, store: StateStore | None = None,
-        state_url: str | None = None,
+        state_url: str | None = None, kubernetes: ApiSettings | None = None,
     ) -> None:
         config = with_state_url(config, state_url)
         self._state_url = state_url
+        # The config as written; ``current`` holds it with discovered replicas filled in.
+        self._declared = config
+        self._kubernetes = kubernetes
+        self._discovery_loop: DiscoveryLoop | None = None
         self.current = Snapshot(config, build_counters(config))
         self.config_path = config_path
         self.telemetry = Telemetry()
@@ -99,6 +109,8 @@ class Gateway:
         server = config.server
         self._pool = Pool(connect_timeout_s=server.upstream_connect_timeout_s, idle_timeout_s=server.upstream_idle_timeout_s)
         self.backlog = PrefillBacklog()
+        self.admission_queue = AdmissionQueue(server.max_queued)
+        self._limits: tuple[DuetConfig, AdmissionLimits] | None = None
         self.forwarder = Forwarder(self._pool, self.store, server.max_attempts, self.backlog)
         # Health checks and scrapes use their own client: they must never queue behind proxied streams.
         self._session: aiohttp.ClientSession | None = None
@@ -113,6 +125,8 @@ class Gateway:
             await self._shared_store.start()
         await self.access.start()
         self._session = aiohttp.ClientSession(auto_decompress=False, skip_auto_headers=("User-Agent",))
+        if config.discovery:
+            config = await self._start_discovery(config, self._session)
         self._monitor = ReplicaMonitor(
             config.replicas, self.store,
             health_interval_s=config.state.health_interval_s,
@@ -121,6 +135,8 @@ class Gateway:
             client=self._session,
         )
         await self._monitor.start()
+        if self._discovery_loop is not None:
+            self._discovery_loop.start()
         if self.config_path is not None:
             self._watcher = ConfigWatcher(self.config_path, self.apply)
             self._watcher.start()
@@ -128,6 +144,8 @@ class Gateway:
     async def stop(self) -> None:
         if self._watcher is not None:
             await self._watcher.stop()
+        if self._discovery_loop is not None:
+            await self._discovery_loop.stop()
         if self._monitor is not None:
             await self._monitor.stop()
         if self._session is not None:
@@ -139,11 +157,40 @@ class Gateway:
     async def apply(self, config: DuetConfig) -> None:
         """Switch to a new, already validated config."""
         config = with_state_url(config, self._state_url)
+        self._declared = config
+        if self._discovery_loop is not None:
+            config = await self._discovery_loop.resolve(config)
         self.current = Snapshot(config, build_counters(config))
         if self._monitor is not None:
             await self._monitor.update_replicas(config.replicas)
+
+    def admission_limits(self) -> AdmissionLimits:
+        """Slots per variant of the running config (rebuilt when the config changes)."""
+        config = self.current.config
+        if self._limits is None or self._limits[0] is not config:
+            variants = [v for model in config.models.values() for v in model.variants.values()]
+            self._limits = (config, limits_for(variants))
+        return self._limits[1]
 
     async def reload(self) -> bool:
         if self._watcher is None:
             return False
         return await self._watcher.reload()
+
+    async def _start_discovery(self, declared: DuetConfig, session: aiohttp.ClientSession) -> DuetConfig:
+        """Resolve the replicas once before the monitor's first round (so /ready counts them), and
+        set up the loop that keeps them current. Adding discovery on reload needs a restart."""
+        settings = self._kubernetes or ApiSettings.in_cluster(os.environ)
+        discovery = Discovery(KubernetesApi(settings, session))
+        self._discovery_loop = DiscoveryLoop(
+            discovery, declared=lambda: self._declared, current=lambda: self.current.config,
+            on_change=self._replicas_changed, interval_s=refresh_interval_s(declared) or 5.0,
+        )
+        resolved = await discovery.resolve(declared)
+        self.current = Snapshot(resolved, self.current.counters)
+        return resolved
+
+    async def _replicas_changed(self, config: DuetConfig) -> None:
+        self.current = Snapshot(config, self.current.counters)
+        if self._monitor is not None:
+            await self._monitor.update_replicas(config.replicas)

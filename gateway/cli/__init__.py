@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "keys": ("gateway.cli.keys", "create, list and revoke API keys"),
     "usage": ("gateway.cli.usage", "usage and cost per key, model, variant and task"),
     "bench": ("loadtests.cli", "load tests and benchmarks"),
+    "deploy": ("gateway.cli.deploy", "render Kubernetes / compose deployments from a config"),
 }
 
 

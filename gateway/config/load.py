@@ -16,6 +16,7 @@ from gateway.config.types import (
     AccessSettings,
     BreakerSettings,
     DuetConfig,
+    KubernetesDiscovery,
     ModelSpec,
     ServerSettings,
     StateSettings,
@@ -77,7 +78,21 @@ def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
         policy=_policy(parsed.routing),
         source=source,
         access=_access(parsed.access, models, source),
+        discovery=_discovery(parsed),
     )
+
+
+def _discovery(parsed: schema.ConfigFile) -> tuple[KubernetesDiscovery, ...]:
+    found = []
+    for model, m in parsed.models.items():
+        for variant, v in m.variants.items():
+            if v.discovery is None:
+                continue
+            if v.replicas:
+                raise ConfigError(f"models.{model}.variants.{variant}.discovery", "give either replicas or discovery, not both")
+            k = v.discovery.kubernetes
+            found.append(KubernetesDiscovery(model, variant, k.label_selector, k.namespace, k.port, k.refresh_s))
+    return tuple(found)
 
 
 def _access(section: schema.AccessSection | None, models: Mapping[str, ModelSpec], source: str) -> AccessSettings:

@@ -25,6 +25,10 @@ class ServerSection(Strict):
     upstream_idle_timeout_s: PositiveFloat = 60.0
     drain_timeout_s: PositiveFloat = 30.0
     max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
+    # Admission control: requests held in the gateway when every replica is full, and how long
+    # one without a budget may wait there before a 429.
+    max_queued: Annotated[int, Field(ge=0)] = 1024
+    max_queue_wait_s: PositiveFloat = 30.0
 
 
 class BreakerSection(Strict):
@@ -99,6 +103,21 @@ class ReplicaSection(Strict):
     url: HttpUrl
 
 
+class KubernetesDiscoverySection(Strict):
+    """Replicas found through the Kubernetes API: the ready endpoints of the Services whose
+    labels match ``label_selector`` (gateway/discovery/kubernetes.py)."""
+
+    label_selector: Annotated[str, Field(min_length=1)]
+    # None: the namespace the gateway's own pod runs in.
+    namespace: str | None = None
+    port: Annotated[int, Field(gt=0, le=65535)] = 8000
+    refresh_s: PositiveFloat = 5.0
+
+
+class DiscoverySection(Strict):
+    kubernetes: KubernetesDiscoverySection
+
+
 class VariantSection(Strict):
     kind: Literal["full", "quantized", "speculative"]
     served_model_name: str
@@ -111,6 +130,8 @@ class VariantSection(Strict):
     allowed_tasks_source: str | None = None
     launch_profile: str | None = None
     replicas: list[ReplicaSection] = Field(default_factory=list)
+    # Instead of static ``replicas``: find them at run time (Kubernetes).
+    discovery: DiscoverySection | None = None
 
 
 class HfTokenizer(Strict):

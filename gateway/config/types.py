@@ -20,6 +20,8 @@ class ServerSettings:
     upstream_idle_timeout_s: float = 60.0
     drain_timeout_s: float = 30.0
     max_attempts: int = 3
+    max_queued: int = 1024
+    max_queue_wait_s: float = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,18 @@ class ModelSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class KubernetesDiscovery:
+    """Where one variant's replicas are found in Kubernetes (``namespace`` None: the pod's own)."""
+
+    model: str
+    variant: str
+    label_selector: str
+    namespace: str | None = None
+    port: int = 8000
+    refresh_s: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
 class DuetConfig:
     server: ServerSettings
     state: StateSettings
@@ -94,6 +108,8 @@ class DuetConfig:
     policy: Policy
     source: str = "<memory>"
     access: AccessSettings = field(default_factory=AccessSettings)
+    # Variants whose replicas come from the Kubernetes API rather than the file.
+    discovery: tuple[KubernetesDiscovery, ...] = ()
 
     @property
     def replicas(self) -> tuple[Replica, ...]:

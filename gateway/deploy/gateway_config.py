@@ -1,0 +1,37 @@
+"""The duet.yaml a deployed gateway runs with: the written config, with replicas where the
+deployment puts them and state shared through Redis (several gateways, one view of the replicas)."""
+
+from __future__ import annotations
+
+import copy
+
+import yaml
+
+from gateway.deploy.plan import DeployPlan
+from gateway.deploy.profiles import VLLM_PORT
+
+GATEWAY_PORT = 8000
+COMPOSE_REDIS_URL = "redis://redis:6379/0"
+K8S_REDIS_URL = "redis://duet-redis:6379/0"
+
+HEADER = ("# Rendered by `duet deploy render --target {target}` from {source}: edit that file and render\n"
+          "# again rather than this one.\n")
+
+
+def deployed_config(plan: DeployPlan, source: str) -> str:
+    """The gateway's duet.yaml for ``plan``'s platform, as YAML text."""
+    raw = copy.deepcopy(plan.raw)
+    raw["server"] = {**raw.get("server", {}), "host": "0.0.0.0", "port": GATEWAY_PORT}
+    k8s = plan.target.platform == "k8s"
+    state = raw.setdefault("state", {})
+    state.update(store="redis", redis_url=K8S_REDIS_URL if k8s else COMPOSE_REDIS_URL)
+    for deployment in plan.variants:
+        section = raw["models"][deployment.model]["variants"][deployment.variant]
+        section.pop("replicas", None)
+        section.pop("discovery", None)
+        if k8s:
+            section["discovery"] = {"kubernetes": {"label_selector": deployment.label_selector, "port": VLLM_PORT}}
+        else:
+            section["replicas"] = [{"url": f"http://{deployment.name}-{i}:{VLLM_PORT}"} for i in range(deployment.replicas)]
+    body: str = yaml.safe_dump(raw, sort_keys=False, default_flow_style=None, width=120)
+    return HEADER.format(target=plan.target.name, source=source) + body

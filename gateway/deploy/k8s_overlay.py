@@ -1,0 +1,118 @@
+"""A Kubernetes overlay (``gpu`` or ``cpu``) for one config: the gateway's ConfigMap, the Secret,
+Redis (or an external URL), and per variant a vLLM Deployment and Service labelled
+``duet.dev/model``/``duet.dev/variant`` (the labels the gateway's discovery selects on)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.deploy.gateway_config import K8S_REDIS_URL
+from gateway.deploy.plan import DeployPlan, VariantDeployment
+from gateway.deploy.profiles import VLLM_PORT, vllm_args
+
+NAMESPACE = "duet"
+MODELS_PVC = "duet-models"
+# The kind cluster maps this host folder into its node (docs/deploy.md): `make local-model` output.
+CPU_MODELS_HOST_PATH = "/var/lib/duet/models"
+API_SERVER = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+
+
+def _http_probe(period_s: int, failures: int, timeout_s: int = 5) -> dict[str, Any]:
+    return {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": period_s,
+            "failureThreshold": failures, "timeoutSeconds": timeout_s}
+
+
+def vllm_container(d: VariantDeployment) -> dict[str, Any]:
+    """The replica: the profile's arguments, /health gating traffic, a generous startup probe
+    (a 70B checkpoint takes minutes to load; torch.compile on CPU ~60 s)."""
+    profile = d.profile
+    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in profile.env]
+    if profile.device == "gpu":
+        env += [{"name": "HF_HOME", "value": "/models/hf"},
+                {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}}]
+        resources = {"requests": {"cpu": profile.cpu, "memory": profile.memory, "nvidia.com/gpu": str(profile.gpus)},
+                     "limits": {"nvidia.com/gpu": str(profile.gpus)}}
+    else:
+        # Guaranteed QoS with whole cores: the kubelet's static CPU manager then pins the replica.
+        resources = {"requests": {"cpu": profile.cpu, "memory": profile.memory},
+                     "limits": {"cpu": profile.cpu, "memory": profile.memory}}
+    mounts = [{"name": "models", "mountPath": "/models", "readOnly": profile.device == "cpu"},
+              {"name": "dshm", "mountPath": "/dev/shm"}]
+    return {
+        "name": "vllm", "image": profile.image, "imagePullPolicy": "IfNotPresent",
+        "command": API_SERVER, "args": vllm_args(profile, d.served_model_name, d.max_model_len),
+        "env": env, "ports": [{"name": "http", "containerPort": VLLM_PORT}],
+        "startupProbe": _http_probe(10, 180), "readinessProbe": _http_probe(5, 3), "livenessProbe": _http_probe(15, 4),
+        "resources": resources, "volumeMounts": mounts,
+    }
+
+
+def _models_volume(device: str) -> dict[str, Any]:
+    if device == "gpu":
+        return {"name": "models", "persistentVolumeClaim": {"claimName": MODELS_PVC}}
+    return {"name": "models", "hostPath": {"path": CPU_MODELS_HOST_PATH, "type": "Directory"}}
+
+
+def vllm_objects(d: VariantDeployment) -> list[dict[str, Any]]:
+    """The variant's Deployment and Service (whose labels its EndpointSlices inherit)."""
+    labels = {**d.selector, "app.kubernetes.io/part-of": "duet"}
+    pod: dict[str, Any] = {
+        "containers": [vllm_container(d)],
+        "volumes": [_models_volume(d.profile.device), {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}],
+        "terminationGracePeriodSeconds": 60,
+    }
+    if d.profile.device == "gpu":
+        pod["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    return [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": d.name, "labels": labels},
+         "spec": {"replicas": d.replicas, "selector": {"matchLabels": d.selector},
+                  "template": {"metadata": {"labels": labels}, "spec": pod}}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": d.name, "labels": labels},
+         "spec": {"selector": d.selector, "ports": [{"name": "http", "port": VLLM_PORT, "targetPort": "http"}]}},
+    ]
+
+
+def redis_objects() -> list[dict[str, Any]]:
+    """One Redis with append-only persistence on a volume claim (quotas and the ledger survive restarts)."""
+    labels = {"app.kubernetes.io/name": "duet-redis"}
+    probe = {"exec": {"command": ["redis-cli", "ping"]}, "periodSeconds": 5}
+    container = {
+        "name": "redis", "image": "redis:7.2", "args": ["--appendonly", "yes", "--save", "60", "1"],
+        "ports": [{"name": "redis", "containerPort": 6379}], "readinessProbe": probe, "livenessProbe": probe,
+        "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+        "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+    }
+    return [
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "duet-redis", "labels": labels},
+         "spec": {"serviceName": "duet-redis", "replicas": 1, "selector": {"matchLabels": labels},
+                  "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+                  "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                      "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "duet-redis", "labels": labels},
+         "spec": {"selector": labels, "ports": [{"name": "redis", "port": 6379, "targetPort": "redis"}]}},
+    ]
+
+
+def overlay_files(plan: DeployPlan, redis_url: str | None) -> dict[str, list[dict[str, Any]] | dict[str, Any]]:
+    """File name -> objects. ``redis_url``: an external Redis; None deploys one here."""
+    device = plan.target.device
+    files: dict[str, list[dict[str, Any]] | dict[str, Any]] = {
+        "namespace.yaml": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        "secret.yaml": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "duet-secrets"}, "type": "Opaque",
+                        "stringData": {"redis-url": redis_url or K8S_REDIS_URL}},
+        "vllm.yaml": [obj for d in plan.variants for obj in vllm_objects(d)],
+    }
+    if redis_url is None:
+        files["redis.yaml"] = redis_objects()
+    if device == "gpu":
+        files["models.yaml"] = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": MODELS_PVC},
+                                "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "500Gi"}}}}
+    resources = ["../../base", *sorted(name for name in files)]
+    files["kustomization.yaml"] = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": NAMESPACE,
+        "resources": resources,
+        # A hashed name: a config change rolls the gateways (kustomize rewrites the reference).
+        "configMapGenerator": [{"name": "duet-config", "files": ["duet.yaml"]}],
+        "labels": [{"pairs": {"app.kubernetes.io/part-of": "duet"}}],
+    }
+    return files

@@ -1,0 +1,105 @@
+"""What a deployment holds, read from a duet.yaml: per variant, its launch profile and how many
+replicas, checked against the target (a GPU profile cannot go to a CPU target). Errors name the
+config path, as the gateway's own config errors do."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from gateway.config import parse_config
+from gateway.config.schema import ConfigFile
+from gateway.deploy.profiles import PROFILES, Device, LaunchProfile
+from gateway.errors import ConfigError
+
+Platform = Literal["k8s", "compose"]
+TARGETS = ("k8s-gpu", "k8s-cpu", "compose-gpu", "compose-cpu")
+LABEL_MODEL = "duet.dev/model"
+LABEL_VARIANT = "duet.dev/variant"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    platform: Platform
+    device: Device
+
+    @classmethod
+    def parse(cls, name: str) -> Target:
+        if name not in TARGETS:
+            raise ValueError(f"unknown target '{name}' (known: {', '.join(TARGETS)})")
+        platform, device = name.split("-")
+        return cls(platform, device)  # type: ignore[arg-type]
+
+    @property
+    def name(self) -> str:
+        return f"{self.platform}-{self.device}"
+
+
+@dataclass(frozen=True, slots=True)
+class VariantDeployment:
+    """One variant's replicas: ``replicas`` is how many the config lists (at least one)."""
+
+    model: str
+    variant: str
+    served_model_name: str
+    max_model_len: int
+    profile: LaunchProfile
+    replicas: int
+
+    @property
+    def name(self) -> str:
+        """A DNS-1123 name for the variant's Deployment/Service: ``vllm-<model>-<variant>``."""
+        return "vllm-" + re.sub(r"[^a-z0-9-]", "-", f"{self.model}-{self.variant}")
+
+    @property
+    def selector(self) -> dict[str, str]:
+        return {"app.kubernetes.io/name": "vllm", LABEL_MODEL: self.model, LABEL_VARIANT: self.variant}
+
+    @property
+    def label_selector(self) -> str:
+        return ",".join(f"{key}={value}" for key, value in self.selector.items())
+
+
+@dataclass(frozen=True, slots=True)
+class DeployPlan:
+    """The config as written (``raw``, kept to derive the deployed configs), and its variants."""
+
+    raw: dict[str, Any]
+    target: Target
+    variants: tuple[VariantDeployment, ...]
+
+
+def load_plan(path: str | Path, target: Target) -> DeployPlan:
+    """Read and validate ``path`` as the gateway would, then plan ``target``. Raises ConfigError."""
+    text = Path(path).read_text(encoding="utf-8")
+    parse_config(text, source=str(path))  # every check the gateway makes, first
+    raw = yaml.safe_load(text)
+    parsed = ConfigFile.model_validate(raw)
+    variants = tuple(
+        _variant(model, name, variant, target)
+        for model, section in parsed.models.items()
+        for name, variant in section.variants.items()
+    )
+    return DeployPlan(raw, target, variants)
+
+
+def _variant(model: str, name: str, section: Any, target: Target) -> VariantDeployment:
+    path = f"models.{model}.variants.{name}.launch_profile"
+    if section.launch_profile is None:
+        raise ConfigError(path, f"needed to deploy (a {target.device} profile: {_known(target.device)})")
+    profile = PROFILES.get(section.launch_profile)
+    if profile is None:
+        raise ConfigError(path, f"unknown profile '{section.launch_profile}' (known: {', '.join(sorted(PROFILES))})")
+    if profile.device != target.device:
+        raise ConfigError(path, f"'{profile.name}' is a {profile.device} profile; target {target.name} needs one of: "
+                                f"{_known(target.device)}")
+    return VariantDeployment(model, name, section.served_model_name, section.max_model_len, profile,
+                             max(1, len(section.replicas)))
+
+
+def _known(device: Device) -> str:
+    return ", ".join(sorted(name for name, p in PROFILES.items() if p.device == device))

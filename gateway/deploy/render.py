@@ -1,0 +1,96 @@
+"""Render a target from a duet.yaml into files: relative path -> text.
+
+    k8s-gpu | k8s-cpu   base/ (gateway, RBAC, monitoring, dashboard) + overlays/<device>/
+    compose-gpu | -cpu  compose.yaml, duet.yaml, prometheus/, grafana/
+
+``repo_files`` renders what the repository commits under deploy/ from its example configs; a
+test checks the committed files are exactly that, so they never drift from the configs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.deploy.compose import compose_file, grafana_provisioning, prometheus_config
+from gateway.deploy.dashboard import dashboard
+from gateway.deploy.gateway_config import deployed_config
+from gateway.deploy.k8s_base import base_files
+from gateway.deploy.k8s_overlay import overlay_files
+from gateway.deploy.plan import Target, load_plan
+from gateway.deploy.rules import rule_groups
+
+GATEWAY_IMAGE = "duet-gateway:0.1.0"
+GPU_EXAMPLE = "deploy/render/h100-70b.yaml"
+CPU_EXAMPLE = "deploy/config/demo.yaml"
+
+
+class _Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no types here
+    """Multi-line strings (PromQL) as literal blocks, so the rules read as written; no anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def to_yaml(objects: list[dict[str, Any]] | dict[str, Any]) -> str:
+    documents = objects if isinstance(objects, list) else [objects]
+    text: str = yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, width=120, default_flow_style=False)
+    return text
+
+
+def dashboard_json() -> str:
+    return json.dumps(dashboard(), indent=2) + "\n"
+
+
+def rules_yaml() -> str:
+    return "# Rendered by duet deploy render (gateway/deploy/rules.py).\n" + to_yaml({"groups": rule_groups()})
+
+
+def render(config_path: str | Path, target_name: str, *, gateway_image: str = GATEWAY_IMAGE,
+           redis_url: str | None = None) -> dict[str, str]:
+    """Every file of ``target_name`` for the config at ``config_path``. Raises ConfigError."""
+    target = Target.parse(target_name)
+    plan = load_plan(config_path, target)
+    config = deployed_config(plan, str(config_path))
+    if target.platform == "k8s":
+        overlay = f"overlays/{target.device}"
+        files = {f"base/{name}": to_yaml(objs) for name, objs in base_files(gateway_image).items()}
+        files["base/duet.json"] = dashboard_json()
+        files |= {f"{overlay}/{name}": to_yaml(objs) for name, objs in overlay_files(plan, redis_url).items()}
+        files[f"{overlay}/duet.yaml"] = config
+        return files
+    files = {"compose.yaml": to_yaml(compose_file(plan, gateway_image)), "duet.yaml": config,
+             "prometheus/prometheus.yml": to_yaml(prometheus_config(plan)), "prometheus/rules.yml": rules_yaml(),
+             "grafana/dashboards/duet.json": dashboard_json()}
+    return files | {path: to_yaml(body) for path, body in grafana_provisioning().items()}
+
+
+def repo_files(root: Path) -> dict[str, str]:
+    """What deploy/ commits, rendered from the example configs (paths relative to ``root``)."""
+    examples = {"gpu": GPU_EXAMPLE, "cpu": CPU_EXAMPLE}
+    files: dict[str, str] = {}
+    for device, config in examples.items():
+        files |= {f"deploy/k8s/{p}": text for p, text in render(root / config, f"k8s-{device}").items()}
+        files |= {f"deploy/compose/{device}/{p}": text for p, text in render(root / config, f"compose-{device}").items()}
+    files["deploy/grafana/duet.json"] = dashboard_json()
+    files["deploy/prometheus/rules.yml"] = rules_yaml()
+    return {path: text.replace(str(root) + "/", "") for path, text in files.items()}
+
+
+def write(files: Mapping[str, str], out: Path) -> None:
+    for relative, text in files.items():
+        path = out / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")

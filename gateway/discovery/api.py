@@ -1,0 +1,79 @@
+"""A minimal read-only client of the Kubernetes API server: GET a path, get JSON.
+
+In a pod it authenticates with the pod's service account, as every in-cluster client does: the
+API server's address from ``KUBERNETES_SERVICE_HOST``/``_PORT``, the CA and the bearer token from
+``/var/run/secrets/kubernetes.io/serviceaccount``. The token is read again on every call because
+projected service-account tokens are rotated while the pod runs. Plain aiohttp: listing endpoint
+slices needs one GET, not the ``kubernetes`` package and its dependencies.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from gateway.errors import DuetError
+
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+class DiscoveryFailed(DuetError):
+    """Replicas could not be listed (API server unreachable, refused, or an unexpected answer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSettings:
+    """How to reach the API server. ``ca_path`` None: plain HTTP or the system's CAs (tests, proxies)."""
+
+    base_url: str
+    token_path: Path | None = SERVICE_ACCOUNT / "token"
+    ca_path: Path | None = SERVICE_ACCOUNT / "ca.crt"
+    namespace: str = "default"
+    timeout_s: float = 5.0
+
+    @classmethod
+    def in_cluster(cls, env: Mapping[str, str], account: Path = SERVICE_ACCOUNT) -> ApiSettings:
+        """The pod's own API server, CA, token and namespace. Raises DiscoveryFailed outside a pod."""
+        host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT", "443")
+        if not host:
+            raise DiscoveryFailed("KUBERNETES_SERVICE_HOST is not set: Kubernetes discovery runs only inside a pod")
+        host = f"[{host}]" if ":" in host else host  # an IPv6 service address
+        namespace_file = account / "namespace"
+        namespace = namespace_file.read_text().strip() if namespace_file.is_file() else "default"
+        return cls(f"https://{host}:{port}", account / "token", account / "ca.crt", namespace)
+
+
+class KubernetesApi:
+    """GETs JSON from the API server through an ``aiohttp`` session the caller owns."""
+
+    def __init__(self, settings: ApiSettings, session: aiohttp.ClientSession) -> None:
+        self.settings = settings
+        self._session = session
+        self._ssl = ssl.create_default_context(cafile=str(settings.ca_path)) if settings.ca_path else None
+
+    async def get_json(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
+        """``GET path?params`` as a JSON object; DiscoveryFailed on any failure."""
+        url = self.settings.base_url.rstrip("/") + path
+        timeout = aiohttp.ClientTimeout(total=self.settings.timeout_s)
+        try:
+            async with self._session.get(url, params=dict(params), headers=self._headers(), ssl=self._ssl or True,
+                                         timeout=timeout) as resp:
+                if resp.status != 200:
+                    raise DiscoveryFailed(f"GET {path}: HTTP {resp.status}: {(await resp.text())[:200]}")
+                body = await resp.json(content_type=None)
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+            raise DiscoveryFailed(f"GET {path}: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(body, dict):
+            raise DiscoveryFailed(f"GET {path}: expected a JSON object")
+        return body
+
+    def _headers(self) -> dict[str, str]:
+        token_path = self.settings.token_path
+        if token_path is None or not token_path.is_file():
+            return {"Accept": "application/json"}
+        return {"Accept": "application/json", "Authorization": f"Bearer {token_path.read_text().strip()}"}
