@@ -1,0 +1,48 @@
+"""A tiny stand-in for the Kubernetes API server on loopback: serves recorded EndpointSliceList
+JSON at the discovery path, records what it was asked, and can be told to fail."""
+
+from __future__ import annotations
+
+import copy
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+SLICES = json.loads((Path(__file__).parent / "fixtures" / "endpointslices.json").read_text())
+
+
+class FakeApiServer:
+    def __init__(self, body: dict[str, Any] | None = None) -> None:
+        self.body = copy.deepcopy(body if body is not None else SLICES)
+        self.status = 200
+        self.requests: list[web.Request] = []
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> FakeApiServer:
+        app = web.Application()
+        app.router.add_get("/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", self._slices)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        await web.SockSite(self._runner, sock).start()
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _slices(self, request: web.Request) -> web.Response:
+        self.requests.append(request)
+        if self.status != 200:
+            return web.json_response({"kind": "Status", "status": "Failure", "code": self.status}, status=self.status)
+        return web.json_response(self.body)
