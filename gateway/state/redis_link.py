@@ -137,14 +137,19 @@ class RedisLink:
         return self._admin
 
     async def aclose(self) -> None:
+        """Stop flushing and close connections, within about a second even if Redis hangs."""
         self._closed = True
         if self._flusher is not None:
             self._flusher.cancel()
-            await asyncio.gather(self._flusher, return_exceptions=True)
+            await asyncio.wait({self._flusher}, timeout=self._settings.timeout_s * 2)
         self._fail_all(self._queue, StoreUnavailable("redis link closed"))
         self._queue = []
-        await self._client.aclose()
-        await self._admin.aclose()
+        for client in (self._client, self._admin):
+            closing = asyncio.ensure_future(client.aclose())
+            done, _ = await asyncio.wait({closing}, timeout=self._settings.timeout_s * 2)
+            if not done:
+                closing.cancel()
+                log.warning("closing the redis connections timed out")
 
     def _enqueue(self, command: _Command) -> None:
         if len(self._queue) >= self._settings.max_queue:
@@ -165,8 +170,13 @@ class RedisLink:
             if not self.up and not await self._probe():
                 continue
             batch, self._queue = self._queue, []
-            if batch:
+            if not batch:
+                continue
+            try:
                 await self._flush(batch)
+            except Exception as exc:  # a bug must not kill the flusher: every caller would hang
+                log.exception("flushing %d redis commands failed", len(batch))
+                self._fail_all(batch, StoreUnavailable(f"redis link: {type(exc).__name__}: {exc}"))
 
     async def _probe(self) -> bool:
         """After an outage, PING before sending queued writes: while Redis is still away they stay

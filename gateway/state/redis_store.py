@@ -188,7 +188,7 @@ class RedisStateStore:
     async def aclose(self) -> None:
         if self._refresher is not None:
             self._refresher.cancel()
-            await asyncio.gather(self._refresher, return_exceptions=True)
+            await asyncio.wait({self._refresher}, timeout=1.0)
         await self._link.aclose()
         await self._local.aclose()
 
