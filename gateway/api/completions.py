@@ -14,10 +14,13 @@ from typing import Any
 
 import orjson
 
+from gateway.access.guard import Grant
+from gateway.admission import PRIORITY_RANK, Action, assess, deadline_s
+from gateway.admission_queue import RECHECK_S
 from gateway.api.body import ChatBody, CompletionBody, parse_body
 from gateway.decide import Plan, plan_request, refuse
 from gateway.domain import Outcome, Prediction, Replica
-from gateway.errors import BodyTooLarge, RequestError
+from gateway.errors import BodyTooLarge, RateLimited, RequestError
 from gateway.proxy.forward import Answer
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import ModelRewrite
@@ -74,10 +77,11 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
     grant.cap_priority(headers)
     snapshot = grant.visible(gateway.store.snapshot(), current.config)
     plan = plan_request(current.config, current.counters, snapshot, body, headers, backlog=gateway.backlog.tokens)
-    if not plan.decision.ranked:
-        refusal = refuse(plan)
+    try:
+        plan = await admit(gateway, plan, grant, body, headers)
+    except RequestError as refusal:
         gateway.telemetry.requests.labels(plan.profile.model, "none", plan.profile.task, str(refusal.status)).inc()
-        raise refusal
+        raise
     request_id = headers.get("x-request-id") or os.urandom(12).hex()
     client_wants_usage = bool((body.stream_options or {}).get("include_usage"))
     if body.stream:
@@ -117,6 +121,7 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
     async def on_done(outcome: Outcome) -> None:
         outcome = with_prediction(outcome, prediction)
         await gateway.store.finish(outcome)
+        gateway.admission_queue.wake()
         await gateway.access.settle(grant, plan.profile.model, variant.name, plan.profile.task, outcome, variant.price)
         record(gateway.telemetry, plan, variant.name, outcome, answer.failed_attempts, request_id)
 
@@ -130,6 +135,33 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
     await send({"type": "http.response.start", "status": answer.status, "headers": response_headers})
     await send({"type": "http.response.body", "body": payload})
     await on_done(outcome)
+
+
+async def admit(
+    gateway: Gateway, plan: Plan, grant: Grant, body: ChatBody | CompletionBody, headers: dict[str, str]
+) -> Plan:
+    """The plan to forward now, after waiting in the gateway's queue if every replica is full.
+    Raises the client's error when there is no candidate, or a 429 when the request is shed or its
+    deadline passes while it waits (it is re-planned each time a slot may have freed)."""
+    started = time.monotonic()
+    wait_limit = deadline_s(plan.profile, gateway.current.config.server.max_queue_wait_s)
+    while True:
+        if not plan.decision.ranked:
+            raise refuse(plan)
+        verdict = assess(plan.profile, plan.decision, gateway.store.snapshot(), gateway.admission_limits())
+        if verdict.action is Action.FORWARD:
+            return plan
+        if verdict.action is Action.SHED:
+            raise RateLimited(f"Request shed ({verdict.reason}) for priority '{plan.profile.priority.value}'.",
+                              retry_after_s=1.0)
+        remaining = wait_limit - (time.monotonic() - started)
+        if remaining <= 0:
+            raise RateLimited(f"No replica could start this request within its deadline ({wait_limit:.1f} s); retry later.",
+                              retry_after_s=max(1.0, wait_limit))
+        await gateway.admission_queue.wait(PRIORITY_RANK[plan.profile.priority], min(remaining, RECHECK_S))
+        current = gateway.current
+        snapshot = grant.visible(gateway.store.snapshot(), current.config)
+        plan = plan_request(current.config, current.counters, snapshot, body, headers, backlog=gateway.backlog.tokens)
 
 
 async def _send_stream(

@@ -42,8 +42,14 @@ def demo_config(urls: dict[str, str], **state: Any) -> dict[str, Any]:
 
 
 @contextmanager
-def cluster(tmp: Path, profiles: dict[str, tuple[str, ...]], *, state: dict[str, Any] | None = None) -> Iterator[Cluster]:
-    """``profiles``: variant -> (sim profile, extra sim args...)."""
+def cluster(
+    tmp: Path,
+    profiles: dict[str, tuple[str, ...]],
+    *,
+    state: dict[str, Any] | None = None,
+    edit: Callable[[dict[str, Any]], None] | None = None,
+) -> Iterator[Cluster]:
+    """``profiles``: variant -> (sim profile, extra sim args...); ``edit`` changes the config first."""
     with ExitStack() as stack:
         sims = {}
         for variant, (profile, *args) in profiles.items():
@@ -51,6 +57,8 @@ def cluster(tmp: Path, profiles: dict[str, tuple[str, ...]], *, state: dict[str,
             sims[variant] = stack.enter_context(SimProcess(profile, "--served-model-name", served, *args))
         config_path = tmp / "duet.yaml"
         raw = demo_config({v: s.url for v, s in sims.items()}, **(state or {}))
+        if edit is not None:
+            edit(raw)
         config_path.write_text(yaml.safe_dump(raw, sort_keys=False))
         gateway = stack.enter_context(GatewayProcess(config_path, log_path=tmp / "gateway.log"))
         yield Cluster(gateway, sims, config_path)
