@@ -25,7 +25,7 @@ run-sim: $(STAMP)
 redis-server:
 	@command -v redis-server >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server; }
 
-test: $(STAMP) redis-server
+test: $(STAMP) redis-server deploy-tools
 	$(BIN)/pytest -q
 
 test-fast: $(STAMP)
@@ -122,3 +122,18 @@ bench-slo: $(STAMP) $(BENCH_LITELLM_VENV)/.installed
 	$(BIN)/duet bench slo --replicas h100-70b --compare --duration 90 --time-scale 2 --trace-start 1200 \
 		--rate-scale 0.5,1,1.5 --out runs/bench-slo $(ARGS)
 # ---- end bench-slo ----
+
+# ---- deploy (issue #9): Kubernetes, compose, Prometheus rules and Grafana rendered from duet.yaml ----
+# Debian's prometheus package brings promtool (rule checks and unit tests) and the server the live
+# test scrapes a gateway with; Debian's kubectl builds the kustomize overlays. `deploy-render`
+# rewrites deploy/{k8s,compose,grafana,prometheus} from the example configs (a test checks they match).
+.PHONY: deploy-tools deploy-render
+
+deploy-tools:
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; }
+	@command -v kubectl >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kubectl; }
+
+deploy-render: $(STAMP)
+	$(BIN)/python -c "from pathlib import Path; from gateway.deploy.render import repo_files, write; write(repo_files(Path.cwd()), Path.cwd())"
+# ---- end deploy ----

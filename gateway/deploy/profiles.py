@@ -36,7 +36,7 @@ GPU_ENV: tuple[tuple[str, str], ...] = (("VLLM_NO_USAGE_STATS", "1"), ("DO_NOT_T
 
 
 def _speculative(config: Mapping[str, object]) -> tuple[str, ...]:
-    return ("--speculative-config", json.dumps(dict(config), separators=(",", ":")))
+    return ("--speculative-config", json.dumps(dict(config)))  # spaced, as serving/vllm_replica.py writes it
 
 
 NGRAM = _speculative({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4})

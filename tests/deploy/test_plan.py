@@ -1,0 +1,49 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gateway.deploy.plan import Target, load_plan
+from gateway.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "deploy" / "config" / "demo.yaml"
+GPU = ROOT / "deploy" / "render" / "h100-70b.yaml"
+
+
+def test_the_gpu_example_plans_two_replicas_per_variant():
+    plan = load_plan(GPU, Target.parse("k8s-gpu"))
+    assert [(d.name, d.profile.name, d.replicas) for d in plan.variants] == [
+        ("vllm-llama-3-70b-standard", "h100-70b-bf16", 2), ("vllm-llama-3-70b-fast", "h100-70b-fp8", 2)]
+    assert plan.variants[1].label_selector == "app.kubernetes.io/name=vllm,duet.dev/model=llama-3-70b,duet.dev/variant=fast"
+
+
+def edited(tmp_path, edit):
+    raw = yaml.safe_load(DEMO.read_text())
+    edit(raw["models"]["smollm2"]["variants"]["fast"])
+    path = tmp_path / "duet.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("edit, target, variant, message", [
+    (lambda v: v.pop("launch_profile"), "k8s-cpu", "fast", "needed to deploy"),
+    (lambda v: v.update(launch_profile="tpu-v5"), "compose-cpu", "fast", "unknown profile 'tpu-v5'"),
+    (lambda v: None, "k8s-gpu", "standard", "'cpu-smollm2-bf16' is a cpu profile; target k8s-gpu needs one of: h100-70b-bf16"),
+])
+def test_errors_name_the_variants_launch_profile(tmp_path, edit, target, variant, message):
+    with pytest.raises(ConfigError) as info:
+        load_plan(edited(tmp_path, edit), Target.parse(target))
+    assert info.value.path == f"models.smollm2.variants.{variant}.launch_profile"
+    assert message in info.value.message
+
+
+def test_an_invalid_config_fails_as_the_gateway_would(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_plan(edited(tmp_path, lambda v: v.update(kind="turbo")), Target.parse("k8s-cpu"))
+    assert info.value.path == "models.smollm2.variants.fast.kind"
+
+
+def test_unknown_targets_are_refused():
+    with pytest.raises(ValueError, match="known: k8s-gpu"):
+        Target.parse("helm")
