@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead lint clean
+.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,9 @@ bench-sim: $(STAMP)
 	$(BIN)/python -m serving.sim.bench
 
 # Style gates for the gateway package (ruff, mypy --strict).
+bench-router: $(STAMP)
+	$(BIN)/python -m loadtests.router_bench
+
 lint: $(STAMP)
 	$(BIN)/ruff check gateway
 	$(BIN)/mypy gateway
