@@ -28,13 +28,15 @@ def main() -> int:
     parser.add_argument("--policy", default="duet")
     args = parser.parse_args()
     replica_set = REPLICA_SETS["h100-70b"]
-    urls = {v.name: [f"http://bench.invalid/{v.name}/{i}" for i in range(args.replicas_per_variant)] for v in replica_set.variants}
+    count = args.replicas_per_variant
+    urls = {v.name: [f"http://bench.invalid/{v.name}/{i}" for i in range(count)] for v in replica_set.variants}
     config = parse_config(yaml.safe_dump(duet_config(replica_set, urls, args.policy, 1.0)))
     (model,) = config.models.values()
     rng = random.Random(7)
     snapshots = [
         {r.id: ReplicaState(r.id, health=Health.UP, in_flight=rng.randint(0, 64), running=rng.randint(0, 64),
-                            waiting=rng.choice([0, 0, 0, 3]), kv_cache_usage=rng.random(), prefill_tokens_per_s=rng.uniform(0, 8000),
+                            waiting=rng.choice([0, 0, 0, 3]), kv_cache_usage=rng.random(),
+                            prefill_tokens_per_s=rng.uniform(0, 8000),
                             ttft_s=rng.uniform(0.05, 0.5), tpot_s=rng.uniform(0.01, 0.05)) for r in model.replicas}
         for _ in range(64)
     ]
