@@ -109,6 +109,7 @@ def run_cli(*args: str) -> str:
                           check=True, capture_output=True, text=True, timeout=900).stdout.strip()
 
 
+@pytest.mark.timeout(1200)  # slow when other work shares the 2 cores
 @pytest.mark.slow
 @pytest.mark.skipif(not VLLM_READY.exists(), reason="needs `make vllm-env`")
 def test_real_conversion_is_verified_and_idempotent(tmp_path: Path) -> None:

@@ -173,6 +173,7 @@ PARSE_WITH_VLLM = textwrap.dedent("""
 """)
 
 
+@pytest.mark.timeout(1200)  # slow when other work shares the 2 cores
 @pytest.mark.slow
 @needs_vllm
 def test_vllm_own_parser_accepts_the_argv(tmp_path: Path) -> None:
@@ -188,6 +189,7 @@ def test_vllm_own_parser_accepts_the_argv(tmp_path: Path) -> None:
     assert parsed["spec"] == NgramSpeculation().as_config()
 
 
+@pytest.mark.timeout(1200)  # slow when other work shares the 2 cores
 @pytest.mark.slow
 @needs_vllm
 def test_a_real_replica_serves_and_stops_completely(tmp_path: Path) -> None:
