@@ -179,22 +179,24 @@ def test_in_flight_on_one_gateway_is_seen_by_the_other(gateways: Pair) -> None:
     key, _ = gateways.key("unlimited")
     slow = {**BODY, "max_tokens": 8}
     statuses: list[int] = []
-    for sim in gateways.sims.values():  # engine steps of ~0.15 s: each request takes over a second
-        httpx.post(sim.url + "/sim/faults", json={"slowdown": 300}, timeout=5).raise_for_status()
+    # Engine steps of ~0.5 s: each request takes seconds, so the three overlap even when this
+    # shared machine delays a thread's start.
+    for sim in gateways.sims.values():
+        httpx.post(sim.url + "/sim/faults", json={"slowdown": 1000}, timeout=5).raise_for_status()
     try:
         threads = [threading.Thread(target=lambda: statuses.append(
             httpx.post(a.url + "/v1/chat/completions", json=slow, headers=auth(key), timeout=60).status_code))
             for _ in range(3)]
         for thread in threads:
             thread.start()
-        wait_until(lambda: metric(b, "duet_replica_in_flight") == 3, what="B counts A's 3 requests in flight")
+        wait_until(lambda: metric(b, "duet_replica_in_flight") == 3, timeout_s=20, what="B counts A's 3 requests in flight")
         for thread in threads:
             thread.join(timeout=60)
     finally:
         for sim in gateways.sims.values():
             httpx.post(sim.url + "/sim/faults", json={"slowdown": 1.0}, timeout=5)
     assert statuses == [200, 200, 200]
-    wait_until(lambda: metric(b, "duet_replica_in_flight") == 0, what="B sees them finish")
+    wait_until(lambda: metric(b, "duet_replica_in_flight") == 0, timeout_s=20, what="B sees them finish")
 
 
 def test_a_breaker_tripped_on_one_gateway_is_seen_by_the_other(gateways: Pair) -> None:
