@@ -20,18 +20,21 @@ BURN_ALERTS = (
 )
 
 
-def miss_ratio(window: str) -> str:
-    return (f'sum by (task) (rate(duet_slo_total{{result="missed"}}[{window}]))\n'
-            f"/\nsum by (task) (rate(duet_slo_total[{window}]))")
+def result_ratio(result: str, window: str) -> str:
+    """Share of each task's requests with this SLO ``result`` (met | missed), in [0, 1]: 0, not
+    absent, while a task has none of them, so the ratio is graphable and alertable."""
+    total = f"sum by (task) (rate(duet_slo_total[{window}]))"
+    return f'(\n  sum by (task) (rate(duet_slo_total{{result="{result}"}}[{window}]))\n  or {total} * 0\n)\n/\n{total}'
 
 
 def recording_rules() -> list[dict[str, Any]]:
     """SLO miss ratios per window, attainment, the variant mix and latency quantiles."""
-    rules: list[dict[str, Any]] = [{"record": f"duet:slo_misses:ratio_rate{w}", "expr": miss_ratio(w)} for w in WINDOWS]
+    rules: list[dict[str, Any]] = [
+        {"record": f"duet:slo_misses:ratio_rate{w}", "expr": result_ratio("missed", w)} for w in WINDOWS
+    ]
     served = 'rate(duet_requests_total{variant!="none"}[5m])'
     rules += [
-        {"record": "duet:slo_attainment:ratio_rate5m",
-         "expr": 'sum by (task) (rate(duet_slo_total{result="met"}[5m]))\n/\nsum by (task) (rate(duet_slo_total[5m]))'},
+        {"record": "duet:slo_attainment:ratio_rate5m", "expr": result_ratio("met", "5m")},
         {"record": "duet:requests:rate5m", "expr": "sum by (model, variant, status) (rate(duet_requests_total[5m]))"},
         {"record": "duet:variant_share:ratio_rate5m",
          "expr": f"sum by (model, variant) ({served})\n/ ignoring (variant) group_left\nsum by (model) ({served})"},
