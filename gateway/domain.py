@@ -200,6 +200,9 @@ class Prediction:
     tpot_ms: float
     model_ttft_ms: float | None = None
     model_tpot_ms: float | None = None
+    # How busy the replica's compute is (prompt-token utilisation, 0..1): the higher, the more
+    # prompts arriving later can stretch this request's decode beyond the prediction.
+    utilisation: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from gateway.domain import Price
+from serving.sim.prior import speed_prior
 from serving.sim.profile import load_profile
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"
@@ -76,14 +77,9 @@ def policy_name(name_or_path: str) -> str:
     return name_or_path if name_or_path == LITELLM_POLICY else policy_path(name_or_path).stem
 
 
-def _speed(profile_name: str, time_scale: float) -> dict[str, float]:
+def _speed(profile_name: str, time_scale: float) -> dict[str, Any]:
     """The Duet speed prior of a simulator profile, in wall time at ``time_scale``."""
-    step = load_profile(profile_name).step
-    return {
-        "prefill_tokens_per_s": time_scale / step.prefill_s_per_token,
-        "decode_s_per_token": step.base_s / time_scale,
-        "decode_slowdown_per_seq": step.decode_s_per_token / step.base_s,
-    }
+    return speed_prior(load_profile(profile_name), time_scale)
 
 
 def _scaled_tasks(tasks: Mapping[str, Any], time_scale: float) -> dict[str, Any]:

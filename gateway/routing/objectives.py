@@ -24,10 +24,13 @@ class CheapestWithinBudgetObjective:
 
     name: str = "cheapest-within-budget"
     margin: float = 1.1
+    # Extra margin per unit of the replica's utilisation: a busy replica's latency has a long tail.
+    load_margin: float = 0.0
 
     def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
-        within = [o for o in best if meets_budget(request, o.prediction, self.margin)]
-        beyond = [o for o in best if not meets_budget(request, o.prediction, self.margin)]
+        fits = {id(o): meets_budget(request, o.prediction, self._margin(o)) for o in best}
+        within = [o for o in best if fits[id(o)]]
+        beyond = [o for o in best if not fits[id(o)]]
         within.sort(key=lambda o: (expected_cost_usd(request, o), o.prediction.e2e_ms))
         beyond.sort(key=lambda o: (o.prediction.e2e_ms, expected_cost_usd(request, o)))
         variants = tuple(_variant(o) for o in within + beyond)
@@ -35,6 +38,9 @@ class CheapestWithinBudgetObjective:
             reason = "cheapest-within-budget" if len(best) > 1 else "only-variant-within-budget"
             return VariantOrder(variants, reason, meets_budget=True)
         return VariantOrder(variants, "fastest-none-within-budget", meets_budget=False)
+
+    def _margin(self, option: Option) -> float:
+        return self.margin * (1.0 + self.load_margin * option.prediction.utilisation)
 
 
 @dataclass(frozen=True, slots=True)

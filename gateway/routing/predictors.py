@@ -84,7 +84,8 @@ class StepModelPredictor:
         # While we decode, prompts arriving after us share the steps: at prompt-token utilisation
         # u (rate x seconds per prompt token) an average step stretches by 1 / (1 - u). Our own
         # sequence joins the batch once it decodes.
-        stretch = 1.0 / (1.0 - _prefill_utilisation(candidate))
+        utilisation = _prefill_utilisation(candidate)
+        stretch = 1.0 / (1.0 - utilisation)
         decode_step_s = (step_s + speed.per_seq_s * (1 + drafts)) * stretch
         tpot_s = decode_step_s / speed.tokens_per_step_for(request.task)
         # Prompts queued ahead (vLLM prefills in arrival order) go first, then ours, in chunks of
@@ -106,7 +107,7 @@ class StepModelPredictor:
         e2e_s = ttft_s + (outputs - 1) * tpot_s
         return Prediction(
             ttft_ms=ttft_s * 1e3, e2e_ms=e2e_s * 1e3, tpot_ms=tpot_s * 1e3,
-            model_ttft_ms=model_ttft_s * 1e3, model_tpot_ms=model_tpot_s * 1e3,
+            model_ttft_ms=model_ttft_s * 1e3, model_tpot_ms=model_tpot_s * 1e3, utilisation=utilisation,
         )
 
 

@@ -14,7 +14,13 @@ from loadtests.overhead.canned import API_KEY, CONTENT_TOKENS, canned_responses,
 from loadtests.overhead.duet import REFERENCE_CONFIG, duet_config
 from loadtests.overhead.measure import Measurement
 from loadtests.overhead.report import (
-    SECTION_END, SECTION_START, added_p50_ms, goals, json_lines, markdown_table, replace_section,
+    SECTION_END,
+    SECTION_START,
+    added_p50_ms,
+    goals,
+    json_lines,
+    markdown_table,
+    replace_section,
 )
 from loadtests.overhead.smoke import non_stream_problem, stream_problem
 from loadtests.overhead.wrk import WrkResult, parse_output, render_script
