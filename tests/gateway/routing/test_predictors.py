@@ -52,3 +52,64 @@ def test_observed_ttft_only_raises_the_prediction():
     slow_obs = predictor.predict(request(input_tokens=1000), candidate(STANDARD, ttft_s=2.0))
     assert fast_obs.ttft_ms == pytest.approx(base.ttft_ms)
     assert slow_obs.ttft_ms > base.ttft_ms
+
+
+# --- step-model -------------------------------------------------------------------------------
+
+from gateway.domain import SpeedPrior, Variant, VariantKind, Price  # noqa: E402
+from gateway.routing.predictors import StepModelPredictor  # noqa: E402
+
+STEP = Variant(
+    model="m", name="standard", kind=VariantKind.FULL, served_model_name="s", max_model_len=32768, supports_tools=True,
+    price=Price(1, 1),
+    speed=SpeedPrior(prefill_tokens_per_s=10_000, decode_s_per_token=0.016, step_s_per_seq=0.0001,
+                     kv_read_s_per_token=0.0, frontend_s=0.003, max_num_batched_tokens=8192, kv_cache_tokens=400_000),
+)
+SPEC = Variant(
+    model="m", name="fast", kind=VariantKind.SPECULATIVE, served_model_name="f", max_model_len=32768, supports_tools=True,
+    price=Price(1, 1),
+    speed=SpeedPrior(prefill_tokens_per_s=10_000, decode_s_per_token=0.016, step_s_per_seq=0.0001, draft_tokens=3,
+                     draft_s_per_step=0.001, tokens_per_step=(("coding", 2.5), ("default", 1.5))),
+)
+step_model = StepModelPredictor()
+
+
+def test_step_model_idle_request_is_prefill_plus_decode_steps():
+    p = step_model.predict(request(input_tokens=1000, expected_output_tokens=11), candidate(STEP))
+    step = 0.016
+    assert p.ttft_ms == pytest.approx((0.003 + 0.5 * step + step + 1000 / 10_000) * 1e3)
+    assert p.tpot_ms == pytest.approx((step + 0.0001) * 1e3)
+    assert p.e2e_ms == pytest.approx(p.ttft_ms + 10 * p.tpot_ms)
+
+
+@pytest.mark.parametrize(
+    ("base", "loaded", "slower"),
+    [
+        ({}, {"running": 100}, "tpot"),                                  # a bigger batch: longer steps
+        ({}, {"prefill_backlog_tokens": 20_000}, "ttft"),                # prompts queued ahead
+        ({}, {"prefill_tokens_per_s": 5_000}, "tpot"),                   # prompts keep arriving: steps stretch
+        ({"running": 10}, {"running": 10, "waiting": 5}, "ttft"),        # vLLM's own queue
+        ({}, {"ttft_bias": 2.0}, "ttft"),                                # learned: this replica is slower
+        ({}, {"tpot_bias": 1.5}, "tpot"),
+    ],
+)
+def test_step_model_reacts_to_load(base, loaded, slower):
+    before = step_model.predict(request(input_tokens=1000), candidate(STEP, **base))
+    after = step_model.predict(request(input_tokens=1000), candidate(STEP, **loaded))
+    assert getattr(after, f"{slower}_ms") > getattr(before, f"{slower}_ms")
+
+
+def test_bias_corrects_but_model_values_stay_raw():
+    p = step_model.predict(request(), candidate(STEP, ttft_bias=2.0, tpot_bias=3.0))
+    assert p.ttft_ms == pytest.approx(2 * p.model_ttft_ms)
+    assert p.tpot_ms == pytest.approx(3 * p.model_tpot_ms)
+
+
+def test_speculation_pays_off_for_copy_heavy_tasks_at_low_batch_only():
+    coding_idle = step_model.predict(request(task="coding"), candidate(SPEC)).tpot_ms
+    chat_idle = step_model.predict(request(task="chat"), candidate(SPEC)).tpot_ms
+    plain_idle = step_model.predict(request(task="coding"), candidate(STEP)).tpot_ms
+    assert coding_idle < chat_idle < plain_idle
+    coding_busy = step_model.predict(request(task="coding"), candidate(SPEC, running=400)).tpot_ms
+    plain_busy = step_model.predict(request(task="coding"), candidate(STEP, running=400)).tpot_ms
+    assert coding_busy / plain_busy > coding_idle / plain_idle

@@ -103,3 +103,23 @@ def test_error_rate_recovers_as_successes_arrive() -> None:
     for t in range(5, 65):
         obs = observe(obs, _outcome(), OutcomeKind.SUCCESS, float(t), HALF_LIFE)
     assert obs.error_rate < 0.05
+
+
+def test_latency_model_bias_is_learned_from_predictions():
+    import math
+
+    from gateway.domain import Outcome
+    from gateway.state.observations import Observations, observe
+    from gateway.state.outcomes import OutcomeKind
+
+    obs = Observations()
+    assert obs.ttft_bias == 1.0 and obs.tpot_bias == 1.0
+    for i in range(5):
+        outcome = Outcome("r", True, 200, ttft_s=0.2, duration_s=1.2, input_tokens=10, output_tokens=11,
+                          predicted_ttft_s=0.1, predicted_tpot_s=0.2)
+        obs = observe(obs, outcome, OutcomeKind.SUCCESS, float(i), 30.0)
+    assert obs.ttft_bias == pytest.approx(2.0)
+    assert obs.tpot_bias == pytest.approx(0.5)
+    wild = Outcome("r", True, 200, ttft_s=100.0, duration_s=101.0, input_tokens=1, output_tokens=1, predicted_ttft_s=0.1)
+    capped = observe(Observations(), wild, OutcomeKind.SUCCESS, 0.0, 30.0)
+    assert capped.ttft_bias == pytest.approx(math.e)

@@ -1,0 +1,59 @@
+"""Replay: the real router against the engine model in virtual time."""
+
+from __future__ import annotations
+
+import pytest
+
+from loadtests.replay.report import summarize
+from loadtests.replay.setup import arrivals, parse_cluster, policy_config
+from loadtests.replay.simulation import Replay
+from loadtests.replay.sync import run_now
+
+
+def replay(policy: str, spec: str = "h100-70b:standard=1,fast=1", rate: float = 0.3, duration: float = 60.0):
+    cluster = parse_cluster(spec)
+    schedule = arrivals(["code", "conv"], duration, rate, cluster)
+    return schedule, Replay(policy_config(cluster, policy), cluster.profiles()).run(schedule)
+
+
+def test_every_arrival_gets_a_result_and_always_standard_uses_standard_only():
+    schedule, results = replay("always-standard")
+    assert len(results) == len(schedule) > 0
+    assert {r.variant for r in results} == {"standard"}
+    assert all(r.status == "ok" and r.ttft_s and r.e2e_s >= r.ttft_s for r in results)
+
+
+def test_duet_prefers_the_cheaper_variant_and_predicts_latency():
+    _, results = replay("duet")
+    summary = summarize(results, 60.0)
+    assert summary["variant_mix"].get("fast", 0) > 0.5
+    assert set(summary["predictor_mape"]) <= {"standard", "fast"}
+    assert all(0 <= m["e2e"] < 5 for m in summary["predictor_mape"].values())
+
+
+def test_same_seed_same_results():
+    _, first = replay("least-loaded")
+    _, second = replay("least-loaded")
+    assert [(r.variant, r.ttft_s) for r in first] == [(r.variant, r.ttft_s) for r in second]
+
+
+def test_overload_costs_attainment():
+    _, light = replay("always-standard", rate=0.05)
+    _, heavy = replay("always-standard", rate=1.0)
+    assert summarize(heavy, 60.0)["slo_attainment"] < summarize(light, 60.0)["slo_attainment"]
+
+
+@pytest.mark.parametrize("spec", ["nope", "h100-70b:standard=x", "h100-70b:turbo=1"])
+def test_bad_cluster_specs_are_refused(spec):
+    with pytest.raises(ValueError):
+        parse_cluster(spec)
+
+
+def test_run_now_refuses_a_coroutine_that_suspends():
+    import asyncio
+
+    async def suspends():
+        await asyncio.sleep(0)
+
+    with pytest.raises(RuntimeError):
+        run_now(suspends())
