@@ -25,22 +25,24 @@ run-sim: $(STAMP)
 redis-server:
 	@command -v redis-server >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server; }
 
-test: $(STAMP) redis-server deploy-tools
+# The whole suite, real-model tests included (`-m slow` runs them alone; they need the vLLM venv
+# and the local model, which this target builds: ~4 min and 3.5 GB the first time).
+test: $(STAMP) redis-server deploy-tools vllm-env local-model
 	$(BIN)/pytest -q
 
 test-fast: $(STAMP)
 	$(BIN)/pytest -q -m "not slow"
 
-test-slow: $(STAMP) redis-server
+test-slow: $(STAMP) redis-server vllm-env local-model
 	$(BIN)/pytest -q -m slow
 
 bench-sim: $(STAMP)
 	$(BIN)/python -m serving.sim.bench
 
-# Style gates for the gateway package (ruff, mypy --strict).
 bench-router: $(STAMP)
 	$(BIN)/python -m loadtests.router_bench
 
+# Style gates for the gateway package (ruff, mypy --strict).
 lint: $(STAMP)
 	$(BIN)/ruff check gateway
 	$(BIN)/mypy gateway
