@@ -17,7 +17,8 @@ admin routes ``GET /sim/faults`` / ``POST /sim/faults`` (JSON with the fault kno
 
 Request hints: header ``x-duet-task`` (``chat``, ``coding``, ``agent``, ``long-context``,
 ``reasoning``, ``extraction``) or body ``vllm_xargs.duet_task`` selects speculative acceptance;
-``vllm_xargs.sim_prompt_tokens`` overrides the counted prompt length; ``min_tokens`` /
+``vllm_xargs.sim_prompt_tokens`` overrides the counted prompt length;
+``vllm_xargs.sim_output_tokens`` sets the natural answer length (EOS there); ``min_tokens`` /
 ``ignore_eos`` force the output length. Per-request faults: ``x-sim-fail: 500``,
 ``x-sim-die-after-tokens: 5``, ``x-sim-hang: 1``.
 

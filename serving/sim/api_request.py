@@ -3,7 +3,9 @@
 Only what the simulator acts on is read; unknown fields are ignored, as vLLM ignores them.
 The task hint for speculative acceptance comes from the ``x-duet-task`` header, else from
 ``vllm_xargs.duet_task`` in the body; ``vllm_xargs.sim_prompt_tokens`` overrides the prompt's
-counted length (for load tests that want long prompts without sending them).
+counted length (for load tests that want long prompts without sending them), and
+``vllm_xargs.sim_output_tokens`` sets the length of the answer the model would give (it ends
+with EOS there, ``finish_reason: stop``, unless ``max_tokens`` cuts it first).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Call:
     tool_choice: object
     task: str
     temperature: float | None = None
+    output_tokens: int | None = None  # the answer's natural length, if the request says
 
 
 def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: ChatTemplate) -> Call:
@@ -84,6 +87,7 @@ def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: Cha
         tool_choice=body.get("tool_choice", "auto" if tools else "none"),
         task=_task(headers, xargs),
         temperature=body.get("temperature") if isinstance(body.get("temperature"), int | float) else None,
+        output_tokens=_int(xargs, "sim_output_tokens", None, 1),
     )
 
 

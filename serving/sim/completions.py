@@ -7,7 +7,6 @@ import asyncio
 import random
 import time
 import zlib
-from dataclasses import dataclass
 from typing import Any
 
 from serving.sim import asgi, responses
@@ -15,50 +14,14 @@ from serving.sim.api_request import BadRequest, Call, parse_call
 from serving.sim.events import Event, Finished, Refusal, SimRequest, TokensOut
 from serving.sim.faults import FaultSwitch, RequestFate
 from serving.sim.metrics import SimMetrics
+from serving.sim.output import Choice, ToolPlan
 from serving.sim.profile import Profile
 from serving.sim.runtime import EngineRuntime
-from serving.sim.tokens import CHARS_PER_TOKEN, count_tokens, prefix_hashes, words
+from serving.sim.tokens import prefix_hashes
 from serving.sim.tools import arguments_json, chosen_tool
 
 FAULT_MESSAGES = {429: "Too many requests (simulated)", 500: "Internal server error (simulated)",
                   503: "Service unavailable (simulated)"}
-
-
-@dataclass(frozen=True, slots=True)
-class ToolPlan:
-    """The tool call a choice will make: its id, function name, full arguments text."""
-
-    call_id: str
-    name: str
-    arguments: str
-    named: bool
-
-
-class Choice:
-    """One choice's output as it streams: word tokens, or a tool call's argument text."""
-
-    __slots__ = ("index", "tool", "_words", "_sent_chars", "tokens", "texts")
-
-    def __init__(self, index: int, tool: ToolPlan | None, seed: int) -> None:
-        self.index = index
-        self.tool = tool
-        self._words = words(seed)
-        self._sent_chars = 0
-        self.tokens = 0
-        self.texts: list[str] = []
-
-    def take(self, count: int, final: bool = False) -> str:
-        """Text of the next ``count`` tokens. ``final`` marks a natural stop: the last token is
-        then EOS, which has no text (for a tool call: the rest of its arguments)."""
-        self.tokens += count
-        if self.tool is None:
-            text = "".join(next(self._words) for _ in range(count - 1 if final else count))
-        else:
-            end = len(self.tool.arguments) if final else self._sent_chars + count * CHARS_PER_TOKEN
-            text = self.tool.arguments[self._sent_chars : end]
-            self._sent_chars += len(text)
-        self.texts.append(text)
-        return text
 
 
 class CompletionService:
@@ -115,8 +78,7 @@ class CompletionService:
 
     async def _run(self, call: Call, fate: RequestFate, receive: asgi.Receive, send: asgi.Send) -> None:
         rid = f"{'chatcmpl' if call.chat else 'cmpl'}-{self._hex_id()}"
-        tool = chosen_tool(list(call.tools), call.tool_choice) if call.chat else None
-        choices = [Choice(i, self._tool_plan(tool), self._rng.getrandbits(32)) for i in range(call.n)]
+        choices = [Choice(i, self._tool_plan(call), self._rng.getrandbits(32)) for i in range(call.n)]
         queue: asyncio.Queue[Event] = asyncio.Queue()
         ids = await self._submit(call, rid, choices, queue, send)
         if ids is None:
@@ -139,9 +101,8 @@ class CompletionService:
         hashes = prefix_hashes(call.prompt_text, self.profile.engine.block_size)
         ids: dict[str, int] = {}
         for choice in choices:
-            natural = count_tokens(choice.tool.arguments) if choice.tool else None
             request = SimRequest(f"{rid}-{choice.index}", call.prompt_tokens, max_tokens, call.min_tokens,
-                                 call.ignore_eos, natural, call.task, hashes)
+                                 call.ignore_eos, choice.natural_tokens(call.output_tokens), call.task, hashes)
             refusal = self.runtime.submit(request, queue)
             if refusal is not None:
                 self._abort(ids)
@@ -156,7 +117,7 @@ class CompletionService:
 
     async def _stream(self, call: Call, rid: str, choices: list[Choice], ids: dict[str, int],
                       queue: asyncio.Queue[Event], fate: RequestFate, send: asgi.Send) -> None:
-        writer = responses.ChunkWriter(rid, int(time.time()), self.served_name, call.chat,
+        writer = responses.ChunkWriter(rid, int(time.time()), self.served_name, call.chat, call.include_usage,
                                        call.continuous_usage, call.prompt_tokens, self.fingerprint)
         await asgi.start_stream(send)
         pending, started = len(choices), [False] * len(choices)
@@ -169,10 +130,10 @@ class CompletionService:
                     if call.chat and not started[choice.index]:
                         started[choice.index] = True
                         await asgi.stream_chunk(send, writer.role(choice.index))
-                    await asgi.stream_chunk(send, self._chunk(writer, choice, event.count, done))
+                    await _send_chunk(send, self._chunk(writer, choice, event.count, done))
                     await _maybe_die(fate, sum(c.tokens for c in choices), send, started=True)
                 elif not _tokens_before(batch, j, event.request_id):
-                    await asgi.stream_chunk(send, self._chunk(writer, choice, 0, event))
+                    await _send_chunk(send, self._chunk(writer, choice, 0, event))
                 if isinstance(event, Finished):
                     pending -= 1
         if call.include_usage:
@@ -181,23 +142,18 @@ class CompletionService:
         await asgi.end_stream(send)
 
     def _chunk(self, writer: responses.ChunkWriter, choice: Choice, count: int, done: Finished | None) -> bytes:
-        reason = None if done is None else _finish_reason(choice, done)
-        first = choice.tokens == 0
-        stop = done is not None and done.reason == "stop"
-        if choice.tool is None and stop and count > 0:
-            # The EOS token ends the stream in a chunk of its own, with empty text (as vLLM).
-            before = writer.delta(choice.index, choice.take(count - 1), choice.tokens) if count > 1 else b""
-            return before + writer.delta(choice.index, choice.take(1, final=True), choice.tokens, reason)
-        text = choice.take(count, final=stop)
-        total = choice.tokens
-        if choice.tool is None:
-            return writer.delta(choice.index, text, total, reason)
-        self.metrics.observe_tool_parse(streaming=True, called=True)
-        tool_delta: dict[str, Any] = {"index": 0, "function": {"arguments": text}}
-        if first:
-            tool_delta = {"index": 0, "id": choice.tool.call_id, "type": "function",
-                          "function": {"name": choice.tool.name, "arguments": text}}
-        return writer.delta(choice.index, "", total, reason, tool_delta)
+        """The chunk for one engine output of ``choice`` (``count`` tokens, ``done`` if it ends
+        the choice); empty when vLLM sends none (tool markup that the parser holds back)."""
+        final = done is not None and done.reason == "stop"  # the last token is EOS
+        reason = None if done is None else choice.finish_reason(done.reason)
+        if not writer.chat:
+            return writer.text_delta(choice.index, choice.take(count, final), choice.tokens, reason)
+        delta, called = choice.chat_delta(count, final)
+        if called is not None:
+            self.metrics.observe_tool_parse(streaming=True, called=called)
+        if delta is None and done is None:
+            return b""
+        return writer.chat_delta(choice.index, delta or {}, choice.tokens, reason)
 
     async def _respond_full(self, call: Call, rid: str, choices: list[Choice], ids: dict[str, int],
                             queue: asyncio.Queue[Event], fate: RequestFate, send: asgi.Send) -> None:
@@ -215,7 +171,8 @@ class CompletionService:
         use = responses.usage(call.prompt_tokens, sum(c.tokens for c in choices))
         created = int(time.time())
         if call.chat:
-            bodies = [responses.chat_choice(c.index, self._message(c), _finish_reason(c, finished[c.index])) for c in choices]
+            bodies = [responses.chat_choice(c.index, self._message(c), c.finish_reason(finished[c.index].reason))
+                      for c in choices]
             body = responses.chat_completion(rid, created, self.served_name, bodies, use, self.fingerprint)
         else:
             bodies = [responses.completion_choice(c.index, "".join(c.texts), finished[c.index].reason) for c in choices]
@@ -223,18 +180,18 @@ class CompletionService:
         await asgi.respond(send, 200, body)
 
     def _message(self, choice: Choice) -> dict[str, Any]:
-        text = "".join(choice.texts)
-        if choice.tool is None:
-            return responses.chat_message(text, [])
-        self.metrics.observe_tool_parse(streaming=False, called=True)
-        call = responses.tool_call(choice.tool.call_id, choice.tool.name, text)
-        return responses.chat_message("" if choice.tool.named else None, [call])
+        message, called = choice.message()
+        if called is not None:
+            self.metrics.observe_tool_parse(streaming=False, called=called)
+        return message
 
-    def _tool_plan(self, tool: tuple[str, dict[str, Any], bool] | None) -> ToolPlan | None:
+    def _tool_plan(self, call: Call) -> ToolPlan | None:
+        tool = chosen_tool(list(call.tools), call.tool_choice) if call.chat else None
         if tool is None:
             return None
         name, schema, named = tool
-        return ToolPlan(f"chatcmpl-tool-{self._hex_id()}", name, arguments_json(schema), named)
+        return ToolPlan(f"chatcmpl-tool-{self._hex_id()}", name, arguments_json(schema), named,
+                        required=call.tool_choice == "required")
 
     def _abort(self, ids: dict[str, int]) -> None:
         for request_id in ids:
@@ -266,10 +223,9 @@ def _tokens_before(batch: list[Event], j: int, request_id: str) -> bool:
     return any(isinstance(e, TokensOut) and e.request_id == request_id for e in batch[:j])
 
 
-def _finish_reason(choice: Choice, done: Finished) -> str:
-    if choice.tool is not None and done.reason == "stop":
-        return "stop" if choice.tool.named else "tool_calls"
-    return done.reason
+async def _send_chunk(send: asgi.Send, chunk: bytes) -> None:
+    if chunk:  # an output the tool parser holds back sends nothing
+        await asgi.stream_chunk(send, chunk)
 
 
 async def _maybe_die(fate: RequestFate, tokens: int, send: asgi.Send, *, started: bool) -> None:

@@ -50,6 +50,7 @@ def chat_message(content: str | None, tool_calls: list[dict[str, Any]]) -> dict[
 
 
 def tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """One entry of a full answer's ``tool_calls``."""
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
@@ -88,11 +89,12 @@ def completion(rid: str, created: int, model: str, choices: list[dict[str, Any]]
 class ChunkWriter:
     """Builds the SSE ``data:`` lines of one stream (chat or completions)."""
 
-    def __init__(self, rid: str, created: int, model: str, chat: bool, continuous_usage: bool,
-                 prompt_tokens: int, fingerprint: str) -> None:
+    def __init__(self, rid: str, created: int, model: str, chat: bool, include_usage: bool,
+                 continuous_usage: bool, prompt_tokens: int, fingerprint: str) -> None:
         self.head = {"id": rid, "object": "chat.completion.chunk" if chat else "text_completion",
                      "created": created, "model": model}
         self.chat = chat
+        self.include_usage = include_usage
         self.continuous_usage = continuous_usage
         self.prompt_tokens = prompt_tokens
         self.fingerprint = fingerprint
@@ -104,24 +106,32 @@ class ChunkWriter:
         body = self._with_usage({**self.head, "choices": [choice]}, 0)
         return _line({**body, "prompt_token_ids": None, "prompt_text": None})
 
-    def delta(self, index: int, text: str, completion_tokens: int, finish_reason: str | None = None,
-              tool_delta: dict[str, Any] | None = None) -> bytes:
-        """A chunk carrying new text (or a tool-call delta); ``finish_reason`` on the last."""
-        if self.chat:
-            delta: dict[str, Any] = {"tool_calls": [tool_delta]} if tool_delta is not None else {"content": text}
-            choice: dict[str, Any] = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-            if finish_reason is not None:
-                choice["stop_reason"] = None
-            choice["token_ids"] = None
-        else:
-            choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish_reason,
-                      "stop_reason": None, "prompt_token_ids": None, "token_ids": None}
-        return _line(self._with_usage({**self.head, "choices": [choice]}, completion_tokens))
+    def chat_delta(self, index: int, delta: dict[str, Any], completion_tokens: int,
+                   finish_reason: str | None = None) -> bytes:
+        """A chat chunk carrying ``delta``; ``finish_reason`` on the last of a choice."""
+        choice: dict[str, Any] = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        if finish_reason is not None:
+            choice["stop_reason"] = None
+        choice["token_ids"] = None
+        return self._chunk(choice, completion_tokens, finish_reason)
+
+    def text_delta(self, index: int, text: str, completion_tokens: int, finish_reason: str | None = None) -> bytes:
+        """A completions chunk carrying new text; ``finish_reason`` on the last of a choice."""
+        choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish_reason,
+                  "stop_reason": None, "prompt_token_ids": None, "token_ids": None}
+        return self._chunk(choice, completion_tokens, finish_reason)
 
     def final_usage(self, completion_tokens: int) -> bytes:
         """The ``include_usage`` chunk: no choices, the request's usage."""
         use = usage(self.prompt_tokens, completion_tokens, prompt_details=False, completion_details=False)
         return _line({**self.head, "choices": [], "usage": use, "system_fingerprint": self.fingerprint})
+
+    def _chunk(self, choice: dict[str, Any], completion_tokens: int, finish_reason: str | None) -> bytes:
+        body = self._with_usage({**self.head, "choices": [choice]}, completion_tokens)
+        if finish_reason is not None and not self.include_usage:
+            # vLLM stamps the fingerprint on a choice's last chunk unless a usage chunk follows.
+            body["system_fingerprint"] = self.fingerprint
+        return _line(body)
 
     def _with_usage(self, body: dict[str, Any], completion_tokens: int) -> dict[str, Any]:
         if self.continuous_usage:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
-
-import orjson
 
 
 def chosen_tool(tools: list[dict[str, Any]], tool_choice: object) -> tuple[str, dict[str, Any], bool] | None:
@@ -28,8 +27,9 @@ def chosen_tool(tools: list[dict[str, Any]], tool_choice: object) -> tuple[str, 
 
 
 def arguments_json(schema: dict[str, Any]) -> str:
-    """A JSON text that validates against ``schema`` (objects carry every property)."""
-    return orjson.dumps(example_value(schema)).decode()
+    """A JSON text that validates against ``schema`` (objects carry every property), spaced as
+    Hermes-style models write it and as vLLM re-serialises it (``json.dumps``)."""
+    return json.dumps(example_value(schema), ensure_ascii=False)
 
 
 def example_value(schema: dict[str, Any]) -> Any:

@@ -43,6 +43,14 @@ def test_prompt_length_hint_and_token_id_prompts() -> None:
     assert call.prompt_tokens == 5 and call.max_tokens == 16  # vLLM's completions default
 
 
+def test_output_length_hint() -> None:
+    hi = [{"role": "user", "content": "hi"}]
+    assert chat({"messages": hi, "vllm_xargs": {"sim_output_tokens": 9}}).output_tokens == 9
+    assert chat({"messages": hi}).output_tokens is None
+    with pytest.raises(BadRequest, match="sim_output_tokens"):
+        chat({"messages": hi, "vllm_xargs": {"sim_output_tokens": 0}})
+
+
 @pytest.mark.parametrize("body", [b"{not json", b"[]", b'{"messages": []}', b'{"messages": [{"role": "user", "content": "x"}], "n": 0}',
                                   b'{"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}}'])
 def test_malformed_bodies_are_refused(body: bytes) -> None:

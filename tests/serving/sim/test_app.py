@@ -71,6 +71,18 @@ def test_chat_stream_with_usage(client: openai.OpenAI) -> None:
     assert len(text.split()) >= 10
 
 
+def test_natural_stop_ends_on_an_empty_delta_and_stamps_the_fingerprint(sim: SimProcess) -> None:
+    body = {"model": "sim-model", "messages": MESSAGES, "max_tokens": 50, "stream": True,
+            "vllm_xargs": {"sim_output_tokens": 5}}
+    raw = httpx.post(f"{sim.url}/v1/chat/completions", json=body).text
+    chunks = [json.loads(line[len("data: "):]) for line in raw.split("\n\n") if line.startswith("data: {")]
+    last = chunks[-1]  # no include_usage: the finish chunk is the last, with the fingerprint
+    assert last["choices"][0]["finish_reason"] == "stop" and last["choices"][0]["delta"] == {}
+    assert last["system_fingerprint"].startswith("vllm-")
+    assert all("system_fingerprint" not in c for c in chunks[:-1])
+    assert sum(1 for c in chunks[1:-1] if c["choices"][0]["delta"].get("content")) == 4  # 5 tokens, the last EOS
+
+
 def test_completions_stream_and_n(client: openai.OpenAI) -> None:
     reply = client.completions.create(model="sim-model", prompt="def f(x):", max_tokens=5, n=3,
                                       extra_body={"ignore_eos": True})

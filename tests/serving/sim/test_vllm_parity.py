@@ -13,6 +13,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from serving.sim.hermes import START, token_pieces
 from serving.sim.testing import SimProcess
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "vllm_cpu"
@@ -75,13 +76,54 @@ def sim() -> Iterator[SimProcess]:
         yield process
 
 
+def natural_length(name: str) -> int | None:
+    """Tokens per choice of a captured answer that ended on EOS (``finish_reason: stop``), else
+    None. The simulator cannot know when the real model chose to stop; told this length (the
+    ``sim_output_tokens`` hint) it gives an answer that ends the same way, whose chunks then
+    have comparable shapes (an EOS chunk carries an empty delta, a length cut carries text)."""
+    if name.endswith(".json"):
+        body = json.loads((FIXTURES / name).read_text())
+        reasons = [c.get("finish_reason") for c in body.get("choices", [])]
+        tokens = body.get("usage", {}).get("completion_tokens")
+    elif name.endswith(".sse"):
+        chunks = [json.loads(p) for p in sse_events((FIXTURES / name).read_text())[:-1]]
+        reasons = [c["choices"][0].get("finish_reason") for c in chunks if c["choices"]]
+        tokens = next((c["usage"]["completion_tokens"] for c in chunks if not c["choices"] and c.get("usage")), None)
+    else:
+        return None
+    reasons = [r for r in reasons if r is not None]
+    if not tokens or not reasons or set(reasons) != {"stop"}:
+        return None
+    return max(1, tokens // len(reasons))
+
+
+def tool_call_cut(name: str) -> int | None:
+    """Where a captured tool call was cut by ``max_tokens``, in the simulator's tokens: the
+    pieces of the markup text the real model had written (from the full answer's ``content``,
+    the stream's twin). The 135M model spent 32 tokens on 18 tokens' worth of visible text;
+    cut at the same place in the markup, both streams end in the same kind of chunk."""
+    twin = FIXTURES / (name.removesuffix(".sse").removesuffix("_stream").removesuffix(".json") + ".json")
+    if not name.startswith("chat_tools") or not twin.exists():
+        return None
+    choice = json.loads(twin.read_text())["choices"][0]
+    content = choice["message"].get("content") or ""
+    if choice["finish_reason"] != "length" or START not in content:
+        return None
+    return len(token_pieces(content))
+
+
 @pytest.fixture(scope="module")
 def answers(sim: SimProcess) -> dict[str, httpx.Response]:
     """The simulator's answer to every captured request, sent in the capture's order."""
     out = {}
     with httpx.Client(base_url=sim.url, timeout=30) as http:
         for exchange in exchanges():
-            out[exchange["file"]] = http.request(exchange["method"], exchange["path"], json=exchange["request"])
+            body, length = exchange["request"], natural_length(exchange["file"])
+            if length is not None:
+                body = {**body, "vllm_xargs": {"sim_output_tokens": length}}
+            if (cut := tool_call_cut(exchange["file"])) is not None:
+                body = {**body, "max_tokens": cut}
+            out[exchange["file"]] = http.request(exchange["method"], exchange["path"], json=body)
     return out
 
 
