@@ -19,7 +19,7 @@ from pathlib import Path
 import aiohttp
 
 from serving.sim.engine import Engine
-from serving.sim.events import SimRequest
+from serving.sim.events import Finished, SimRequest
 from serving.sim.fidelity import PROFILE_OF, Point, compare, load_measurements, reference_points, run_together
 from serving.sim.profile import load_profile
 from serving.sim.testing import SimProcess
@@ -122,20 +122,35 @@ def request_rate(concurrency: int, duration_s: float) -> tuple[float, float]:
     return finished / elapsed, cpu
 
 
-def replay_speed(requests: int = 20000, rate: float = 20.0) -> tuple[float, float]:
-    """Engine alone (h100-70b-bf16, Poisson arrivals): virtual requests per CPU second, and how
-    many times faster than real time the replay runs."""
+@dataclass(frozen=True, slots=True)
+class ReplaySpeed:
+    """A replay in virtual time: requests finished, virtual seconds covered, CPU seconds spent."""
+
+    finished: int
+    virtual_s: float
+    cpu_s: float
+
+    @property
+    def requests_per_cpu_s(self) -> float:
+        return self.finished / self.cpu_s
+
+    @property
+    def times_real_time(self) -> float:
+        return self.virtual_s / self.cpu_s
+
+
+def replay_speed(requests: int = 20000, rate: float = 20.0) -> ReplaySpeed:
+    """Engine alone (h100-70b-bf16, Poisson arrivals, natural lengths): how fast it replays."""
     engine = Engine(load_profile("h100-70b-bf16"), seed=0, token_events=False)
-    rng, now = random.Random(0), 0.0
+    rng, now, finished = random.Random(0), 0.0, 0
     started = time.process_time()
     for i in range(requests):
         now += rng.expovariate(rate)
-        engine.advance(now)
+        finished += sum(isinstance(e, Finished) for e in engine.advance(now))
         engine.submit(SimRequest(f"r{i}", rng.randint(100, 3000), 1000, task="chat"), now)
     while (at := engine.next_event_time()) is not None:
-        engine.advance(at)
-    cpu = time.process_time() - started
-    return requests / cpu, engine.clock / cpu
+        finished += sum(isinstance(e, Finished) for e in engine.advance(at))
+    return ReplaySpeed(finished, engine.clock, time.process_time() - started)
 
 
 def speculation_curves() -> list[tuple[str, str, list[tuple[int, float]]]]:
@@ -173,7 +188,7 @@ def _pin(core: int) -> tuple[str, ...]:
     return ("taskset", "-c", str(core)) if (os.cpu_count() or 1) > core else ()
 
 
-def render(streams: list[StreamLoad], rps: tuple[float, float], replay: tuple[float, float],
+def render(streams: list[StreamLoad], rps: tuple[float, float], replay: ReplaySpeed,
            curves: list[tuple[str, str, list[tuple[int, float]]]], source: str, points: list[Point],
            load: tuple[float, float] = (0.0, 0.0)) -> str:
     """The "Simulator" section of docs/benchmarks.md (``load``: 1-min load average before, after)."""
@@ -191,7 +206,8 @@ def render(streams: list[StreamLoad], rps: tuple[float, float], replay: tuple[fl
               f"Non-streamed requests (fast-test, 8 tokens each, 64 clients): **{rps[0]:.0f} requests/s** at "
               f"{rps[1]:.0%} of one core.", "",
               f"Engine model alone in virtual time (h100-70b-bf16, Poisson 20 req/s, 20k requests): "
-              f"**{replay[0]:.0f} requests per CPU second**, {replay[1]:.0f}x faster than real time.", "",
+              f"**{replay.requests_per_cpu_s:.0f} requests per CPU second**, {replay.times_real_time:.0f}x faster "
+              "than real time.", "",
               "### Speculative decode speed-up over the base profile, by batch size", "",
               "| profile | task | speed-up by batch |", "|:--|:--|:--|"]
     lines += [f"| {name} | {task} | " + ", ".join(f"{b}: {r:.2f}x" for b, r in curve) + " |" for name, task, curve in curves]

@@ -169,9 +169,10 @@ def test_queue_full_answers_503(tmp_path: Path) -> None:
     profile = (PROFILES_DIR / "fast-test.yaml").read_text()
     profile = profile.replace("max_num_seqs: 256", "max_num_seqs: 2").replace("max_waiting: 4096", "max_waiting: 3")
     (tmp_path / "tiny.yaml").write_text(profile)
-    with SimProcess(str(tmp_path / "tiny.yaml"), "--slowdown", "2000") as sim:  # 1 s steps
+    # 100 s steps: however slowly a loaded machine opens the streams, the first step is not over.
+    with SimProcess(str(tmp_path / "tiny.yaml"), "--slowdown", "200000") as sim:
         statuses = _statuses_of_streams_held_open(sim.url, 8)
-    # The first starts a 1 s step alone; the next three wait for the step to end (bound: 3),
+    # The first starts a 100 s step alone; the next three wait for the step to end (bound: 3),
     # and the rest are refused, as an overloaded replica sheds.
     assert statuses == [200] * 4 + [503] * 4
 

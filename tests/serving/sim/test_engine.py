@@ -214,16 +214,15 @@ def test_slowdown_stretches_steps(bf16: Profile) -> None:
     assert slow == pytest.approx(normal / 3, rel=0.1)
 
 
-def test_replay_is_fast_in_virtual_time(bf16: Profile) -> None:
-    """A trace replay must not be bound by wall time: an hour-scale load runs in seconds."""
-    import time
-
+def test_without_token_events_only_first_tokens_and_finishes_are_reported(bf16: Profile) -> None:
+    """Trace replay's mode (its speed is measured by ``make bench-sim``, not asserted here)."""
     engine = Engine(bf16, seed=0, token_events=False)
-    started = time.perf_counter()
     events = []
     for i in range(2000):
         events += engine.advance(i * 0.1)
         engine.submit(SimRequest(f"r{i}", 1000, 200, natural_tokens=150), i * 0.1)
-    done = finished(events + drain(engine))
-    assert len(done) == 2000
-    assert time.perf_counter() - started < 5.0
+    events += drain(engine)
+    done = finished(events)
+    assert len(done) == 2000 and all(d.output_tokens == 150 and d.reason == "stop" for d in done.values())
+    tokens = [e for e in events if isinstance(e, TokensOut)]
+    assert len(tokens) == 2000 and all(e.first for e in tokens)
