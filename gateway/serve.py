@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import math
+import signal
 import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
 from gateway.api.app import create_app
 from gateway.config import load_config
+from gateway.http_limits import with_header_limit
 from gateway.logs import configure_logging
 from gateway.runtime import Gateway
 
@@ -26,6 +30,13 @@ class _Server(uvicorn.Server):
         if self._on_ready is not None and self.started:
             self._on_ready()
 
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        if sig == signal.SIGTERM:
+            # uvicorn raises a caught signal again once drained, so the process dies by SIGTERM
+            # (status -15). A drained SIGTERM is an orderly stop (Kubernetes, systemd): exit 0.
+            self._captured_signals.remove(sig)
+
 
 def serve(config_path: str | Path, *, host: str | None = None, port: int | None = None,
           log_level: str = "info", access_log: bool = True, on_ready: Callable[[], None] | None = None,
@@ -40,11 +51,12 @@ def serve(config_path: str | Path, *, host: str | None = None, port: int | None 
         host=host or config.server.host,
         port=config.server.port if port is None else port,
         loop="uvloop",
-        http="httptools",
+        http=with_header_limit(config.server.max_header_bytes),
         lifespan="on",
         access_log=False,
         log_config=None,
-        timeout_graceful_shutdown=int(config.server.drain_timeout_s),
+        # Whole seconds (uvicorn's type); rounded up, as int() would turn 0.5 s into no drain at all.
+        timeout_graceful_shutdown=math.ceil(config.server.drain_timeout_s),
         timeout_keep_alive=30,
     )
     _Server(server_config, on_ready).run()

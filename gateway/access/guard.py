@@ -15,6 +15,7 @@ from typing import Protocol
 
 from redis.exceptions import RedisError
 
+from gateway.access.concurrency import OpenRequests
 from gateway.access.keys import ApiKey, KeyRing, bearer, hash_secret
 from gateway.access.keystore import KeyStore
 from gateway.access.ledger import Charge
@@ -33,6 +34,7 @@ _LIMIT_NAMES = {
     "tokens_per_min": "tokens per minute",
     "monthly_budget_usd": "monthly budget (USD)",
     "quota_unavailable": "quotas (they cannot be checked right now)",
+    "max_concurrent_requests": "concurrent requests",
 }
 
 
@@ -83,6 +85,10 @@ class Access(Protocol):
         """Charge a finished request's tokens and cost (called once, when the response ended)."""
         ...
 
+    def release(self, grant: Grant) -> None:
+        """The request ``admit`` granted has ended, however it ended (called exactly once)."""
+        ...
+
 
 class KeyedAccess:
     """Keys required. The key ring is refreshed from the key store every ``refresh_s`` in the
@@ -99,6 +105,7 @@ class KeyedAccess:
         self._ring = KeyRing(())
         self._refresher: asyncio.Task[None] | None = None
         self._quota_down = False
+        self._open = OpenRequests()
 
     @property
     def settings(self) -> AccessSettings:
@@ -132,7 +139,10 @@ class KeyedAccess:
         if tier is None:
             raise PermissionDenied(f"The key's tier '{key.tier}' is not configured.", code="unknown_tier")
         _check_model(self._config(), tier, model)
-        refusal = await self._charge(key, tier)
+        if self._open.claim(key.id, tier.max_concurrent_requests):
+            refusal = await self._charge_claimed(key, tier)
+        else:
+            refusal = Refusal("max_concurrent_requests", 1.0)
         if refusal is not None:
             self._telemetry.rate_limited.labels(refusal.limit).inc()
             raise RateLimited(
@@ -153,6 +163,10 @@ class KeyedAccess:
         await self.quotas.settle(charge, time.time())
         self._telemetry.key_usage(grant.key.name, model, variant, task, tokens_in, tokens_out, cost)
 
+    def release(self, grant: Grant) -> None:
+        if grant.key is not None:
+            self._open.release(grant.key.id)
+
     async def _look_up(self, secret: str) -> ApiKey | None:
         """A key missing from the ring may be newer than the last load: ask the store once, so a
         key works on every gateway as soon as it is made (an unknown key costs one round trip)."""
@@ -165,6 +179,18 @@ class KeyedAccess:
             return None
         self._ring = self._ring.with_key(key)
         return key
+
+    async def _charge_claimed(self, key: ApiKey, tier: Tier) -> Refusal | None:
+        """``_charge`` for a request that holds a concurrency slot: the slot is given back when
+        the request is refused (or the charge fails), as it never opens."""
+        try:
+            refusal = await self._charge(key, tier)
+        except BaseException:
+            self._open.release(key.id)
+            raise
+        if refusal is not None:
+            self._open.release(key.id)
+        return refusal
 
     async def _charge(self, key: ApiKey, tier: Tier) -> Refusal | None:
         try:

@@ -16,6 +16,9 @@ class OpenAccess:
     async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:
         return None
 
+    def release(self, grant: Grant) -> None:
+        return None
+
     async def start(self) -> None:
         return None
 

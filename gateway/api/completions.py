@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from gateway.domain import Outcome, Prediction, Replica
 from gateway.errors import BodyTooLarge, RateLimited, RequestError
 from gateway.proxy.forward import Answer
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
-from gateway.proxy.sse import ModelRewrite
+from gateway.proxy.sse import DONE, ModelRewrite, error_event
 from gateway.runtime import Gateway
 from gateway.telemetry import Telemetry
 
@@ -67,13 +68,35 @@ def request_headers(scope: Scope) -> dict[str, str]:
     return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
 
 
+# A client's x-request-id is echoed and sent to the replica: only a plain token is taken as is.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:=+/-]{1,128}")
+
+
+def request_id_of(headers: dict[str, str]) -> str:
+    """The client's x-request-id when it is a plain token of at most 128 characters, else a new one."""
+    claimed = headers.get("x-request-id")
+    if claimed is not None and _REQUEST_ID.fullmatch(claimed):
+        return claimed
+    return os.urandom(12).hex()
+
+
 async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
     received = time.perf_counter()
-    current = gateway.current
     headers = request_headers(scope)
-    raw = await read_body(receive, headers, current.config.server.max_body_bytes)
+    raw = await read_body(receive, headers, gateway.current.config.server.max_body_bytes)
     data, body = parse_body(raw, endpoint.schema)
     grant = await gateway.access.admit(headers, body.model)
+    try:
+        await _proxy_admitted(gateway, endpoint, grant, data, body, headers, received, receive, send)
+    finally:
+        gateway.access.release(grant)  # the key's concurrency slot, however the request ended
+
+
+async def _proxy_admitted(
+    gateway: Gateway, endpoint: Endpoint, grant: Grant, data: dict[str, Any], body: ChatBody | CompletionBody,
+    headers: dict[str, str], received: float, receive: Receive, send: Send,
+) -> None:
+    current = gateway.current
     grant.cap_priority(headers)
     snapshot = grant.visible(gateway.store.snapshot(), current.config)
     plan = plan_request(current.config, current.counters, snapshot, body, headers, backlog=gateway.backlog.tokens)
@@ -82,7 +105,7 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
     except RequestError as refusal:
         gateway.telemetry.requests.labels(plan.profile.model, "none", plan.profile.task, str(refusal.status)).inc()
         raise
-    request_id = headers.get("x-request-id") or os.urandom(12).hex()
+    request_id = request_id_of(headers)
     client_wants_usage = bool((body.stream_options or {}).get("include_usage"))
     if body.stream:
         data["stream_options"] = {**(body.stream_options or {}), "include_usage": True}
@@ -174,7 +197,9 @@ async def _send_stream(
 ) -> None:
     """Relays the stream. A watcher on ``receive`` learns of a client disconnect at once (uvicorn's
     ``send`` drops bytes silently after one) and closes the upstream connection, so the replica
-    stops generating even if it is between tokens."""
+    stops generating even if it is between tokens. A stream still open when the server's drain
+    timeout ends it (uvicorn cancels the task) ends with an error event and ``[DONE]``, as when a
+    replica dies mid-stream, so the client knows it was cut."""
     finished = False
 
     def on_disconnect(_: object) -> None:
@@ -191,6 +216,12 @@ async def _send_stream(
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         finished = True
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+    except asyncio.CancelledError:
+        if not finished and not answer.client_gone:
+            cut = error_event("The gateway is shutting down; the stream was cut at its drain timeout.",
+                              "service_unavailable", "gateway_shutting_down") + DONE
+            await send({"type": "http.response.body", "body": cut, "more_body": False})
+        raise
     finally:
         finished = True
         watcher.cancel()

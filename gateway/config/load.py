@@ -37,6 +37,8 @@ def load_config(path: str | Path) -> DuetConfig:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError("", f"cannot read {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:  # a corrupted or half-written file must be refused, not crash a reload
+        raise ConfigError("", f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     return parse_config(text, source=str(path))
 
 
@@ -121,6 +123,7 @@ def _tier(name: str, t: schema.TierSection, models: Mapping[str, ModelSpec], pat
         monthly_budget_usd=t.monthly_budget_usd, models=allowed_models,
         variants=None if t.variants == "all" else frozenset(t.variants),
         priority=None if t.priority is None else Priority(t.priority),
+        max_concurrent_requests=t.max_concurrent_requests,
     )
 
 

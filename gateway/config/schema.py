@@ -21,6 +21,8 @@ class ServerSection(Strict):
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8000
     max_body_bytes: PositiveInt = 4 * 1024 * 1024
+    # The request line and headers together (uvicorn's httptools parser has no limit of its own).
+    max_header_bytes: PositiveInt = 32 * 1024
     upstream_connect_timeout_s: PositiveFloat = 2.0
     upstream_idle_timeout_s: PositiveFloat = 60.0
     drain_timeout_s: PositiveFloat = 30.0
@@ -61,6 +63,8 @@ class TierSection(Strict):
     variants: Literal["all"] | list[Name] = "all"
     # The highest priority class the key may claim (x-duet-priority above it is lowered to it).
     priority: Literal["interactive", "batch", "sheddable"] | None = None
+    # Requests (streams or not) one key may have open at once on one gateway.
+    max_concurrent_requests: PositiveInt | None = None
 
 
 class AccessSection(Strict):

@@ -14,6 +14,7 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 8000
     max_body_bytes: int = 4 * 1024 * 1024
+    max_header_bytes: int = 32 * 1024
     upstream_connect_timeout_s: float = 2.0
     # No byte from a replica for this long (before the first byte or between chunks) ends the
     # attempt: a hanging replica must not hang the client.
@@ -56,6 +57,8 @@ class Tier:
     models: frozenset[str] | None = None
     variants: frozenset[str] | None = None
     priority: Priority | None = None
+    # Open requests per key on one gateway (each gateway counts its own).
+    max_concurrent_requests: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,7 @@ class ConfigWatcher:
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         try:
-            loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(self.reload()))
+            loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(self._reload_logged()))
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
             log.debug("SIGHUP reload unavailable; file polling only")
         self._task = loop.create_task(self._poll())
@@ -72,4 +72,13 @@ class ConfigWatcher:
         while True:
             await asyncio.sleep(self._interval_s)
             if self._read_digest() not in (self._digest, None):
-                await self.reload()
+                await self._reload_logged()
+
+    async def _reload_logged(self) -> None:
+        """A reload from the poller or SIGHUP: a failure while applying is logged with its traceback,
+        and the watcher keeps watching (one bad reload must not end hot reload for good)."""
+        try:
+            await self.reload()
+        except Exception:
+            self.rejected += 1
+            log.exception("config reload failed, keeping the running policy")

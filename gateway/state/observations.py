@@ -98,10 +98,10 @@ def observe(
     if outcome.ttft_s is not None:
         ttft = ttft.add(outcome.ttft_s, now, half_life_s)
         ttft_bias = _add_ratio(ttft_bias, outcome.ttft_s, outcome.predicted_ttft_s, now, half_life_s)
-        per_token = time_per_output_token(outcome)
-        if per_token is not None:
-            tpot = tpot.add(per_token, now, half_life_s)
-            tpot_bias = _add_ratio(tpot_bias, per_token, outcome.predicted_tpot_s, now, half_life_s)
+    per_token = time_per_output_token(outcome, ttft_guess_s=ttft.value or outcome.predicted_ttft_s or 0.0)
+    if per_token is not None:
+        tpot = tpot.add(per_token, now, half_life_s)
+        tpot_bias = _add_ratio(tpot_bias, per_token, outcome.predicted_tpot_s, now, half_life_s)
     return Observations(ttft, tpot, errors, ttft_bias, tpot_bias)
 
 
@@ -116,9 +116,12 @@ def _add_ratio(mean: DecayingMean, actual: float, predicted: float | None, now: 
     return mean.add(ratio, now, half_life_s)
 
 
-def time_per_output_token(outcome: Outcome) -> float | None:
-    """Decode time per generated token after the first, in seconds, when it can be measured:
-    it needs a first-token time and at least two output tokens."""
-    if outcome.ttft_s is None or outcome.output_tokens < 2:
+def time_per_output_token(outcome: Outcome, ttft_guess_s: float | None = None) -> float | None:
+    """Decode time per generated token after the first, in seconds, when it can be measured: it
+    needs at least two output tokens, and a first-token time. A non-stream answer has none (its
+    first byte is its last); ``ttft_guess_s`` stands in for it then, so a replica that slows down
+    is noticed from non-stream traffic too, not only from streams."""
+    ttft_s = outcome.ttft_s if outcome.ttft_s is not None else ttft_guess_s
+    if ttft_s is None or outcome.output_tokens < 2:
         return None
-    return max(0.0, outcome.duration_s - outcome.ttft_s) / (outcome.output_tokens - 1)
+    return max(0.0, outcome.duration_s - ttft_s) / (outcome.output_tokens - 1)

@@ -157,7 +157,7 @@ class RedisStateStore:
             self._mine[rid] = max(0, self._mine[rid] - 1)
         await self._local.finish(outcome)
         kind = classify(outcome)
-        tpot = time_per_output_token(outcome)
+        tpot = time_per_output_token(outcome, ttft_guess_s=outcome.predicted_ttft_s or 0.0)  # non-stream too
         breaker = self._settings.breaker
         args: list[Arg] = [
             self._gateway_id, time.time(), kind.value,

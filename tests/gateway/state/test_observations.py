@@ -123,3 +123,12 @@ def test_latency_model_bias_is_learned_from_predictions():
     wild = Outcome("r", True, 200, ttft_s=100.0, duration_s=101.0, input_tokens=1, output_tokens=1, predicted_ttft_s=0.1)
     capped = observe(Observations(), wild, OutcomeKind.SUCCESS, 0.0, 30.0)
     assert capped.ttft_bias == pytest.approx(math.e)
+
+
+def test_a_non_stream_answer_feeds_time_per_token_with_the_observed_first_token_time_standing_in() -> None:
+    streamed = observe(Observations(), _outcome(0.1, 1.1, 11), OutcomeKind.SUCCESS, 0.0, HALF_LIFE)
+    # No first-token time (non-stream), 20 tokens in 4.0 s: (4.0 - 0.1 observed TTFT) / 19 per token.
+    slowed = observe(streamed, _outcome(None, 4.0, 20), OutcomeKind.SUCCESS, 0.0, HALF_LIFE)
+    assert slowed.tpot.weight == 2.0
+    assert slowed.tpot_s == pytest.approx((0.1 + 3.9 / 19) / 2)
+    assert slowed.ttft_s == pytest.approx(0.1)  # nothing learned about TTFT from it
