@@ -153,6 +153,26 @@ def replay_speed(requests: int = 20000, rate: float = 20.0) -> ReplaySpeed:
     return ReplaySpeed(finished, engine.clock, time.process_time() - started)
 
 
+TRACE_REPLAY = ("h100-70b:standard=2,fast=2", "duet", ("code", "conv"), 600.0)
+
+
+def trace_replay_speed() -> ReplaySpeed:
+    """What ``duet replay`` costs: one policy (duet) over 600 s of the Azure code+conv trace at
+    rate 1 on 4 simulated H100 replicas, through the gateway's router and state store."""
+    # Imported here: loadtests builds on the simulator, not the other way round.
+    from loadtests.replay.setup import parse_cluster, policy_config
+    from loadtests.replay.simulation import Replay
+    from loadtests.traces import replay_arrivals, task_traces
+
+    spec, policy, traces, duration_s = TRACE_REPLAY
+    cluster = parse_cluster(spec)
+    arrivals = replay_arrivals(task_traces(list(traces)), duration_s=duration_s, rate_scale=1.0,
+                               max_context=cluster.replica_set.max_context)
+    started = time.process_time()
+    results = Replay(policy_config(cluster, policy), cluster.profiles(), seed=0).run(arrivals)
+    return ReplaySpeed(sum(r.status == "ok" for r in results), duration_s, time.process_time() - started)
+
+
 def speculation_curves() -> list[tuple[str, str, list[tuple[int, float]]]]:
     """Decode speed-up of each speculative profile over its base, by batch size and task."""
     rows = []
@@ -190,7 +210,7 @@ def _pin(core: int) -> tuple[str, ...]:
 
 def render(streams: list[StreamLoad], rps: tuple[float, float], replay: ReplaySpeed,
            curves: list[tuple[str, str, list[tuple[int, float]]]], source: str, points: list[Point],
-           load: tuple[float, float] = (0.0, 0.0)) -> str:
+           load: tuple[float, float] = (0.0, 0.0), trace: ReplaySpeed | None = None) -> str:
     """The "Simulator" section of docs/benchmarks.md (``load``: 1-min load average before, after)."""
     busy = (" **The machine was busy with other work during this run** (load average "
             f"{load[0]:.1f} before, {load[1]:.1f} after, on 2 cores): the HTTP numbers are lower bounds."
@@ -207,8 +227,14 @@ def render(streams: list[StreamLoad], rps: tuple[float, float], replay: ReplaySp
               f"{rps[1]:.0%} of one core.", "",
               f"Engine model alone in virtual time (h100-70b-bf16, Poisson 20 req/s, 20k requests): "
               f"**{replay.requests_per_cpu_s:.0f} requests per CPU second**, {replay.times_real_time:.0f}x faster "
-              "than real time.", "",
-              "### Speculative decode speed-up over the base profile, by batch size", "",
+              "than real time.", ""]
+    if trace is not None:
+        spec, policy, traces, duration_s = TRACE_REPLAY
+        lines += [f"`duet replay` of one policy ({policy}, {spec}, {'+'.join(traces)} trace, {duration_s:.0f} s at "
+                  f"rate 1, {trace.finished} requests, routing included): **{trace.cpu_s:.2f} CPU s**, "
+                  f"{trace.times_real_time:.0f}x faster than real time (an hour of trace: "
+                  f"~{3600 / trace.times_real_time:.0f} CPU s).", ""]
+    lines += ["### Speculative decode speed-up over the base profile, by batch size", "",
               "| profile | task | speed-up by batch |", "|:--|:--|:--|"]
     lines += [f"| {name} | {task} | " + ", ".join(f"{b}: {r:.2f}x" for b, r in curve) + " |" for name, task, curve in curves]
     lines += ["", "Published: EAGLE-3 in vLLM 1.75x at batch 2 to 1.01x at batch 56 (EAGLE-3 paper); n-gram up to "
@@ -249,9 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     print("requests/s ...", flush=True)
     rps = request_rate(64, args.window)
     replay = replay_speed()
+    print("trace replay ...", flush=True)
+    trace = trace_replay_speed()
+    print(f"  one policy over {TRACE_REPLAY[3]:.0f} s of trace: {trace.cpu_s:.2f} CPU s", flush=True)
     curves = speculation_curves()
     source, points = fidelity()
-    section = render(streams, rps, replay, curves, source, points, (load_before, os.getloadavg()[0]))
+    section = render(streams, rps, replay, curves, source, points, (load_before, os.getloadavg()[0]), trace)
     print("\n" + section)
     if not args.no_docs:
         write_docs(section)

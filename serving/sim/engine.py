@@ -19,52 +19,19 @@ import random
 from collections import deque
 from collections.abc import Callable
 
+from serving.sim import decoderun
+from serving.sim.decoderun import DecodeRun
 from serving.sim.events import EngineCounters, EngineSnapshot, Event, Finished, Refusal, SimRequest, TokensOut
 from serving.sim.kvcache import KVCache
 from serving.sim.profile import Profile
+from serving.sim.sequence import Seq, Step
 from serving.sim.stepcost import BatchShape, accepted_drafts, step_duration
-
-
-class _Seq:
-    """A request's mutable progress inside the engine."""
-
-    __slots__ = (
-        "req", "arrival", "ready_at", "target", "generated", "computed", "blocks", "scheduled_at",
-        "first_token_at", "cached_tokens", "acceptance", "proposal_rate", "prompt_cached", "done",
-        "preemptions",
-    )
-
-    def __init__(self, req: SimRequest, arrival: float, ready_at: float, target: int) -> None:
-        self.req = req
-        self.arrival = arrival
-        self.ready_at = ready_at
-        self.target = target
-        self.generated = 0
-        self.computed = 0
-        self.blocks = 0
-        self.scheduled_at: float | None = None
-        self.first_token_at: float | None = None
-        self.cached_tokens = 0
-        self.acceptance = 0.0
-        self.proposal_rate = 0.0
-        self.prompt_cached = False
-        self.done = False
-        self.preemptions = 0
-
-
-class _Step:
-    """A step in flight: when it ends, and what each sequence computes in it."""
-
-    __slots__ = ("end", "plan")
-
-    def __init__(self, end: float, plan: list[tuple[_Seq, int, int]]) -> None:
-        self.end = end
-        self.plan = plan  # (sequence, tokens computed, of which speculative drafts)
 
 
 class Engine:
     """One simulated vLLM engine. ``token_events=False`` reports only first tokens and
-    finishes (for fast trace replay, where per-step token events are not needed)."""
+    finishes (for fast trace replay, where per-step token events are not needed); stretches of
+    steps that report nothing then run as ``decoderun`` runs, with the same events and state."""
 
     def __init__(self, profile: Profile, *, seed: int = 0, token_events: bool = True,
                  step_observer: Callable[[int], None] | None = None) -> None:
@@ -72,20 +39,30 @@ class Engine:
         self._step_observer = step_observer  # called with each step's token count (for metrics)
         self.counters = EngineCounters()
         self.clock = 0.0
-        self.slowdown = 1.0  # failure injection: every step takes this many times longer
+        self._slowdown = 1.0  # failure injection: every step takes this many times longer
         self._limits = profile.engine
         self._spec = profile.speculation
         self._rng = random.Random(seed)
         self._token_events = token_events
         self._kv = KVCache(profile.engine.kv_cache_tokens, profile.engine.block_size)
-        self._waiting: deque[_Seq] = deque()
-        self._running: list[_Seq] = []
-        self._by_id: dict[str, _Seq] = {}
-        self._step: _Step | None = None
+        self._waiting: deque[Seq] = deque()
+        self._running: list[Seq] = []
+        self._by_id: dict[str, Seq] = {}
+        self._step: Step | None = None
+        self._run: DecodeRun | None = None
         self._next_start = 0.0  # a new step may not start before the previous one ended
         self._events: list[Event] = []
         if self._spec is not None:
             self.counters.spec_accepted_per_position = [0] * self._spec.num_speculative_tokens
+
+    @property
+    def slowdown(self) -> float:
+        return self._slowdown
+
+    @slowdown.setter
+    def slowdown(self, factor: float) -> None:
+        self._cut_run()  # steps already begun keep their length; later ones take the new one
+        self._slowdown = factor
 
     # ---- driving -------------------------------------------------------------------------
 
@@ -94,6 +71,7 @@ class Engine:
 
         Call ``advance(now)`` first so the queue length that admission checks is current.
         """
+        self._cut_run()
         max_tokens = min(request.max_tokens, self._limits.max_model_len - request.prompt_tokens)
         if max_tokens < 1:
             return Refusal.TOO_LONG
@@ -101,7 +79,7 @@ class Engine:
             return Refusal.DUPLICATE_ID
         if len(self._waiting) >= self._limits.max_waiting:
             return Refusal.QUEUE_FULL
-        seq = _Seq(request, now, now + self.profile.step.frontend_s, self._target(request, max_tokens))
+        seq = Seq(request, now, now + self.profile.step.frontend_s, self._target(request, max_tokens))
         if self._spec is not None:
             task = self._spec.for_task(request.task)
             seq.acceptance, seq.proposal_rate = task.acceptance, task.proposal_rate
@@ -111,6 +89,7 @@ class Engine:
 
     def abort(self, request_id: str, now: float) -> None:
         """Drop a request (client went away): frees its KV blocks; emits ``Finished(abort)``."""
+        self._cut_run()
         seq = self._by_id.get(request_id)
         if seq is None:
             return
@@ -121,7 +100,10 @@ class Engine:
         self._finish(seq, "abort", max(now, self.clock))
 
     def next_event_time(self) -> float | None:
-        """When the next step ends or starts; None when there is nothing to do."""
+        """When the next step ends or starts (a run's last step ends); None when there is
+        nothing to do."""
+        if self._run is not None:
+            return self._run.ends[-1]
         if self._step is not None:
             return self._step.end
         if self._running:
@@ -133,13 +115,19 @@ class Engine:
     def advance(self, to: float) -> list[Event]:
         """Run every step that ends by ``to``; return the events since the last call, in order."""
         while True:
+            if self._run is not None:
+                if not self._advance_run(to):
+                    break
+                continue
             if self._step is not None:
                 if self._step.end > to:
                     break
                 self._end_step(self._step)
                 continue
             start = self.next_event_time()
-            if start is None or start > to or not self._begin_step(start):
+            if start is None or start > to:
+                break
+            if not self._start_run(start) and not self._begin_step(start):
                 break
         self.clock = max(self.clock, to)
         events, self._events = self._events, []
@@ -153,11 +141,48 @@ class Engine:
         """Requests inside the engine (running or waiting)."""
         return len(self._by_id)
 
+    # ---- runs of decode steps (token_events=False) ---------------------------------------
+
+    def _start_run(self, start: float) -> bool:
+        """Plan a decode run from ``start`` if the next steps can only add a token to each
+        running sequence (nothing waits, nothing prefills, no speculation); whether it did."""
+        running = self._running
+        if (self._token_events or self._spec is not None or self._waiting or not running
+                or len(running) > self._limits.max_num_batched_tokens
+                or any(s.req.prompt_tokens + s.generated - s.computed != 1 for s in running)):
+            return False
+        steps = decoderun.silent_steps(running, self._kv)
+        if steps < decoderun.MIN_STEPS:
+            return False
+        self._run = decoderun.plan(list(running), start, steps, self.profile.step, self._slowdown, self._rng)
+        decoderun.catch_up(self._run, 0, self._kv, self.counters, self._step_observer)
+        return True
+
+    def _advance_run(self, to: float) -> bool:
+        """Bring the run up to ``to``; whether it is over (the engine then goes on from its end)."""
+        run = self._run
+        assert run is not None
+        completed = run.steps_ended_by(to)
+        if completed > run.completed:
+            decoderun.catch_up(run, completed, self._kv, self.counters, self._step_observer)
+            self._next_start = run.ends[completed - 1]
+            self.clock = max(self.clock, self._next_start)
+        if completed < len(run.ends):
+            return False
+        self._run = None
+        return True
+
+    def _cut_run(self) -> None:
+        """Something is about to change the batch: the run's step in flight becomes ordinary."""
+        if self._run is not None:
+            self._step = decoderun.cut(self._run, self.profile.step, self._rng)
+            self._run = None
+
     # ---- one step ------------------------------------------------------------------------
 
     def _begin_step(self, start: float) -> bool:
         budget = self._limits.max_num_batched_tokens
-        plan: list[tuple[_Seq, int, int]] = []
+        plan: list[tuple[Seq, int, int]] = []
         budget = self._schedule_running(plan, budget)
         self._schedule_waiting(plan, budget, start)
         if not plan:
@@ -173,22 +198,25 @@ class Engine:
         seconds = step_duration(self.profile.step, self._spec, BatchShape(prefill, decode, context, drafting))
         if self.profile.step.jitter:
             seconds *= self._rng.lognormvariate(0.0, self.profile.step.jitter)
-        self._step = _Step(start + seconds * self.slowdown, plan)
+        self._step = Step(start + seconds * self._slowdown, plan)
         self.counters.steps += 1
         if self._step_observer is not None:
             self._step_observer(prefill + decode)
         return True
 
-    def _schedule_running(self, plan: list[tuple[_Seq, int, int]], budget: int) -> int:
-        running = self._running
+    def _schedule_running(self, plan: list[tuple[Seq, int, int]], budget: int) -> int:
+        running, kv, speculative = self._running, self._kv, self._spec is not None
+        block_size = kv.block_size
         i = 0
         while i < len(running) and budget > 0:
             seq = running[i]
             need = seq.req.prompt_tokens + seq.generated - seq.computed
-            drafted = self._drafts(seq) if need == 1 else 0
+            drafted = self._drafts(seq) if need == 1 and speculative else 0
             tokens = need + drafted if need + drafted <= budget else min(need, budget)
             drafted = tokens - need if tokens > need else 0
-            blocks = self._kv.grow(seq.blocks, seq.computed + tokens)
+            # most steps stay inside the blocks a sequence holds: no need to ask the cache
+            fits = -(-(seq.computed + tokens) // block_size) <= seq.blocks
+            blocks = seq.blocks if fits else kv.grow(seq.blocks, seq.computed + tokens)
             while blocks is None and running[-1] is not seq:
                 self._preempt(running.pop())
                 blocks = self._kv.grow(seq.blocks, seq.computed + tokens)
@@ -201,7 +229,7 @@ class Engine:
             i += 1
         return budget
 
-    def _schedule_waiting(self, plan: list[tuple[_Seq, int, int]], budget: int, start: float) -> None:
+    def _schedule_waiting(self, plan: list[tuple[Seq, int, int]], budget: int, start: float) -> None:
         waiting, limits = self._waiting, self._limits
         while waiting and budget > 0 and len(self._running) < limits.max_num_seqs:
             seq = waiting[0]
@@ -223,7 +251,7 @@ class Engine:
             plan.append((seq, tokens, 0))
             budget -= tokens
 
-    def _end_step(self, step: _Step) -> None:
+    def _end_step(self, step: Step) -> None:
         self._step = None
         now = self._next_start = self.clock = step.end
         finished = False
@@ -233,7 +261,7 @@ class Engine:
         if finished:
             self._running = [seq for seq in self._running if not seq.done]
 
-    def _progress(self, seq: _Seq, tokens: int, drafted: int, now: float) -> bool:
+    def _progress(self, seq: Seq, tokens: int, drafted: int, now: float) -> bool:
         """Apply one step's work to ``seq``; returns whether it finished."""
         prompt = seq.req.prompt_tokens
         seq.computed += tokens - drafted
@@ -270,14 +298,14 @@ class Engine:
 
     # ---- helpers -------------------------------------------------------------------------
 
-    def _drafts(self, seq: _Seq) -> int:
+    def _drafts(self, seq: Seq) -> int:
         """Draft tokens proposed for a decoding ``seq`` this step (0 without speculation)."""
         spec = self._spec
         if spec is None or seq.generated == 0 or self._rng.random() >= seq.proposal_rate:
             return 0
         return max(0, min(spec.num_speculative_tokens, seq.target - seq.generated - 1))
 
-    def _cached_prefix(self, seq: _Seq) -> int:
+    def _cached_prefix(self, seq: Seq) -> int:
         hashes = seq.req.prefix_hashes
         if not hashes:
             return 0
@@ -285,14 +313,14 @@ class Engine:
         # vLLM always computes at least the last prompt token (it needs its logits).
         return min(hit_tokens, seq.req.prompt_tokens - 1)
 
-    def _preempt(self, seq: _Seq) -> None:
+    def _preempt(self, seq: Seq) -> None:
         self._kv.release(seq.blocks)
         seq.blocks = seq.computed = 0
         seq.preemptions += 1
         self._waiting.appendleft(seq)
         self.counters.preemptions += 1
 
-    def _finish(self, seq: _Seq, reason: str, now: float) -> None:
+    def _finish(self, seq: Seq, reason: str, now: float) -> None:
         seq.done = True
         self._kv.release(seq.blocks)
         seq.blocks = 0

@@ -16,6 +16,9 @@ def section(source: str = "SOURCE-A") -> str:
 
 def test_render_states_sustained_and_fidelity() -> None:
     text = section()
+    assert "duet replay" not in text
+    with_trace = render([], (1.0, 0.1), ReplaySpeed(1, 1.0, 1.0), [], "S", [], trace=ReplaySpeed(4000, 600.0, 2.0))
+    assert "**2.00 CPU s**, 300x faster than real time (an hour of trace: ~12 CPU s)" in with_trace
     assert text.startswith("## Simulator") and "make bench-sim" in text
     assert "| 100 | 1000 | 990 | 30% | yes |" in text and "| 4000 | 1000 | 500 | 99% | no |" in text
     assert "| bf16 | decode tok/s, 1 stream | 30.000 | 27.000 | 0.90 |" in text
