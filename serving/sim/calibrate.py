@@ -3,8 +3,10 @@
 ``python -m serving.sim.calibrate`` prints the fitted values; they go into the
 ``cpu-smollm2-*`` YAML files by hand, with the measurement cited in a comment.
 
-- bf16 decode: per-stream step time at 1..8 streams, ``(streams x tokens / rate - ttft) /
-  (tokens - 1)``, fitted as ``base_s + decode_s_per_token x streams`` (least squares).
+- bf16 decode: each request's own step time, ``(total - ttft) / (tokens - 1)``, median per
+  number of concurrent streams, fitted as ``base_s + decode_s_per_token x streams`` (least
+  squares). (Subtracting one TTFT for all concurrencies, as this once did, takes the 8-stream
+  queueing TTFT off the 1-stream time and gave a negative base.)
 - bf16 prefill: TTFT against prompt length, fitted as ``intercept + prefill_s_per_token x
   prompt``; ``frontend_s = intercept - base_s``.
 - n-gram: per-token acceptance from vLLM's mean acceptance length, the share of decode steps
@@ -49,14 +51,15 @@ def acceptance_from_length(mean_length: float, k: int) -> float:
     return (low + high) / 2
 
 
-def decode_step_line(summary: dict[str, Any], samples: list[dict[str, Any]], tokens: int) -> Line:
-    """Step time against streams, from the ``decode`` rates."""
-    ttft = statistics.median(s["ttft_s"] for s in samples if s["phase"] == "decode")
-    xs, ys = [], []
-    for streams, rate in summary["decode_tok_s"].items():
-        xs.append(float(streams))
-        ys.append((int(streams) * tokens / rate - ttft) / (tokens - 1))
-    return fit_line(xs, ys)
+def decode_step_line(samples: list[dict[str, Any]]) -> Line:
+    """Step time against streams, from each ``decode`` request's time between its tokens."""
+    steps: dict[int, list[float]] = {}
+    for sample in samples:
+        if sample["phase"] == "decode" and sample["output_tokens"] > 1:
+            step = (sample["total_s"] - sample["ttft_s"]) / (sample["output_tokens"] - 1)
+            steps.setdefault(int(sample["concurrency"]), []).append(step)
+    streams = sorted(steps)
+    return fit_line([float(n) for n in streams], [statistics.median(steps[n]) for n in streams])
 
 
 def prefill_line(samples: list[dict[str, Any]]) -> Line:
@@ -71,7 +74,7 @@ def report(measurements: dict[str, Any]) -> list[str]:
     lines = []
     bf16 = measurements["replicas"].get("bf16")
     if bf16:
-        step = decode_step_line(bf16["summary"], bf16["samples"], tokens)
+        step = decode_step_line(bf16["samples"])
         prefill = prefill_line(bf16["samples"])
         lines += [f"bf16: base_s {step.intercept:.4f}  decode_s_per_token {step.slope:.5f}",
                   f"bf16: prefill_s_per_token {prefill.slope:.6f}  frontend_s {prefill.intercept - step.intercept:.4f}"

@@ -17,11 +17,12 @@ def test_acceptance_inverts_mean_length() -> None:
 
 
 def test_report_fits_a_synthetic_replica() -> None:
-    base, per_seq, ttft = 0.03, 0.001, 0.05
-    rates = {str(c): c * 128 / (ttft + 127 * (base + per_seq * c)) for c in (1, 2, 4, 8)}
-    samples = [{"phase": "decode", "ttft_s": ttft, "prompt_tokens": 40}]
+    base, per_seq = 0.03, 0.001
+    # TTFT grows with the streams (queued prefills); the step time must not be fooled by it.
+    samples = [{"phase": "decode", "concurrency": c, "ttft_s": 0.05 * c, "output_tokens": 128,
+                "total_s": 0.05 * c + 127 * (base + per_seq * c)} for c in (1, 2, 4, 8) for _ in range(c)]
     samples += [{"phase": f"ttft-{n}", "prompt_tokens": n, "ttft_s": 0.04 + 0.0002 * n} for n in (16, 128, 512)]
-    measurements = {"forced_output_tokens": 128, "replicas": {"bf16": {"summary": {"decode_tok_s": rates}, "samples": samples}}}
+    measurements = {"forced_output_tokens": 128, "replicas": {"bf16": {"summary": {}, "samples": samples}}}
     lines = report(measurements)
     assert lines[0] == "bf16: base_s 0.0300  decode_s_per_token 0.00100"
     assert lines[1].startswith("bf16: prefill_s_per_token 0.000200  frontend_s 0.0100")
