@@ -142,3 +142,13 @@ deploy-tools:
 deploy-render: $(STAMP)
 	$(BIN)/python -c "from pathlib import Path; from gateway.deploy.render import repo_files, write; write(repo_files(Path.cwd()), Path.cwd())"
 # ---- end deploy ----
+
+# ---- soak (issue #10): 10 minutes of mixed load at ~70% of capacity while replicas are killed ----
+# Four simulated replicas and one gateway; one replica SIGKILLed every 45 s and restarted 10 s later.
+# Every request must end answered or with a clear error, gateway RSS grow < 10% after warm-up, fds
+# stay flat. Summary: runs/soak/summary.json (quoted in docs/reliability.md). About 11 minutes.
+.PHONY: soak
+
+soak: $(STAMP)
+	$(BIN)/python -m loadtests.soak --duration 600 --out runs/soak $(ARGS)
+# ---- end soak ----

@@ -1,0 +1,257 @@
+"""``make soak``: a long run of mixed load through a real gateway while simulated replicas are killed
+and restarted, checking that nothing is lost and nothing leaks.
+
+    python -m loadtests.soak --duration 600 --out runs/soak
+
+1. Four simulated replicas (two per variant of the demo model) and one gateway, real processes.
+2. Capacity: a closed loop of ``--calibrate-clients`` clients for ``--calibrate-s`` seconds.
+3. Load: open-loop (Poisson) arrivals at ``--load`` x capacity, a mix of streamed and plain chat,
+   completions, pinned variants, tight budgets and deliberately invalid requests.
+4. Chaos: every ``--kill-every-s`` one replica is SIGKILLed, and restarted on its port
+   ``--down-s`` later.
+5. Every request ends as ``ok``, ``clear_error`` (an HTTP error with an OpenAI error body, or a
+   stream that ends with an error event and ``[DONE]``) or ``lost`` (anything else: a reset
+   connection, a stream cut without [DONE], a client timeout). The gateway's RSS and open file
+   descriptors are sampled every ``--sample-s``.
+The summary (JSON) goes to ``<out>/summary.json`` and is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections import Counter
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+
+from gateway.testing import GatewayProcess
+from serving.sim.testing import SimProcess
+
+DEMO = Path(__file__).resolve().parents[1] / "deploy" / "config" / "demo.yaml"
+PROFILE = ("cpu-smollm2-bf16", "--time-scale", "4")
+REQUEST_TIMEOUT_S = 120.0
+
+
+@dataclass
+class Tally:
+    """What happened to every request, and the gateway's resources over time."""
+
+    outcomes: Counter[str] = field(default_factory=Counter)
+    by_kind: Counter[str] = field(default_factory=Counter)
+    lost_examples: list[str] = field(default_factory=list)
+    samples: list[tuple[float, int, int]] = field(default_factory=list)  # (t, rss_kb, fds)
+    kills: int = 0
+    restarts: int = 0
+
+    def record(self, kind: str, outcome: str, detail: str = "") -> None:
+        self.outcomes[outcome] += 1
+        self.by_kind[f"{kind}:{outcome}"] += 1
+        if outcome == "lost" and len(self.lost_examples) < 20:
+            self.lost_examples.append(f"{kind}: {detail}")
+
+
+def request_mix(rng: random.Random) -> tuple[str, str, dict[str, Any], dict[str, str]]:
+    """(kind, path, body, headers) of one request drawn from the soak's mix."""
+    messages = [{"role": "user", "content": rng.choice(["Say hello.", "Write a haiku about rivers.",
+                                                        "def add(a, b):\n    return a + b\nExplain this code."])}]
+    tokens = rng.choice([8, 16, 32, 64])
+    draw = rng.random()
+    chat = "/v1/chat/completions"
+    if draw < 0.40:
+        return "stream", chat, {"model": "smollm2", "messages": messages, "max_tokens": tokens, "stream": True}, {}
+    if draw < 0.70:
+        return "chat", chat, {"model": "smollm2", "messages": messages, "max_tokens": tokens}, {}
+    if draw < 0.80:
+        return "completion", "/v1/completions", {"model": "smollm2", "prompt": "Once upon a time", "max_tokens": tokens}, {}
+    if draw < 0.88:
+        return "pinned", chat, {"model": "smollm2:fast", "messages": messages, "max_tokens": tokens, "stream": True}, {}
+    if draw < 0.95:
+        budget = {"x-duet-latency-budget-ms": "800"}
+        return "budget", chat, {"model": "smollm2", "messages": messages, "max_tokens": tokens}, budget
+    return "invalid", chat, {"model": "smollm2", "messages": messages, "max_tokens": -1}, {}
+
+
+async def one_request(session: aiohttp.ClientSession, url: str, rng: random.Random, tally: Tally) -> None:
+    kind, path, body, headers = request_mix(rng)
+    try:
+        async with session.post(url + path, json=body, headers=headers) as response:
+            if response.status != 200:
+                error = (await response.json(content_type=None)).get("error", {})
+                clear = isinstance(error, dict) and bool(error.get("message")) and bool(error.get("type"))
+                expected = kind == "invalid" and response.status == 400
+                tally.record(kind, "ok" if expected else ("clear_error" if clear else "lost"), f"HTTP {response.status}")
+                return
+            if not body.get("stream"):
+                answer = await response.json(content_type=None)
+                tally.record(kind, "ok" if answer.get("choices") else "lost", "200 without choices")
+                return
+            events = [line for line in (await response.text()).split("\n\n") if line.startswith("data: ")]
+            if not events or events[-1] != "data: [DONE]":
+                tally.record(kind, "lost", f"stream ended without [DONE] after {len(events)} events")
+            elif any(e.startswith('data: {"error"') for e in events):
+                tally.record(kind, "clear_error")
+            else:
+                tally.record(kind, "ok")
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        tally.record(kind, "lost", f"{type(exc).__name__}: {exc}")
+
+
+async def calibrate(url: str, clients: int, seconds: float) -> float:
+    """Requests per second a closed loop of ``clients`` gets through the gateway (the capacity)."""
+    done = 0
+    rng = random.Random(1)
+    scratch = Tally()
+    deadline = time.monotonic() + seconds
+
+    async def client(session: aiohttp.ClientSession) -> None:
+        nonlocal done
+        while time.monotonic() < deadline:
+            await one_request(session, url, rng, scratch)
+            done += 1
+
+    timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
+    async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=0)) as session:
+        started = time.monotonic()
+        await asyncio.gather(*(client(session) for _ in range(clients)))
+        return done / (time.monotonic() - started)
+
+
+def resources(pid: int) -> tuple[int, int]:
+    """(RSS in kB, open file descriptors) of a process."""
+    rss = 0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            rss = int(line.split()[1])
+    return rss, len(os.listdir(f"/proc/{pid}/fd"))
+
+
+async def sample_forever(pid: int, every_s: float, started: float, tally: Tally) -> None:
+    while True:
+        rss, fds = resources(pid)
+        tally.samples.append((time.monotonic() - started, rss, fds))
+        await asyncio.sleep(every_s)
+
+
+async def chaos(sims: list[SimProcess], every_s: float, down_s: float, tally: Tally) -> None:
+    """Kill one replica every ``every_s`` (round robin), restart it ``down_s`` later on its port."""
+    turn = 0
+    while True:
+        await asyncio.sleep(every_s)
+        sim = sims[turn % len(sims)]
+        turn += 1
+        sim.kill()
+        tally.kills += 1
+        await asyncio.sleep(down_s)
+        await asyncio.to_thread(sim.start)
+        tally.restarts += 1
+
+
+async def soak(url: str, pid: int, sims: list[SimProcess], rate: float, args: argparse.Namespace) -> Tally:
+    tally = Tally()
+    rng = random.Random(args.seed)
+    started = time.monotonic()
+    background = [asyncio.create_task(sample_forever(pid, args.sample_s, started, tally)),
+                  asyncio.create_task(chaos(sims, args.kill_every_s, args.down_s, tally))]
+    in_flight: set[asyncio.Task[None]] = set()
+    timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
+    async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=0)) as session:
+        while time.monotonic() - started < args.duration:
+            task = asyncio.create_task(one_request(session, url, rng, tally))
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
+            await asyncio.sleep(rng.expovariate(rate))
+        await asyncio.gather(*in_flight)  # each ends by itself: answered, failed, or timed out
+    for task in background:
+        task.cancel()
+    await asyncio.gather(*background, return_exceptions=True)
+    return tally
+
+
+def summarise(tally: Tally, capacity: float, rate: float, args: argparse.Namespace) -> dict[str, Any]:
+    after = [(t, rss, fds) for t, rss, fds in tally.samples if t >= args.warmup_s]
+    window = max(1, len(after) // 6)
+    rss_start = statistics.median(r for _, r, _ in after[:window])
+    rss_end = statistics.median(r for _, r, _ in after[-window:])
+    fds_start = statistics.median(f for _, _, f in after[:window])
+    fds_end = statistics.median(f for _, _, f in after[-window:])
+    total = sum(tally.outcomes.values())
+    return {
+        "duration_s": args.duration, "capacity_rps": round(capacity, 2), "target_rps": round(rate, 2),
+        "requests": total, "achieved_rps": round(total / args.duration, 2),
+        "outcomes": dict(tally.outcomes), "by_kind": dict(sorted(tally.by_kind.items())),
+        "lost": tally.outcomes.get("lost", 0), "lost_examples": tally.lost_examples,
+        "replica_kills": tally.kills, "replica_restarts": tally.restarts,
+        "rss_mb_after_warmup": round(rss_start / 1024, 1), "rss_mb_at_end": round(rss_end / 1024, 1),
+        "rss_growth_pct": round((rss_end / rss_start - 1) * 100, 2),
+        "rss_mb_max": round(max(r for _, r, _ in tally.samples) / 1024, 1),
+        "fds_after_warmup": fds_start, "fds_at_end": fds_end, "fds_max": max(f for _, _, f in tally.samples),
+        "load_average_at_end": os.getloadavg(),
+    }
+
+
+def write_config(path: Path, urls: dict[str, list[str]]) -> None:
+    raw = yaml.safe_load(DEMO.read_text())
+    for variant, spec in raw["models"]["smollm2"]["variants"].items():
+        spec["replicas"] = [{"url": u} for u in urls[variant]]
+    raw["state"].update(health_interval_s=0.5, stale_after_s=2.0)
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        sims: dict[str, list[SimProcess]] = {}
+        for variant in ("standard", "fast"):
+            served = f"smollm2-{variant}"
+            sims[variant] = [stack.enter_context(SimProcess(PROFILE[0], "--served-model-name", served, *PROFILE[1:]))
+                             for _ in range(2)]
+        config = out / "duet.yaml"
+        write_config(config, {v: [s.url for s in group] for v, group in sims.items()})
+        gateway = stack.enter_context(GatewayProcess(config, log_path=out / "gateway.log"))
+        assert gateway.process is not None
+        capacity = asyncio.run(calibrate(gateway.url, args.calibrate_clients, args.calibrate_s))
+        rate = capacity * args.load
+        print(f"soak: capacity {capacity:.1f} req/s; running {args.duration:.0f} s at {rate:.1f} req/s", flush=True)
+        tally = asyncio.run(soak(gateway.url, gateway.process.pid, [s for g in sims.values() for s in g], rate, args))
+        summary = summarise(tally, capacity, rate, args)
+        alive = gateway.process.poll() is None
+        summary["gateway_alive_at_end"] = alive
+        summary["gateway_exit_code_on_sigterm"] = gateway.stop(timeout_s=60)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary, indent=1))
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m loadtests.soak", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=600.0)
+    parser.add_argument("--warmup-s", type=float, default=60.0)
+    parser.add_argument("--load", type=float, default=0.7, help="share of the measured capacity to offer")
+    parser.add_argument("--calibrate-clients", type=int, default=32)
+    parser.add_argument("--calibrate-s", type=float, default=20.0)
+    parser.add_argument("--kill-every-s", type=float, default=45.0)
+    parser.add_argument("--down-s", type=float, default=10.0)
+    parser.add_argument("--sample-s", type=float, default=5.0)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", default="runs/soak")
+    summary = run(parser.parse_args(argv))
+    ok = summary["lost"] == 0 and summary["rss_growth_pct"] < 10 and summary["gateway_alive_at_end"] \
+        and summary["gateway_exit_code_on_sigterm"] == 0 and summary["fds_at_end"] <= summary["fds_after_warmup"] + 10
+    print("soak: PASS" if ok else "soak: FAIL", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

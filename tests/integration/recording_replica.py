@@ -1,0 +1,125 @@
+"""A replica that records what reaches it: every request's method, path, headers and body, answered
+with a short vLLM-shaped completion (JSON or SSE). For tests that must see exactly what the gateway
+sends upstream (headers passed on, fields passed through, requests that must never arrive)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import orjson
+import uvicorn
+import yaml
+
+from gateway.testing import GatewayProcess, free_port
+
+from .cluster import demo_config
+
+
+@dataclass(frozen=True)
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+def _completion(model: str) -> bytes:
+    return orjson.dumps({
+        "id": "chatcmpl-rec", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    })
+
+
+def _stream(model: str) -> bytes:
+    chunk = {"id": "chatcmpl-rec", "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+             "choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
+    usage = {**chunk, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+    return b"data: " + orjson.dumps(chunk) + b"\n\ndata: " + orjson.dumps(usage) + b"\n\ndata: [DONE]\n\n"
+
+
+class RecordingReplica:
+    """uvicorn in a thread on a free loopback port; ``requests`` lists the inference calls."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.requests: list[Recorded] = []
+        # Seconds to wait before answering an inference call (to hold requests open).
+        self.delay_s = 0.0
+        config = uvicorn.Config(self._app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off",
+                                interface="asgi3")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        if scope["path"] in ("/health", "/metrics"):
+            return await self._reply(send, 200, b"", b"text/plain")
+        self.requests.append(Recorded(scope["method"], scope["path"], headers, body))
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        data = orjson.loads(body) if body else {}
+        model = str(data.get("model", ""))
+        if data.get("stream"):
+            return await self._reply(send, 200, _stream(model), b"text/event-stream")
+        await self._reply(send, 200, _completion(model), b"application/json")
+
+    @staticmethod
+    async def _reply(send: Any, status: int, body: bytes, content_type: bytes) -> None:
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    def start(self) -> RecordingReplica:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise TimeoutError("recording replica did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+
+    def __enter__(self) -> RecordingReplica:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+
+@contextmanager
+def gateway_over_recorders(tmp: Path, edit: Callable[[dict[str, Any]], None] | None = None,
+                           env: dict[str, str] | None = None) -> Iterator[tuple[GatewayProcess, dict[str, RecordingReplica]]]:
+    """The demo config with a recording replica behind each variant, and a gateway in front."""
+    with ExitStack() as stack:
+        replicas = {v: stack.enter_context(RecordingReplica()) for v in ("standard", "fast")}
+        raw = demo_config({v: r.url for v, r in replicas.items()})
+        if edit is not None:
+            edit(raw)
+        config_path = tmp / "duet.yaml"
+        config_path.write_text(yaml.safe_dump(raw, sort_keys=False))
+        gateway = stack.enter_context(GatewayProcess(config_path, log_path=tmp / "gateway.log", env=env))
+        yield gateway, replicas

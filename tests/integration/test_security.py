@@ -1,0 +1,233 @@
+"""Security properties of a running gateway with API keys on: keys hashed at rest and compared in
+constant time, admin routes behind their own key, replica URLs only from config, client headers
+not passed upstream, limits on headers and concurrent requests per key, and logs free of keys
+and prompts. Recording replicas show exactly what reaches upstream."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import socket
+import stat
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+
+from gateway.access import keys as keys_module
+from gateway.access.keys import KeyRing, new_key
+
+from .recording_replica import RecordingReplica, gateway_over_recorders
+
+ADMIN_KEY = "admin-" + uuid.uuid4().hex
+BODY = {"model": "smollm2", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+# What the gateway itself sends a replica; nothing else from the client may reach it.
+UPSTREAM_HEADERS = {"host", "content-type", "content-length", "x-request-id", "x-duet-task"}
+
+
+def with_keys(raw: dict[str, Any]) -> None:
+    raw["access"] = {"require_keys": True, "keys_file": "keys.json",
+                     "tiers": {"basic": {"max_concurrent_requests": 2}, "batch": {"priority": "batch"}}}
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("security")
+    with gateway_over_recorders(tmp, edit=with_keys, env={"DUET_ADMIN_KEY": ADMIN_KEY}) as (gateway, replicas):
+        yield gateway, replicas, tmp
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {key}"}
+
+
+def post(gateway, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:  # type: ignore[no-untyped-def]
+    return httpx.post(gateway.url + "/v1/chat/completions", json=body, headers=headers, timeout=10)
+
+
+def make_key(gateway, tier: str = "basic") -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    reply = httpx.post(gateway.url + "/admin/keys", json={"name": f"k-{uuid.uuid4().hex[:6]}", "tier": tier},
+                       headers=auth(ADMIN_KEY), timeout=10)
+    assert reply.status_code == 201, reply.text
+    return reply.json()["key"], reply.json()["id"]
+
+
+# --- keys ----------------------------------------------------------------------------------------
+
+def test_keys_are_stored_only_as_hashes_in_a_private_file(keyed):
+    gateway, _, tmp = keyed
+    secret, key_id = make_key(gateway)
+    stored = (tmp / "keys.json").read_text()
+    assert secret not in stored and secret[8:] not in stored
+    record = next(k for k in json.loads(stored)["keys"] if k["id"] == key_id)
+    assert record["hash"] == hashlib.sha256(secret.encode()).hexdigest()
+    assert stat.S_IMODE((tmp / "keys.json").stat().st_mode) == 0o600
+    listed = httpx.get(gateway.url + "/admin/keys", headers=auth(ADMIN_KEY), timeout=10).json()["data"]
+    assert all("hash" not in k and "key" not in k for k in listed)
+
+
+def test_a_presented_key_is_compared_in_constant_time(monkeypatch):
+    secret, record = new_key("k", "basic", 0.0)
+    compared: list[tuple[str, str]] = []
+    real = hmac.compare_digest
+
+    def spy(a: str, b: str) -> bool:
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(keys_module.hmac, "compare_digest", spy)
+    ring = KeyRing([record])
+    assert ring.find(secret) == record
+    assert compared == [(record.hash, hashlib.sha256(secret.encode()).hexdigest())]
+    # A wrong key is looked up by its own hash: nothing about a stored hash is compared or leaked.
+    assert ring.find(secret + "x") is None
+
+
+def test_admin_routes_need_the_admin_key_and_the_admin_key_is_not_an_api_key(keyed):
+    gateway, _, _ = keyed
+    user_key, _ = make_key(gateway)
+    for method, path in (("GET", "/admin/keys"), ("POST", "/admin/reload"), ("GET", "/v1/duet/usage")):
+        for headers in ({}, auth(user_key), auth(ADMIN_KEY + "x")):
+            reply = httpx.request(method, gateway.url + path, headers=headers, timeout=10)
+            assert reply.status_code == 401, (method, path, reply.text)
+    assert post(gateway, BODY, auth(ADMIN_KEY)).status_code == 401
+    assert post(gateway, BODY, auth(user_key)).status_code == 200
+
+
+def test_admin_routes_are_off_without_an_admin_key_even_on_an_open_gateway(tmp_path):
+    with gateway_over_recorders(tmp_path, env={"DUET_ADMIN_KEY": ""}) as (gateway, _):
+        reply = httpx.post(gateway.url + "/admin/reload", headers=auth("anything"), timeout=10)
+        assert reply.status_code == 403 and reply.json()["error"]["code"] == "admin_disabled"
+
+
+# --- where requests go, and what goes with them --------------------------------------------------
+
+def test_no_request_field_or_header_can_point_the_gateway_at_another_url(keyed):
+    gateway, replicas, _ = keyed
+    key, _ = make_key(gateway)
+    with RecordingReplica() as canary:
+        hostport = canary.url.removeprefix("http://")
+        fields = {"api_base": canary.url, "base_url": canary.url, "url": canary.url, "endpoint": canary.url,
+                  "extra_body": {"api_base": canary.url}}
+        headers = {**auth(key), "host": hostport, "x-forwarded-host": hostport, "x-forwarded-proto": "http",
+                   "forwarded": f"host={hostport}", "x-duet-replica": canary.url, "x-duet-upstream": canary.url,
+                   "x-original-url": canary.url + "/v1/chat/completions"}
+        served = httpx.post(gateway.url + "/v1/chat/completions", json={**BODY, **fields}, headers=headers, timeout=10)
+        assert served.status_code == 200
+        for model in (canary.url, f"smollm2@{hostport}", "http://127.0.0.1:1/v1", "../../smollm2"):
+            refused = post(gateway, {**BODY, "model": model}, auth(key))
+            assert refused.status_code == 404
+        # An absolute-form request target naming the canary.
+        with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as sock:
+            body = json.dumps(BODY).encode()
+            head = (f"POST {canary.url}/v1/chat/completions HTTP/1.1\r\nHost: {hostport}\r\nAuthorization: Bearer {key}\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+            sock.sendall(head.encode() + body)
+            answer = sock.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 ")
+        assert canary.requests == []
+    assert all(r.path in ("/v1/chat/completions", "/v1/completions") for rep in replicas.values() for r in rep.requests)
+
+
+def test_client_headers_do_not_reach_the_replica(keyed):
+    gateway, replicas, _ = keyed
+    key, _ = make_key(gateway)
+    sent = {**auth(key), "cookie": "session=secret", "proxy-authorization": "Basic c2VjcmV0", "te": "trailers",
+            "keep-alive": "timeout=5", "x-forwarded-for": "10.0.0.1", "x-real-ip": "10.0.0.1",
+            "x-duet-replica": "smollm2/standard/0", "x-duet-variant": "standard", "x-duet-anything": "1",
+            "x-sim-fail": "500", "x-api-key": "secret", "openai-organization": "org"}
+    before = {v: len(r.requests) for v, r in replicas.items()}
+    reply = post(gateway, BODY, sent)
+    assert reply.status_code == 200
+    assert reply.headers["x-duet-route"] != "pinned"  # x-duet-replica/x-duet-variant pin nothing
+    arrived = [r for v, rep in replicas.items() for r in rep.requests[before[v]:]]
+    assert len(arrived) == 1
+    assert set(arrived[0].headers) <= UPSTREAM_HEADERS, arrived[0].headers
+    assert arrived[0].headers["x-duet-task"] == "chat"
+
+
+@pytest.mark.parametrize("claimed", ['abc"; drop', "x" * 300, "id with spaces", "é-accent"])
+def test_an_untidy_request_id_is_replaced_not_echoed_or_forwarded(keyed, claimed):
+    gateway, replicas, _ = keyed
+    key, _ = make_key(gateway)
+    reply = httpx.post(gateway.url + "/v1/chat/completions", json=BODY,
+                       headers={**auth(key), "x-request-id": claimed.encode("utf-8")}, timeout=10)
+    assert reply.status_code == 200
+    assert reply.headers["x-request-id"] != claimed and len(reply.headers["x-request-id"]) == 24
+    tidy = post(gateway, BODY, {**auth(key), "x-request-id": "req-42.a:b"})
+    assert tidy.headers["x-request-id"] == "req-42.a:b"
+
+
+# --- limits --------------------------------------------------------------------------------------
+
+def test_headers_over_the_limit_are_431_and_the_gateway_carries_on(keyed):
+    gateway, _, _ = keyed
+    key, _ = make_key(gateway)
+    huge = post(gateway, BODY, {**auth(key), "x-filler": "a" * 40_000})
+    assert huge.status_code == 431 and huge.json()["error"]["code"] == "request_header_fields_too_large"
+    many = {**auth(key), **{f"x-h{i}": "v" * 100 for i in range(400)}}
+    assert post(gateway, BODY, many).status_code == 431
+    long_url = httpx.post(gateway.url + "/v1/chat/completions?" + "q" * 40_000, json=BODY, headers=auth(key), timeout=10)
+    assert long_url.status_code == 431
+    assert httpx.post(gateway.url + "/v1/chat/completions", json=BODY, headers={**auth(key), "x-filler": "a" * 8_000},
+                      timeout=10).status_code == 200
+
+
+def test_a_key_may_hold_only_its_tiers_number_of_concurrent_requests(keyed):
+    gateway, replicas, _ = keyed
+    key, _ = make_key(gateway)  # tier basic: max_concurrent_requests 2
+    other, _ = make_key(gateway)
+    arrived_before = sum(len(r.requests) for r in replicas.values())
+    for replica in replicas.values():
+        replica.delay_s = 2.0
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            held = [pool.submit(httpx.post, gateway.url + "/v1/chat/completions", json=BODY, headers=auth(key), timeout=30)
+                    for _ in range(2)]
+            started = threading.Event()
+
+            def third() -> httpx.Response:
+                while sum(len(r.requests) for r in replicas.values()) < arrived_before + 2:  # both held ones arrived
+                    started.wait(0.02)
+                return httpx.post(gateway.url + "/v1/chat/completions", json=BODY, headers=auth(key), timeout=30)
+
+            refused = pool.submit(third).result()
+            unrelated = pool.submit(httpx.post, gateway.url + "/v1/chat/completions", json=BODY, headers=auth(other), timeout=30)
+            assert refused.status_code == 429 and refused.json()["error"]["param"] == "max_concurrent_requests"
+            assert int(refused.headers["retry-after"]) >= 1
+            assert [f.result().status_code for f in held] == [200, 200]
+            assert unrelated.result().status_code == 200  # the limit is per key
+    finally:
+        for replica in replicas.values():
+            replica.delay_s = 0.0
+    # Slots come back when requests end, including refused ones: two at once work again.
+    with ThreadPoolExecutor(2) as pool:
+        again = list(pool.map(lambda _: httpx.post(gateway.url + "/v1/chat/completions", json=BODY, headers=auth(key),
+                                                   timeout=30).status_code, range(2)))
+    assert again == [200, 200]
+
+
+# --- logs ----------------------------------------------------------------------------------------
+
+def test_logs_hold_no_keys_and_no_prompts_by_default(keyed):
+    gateway, _, _ = keyed
+    key, _ = make_key(gateway)
+    prompt = "CANARY-PROMPT-" + uuid.uuid4().hex
+    wrong = "sk-duet-CANARY-WRONG-" + uuid.uuid4().hex
+    chat = {**BODY, "messages": [{"role": "user", "content": prompt}]}
+    assert post(gateway, chat, auth(key)).status_code == 200
+    assert post(gateway, {**chat, "stream": True}, auth(key)).status_code == 200
+    assert post(gateway, {**chat, "max_tokens": -1}, auth(key)).status_code == 400
+    assert post(gateway, {**chat, "messages": prompt}, auth(key)).status_code == 400
+    assert post(gateway, chat, auth(wrong)).status_code == 401
+    assert httpx.post(gateway.url + "/v1/chat/completions", json=chat,
+                      headers={**auth(key), "x-duet-task": prompt}, timeout=10).status_code == 400
+    assert httpx.get(gateway.url + "/admin/keys", headers=auth(wrong), timeout=10).status_code == 401
+    log = gateway.log_path.read_text()
+    assert '"logger":"duet.access"' in log  # requests are logged ...
+    for secret in (prompt, key, key[8:], wrong, ADMIN_KEY, hashlib.sha256(key.encode()).hexdigest()):
+        assert secret not in log  # ... without their prompts or any key
