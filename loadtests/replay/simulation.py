@@ -114,6 +114,7 @@ class Replay:
 
     def _scrape(self, now: float) -> None:
         for replica_id, engine in self._engines.items():
+            self._collect(engine.advance(now))  # gauges as of now, not as of the engine's last event
             snap = engine.snapshot()
             stats = VllmStats(running=snap.running, waiting=snap.waiting, kv_cache_usage=snap.kv_cache_usage,
                               prompt_tokens_total=engine.counters.prompt_tokens,
