@@ -1,0 +1,34 @@
+"""The soak's bookkeeping: the request mix and the summary's leak arithmetic (the run itself is
+``make soak``)."""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections import Counter
+
+import pytest
+
+from loadtests.soak import Tally, request_mix, summarise
+
+
+def test_the_mix_draws_every_kind_and_only_invalid_requests_are_invalid() -> None:
+    rng = random.Random(3)
+    drawn = [request_mix(rng) for _ in range(2000)]
+    kinds = Counter(kind for kind, *_ in drawn)
+    assert set(kinds) == {"stream", "chat", "completion", "pinned", "budget", "invalid"}
+    assert 0.35 < kinds["stream"] / 2000 < 0.45
+    for kind, _, body, _ in drawn:
+        assert (body["max_tokens"] < 1) == (kind == "invalid")
+
+
+def test_summary_measures_growth_after_warm_up_and_counts_the_lost() -> None:
+    tally = Tally()
+    tally.samples = [(t, 50_000 if t < 60 else (100_000 if t < 300 else 105_000), 90) for t in range(0, 600, 5)]
+    tally.record("stream", "ok")
+    tally.record("chat", "lost", "reset")
+    args = argparse.Namespace(duration=600.0, warmup_s=60.0)
+    summary = summarise(tally, capacity=10.0, rate=7.0, args=args)
+    assert summary["rss_growth_pct"] == pytest.approx(5.0)
+    assert summary["lost"] == 1 and summary["lost_examples"] == ["chat: reset"]
+    assert summary["fds_after_warmup"] == summary["fds_at_end"] == 90
