@@ -44,8 +44,10 @@ def test_schemathesis_generated_requests_get_no_5xx_and_do_not_crash_the_gateway
          "--workers", "1", "--seed", "1", "--request-timeout", "20", "-H", f"Authorization: Bearer {ADMIN_KEY}",
          "--report", "junit", "--report-dir", str(tmp_path)],
         capture_output=True, text=True, timeout=600,
-        env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.integration.schemathesis_hooks", "NO_COLOR": "1"},
-        cwd=Path(__file__).resolve().parents[2],
+        # Run in tmp_path: schemathesis keeps a cache directory in its working directory.
+        env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.integration.schemathesis_hooks", "NO_COLOR": "1",
+             "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        cwd=tmp_path,
     )
     report = done.stdout[-3000:] + done.stderr[-2000:]
     assert done.returncode == 0, report
