@@ -13,11 +13,7 @@ from types import TracebackType
 
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from serving.ports import free_port
 
 
 def require_redis_server() -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,8 @@ from typing import Any
 
 import httpx
 import yaml
+
+from serving.ports import free_port
 
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "config" / "demo.yaml"
 
@@ -47,12 +48,6 @@ class LocalReplica:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start_sim(variant: str, spec: dict[str, Any], time_scale: float, log_dir: Path) -> LocalReplica:

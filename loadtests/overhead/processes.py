@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -20,13 +19,6 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 class ProcessFailed(RuntimeError):
     """A started process exited, or never became ready; the message ends with its log's tail."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True, slots=True)

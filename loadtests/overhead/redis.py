@@ -8,7 +8,8 @@ import socket
 from pathlib import Path
 
 from loadtests.overhead.launch import Unavailable
-from loadtests.overhead.processes import PinnedProcess, free_port, start_pinned, wait_until
+from loadtests.overhead.processes import PinnedProcess, start_pinned, wait_until
+from serving.ports import free_port
 
 
 def redis_command(port: int) -> list[str] | None:

@@ -19,10 +19,11 @@ from loadtests.overhead.launch import GatewayLaunch, Unavailable
 from loadtests.overhead.machine import wait_until_quiet
 from loadtests.overhead.measure import MODES, Measurement, PhasePlan, measure, run_wrk
 from loadtests.overhead.peers import litellm_launch, vllm_router_launch
-from loadtests.overhead.processes import PinnedProcess, ProcessFailed, free_port, start_pinned, wait_until
+from loadtests.overhead.processes import PinnedProcess, ProcessFailed, start_pinned, wait_until
 from loadtests.overhead.redis import start_redis
 from loadtests.overhead.smoke import smoke_problem
 from loadtests.overhead.wrk import WrkResult, render_script
+from serving.ports import free_port
 
 # duet-redis: Duet with its state in Redis (`duet serve --state redis://...`, issue #5), the
 # redis-server pinned to the load core beside the backend.

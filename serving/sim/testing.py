@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,12 +15,7 @@ import urllib.error
 import urllib.request
 from types import TracebackType
 
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from serving.ports import free_port
 
 
 class SimProcess:
@@ -40,7 +34,8 @@ class SimProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> SimProcess:
-        command = [*self.wrapper, sys.executable, "-m", "serving.sim", "--port", str(self.port), "--profile", self.profile, *self.args]
+        command = [*self.wrapper, sys.executable, "-m", "serving.sim",
+                   "--port", str(self.port), "--profile", self.profile, *self.args]
         self.process = subprocess.Popen(command, env={**os.environ, **(self.env or {})},
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._wait_healthy()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from serving.ports import free_port
 from serving.vllm_replica import (
     NgramSpeculation,
     ReplicaFailed,
@@ -31,12 +31,6 @@ from serving.vllm_replica import (
 REPO = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 VLLM_READY = REPO / ".venv-vllm" / ".installed"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def option(argv: list[str], name: str) -> str:
