@@ -13,6 +13,7 @@ DuetError
       ├── RateLimited            429 (Retry-After)
       ├── UpstreamFailed         502
       ├── NoHealthyReplica       503 (Retry-After)
+      ├── KeyStoreUnavailable    503 (Retry-After): a key could not be checked
       └── DeadlineExceeded       504
 """
 
@@ -101,6 +102,12 @@ class NoHealthyReplica(RequestError):
     status = 503
     error_type = "service_unavailable"
     code = "no_healthy_replica"
+
+
+class KeyStoreUnavailable(RequestError):
+    status = 503
+    error_type = "service_unavailable"
+    code = "key_store_unavailable"
 
 
 class DeadlineExceeded(RequestError):

@@ -22,7 +22,7 @@ from gateway.access.ledger import Charge
 from gateway.access.quotas import QuotaBook, Refusal
 from gateway.config.types import AccessSettings, DuetConfig, Tier
 from gateway.domain import Outcome, Price, Priority, ReplicaState
-from gateway.errors import AuthenticationFailed, ModelNotFound, PermissionDenied, RateLimited
+from gateway.errors import AuthenticationFailed, KeyStoreUnavailable, ModelNotFound, PermissionDenied, RateLimited
 from gateway.state.redis_link import StoreUnavailable
 from gateway.telemetry import Telemetry
 
@@ -106,6 +106,7 @@ class KeyedAccess:
         self._refresher: asyncio.Task[None] | None = None
         self._quota_down = False
         self._open = OpenRequests()
+        self._lookups: dict[str, asyncio.Future[ApiKey | None]] = {}
 
     @property
     def settings(self) -> AccessSettings:
@@ -169,12 +170,20 @@ class KeyedAccess:
 
     async def _look_up(self, secret: str) -> ApiKey | None:
         """A key missing from the ring may be newer than the last load: ask the store once, so a
-        key works on every gateway as soon as it is made (an unknown key costs one round trip)."""
+        key works on every gateway as soon as it is made (an unknown key costs one round trip).
+        Concurrent first uses of one key share one lookup (a burst must not become a stampede),
+        and a store that cannot answer is a 503, not a verdict on the key."""
+        digest = hash_secret(secret)
+        pending = self._lookups.get(digest)
+        if pending is None:
+            pending = self._lookups[digest] = asyncio.ensure_future(self.keys.find(digest))
+            pending.add_done_callback(lambda _: self._lookups.pop(digest, None))
         try:
-            key = await self.keys.find(hash_secret(secret))
+            key = await asyncio.shield(pending)
         except (RedisError, OSError) as exc:
             log.warning("looking up an API key failed (%s: %s)", type(exc).__name__, exc)
-            return None
+            raise KeyStoreUnavailable("The API key could not be checked: the key store did not answer.",
+                                      retry_after_s=1.0) from exc
         if key is None or key.revoked:
             return None
         self._ring = self._ring.with_key(key)

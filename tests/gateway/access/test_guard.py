@@ -153,3 +153,38 @@ def test_keys_off_admits_everyone_and_charges_nothing() -> None:
 
 def test_charge_entries_never_mix_parts() -> None:
     assert Charge("k", "m", "v", "t", 1, 2, 0.0).entry.split("\t") == ["k", "m", "v", "t"]
+
+
+def test_a_burst_of_first_uses_shares_one_lookup_and_a_silent_store_is_503(tmp_path: Path) -> None:
+    from redis.exceptions import TimeoutError as RedisTimeout
+
+    from gateway.errors import KeyStoreUnavailable
+
+    gate, _ = access(tmp_path)
+    secret, record = new_key("late", "two", 2.0)
+    store = gate.keys
+    calls = []
+
+    async def counted_find(key_hash: str):
+        calls.append(key_hash)
+        await asyncio.sleep(0.01)
+        return record if key_hash == record.hash else None
+
+    store.find = counted_find  # type: ignore[method-assign]
+
+    async def burst():
+        return await asyncio.gather(*(gate.admit(auth(secret), "smollm2") for _ in range(10)), return_exceptions=True)
+
+    outcomes = asyncio.run(burst())
+    # Every request was recognised (tier 'two' then admits 2 a minute and rate-limits the rest).
+    assert sum(1 for o in outcomes if not isinstance(o, Exception) and o.key == record) == 2
+    assert all(isinstance(o, RateLimited) for o in outcomes if isinstance(o, Exception))
+    assert len(calls) == 1
+
+    async def silent(key_hash: str):
+        raise RedisTimeout("no answer")
+
+    store.find = silent  # type: ignore[method-assign]
+    with pytest.raises(KeyStoreUnavailable) as info:
+        asyncio.run(gate.admit(auth("sk-duet-unknown"), "smollm2"))
+    assert info.value.status == 503 and info.value.retry_after_s
