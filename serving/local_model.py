@@ -55,6 +55,11 @@ class LocalModelPaths:
     def model_dir(self) -> Path:
         return self.cache_dir / "models" / MODEL_DIRNAME
 
+    def quantized_dir(self, recipe: str) -> Path:
+        """Where ``duet quantize --recipe RECIPE`` writes the local model's checkpoint (quantize/),
+        and where the launch profiles of the quantized variants look for it (serving/)."""
+        return self.cache_dir / "models" / f"{MODEL_DIRNAME}-{recipe}"
+
     @property
     def wheel_dir(self) -> Path:
         return self.cache_dir / "wheels"
