@@ -49,6 +49,18 @@ def final_number(text: str) -> float | None:
     return None
 
 
+def first_number(text: str) -> float | None:
+    """The number the text starts with (after "Answer:" when the text says so): for answers
+    that are asked to be a bare number but may go on ("4,210 million in 2023")."""
+    marked = _ANSWER_LINE.findall(text)
+    for raw in marked or _NUMBER.findall(text):
+        try:
+            return float(raw.replace(",", ""))
+        except ValueError:
+            continue
+    return None
+
+
 def code_block(text: str) -> str:
     """The code of the answer: the first fenced block marked python (else the first fenced
     block; else the whole text, for a model that answers with bare code)."""
