@@ -61,6 +61,7 @@ class ReplicaSpec:
     ``core``: the CPU core the replica's OpenMP threads are bound to (``VLLM_CPU_OMP_THREADS_BIND``);
     ``None`` leaves vLLM's ``auto``, which puts every replica on core 0.
     ``kv_cache_gb``: ``VLLM_CPU_KVCACHE_SPACE``, the KV cache size in GiB.
+    ``dtype``/``seed`` ``None``: not written (a launch profile's ``extra_args`` carry them).
     """
 
     model_path: Path
@@ -69,12 +70,14 @@ class ReplicaSpec:
     host: str = "127.0.0.1"
     core: int | None = 0
     kv_cache_gb: int = 1
-    dtype: str = "bfloat16"
+    dtype: str | None = "bfloat16"
     max_model_len: int = 2048
     speculation: NgramSpeculation | None = None
     enforce_eager: bool = False
-    seed: int = 0
+    seed: int | None = 0
     extra_args: tuple[str, ...] = ()
+    # A launch profile's environment (serving/launch): applied under the per-replica settings above.
+    profile_env: tuple[tuple[str, str], ...] = ()
 
     @property
     def base_url(self) -> str:
@@ -89,10 +92,12 @@ def replica_argv(spec: ReplicaSpec, python: Path) -> list[str]:
         "--served-model-name", spec.served_model_name,
         "--host", spec.host,
         "--port", str(spec.port),
-        "--dtype", spec.dtype,
         "--max-model-len", str(spec.max_model_len),
-        "--seed", str(spec.seed),
     ]
+    if spec.dtype is not None:
+        argv += ["--dtype", spec.dtype]
+    if spec.seed is not None:
+        argv += ["--seed", str(spec.seed)]
     if spec.speculation is not None:
         argv += ["--speculative-config", json.dumps(spec.speculation.as_config())]
     if spec.enforce_eager:
@@ -107,6 +112,7 @@ def replica_env(spec: ReplicaSpec, workdir: Path, base: Mapping[str, str]) -> di
     replicas never share torch.compile caches or IPC files.
     """
     env = dict(base)
+    env.update(spec.profile_env)
     env.update({
         "HF_HUB_OFFLINE": "1",
         "VLLM_CPU_KVCACHE_SPACE": str(spec.kv_cache_gb),

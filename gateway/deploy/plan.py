@@ -94,6 +94,8 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
     profile = PROFILES.get(section.launch_profile)
     if profile is None:
         raise ConfigError(path, f"unknown profile '{section.launch_profile}' (known: {', '.join(sorted(PROFILES))})")
+    if profile.known_wrong is not None:
+        raise ConfigError(path, f"'{profile.name}' is known to be wrong ({profile.known_wrong}); it is not deployable")
     if profile.device != target.device:
         raise ConfigError(path, f"'{profile.name}' is a {profile.device} profile; target {target.name} needs one of: "
                                 f"{_known(target.device)}")
@@ -102,4 +104,4 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
 
 
 def _known(device: Device) -> str:
-    return ", ".join(sorted(name for name, p in PROFILES.items() if p.device == device))
+    return ", ".join(sorted(name for name, p in PROFILES.items() if p.device == device and p.known_wrong is None))

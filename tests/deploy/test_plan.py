@@ -30,6 +30,7 @@ def edited(tmp_path, edit):
     (lambda v: v.pop("launch_profile"), "k8s-cpu", "fast", "needed to deploy"),
     (lambda v: v.update(launch_profile="tpu-v5"), "compose-cpu", "fast", "unknown profile 'tpu-v5'"),
     (lambda v: None, "k8s-gpu", "standard", "'cpu-smollm2-bf16' is a cpu profile; target k8s-gpu needs one of: h100-70b-bf16"),
+    (lambda v: v.update(launch_profile="cpu-smollm2-int8-compiled"), "k8s-cpu", "fast", "known to be wrong"),
 ])
 def test_errors_name_the_variants_launch_profile(tmp_path, edit, target, variant, message):
     with pytest.raises(ConfigError) as info:

@@ -1,41 +1,54 @@
+"""The deploy renderer's launch profiles are serving/launch's files: same checkpoints as the
+simulator twins, same engine arguments as a local replica, names and context from the config."""
+
 from pathlib import Path
 
 import pytest
 import yaml
 
 from gateway.deploy.profiles import PROFILES, vllm_args
-from serving.vllm_replica import NgramSpeculation, ReplicaSpec, replica_argv
+from serving.launch.local import local_replica_spec
+from serving.vllm_replica import replica_argv
 
 SIM_PROFILES = Path(__file__).resolve().parents[2] / "serving" / "sim" / "profiles"
+TWINNED = sorted(name for name, p in PROFILES.items() if p.sim_profile is not None)
 
 
-@pytest.mark.parametrize("name", sorted(PROFILES))
-def test_every_profile_has_a_simulator_twin_serving_the_same_checkpoint(name):
+@pytest.mark.parametrize("name", TWINNED)
+def test_a_simulator_twin_models_the_same_kind_of_replica(name):
     """Benchmarks (simulated) and deployments (real) speak of the same replica."""
-    sim = yaml.safe_load((SIM_PROFILES / f"{name}.yaml").read_text())
-    assert sim["model_path"] == PROFILES[name].model
-    assert (PROFILES[name].device == "gpu") == name.startswith("h100-")
+    profile = PROFILES[name]
+    sim = yaml.safe_load((SIM_PROFILES / f"{profile.sim_profile}.yaml").read_text())
+    if profile.model.hub is not None:
+        assert sim["model_path"] == profile.model.hub
+    assert sim["engine"]["max_model_len"] >= 2048
+    assert (profile.device == "gpu") == sim["name"].startswith("h100-")
 
 
-def flags(argv):
-    """argv as {flag: value or None}, without the interpreter, host and port."""
-    out, i = {}, 0
-    while i < len(argv):
-        if argv[i].startswith("--"):
-            has_value = i + 1 < len(argv) and not argv[i + 1].startswith("--")
-            out[argv[i]] = argv[i + 1] if has_value else None
-            i += 2 if has_value else 1
-        else:
-            i += 1
-    return {k: v for k, v in out.items() if k not in ("--host", "--port", "--model")}
+def test_every_kind_the_brief_asks_for_has_a_profile():
+    cpu = {p.variant for p in PROFILES.values() if p.device == "cpu"}
+    assert cpu == {"standard", "fast-int4", "fast-spec", "fast-int8", "fast-int8-compiled", "fast-bnb4"}
+    gpu = {p.name for p in PROFILES.values() if p.device == "gpu"}
+    assert gpu == {f"h100-70b-{k}" for k in ("bf16", "fp8", "w4a16", "bnb4", "ngram", "eagle3")}
 
 
-@pytest.mark.parametrize("name, speculation", [("cpu-smollm2-bf16", None), ("cpu-smollm2-ngram", NgramSpeculation())])
-def test_cpu_profiles_launch_replicas_as_the_local_runner_does(name, speculation):
-    spec = ReplicaSpec(Path("/models/SmolLM2-135M-Instruct"), "smollm2-fast", 8102, speculation=speculation)
-    local = flags(replica_argv(spec, Path("python")))
-    deployed = flags(vllm_args(PROFILES[name], "smollm2-fast", 2048))
-    assert deployed == local
+def without_placement(argv):
+    """argv from ``--max-model-len`` on: what does not depend on where the replica runs."""
+    return argv[argv.index("--max-model-len"):]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in PROFILES.items() if p.device == "cpu"))
+def test_cpu_profiles_launch_replicas_as_the_local_runner_does(name):
+    profile = PROFILES[name]
+    local = replica_argv(local_replica_spec(profile, Path("/m"), "smollm2-fast", 8102, 1, 2048), Path("python"))
+    deployed = vllm_args(profile, "smollm2-fast", 2048)
+    assert without_placement(deployed) == without_placement(local)
+
+
+def test_cpu_models_are_the_folders_of_the_mounted_model_cache():
+    """compose and kind mount ~/.cache/duet/models at /models: the folder names must be the cache's."""
+    assert vllm_args(PROFILES["cpu-smollm2-bf16"], "s", 2048)[1] == "/models/smollm2-135m-instruct"
+    assert vllm_args(PROFILES["cpu-smollm2-int4"], "s", 2048)[1] == "/models/smollm2-135m-instruct-w4a16"
 
 
 def test_args_carry_the_configs_names_and_context():

