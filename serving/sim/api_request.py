@@ -49,6 +49,7 @@ class Call:
     task: str
     temperature: float | None = None
     output_tokens: int | None = None  # the answer's natural length, if the request says
+    last_user_message: str = ""  # what scripted answers match on (serving.sim.script)
 
 
 def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: ChatTemplate) -> Call:
@@ -88,6 +89,7 @@ def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: Cha
         task=_task(headers, xargs),
         temperature=body.get("temperature") if isinstance(body.get("temperature"), int | float) else None,
         output_tokens=_int(xargs, "sim_output_tokens", None, 1),
+        last_user_message=_last_user_message(body) if chat else text,
     )
 
 
@@ -103,6 +105,11 @@ def _chat_prompt(body: dict[str, Any], template: ChatTemplate) -> tuple[str, int
     if body.get("tools"):
         tokens += count_tokens(orjson.dumps(body["tools"]).decode())  # the template renders them
     return text, tokens
+
+
+def _last_user_message(body: dict[str, Any]) -> str:
+    users = [m for m in body["messages"] if m.get("role") == "user"]
+    return message_text(users[-1].get("content")) if users else ""
 
 
 def _completion_prompt(body: dict[str, Any]) -> tuple[str, int]:

@@ -17,6 +17,7 @@ from serving.sim.faults import FaultError, Faults, FaultSwitch
 from serving.sim.metrics import SimMetrics
 from serving.sim.profile import Profile
 from serving.sim.runtime import EngineRuntime
+from serving.sim.script import AnswerScript
 from serving.sim.tokens import chat_prompt_text, token_ids_of_length
 
 METRICS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
@@ -28,7 +29,7 @@ class SimApp:
     """One simulated vLLM replica as an ASGI application."""
 
     def __init__(self, profile: Profile, *, served_name: str | None = None, time_scale: float = 1.0,
-                 seed: int = 0, faults: Faults | None = None) -> None:
+                 seed: int = 0, faults: Faults | None = None, script: AnswerScript | None = None) -> None:
         self.profile = profile
         self.served_name = served_name or profile.served_model_name
         self.metrics = SimMetrics(profile, self.served_name)
@@ -37,7 +38,8 @@ class SimApp:
         self.runtime = EngineRuntime(self.engine, time_scale=time_scale, observer=self.metrics.observe)
         self.faults = FaultSwitch(faults or Faults(), seed)
         self.engine.slowdown = self.faults.current.slowdown
-        self.completions = CompletionService(profile, self.served_name, self.runtime, self.metrics, self.faults, seed)
+        self.completions = CompletionService(profile, self.served_name, self.runtime, self.metrics, self.faults, seed,
+                                             script)
         self.created = int(time.time())
         self._perm_id = f"modelperm-{random.Random(seed).getrandbits(64):016x}"
         self.routes: dict[tuple[str, str], Handler] = {

@@ -11,6 +11,7 @@ from typing import Any
 from serving.sim.asgi import SimulatedCrash
 from serving.sim.faults import FaultError, Faults, parse_kinds
 from serving.sim.profile import ProfileError, available_profiles, load_profile
+from serving.sim.script import ScriptError, load_script
 
 
 def register(subparsers: Any) -> None:
@@ -29,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--served-model-name", default=None, help="model name to answer to (default: the profile's)")
     parser.add_argument("--time-scale", type=float, default=1.0, help="run the model this many times faster than real")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--answers", default=None, metavar="FILE",
+                        help="scripted answers: rules matching the last user message (see serving/sim/script.py)")
     faults = parser.add_argument_group("failure injection (also at run time: POST /sim/faults)")
     faults.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with an error")
     faults.add_argument("--error-kinds", default="500", help="statuses to pick from, e.g. 429,500,503")
@@ -48,10 +51,12 @@ def run(args: argparse.Namespace) -> int:
         profile = load_profile(args.profile)
         faults = Faults(error_rate=args.error_rate, error_kinds=parse_kinds(args.error_kinds),
                         die_after_tokens=args.die_after_tokens, hang=args.hang, slowdown=args.slowdown)
-    except (ProfileError, FaultError) as exc:
+        script = load_script(args.answers) if args.answers else None
+    except (ProfileError, FaultError, ScriptError) as exc:
         print(f"duet sim: {exc}", file=sys.stderr)
         return 2
-    app = SimApp(profile, served_name=args.served_model_name, time_scale=args.time_scale, seed=args.seed, faults=faults)
+    app = SimApp(profile, served_name=args.served_model_name, time_scale=args.time_scale, seed=args.seed, faults=faults,
+                 script=script)
     logging.getLogger("uvicorn.error").addFilter(_HideSimulatedCrashes())
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
                 loop="uvloop", http="httptools", lifespan="on", timeout_keep_alive=30)

@@ -17,6 +17,7 @@ from serving.sim.metrics import SimMetrics
 from serving.sim.output import Choice, ToolPlan
 from serving.sim.profile import Profile
 from serving.sim.runtime import EngineRuntime
+from serving.sim.script import AnswerScript, ScriptedAnswer
 from serving.sim.tokens import prefix_hashes
 from serving.sim.tools import arguments_json, chosen_tool
 
@@ -28,8 +29,9 @@ class CompletionService:
     """Serves both completion endpoints for one simulated replica."""
 
     def __init__(self, profile: Profile, served_name: str, runtime: EngineRuntime, metrics: SimMetrics,
-                 faults: FaultSwitch, seed: int) -> None:
+                 faults: FaultSwitch, seed: int, script: AnswerScript | None = None) -> None:
         self.profile = profile
+        self.script = script
         self.served_name = served_name
         self.runtime = runtime
         self.metrics = metrics
@@ -78,7 +80,9 @@ class CompletionService:
 
     async def _run(self, call: Call, fate: RequestFate, receive: asgi.Receive, send: asgi.Send) -> None:
         rid = f"{'chatcmpl' if call.chat else 'cmpl'}-{self._hex_id()}"
-        choices = [Choice(i, self._tool_plan(call), self._rng.getrandbits(32)) for i in range(call.n)]
+        scripted = self.script.answer_for(call.last_user_message) if self.script is not None else None
+        text = scripted.text if scripted is not None and scripted.tool_name is None else None
+        choices = [Choice(i, self._tool_plan(call, scripted), self._rng.getrandbits(32), text) for i in range(call.n)]
         queue: asyncio.Queue[Event] = asyncio.Queue()
         ids = await self._submit(call, rid, choices, queue, send)
         if ids is None:
@@ -185,13 +189,22 @@ class CompletionService:
             self.metrics.observe_tool_parse(streaming=False, called=called)
         return message
 
-    def _tool_plan(self, call: Call) -> ToolPlan | None:
+    def _tool_plan(self, call: Call, scripted: ScriptedAnswer | None = None) -> ToolPlan | None:
+        if scripted is not None:
+            return self._scripted_tool_plan(call, scripted)
         tool = chosen_tool(list(call.tools), call.tool_choice) if call.chat else None
         if tool is None:
             return None
         name, schema, named = tool
         return ToolPlan(f"chatcmpl-tool-{self._hex_id()}", name, arguments_json(schema), named,
                         required=call.tool_choice == "required")
+
+    def _scripted_tool_plan(self, call: Call, scripted: ScriptedAnswer) -> ToolPlan | None:
+        """The script's call, when it scripts one and the request offers tools."""
+        if scripted.tool_name is None or not call.tools or call.tool_choice == "none":
+            return None
+        return ToolPlan(f"chatcmpl-tool-{self._hex_id()}", scripted.tool_name, scripted.tool_arguments,
+                        named=isinstance(call.tool_choice, dict), required=call.tool_choice == "required")
 
     def _abort(self, ids: dict[str, int]) -> None:
         for request_id in ids:

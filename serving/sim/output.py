@@ -23,31 +23,34 @@ class ToolPlan:
 
 
 class Choice:
-    """One choice's output as the engine produces it."""
+    """One choice's output as the engine produces it: generated words, a tool call's markup, or
+    a scripted ``text`` (``serving.sim.script``)."""
 
-    __slots__ = ("index", "tool", "tokens", "texts", "_words", "_pieces", "_next_piece", "_stream")
+    __slots__ = ("index", "tool", "tokens", "texts", "_words", "_pieces", "_fixed", "_next_piece", "_stream")
 
-    def __init__(self, index: int, tool: ToolPlan | None, seed: int) -> None:
+    def __init__(self, index: int, tool: ToolPlan | None, seed: int, text: str | None = None) -> None:
         self.index = index
         self.tool = tool
         self.tokens = 0
         self.texts: list[str] = []
         self._words = words(seed)
-        self._pieces = hermes.token_pieces(hermes.markup(tool.name, tool.arguments)) if tool else []
+        written = hermes.markup(tool.name, tool.arguments) if tool else text
+        self._pieces = hermes.token_pieces(written) if written is not None else []
+        self._fixed = written is not None
         self._next_piece = 0
         self._stream = hermes.StreamParser(tool.call_id) if tool else None
 
     def natural_tokens(self, hint: int | None = None) -> int | None:
-        """Where the model stops on its own: after a tool call's markup and EOS; for prose,
-        ``hint`` (None: the engine draws the length from the profile)."""
-        return len(self._pieces) + 1 if self.tool is not None else hint
+        """Where the model stops on its own: after a tool call's markup or a scripted text, and
+        EOS; for generated prose, ``hint`` (None: the engine draws the length from the profile)."""
+        return len(self._pieces) + 1 if self._fixed else hint
 
     def take(self, count: int, final: bool = False) -> str:
         """Text of the next ``count`` tokens. ``final`` marks a natural stop: the last token is
         then EOS, which has no text."""
         self.tokens += count
         with_text = count - 1 if final else count
-        if self.tool is None:
+        if not self._fixed:
             text = "".join(next(self._words) for _ in range(with_text))
         else:
             start = self._next_piece
