@@ -193,20 +193,24 @@ def stop(replica: ReplicaProcess, grace_s: float = 20.0) -> int:
 
     Returns the leader's exit code. The group (API server and engine core) is gone on return.
     """
-    pgid = replica.pid  # the leader of a new session: its pid is the group id
-    signal_group(pgid, signal.SIGTERM)
-    if not wait_group_gone(replica, grace_s):
-        signal_group(pgid, signal.SIGKILL)
-        wait_group_gone(replica, grace_s)
-    return replica.process.wait()
+    return stop_group(replica.process, grace_s)
 
 
-def wait_group_gone(replica: ReplicaProcess, timeout_s: float) -> bool:
-    """Wait until no process of the replica's group is left; False on timeout."""
+def stop_group(process: subprocess.Popen[bytes], grace_s: float = 20.0) -> int:
+    """``stop`` for any process started as the leader of a new session (its pid is the group id)."""
+    signal_group(process.pid, signal.SIGTERM)
+    if not wait_group_gone(process, grace_s):
+        signal_group(process.pid, signal.SIGKILL)
+        wait_group_gone(process, grace_s)
+    return process.wait()
+
+
+def wait_group_gone(process: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    """Wait until no process of the leader's group is left; False on timeout."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        replica.process.poll()  # reap the leader, else its zombie keeps the group alive
-        if not group_alive(replica.pid):
+        process.poll()  # reap the leader, else its zombie keeps the group alive
+        if not group_alive(process.pid):
             return True
         time.sleep(0.1)
     return False
