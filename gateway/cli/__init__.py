@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "usage": ("gateway.cli.usage", "usage and cost per key, model, variant and task"),
     "bench": ("loadtests.cli", "load tests and benchmarks"),
     "deploy": ("gateway.cli.deploy", "render Kubernetes / compose deployments from a config"),
+    "parity": ("gateway.cli.parity", "capability parity of a candidate variant against the standard, per task"),
 }
 
 

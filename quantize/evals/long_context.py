@@ -46,7 +46,7 @@ class LongContextTask:
         rng = item_rng(self.name, seed, index)
         target_color, *other_colors = rng.sample(COLORS, 3)
         code = _code(rng)
-        facts = {f"The access code for the {c} vault is {_code(rng)}." for c in other_colors}
+        facts = [f"The access code for the {c} vault is {_code(rng)}." for c in other_colors]
         sentences, length, day, limit = [], 0, 1, rng.randint(*TARGET_CHARS)
         while length < limit:
             sentences.append(_filler(rng, day))

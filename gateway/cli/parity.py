@@ -1,0 +1,87 @@
+"""duet parity: run the verifiable suite on a standard and a candidate endpoint, report per task
+type whether the candidate keeps the standard's capability, and optionally record the verdicts
+in a config (docs/parity.md)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from quantize.evals.suite import SUITES, TASK_NAMES, SuiteError
+from quantize.parity.errors import ParityError
+from quantize.parity.gate import ParityOptions, ParityOutcome, run_parity
+from quantize.parity.run import RunSettings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "parity", help="capability parity of a candidate variant against the standard, per task type",
+        description="Run the verifiable evaluation suite on two OpenAI-compatible endpoints and compare them.")
+    parser.add_argument("--standard", required=True, metavar="URL", help="the standard variant's base URL")
+    parser.add_argument("--candidate", required=True, metavar="URL", help="the candidate variant's base URL")
+    parser.add_argument("--model", default=None, help="model name on both endpoints (default: the only one served)")
+    parser.add_argument("--standard-model", default=None)
+    parser.add_argument("--candidate-model", default=None)
+    parser.add_argument("--suite", default="default", help=f"one of: {', '.join(SUITES)}")
+    parser.add_argument("--samples", type=int, default=100, help="items per task type (default 100)")
+    parser.add_argument("--tasks", default=None, help=f"comma-separated subset of: {', '.join(TASK_NAMES)}")
+    parser.add_argument("--tolerance", type=float, default=0.05,
+                        help="allowed when the 95%% CI of (candidate - standard) has its lower bound >= -T (default 0.05)")
+    parser.add_argument("--seed", type=int, default=0, help="suite and bootstrap seed")
+    parser.add_argument("--out", type=Path, default=Path("runs/parity"), help="report directory")
+    parser.add_argument("--concurrency", type=int, default=4, help="requests in flight per endpoint")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per request")
+    parser.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding a bearer key")
+    parser.add_argument("--write-policy", type=Path, default=None, metavar="FILE",
+                        help="record the verdicts as the variant's allowed_tasks in this duet.yaml")
+    parser.add_argument("--variant", default=None, help="the variant (or model/variant) --write-policy updates")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        options = _options(args)
+        outcome = asyncio.run(run_parity(options))
+    except (ParityError, SuiteError) as exc:
+        print(f"duet parity: {exc}", file=sys.stderr)
+        return 2
+    _print(outcome)
+    return 0
+
+
+def _options(args: argparse.Namespace) -> ParityOptions:
+    tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip()) if args.tasks else ()
+    if args.tasks is not None and not tasks:
+        raise ParityError("--tasks is empty")
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise ParityError(f"--api-key-env {args.api_key_env}: the variable is not set")
+    return ParityOptions(
+        standard_url=args.standard, candidate_url=args.candidate,
+        standard_model=args.standard_model or args.model, candidate_model=args.candidate_model or args.model,
+        suite=args.suite, samples=args.samples, tasks=tasks, tolerance=args.tolerance, seed=args.seed, out=args.out,
+        settings=RunSettings(concurrency=args.concurrency, timeout_s=args.timeout, show_progress=not args.no_progress),
+        api_key=api_key, write_policy=args.write_policy, variant=args.variant,
+        command="duet parity " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["parity"] else sys.argv[1:]))
+
+
+def _print(outcome: ParityOutcome) -> None:
+    print(f"{'task':<14}{'standard':>10}{'candidate':>11}{'diff':>8}   {'95% CI':<18}verdict")
+    for task, t in outcome.report["tasks"].items():
+        ci = f"[{t['ci95'][0]:+.3f}, {t['ci95'][1]:+.3f}]"
+        print(f"{task:<14}{t['standard_acc']:>10.3f}{t['candidate_acc']:>11.3f}{t['diff']:>+8.3f}   {ci:<18}{t['verdict']}")
+    print(f"report: {', '.join(str(p) for p in outcome.files)} (sha256 {outcome.report['report_sha256'][:16]})")
+    if outcome.policy is not None:
+        policy = outcome.policy
+        print(f"policy: {policy.model}/{policy.variant} allowed_tasks = [{', '.join(policy.allowed)}]")
+        if policy.skipped:
+            print(f"policy: not in the config's routing.tasks, left out: {', '.join(policy.skipped)}")
+        if policy.rewritten:
+            print("policy: the variant is in flow style, so the file was rewritten (comments lost)")
