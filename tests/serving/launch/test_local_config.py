@@ -1,0 +1,55 @@
+"""The config `duet up` writes for local replicas: the demo's policy, one variant per profile, and
+it loads as the gateway loads any config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gateway.config import parse_config
+from serving.launch import load_profiles
+from serving.launch.local_config import LocalVariant, local_config
+
+DEMO = yaml.safe_load((Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml").read_text())
+PROFILES = load_profiles()
+
+
+def variants(*names: str) -> list[LocalVariant]:
+    return [LocalVariant(PROFILES[name], f"http://127.0.0.1:{9000 + i}") for i, name in enumerate(names)]
+
+
+def test_variants_are_named_and_kinded_by_their_profiles_and_point_at_their_replicas() -> None:
+    config = local_config(DEMO, variants("cpu-smollm2-bf16", "cpu-smollm2-int4"), "127.0.0.1", 8123)
+    section = config["models"]["smollm2"]["variants"]
+    assert list(section) == ["standard", "fast-int4"]
+    assert section["standard"]["kind"] == "full" and section["fast-int4"]["kind"] == "quantized"
+    assert section["fast-int4"]["served_model_name"] == "smollm2-fast-int4"
+    assert section["fast-int4"]["replicas"] == [{"url": "http://127.0.0.1:9001"}]
+    assert section["fast-int4"]["allowed_tasks"] == DEMO["models"]["smollm2"]["variants"]["fast"]["allowed_tasks"]
+    assert "allowed_tasks" not in section["standard"]
+    assert config["routing"] == DEMO["routing"] and config["server"]["port"] == 8123
+    parse_config(yaml.safe_dump(config), source="generated")
+
+
+def test_speed_priors_come_from_the_demo_then_the_simulator_twin_then_standard() -> None:
+    demo_variants = DEMO["models"]["smollm2"]["variants"]
+    config = local_config(DEMO, variants("cpu-smollm2-int4", "cpu-smollm2-ngram", "cpu-smollm2-bnb4"), "h", 1)
+    section = config["models"]["smollm2"]["variants"]
+    assert section["fast-int4"]["speed"] == demo_variants["fast"]["speed"]
+    assert section["fast-spec"]["speed"]["tokens_per_step"]["coding"] > 1.0  # the n-gram twin's acceptance
+    assert section["fast-bnb4"]["speed"] == demo_variants["standard"]["speed"]
+    parse_config(yaml.safe_dump(config), source="generated")
+
+
+def test_the_demo_is_not_changed() -> None:
+    before = yaml.safe_dump(DEMO)
+    local_config(DEMO, variants("cpu-smollm2-bf16"), "h", 1)
+    assert yaml.safe_dump(DEMO) == before
+
+
+def test_a_policy_without_standard_and_fast_is_refused() -> None:
+    other = {"models": {"m": {"variants": {"only": {}}}}}
+    with pytest.raises(ValueError, match="variants 'standard' and 'fast'"):
+        local_config(other, variants("cpu-smollm2-bf16"), "h", 1)
