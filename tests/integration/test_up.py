@@ -104,3 +104,13 @@ def test_unknown_or_repeated_variants_are_refused_with_the_known_names(tmp_path:
     assert repeated.returncode == 2 and "named twice" in repeated.stderr
     no_twin = run_up("--sim", "--variants", "fast-bnb4")
     assert no_twin.returncode == 2 and "no simulator twin for fast-bnb4" in no_twin.stderr
+
+
+def test_a_missing_or_invalid_config_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    missing = run_up("--sim", "--config", str(tmp_path / "nope.yaml"))
+    assert missing.returncode == 2 and "cannot read the config" in missing.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: {smollm2: {variants: {standard: {kind: turbo}}}}\n")
+    invalid = run_up("--sim", "--config", str(bad))
+    assert invalid.returncode == 2 and "models.smollm2.variants.standard.kind" in invalid.stderr
+    assert "starting" not in invalid.stdout

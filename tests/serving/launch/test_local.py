@@ -79,3 +79,17 @@ def test_a_checkpoint_without_its_quantization_config_is_not_ready(tmp_path: Pat
     assert not checkpoint_ready(tmp_path / "half")
     (tmp_path / "half" / "config.json").write_text("{not json")
     assert not checkpoint_ready(tmp_path / "half")
+
+
+def test_a_plugin_the_profile_requires_must_be_in_the_vllm_venv(tmp_path: Path) -> None:
+    paths = LocalModelPaths(tmp_path)
+    fake_model(paths.model_dir, {"model_type": "llama"})
+    (paths.model_dir / MARKER_NAME).write_text(json.dumps({"sha256": folder_hash(paths.model_dir)}))
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    bnb = PROFILES["cpu-smollm2-bnb4"]
+    assert missing_for([bnb], paths, python) == [
+        Missing("vllm-bnb-plugin in the vLLM environment (for fast-bnb4)", "vllm-env")]
+    (tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "vllm_bnb_plugin-0.0.3.dist-info").mkdir(parents=True)
+    assert missing_for([bnb], paths, python) == []
