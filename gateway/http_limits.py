@@ -1,4 +1,6 @@
-"""A bound on the request line and headers, which uvicorn's httptools protocol does not have.
+"""The gateway's HTTP server protocol: uvicorn's httptools protocol with a bound on the request
+line and headers, which it does not have, and responses written by ``CoalescingCycle``
+(``gateway.api.cycle``: the head goes out with the first body piece, one write instead of two).
 
 uvicorn appends every header it parses to a list until the blank line arrives, so a client that
 streams headers without end grows the gateway's memory without end (its h11 protocol has a limit,
@@ -11,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from gateway.api.cycle import CoalescingCycle
 from gateway.api.errors import error_body
 
 
@@ -33,6 +36,12 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         self._header_bytes = 0
         super().on_message_begin()
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        # uvicorn builds its cycle class by name in on_headers_complete; turning it into the
+        # coalescing subclass here (it adds no state) saves copying that 50-line method.
+        cycle.__class__ = CoalescingCycle
+        super()._start_asgi_task(cycle, app)
 
     def on_url(self, url: bytes) -> None:
         self._count(len(url))

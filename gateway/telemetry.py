@@ -4,9 +4,11 @@ process-global state). Replica gauges are read from the state store at scrape ti
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import Collector
 
 from gateway.domain import Health, Replica, ReplicaState
@@ -45,6 +47,30 @@ class ReplicaCollector(Collector):
 
 
 MODEL_VARIANT = ["model", "variant"]
+
+MetricT = TypeVar("MetricT", bound=MetricWrapperBase)
+
+
+class Series(Generic[MetricT]):
+    """A labelled metric's children by label values, each looked up in prometheus_client once.
+
+    ``metric.labels(...)`` validates and joins the values and takes a lock on every call, a
+    few microseconds each and several per request; the label sets the hot path uses are few
+    (models x variants x tasks x statuses), so their children are kept here. A child is made
+    on first use, as ``labels`` would, so /metrics shows the same series as before.
+    """
+
+    __slots__ = ("metric", "_children")
+
+    def __init__(self, metric: MetricT) -> None:
+        self.metric = metric
+        self._children: dict[tuple[str, ...], MetricT] = {}
+
+    def __call__(self, *values: str) -> MetricT:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self.metric.labels(*values)
+        return child
 
 
 class Telemetry:
@@ -90,6 +116,16 @@ class Telemetry:
             ["decision"], registry=r,
         )
         self.redis_errors = Counter("duet_redis_errors", "Redis failures and dropped writes.", ["kind"], registry=r)
+        # The children every answered request updates, cached (see Series).
+        self.requests_by = Series(self.requests)
+        self.decisions_by = Series(self.decisions)
+        self.ttft_by = Series(self.ttft)
+        self.e2e_by = Series(self.e2e)
+        self.fallbacks_by = Series(self.fallbacks)
+        self.slo_by = Series(self.slo)
+        self.cost_by = Series(self.cost)
+        self.tokens_by = Series(self.tokens)
+        self.stream_errors_by = Series(self.stream_errors)
 
     def key_usage(self, key: str, model: str, variant: str, task: str, tokens_in: int, tokens_out: int, cost: float) -> None:
         """Count one settled request of an API key."""

@@ -4,12 +4,12 @@ validate, classify, route, forward, relay."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import functools
 import logging
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from gateway.admission import PRIORITY_RANK, Action, assess, deadline_s
 from gateway.admission_queue import RECHECK_S
 from gateway.api.body import ChatBody, CompletionBody, parse_body
 from gateway.decide import Plan, plan_request, refuse
-from gateway.domain import Outcome, Prediction, Replica
+from gateway.domain import Outcome, Prediction, Replica, ReplicaState
 from gateway.errors import BodyTooLarge, RateLimited, RequestError
 from gateway.proxy.forward import Answer
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
@@ -64,6 +64,13 @@ async def read_body(receive: Receive, headers: dict[str, str], limit: int) -> by
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
+@functools.lru_cache(maxsize=256)
+def model_rewrite(served_name: str, client_name: str) -> ModelRewrite:
+    """The rewrite between a served name and the name a client used, built once per pair (two
+    JSON encodings each time otherwise). Bounded: client names are the client's to choose."""
+    return ModelRewrite.between(served_name, client_name)
+
+
 def request_headers(scope: Scope) -> dict[str, str]:
     return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
 
@@ -98,12 +105,13 @@ async def _proxy_admitted(
 ) -> None:
     current = gateway.current
     grant.cap_priority(headers)
-    snapshot = grant.visible(gateway.store.snapshot(), current.config)
-    plan = plan_request(current.config, current.counters, snapshot, body, headers, backlog=gateway.backlog.tokens)
+    snapshot = gateway.store.snapshot()
+    visible = grant.visible(snapshot, current.config)
+    plan = plan_request(current.config, current.counters, visible, body, headers, backlog=gateway.backlog.tokens)
     try:
-        plan = await admit(gateway, plan, grant, body, headers)
+        plan = await admit(gateway, plan, grant, body, headers, snapshot)
     except RequestError as refusal:
-        gateway.telemetry.requests.labels(plan.profile.model, "none", plan.profile.task, str(refusal.status)).inc()
+        gateway.telemetry.requests_by(plan.profile.model, "none", plan.profile.task, str(refusal.status)).inc()
         raise
     request_id = request_id_of(headers)
     client_wants_usage = bool((body.stream_options or {}).get("include_usage"))
@@ -126,10 +134,10 @@ async def _proxy_admitted(
         answer = await gateway.forwarder.send(plan.decision.ranked, endpoint.path, body_for, upstream_headers,
                                               bool(body.stream), plan.profile.input_tokens)
     except RequestError as exc:
-        gateway.telemetry.requests.labels(plan.profile.model, "none", plan.profile.task, str(exc.status)).inc()
+        gateway.telemetry.requests_by(plan.profile.model, "none", plan.profile.task, str(exc.status)).inc()
         raise
     variant = variants[answer.replica.variant]
-    rewrite = ModelRewrite.between(variant.served_model_name, body.model)
+    rewrite = model_rewrite(variant.served_model_name, body.model)
     route = plan.decision.reason if answer.failed_attempts == 0 else f"{plan.decision.reason};fallback"
     response_headers = [
         (b"x-duet-variant", variant.name.encode()),
@@ -161,17 +169,20 @@ async def _proxy_admitted(
 
 
 async def admit(
-    gateway: Gateway, plan: Plan, grant: Grant, body: ChatBody | CompletionBody, headers: dict[str, str]
+    gateway: Gateway, plan: Plan, grant: Grant, body: ChatBody | CompletionBody, headers: dict[str, str],
+    snapshot: Mapping[str, ReplicaState] | None = None,
 ) -> Plan:
     """The plan to forward now, after waiting in the gateway's queue if every replica is full.
     Raises the client's error when there is no candidate, or a 429 when the request is shed or its
-    deadline passes while it waits (it is re-planned each time a slot may have freed)."""
+    deadline passes while it waits (it is re-planned each time a slot may have freed).
+    ``snapshot``: the store's snapshot ``plan`` was made from, if taken since the last await."""
     started = time.monotonic()
     wait_limit = deadline_s(plan.profile, gateway.current.config.server.max_queue_wait_s)
     while True:
         if not plan.decision.ranked:
             raise refuse(plan)
-        verdict = assess(plan.profile, plan.decision, gateway.store.snapshot(), gateway.admission_limits())
+        verdict = assess(plan.profile, plan.decision, snapshot or gateway.store.snapshot(), gateway.admission_limits())
+        snapshot = None
         if verdict.action is Action.FORWARD:
             return plan
         if verdict.action is Action.SHED:
@@ -212,10 +223,14 @@ async def _send_stream(
     headers = [*headers, (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
     try:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        async for chunk in relay_stream(answer, options, on_done):
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        finished = True
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        async for piece, last in relay_stream(answer, options, on_done):
+            # The piece holding [DONE] ends the response (more_body=False): its chunked
+            # terminator goes out in the same write instead of an extra empty message.
+            finished = last
+            await send({"type": "http.response.body", "body": piece, "more_body": not last})
+        if not finished:
+            finished = True
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
     except asyncio.CancelledError:
         if not finished and not answer.client_gone:
             cut = error_event("The gateway is shutting down; the stream was cut at its drain timeout.",
@@ -231,21 +246,21 @@ def record(telemetry: Telemetry, plan: Plan, variant: str, outcome: Outcome, fal
     """Counts one finished request in metrics and writes its access-log line (no prompt text)."""
     profile = plan.profile
     model = profile.model
-    telemetry.requests.labels(model, variant, profile.task, str(outcome.status)).inc()
-    telemetry.decisions.labels(model, variant, plan.decision.reason).inc()
-    telemetry.e2e.labels(model, variant).observe(outcome.duration_s)
+    telemetry.requests_by(model, variant, profile.task, str(outcome.status)).inc()
+    telemetry.decisions_by(model, variant, plan.decision.reason).inc()
+    telemetry.e2e_by(model, variant).observe(outcome.duration_s)
     if fallbacks:
-        telemetry.fallbacks.labels(model).inc()
+        telemetry.fallbacks_by(model).inc()
     if outcome.ttft_s is not None:
-        telemetry.ttft.labels(model, variant).observe(outcome.ttft_s)
+        telemetry.ttft_by(model, variant).observe(outcome.ttft_s)
     if outcome.status in (502, 504) and outcome.ttft_s is not None:
-        telemetry.stream_errors.labels(model, variant).inc()
+        telemetry.stream_errors_by(model, variant).inc()
     if outcome.status < 400:
         price = plan.target.model.variants[variant].price
-        telemetry.cost.labels(model, variant).inc(price.cost_usd(outcome.input_tokens, outcome.output_tokens))
-        telemetry.tokens.labels(model, variant, "input").inc(outcome.input_tokens)
-        telemetry.tokens.labels(model, variant, "output").inc(outcome.output_tokens)
-        telemetry.slo.labels(profile.task, "met" if met_budget(plan, outcome) else "missed").inc()
+        telemetry.cost_by(model, variant).inc(price.cost_usd(outcome.input_tokens, outcome.output_tokens))
+        telemetry.tokens_by(model, variant, "input").inc(outcome.input_tokens)
+        telemetry.tokens_by(model, variant, "output").inc(outcome.output_tokens)
+        telemetry.slo_by(profile.task, "met" if met_budget(plan, outcome) else "missed").inc()
     if access_log.isEnabledFor(logging.INFO):
         access_log.info("request", extra={"fields": _access_fields(plan, variant, outcome, request_id)})
 
@@ -255,7 +270,9 @@ def with_prediction(outcome: Outcome, prediction: Prediction | None) -> Outcome:
     if prediction is None or prediction.model_ttft_ms is None:
         return outcome
     tpot = None if prediction.model_tpot_ms is None else prediction.model_tpot_ms / 1e3
-    return dataclasses.replace(outcome, predicted_ttft_s=prediction.model_ttft_ms / 1e3, predicted_tpot_s=tpot)
+    # Built field by field: dataclasses.replace reflects over the fields on every call.
+    return Outcome(outcome.replica_id, outcome.ok, outcome.status, outcome.ttft_s, outcome.duration_s,
+                   outcome.input_tokens, outcome.output_tokens, prediction.model_ttft_ms / 1e3, tpot)
 
 
 def met_budget(plan: Plan, outcome: Outcome) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gateway.domain import Outcome, Replica
 from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, RequestError, UpstreamFailed
@@ -24,15 +24,16 @@ RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 @dataclass(slots=True)
 class Answer:
-    """A replica's answer that will reach the client. For streams, ``first_events`` were read to
-    prove the stream started; the rest is read from ``response``."""
+    """A replica's answer that will reach the client. For streams, ``first_events`` (one block of
+    complete SSE events) were read to prove the stream started; the rest is read from
+    ``response`` through ``splitter``, which holds any unfinished event."""
 
     replica: Replica
     status: int
     response: Response
     started_at: float
     body: bytes = b""
-    first_events: list[bytes] = field(default_factory=list)
+    first_events: bytes = b""
     splitter: EventSplitter | None = None
     first_event_at: float | None = None
     failed_attempts: int = 0
@@ -115,7 +116,7 @@ class Forwarder:
     async def _read_first_event(self, answer: Answer) -> None:
         splitter = EventSplitter()
         async for chunk in answer.response.iter_chunks():
-            answer.first_events.extend(splitter.feed(chunk))
+            answer.first_events = splitter.complete(chunk)
             if answer.first_events:
                 answer.first_event_at = time.perf_counter()
                 answer.splitter = splitter

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import orjson
 
 DONE = b"data: [DONE]\n\n"
+_DONE_AFTER_EVENT = b"\n\n" + DONE
 
 
 def error_event(message: str, error_type: str = "upstream_error", code: str = "upstream_failed") -> bytes:
@@ -36,9 +37,29 @@ class EventSplitter:
             start = end + 2
         self._buffer = data[start:]
 
+    def complete(self, chunk: bytes) -> bytes:
+        """Every complete event received so far, as one block (``b""`` when none is complete yet);
+        the start of an unfinished event waits for the rest. One search per read instead of one
+        per event: the relay inspects and forwards whole reads (see ``gateway.proxy.relay``)."""
+        data = self._buffer + chunk if self._buffer else chunk
+        end = data.rfind(b"\n\n") + 2
+        if end == 1:
+            self._buffer = data
+            return b""
+        if end == len(data):
+            self._buffer = b""
+            return data
+        self._buffer = data[end:]
+        return data[:end]
+
     @property
     def pending(self) -> bytes:
         return self._buffer
+
+
+def split_events(block: bytes) -> list[bytes]:
+    """The events of a block of complete events (as ``EventSplitter.complete`` returns)."""
+    return [event + b"\n\n" for event in block.split(b"\n\n")[:-1]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +82,17 @@ class ModelRewrite:
             return data
         return self._reencode(data)
 
+    def apply_to_events(self, block: bytes) -> bytes:
+        """The same for a block of complete SSE events, with one replace over the whole block.
+        Replacing every occurrence is safe: inside a JSON string the quotes around ``model``
+        would be escaped, so the pattern only matches a ``model`` key. Events whose spacing
+        differs take the per-event slow path."""
+        if self.upstream in block:
+            return block.replace(self.upstream, self.client)
+        if b'"model"' not in block:
+            return block
+        return b"".join(self._reencode(event) for event in split_events(block))
+
     def _reencode(self, data: bytes) -> bytes:
         event = data.startswith(b"data: ")
         payload = data[6:] if event else data
@@ -78,6 +110,11 @@ class ModelRewrite:
 def has_usage(data: bytes) -> bool:
     """Whether a chunk or body carries a usage object (not ``"usage":null``)."""
     return b'"usage":{' in data or b'"usage": {' in data
+
+
+def has_done(block: bytes) -> bool:
+    """Whether a block of complete events holds the ``[DONE]`` event."""
+    return block.startswith(DONE) or _DONE_AFTER_EVENT in block
 
 
 def is_usage_only(event: bytes) -> bool:

@@ -79,7 +79,7 @@ def start_backend(run_dir: Path, core: int) -> tuple[PinnedProcess, str]:
     conf = write_backend_files(run_dir / "backend", port, canned_responses())
     backend = start_pinned("backend (nginx)", nginx_command(conf), core, run_dir / "backend.log")
     url = f"http://127.0.0.1:{port}"
-    wait_until(backend, lambda: smoke_problem(url, stream=True) is None, timeout_s=20)
+    wait_until(backend, lambda: smoke_problem(url, stream=True) is None, timeout_s=60)
     return backend, url
 
 

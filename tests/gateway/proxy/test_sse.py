@@ -1,7 +1,7 @@
 import orjson
 import pytest
 
-from gateway.proxy.sse import DONE, EventSplitter, ModelRewrite, error_event, is_usage_only, usage_of
+from gateway.proxy.sse import DONE, EventSplitter, ModelRewrite, error_event, has_done, is_usage_only, split_events, usage_of
 
 
 @pytest.mark.parametrize(
@@ -47,3 +47,31 @@ def test_model_rewrite_handles_spaced_json_too():
     event = rewrite.apply(b'data: {"id": "x", "model": "smollm2-fast"}\n\n')
     assert event.endswith(b"\n\n") and orjson.loads(event[6:])["model"] == "smollm2"
     assert rewrite.apply(DONE) == DONE
+
+
+@pytest.mark.parametrize(
+    ("chunks", "blocks"),
+    [
+        ([b"data: a\n\n"], [b"data: a\n\n"]),
+        ([b"data: a\n\nda", b"ta: b\n", b"\n"], [b"data: a\n\n", b"", b"data: b\n\n"]),
+        ([b"data: partial"], [b""]),
+    ],
+)
+def test_complete_returns_whole_events_as_one_block(chunks, blocks):
+    splitter = EventSplitter()
+    assert [splitter.complete(c) for c in chunks] == blocks
+    assert split_events(b"".join(blocks)) == list(EventSplitter().feed(b"".join(chunks)))
+
+
+def test_done_is_found_only_as_an_event():
+    assert has_done(DONE) and has_done(b"data: a\n\n" + DONE)
+    assert not has_done(b'data: {"content":"data: [DONE]"}\n\n')
+
+
+def test_block_rewrite_covers_every_event():
+    rewrite = ModelRewrite.between("smollm2-fast", "smollm2")
+    block = b'data: {"model":"smollm2-fast","n":1}\n\ndata: {"model":"smollm2-fast","n":2}\n\n' + DONE
+    assert rewrite.apply_to_events(block).count(b'"model":"smollm2"') == 2
+    spaced = b'data: {"model": "smollm2-fast"}\n\n' + DONE
+    out = split_events(rewrite.apply_to_events(spaced))
+    assert orjson.loads(out[0][6:])["model"] == "smollm2" and out[1] == DONE

@@ -1,0 +1,97 @@
+"""The stream relay against a real replica-shaped server on loopback that writes its SSE events
+in awkward pieces (an event, and the model name inside it, split across writes)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+
+from gateway.domain import Outcome, Replica
+from gateway.proxy.forward import Forwarder
+from gateway.proxy.http1 import Pool
+from gateway.proxy.relay import StreamOptions, relay_stream
+from gateway.proxy.sse import DONE, ModelRewrite
+from gateway.state.prefill import PrefillBacklog
+from gateway.state.store import InMemoryStateStore
+from tests.gateway.proxy.test_http1 import Server, read_request
+
+REPLICA = Replica("r1", "smollm2", "fast", "")
+
+
+def _event(payload: dict) -> bytes:
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+def _chunk(content: str) -> bytes:
+    return _event({"id": "x", "model": "smollm2-fast", "choices": [{"index": 0, "delta": {"content": content}}]})
+
+
+USAGE = _event({"id": "x", "model": "smollm2-fast", "choices": [],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}})
+
+
+def _stream_writes(done: bool) -> list[bytes]:
+    """The SSE bytes as the replica writes them: split mid-event and mid-model-name."""
+    first, second, third = _chunk("a"), _chunk("b"), _chunk("c")
+    cut = second.index(b"smollm2-fast") + 4
+    writes = [first + second[:cut], second[cut:] + third[:10], third[10:], USAGE]
+    return writes + [DONE] if done else writes
+
+
+def _chunked(writes: list[bytes], end: bool) -> list[bytes]:
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    body = [b"%x\r\n%b\r\n" % (len(w), w) for w in writes]
+    return [head, *body, b"0\r\n\r\n"] if end else [head, *body]
+
+
+async def _relay(writes: list[bytes], strip_usage: bool) -> tuple[list[tuple[bytes, bool]], list[Outcome]]:
+    async def handler(reader, writer):
+        await read_request(reader)
+        for piece in writes:
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.01)  # separate reads on the gateway's side
+
+    async with Server(handler) as server:
+        pool = Pool(connect_timeout_s=1, idle_timeout_s=5)
+        replica = Replica(REPLICA.id, REPLICA.model, REPLICA.variant, server.url)
+        forwarder = Forwarder(pool, InMemoryStateStore(), 1, PrefillBacklog())
+        answer = await forwarder.send([replica], "/v1/chat/completions", lambda _: b"{}", b"", True)
+        outcomes: list[Outcome] = []
+
+        async def on_done(outcome: Outcome) -> None:
+            outcomes.append(outcome)
+
+        options = StreamOptions(ModelRewrite.between("smollm2-fast", "smollm2"), strip_usage, 5)
+        pieces = [piece async for piece in relay_stream(answer, options, on_done)]
+        pool.close()
+        return pieces, outcomes
+
+
+def _events(pieces: list[tuple[bytes, bool]]) -> list[bytes]:
+    return [e + b"\n\n" for e in b"".join(p for p, _ in pieces).split(b"\n\n")[:-1]]
+
+
+@pytest.mark.parametrize("strip_usage", [True, False])
+def test_stream_is_relayed_whole_events_rewritten_and_counted(strip_usage):
+    pieces, outcomes = asyncio.run(_relay(_chunked(_stream_writes(done=True), end=True), strip_usage))
+    events = _events(pieces)
+    contents = [orjson.loads(e[6:])["choices"][0]["delta"]["content"] for e in events[:3]]
+    assert contents == ["a", "b", "c"]
+    assert all(orjson.loads(e[6:])["model"] == "smollm2" for e in events[:-1])
+    assert events[-1] == DONE and (USAGE.replace(b"smollm2-fast", b"smollm2") in events) is not strip_usage
+    assert [last for _, last in pieces] == [False] * (len(pieces) - 1) + [True]
+    assert all(not p.endswith(b"data: ") for p, _ in pieces)  # no piece ends inside an event
+    [outcome] = outcomes
+    assert (outcome.ok, outcome.status, outcome.input_tokens, outcome.output_tokens) == (True, 200, 7, 3)
+    assert outcome.ttft_s is not None
+
+
+def test_replica_closing_without_done_ends_the_client_stream_with_an_error():
+    pieces, outcomes = asyncio.run(_relay(_chunked(_stream_writes(done=False), end=False), strip_usage=True))
+    last, is_last = pieces[-1]
+    assert is_last and last.endswith(DONE) and b'"error"' in last
+    [outcome] = outcomes
+    assert (outcome.ok, outcome.status) == (False, 502)
