@@ -38,12 +38,12 @@ VLLM_READY = REPO / ".venv-vllm" / ".installed"
 PATHS = LocalModelPaths(default_cache_dir())
 INT4_BUILT = checkpoint_ready(local_model_dir(load_profiles()["cpu-smollm2-int4"], PATHS))
 FAST = "fast-int4" if INT4_BUILT else "fast-spec"
-START_TIMEOUT_S = 900  # two compiled starts at once on 2 cores, on a shared machine
+START_TIMEOUT_S = 1500  # two compiled starts at once on 2 AVX2 cores, on a shared machine (490-560 s each seen)
 HEALTH_INTERVAL_S = 1.0  # deploy/config/demo.yaml state.health_interval_s
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.timeout(2400),
+    pytest.mark.timeout(3600),
     pytest.mark.skipif(not VLLM_READY.exists(), reason="needs `make vllm-env`"),
     pytest.mark.skipif(not is_ready(PATHS.model_dir), reason="needs `make local-model`"),
 ]
@@ -161,7 +161,7 @@ def test_the_gateway_scrapes_running_and_waiting_from_vllm(up: Up) -> None:
     url = up.replicas["standard"][0]
     assert "vllm:num_requests_running" in httpx.get(f"{url}/metrics", timeout=10).text
     assert least_loaded_score(up, "standard") == 1.0
-    body = {"model": "smollm2-standard", "prompt": "Once upon a time", "max_tokens": 400, "min_tokens": 400,
+    body = {"model": "smollm2-standard", "prompt": "Once upon a time", "max_tokens": 120, "min_tokens": 120,
             "ignore_eos": True, "temperature": 0}
     done = threading.Event()
 
@@ -170,7 +170,7 @@ def test_the_gateway_scrapes_running_and_waiting_from_vllm(up: Up) -> None:
             while not done.is_set():
                 http.post(f"{url}/v1/completions", json=body)
 
-    workers = [threading.Thread(target=load, daemon=True) for _ in range(4)]
+    workers = [threading.Thread(target=load, daemon=True) for _ in range(3)]
     for worker in workers:
         worker.start()
     try:
