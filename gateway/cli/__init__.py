@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("loadtests.cli", "load tests and benchmarks"),
     "deploy": ("gateway.cli.deploy", "render Kubernetes / compose deployments from a config"),
     "parity": ("gateway.cli.parity", "capability parity of a candidate variant against the standard, per task"),
+    "quantize": ("gateway.cli.quantize", "build a quantized checkpoint (llmcompressor) from a recipe"),
 }
 
 

@@ -1,0 +1,1 @@
+"""The calibration set the recipes use (generated, seeded)."""
