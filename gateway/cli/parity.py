@@ -30,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--samples", type=int, default=100, help="items per task type (default 100)")
     parser.add_argument("--tasks", default=None, help=f"comma-separated subset of: {', '.join(TASK_NAMES)}")
     parser.add_argument("--tolerance", type=float, default=0.05,
-                        help="allowed when the 95%% CI of (candidate - standard) has its lower bound >= -T (default 0.05)")
+                        help="allowed when the 95%% CI of (candidate - standard) has its lower bound >= -T and there "
+                             "are >= 3/T samples (default 0.05: 60 samples)")
     parser.add_argument("--seed", type=int, default=0, help="suite and bootstrap seed")
     parser.add_argument("--out", type=Path, default=Path("runs/parity"), help="report directory")
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight per endpoint")

@@ -47,8 +47,8 @@ class ParityOutcome:
 
 def check_options(options: ParityOptions) -> None:
     """Refuse bad input before any request is sent."""
-    if not 0 <= options.tolerance < 1:
-        raise ParityError(f"--tolerance must be in [0, 1), got {options.tolerance}")
+    if not 0 < options.tolerance < 1:
+        raise ParityError(f"--tolerance must be in (0, 1), got {options.tolerance}")
     if (options.write_policy is None) != (options.variant is None):
         raise ParityError("--write-policy and --variant go together")
     if options.write_policy is not None and not options.write_policy.is_file():

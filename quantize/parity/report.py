@@ -14,7 +14,7 @@ from typing import Any
 from quantize.evals.suite import Suite
 from quantize.parity.client import Endpoint
 from quantize.parity.run import TaskRun
-from quantize.parity.stats import RESAMPLES, TaskStats
+from quantize.parity.stats import RESAMPLES, TaskStats, min_samples
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +36,8 @@ def build_report(stats: Sequence[TaskStats], info: RunInfo, *, now: datetime | N
         "candidate": {"url": info.candidate.url, "model": info.candidate.model},
         "suite": info.suite.name, "suite_sha256": info.suite.sha256(), "samples": info.suite.samples,
         "seed": info.suite.seed, "tolerance": info.tolerance,
-        "statistics": f"paired bootstrap, {RESAMPLES} resamples, 95% percentile interval; "
-                      "allowed when the interval's lower bound >= -tolerance",
+        "statistics": f"paired bootstrap, {RESAMPLES} resamples, 95% percentile interval; allowed when the "
+                      f"interval's lower bound >= -tolerance and samples >= {min_samples(info.tolerance)} (3/tolerance)",
         "command": info.command, "wall_s": round(info.wall_s, 1),
     }
     body = {"tasks": tasks, "metadata": metadata}
@@ -58,7 +58,7 @@ def _task_entry(s: TaskStats, tolerance: float) -> dict[str, Any]:
         "same_answer": round(s.same_answer, 4),
         "standard_tokens_per_s": round(s.standard_tokens_per_s, 2),
         "candidate_tokens_per_s": round(s.candidate_tokens_per_s, 2),
-        "standard_errors": s.standard_errors, "candidate_errors": s.candidate_errors,
+        "standard_errors": s.standard_errors, "candidate_errors": s.candidate_errors, "reason": s.reason,
     }
 
 
@@ -84,15 +84,15 @@ def markdown(report: dict[str, Any]) -> str:
         f"- {meta['date']}, {meta['wall_s']} s; report sha256 `{report['report_sha256']}`",
         f"- {meta['statistics']}", "", f"```sh\n{meta['command']}\n```", "",
         "| task | standard | candidate | diff | 95% CI | verdict | agreement | same answer | tok/s std | tok/s cand "
-        "| errors std/cand |",
-        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|",
+        "| errors std/cand | why |",
+        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for task, t in report["tasks"].items():
         lines.append(
             f"| {task} | {t['standard_acc']:.1%} | {t['candidate_acc']:.1%} | {t['diff']:+.1%} | "
             f"[{t['ci95'][0]:+.1%}, {t['ci95'][1]:+.1%}] | **{t['verdict']}** | {t['agreement']:.1%} | "
             f"{t['same_answer']:.1%} | {t['standard_tokens_per_s']:.1f} | {t['candidate_tokens_per_s']:.1f} | "
-            f"{t['standard_errors']}/{t['candidate_errors']} |")
+            f"{t['standard_errors']}/{t['candidate_errors']} | {t['reason']} |")
     return "\n".join(lines) + "\n"
 
 

@@ -6,12 +6,16 @@ together), so the interval reflects that both variants answered the same questio
 variants that agree item by item get a narrow interval even when both are often wrong.
 
 Verdict: ``allowed`` when the interval's lower bound is >= -tolerance, i.e. the data rule out
-(at 95%) a loss larger than the tolerance. Few samples give wide intervals, so a small run can
-fail to prove parity: the gate errs towards keeping tasks on the standard variant.
+(at 95%) a loss larger than the tolerance, AND there are at least ``min_samples(tolerance)`` =
+ceil(3 / tolerance) items. The second rule covers the bootstrap's blind spot: when the two
+variants never disagree, every resample is identical and the interval collapses to [0, 0] even
+for 5 items, while the rule of three says a loss rate up to 3/n is still plausible at 95%. Few
+samples therefore cannot prove parity: the gate errs towards keeping tasks on the standard.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +42,12 @@ class TaskStats:
     candidate_tokens_per_s: float
     standard_errors: int
     candidate_errors: int
+    reason: str  # why the verdict
+
+
+def min_samples(tolerance: float) -> int:
+    """Items needed before no observed loss bounds the loss rate by ``tolerance`` (rule of three)."""
+    return math.ceil(3 / tolerance - 1e-9)
 
 
 def paired_bootstrap_ci(standard: Sequence[float], candidate: Sequence[float], *, seed: int,
@@ -60,14 +70,24 @@ def task_stats(run: TaskRun, *, tolerance: float, seed: int) -> TaskStats:
     cand = [float(r.candidate.verdict.correct) for r in results]
     n = len(results)
     low, high = paired_bootstrap_ci(std, cand, seed=seed)
+    verdict, reason = _verdict(low, n, tolerance)
     return TaskStats(
         task=run.task, samples=n, standard_acc=_mean(std), candidate_acc=_mean(cand),
         diff=_mean(cand) - _mean(std), ci95=(low, high),
-        verdict=ALLOWED if low >= -tolerance else NOT_ALLOWED,
+        verdict=verdict,
         agreement=_mean([float(s == c) for s, c in zip(std, cand, strict=True)]),
         same_answer=_mean([float(_same_answer(r)) for r in results]),
         standard_tokens_per_s=run.standard.tokens_per_s, candidate_tokens_per_s=run.candidate.tokens_per_s,
-        standard_errors=run.standard.errors, candidate_errors=run.candidate.errors)
+        standard_errors=run.standard.errors, candidate_errors=run.candidate.errors, reason=reason)
+
+
+def _verdict(low: float, samples: int, tolerance: float) -> tuple[str, str]:
+    needed = min_samples(tolerance)
+    if samples < needed:
+        return NOT_ALLOWED, f"{samples} samples < {needed} needed at tolerance {tolerance}"
+    if low < -tolerance:
+        return NOT_ALLOWED, f"95% CI lower bound {low:+.3f} < -{tolerance}"
+    return ALLOWED, f"95% CI lower bound {low:+.3f} >= -{tolerance}"
 
 
 def _same_answer(result: ItemResult) -> bool:

@@ -22,6 +22,7 @@ from serving.sim.testing import SimProcess
 from .cluster import DEMO, wait_until
 
 SAMPLES, SEED = 6, 11
+TOLERANCE = 0.5  # 6 samples prove no more (rule of three: 3 / 6); the candidate still loses all of coding
 TIGHT = {"x-duet-latency-budget-ms": "300"}
 
 
@@ -61,8 +62,8 @@ def test_parity_verdicts_become_routing(tmp_path: Path, sims: dict[str, SimProce
 
         out = tmp_path / "report"
         assert duet(["parity", "--standard", sims["standard"].url, "--candidate", sims["fast"].url,
-                     "--samples", str(SAMPLES), "--seed", str(SEED), "--out", str(out), "--no-progress",
-                     "--write-policy", str(config), "--variant", "fast"]) == 0
+                     "--samples", str(SAMPLES), "--seed", str(SEED), "--tolerance", str(TOLERANCE),
+                     "--out", str(out), "--no-progress", "--write-policy", str(config), "--variant", "fast"]) == 0
 
         report = json.loads((out / "parity.json").read_text())
         verdicts = {task: entry["verdict"] for task, entry in report["tasks"].items()}
@@ -78,6 +79,8 @@ def test_parity_verdicts_become_routing(tmp_path: Path, sims: dict[str, SimProce
         assert "# Parity not proven" in config.read_text()  # the file's comments survive
         assert duet(["check", str(config)]) == 0
 
-        wait_until(lambda: variant_for(gateway, "coding") == "standard", timeout_s=15, what="policy reload")
-        assert variant_for(gateway, "chat") == "fast"
-        assert variant_for(gateway, "reasoning") == "fast"  # newly proven on fast
+        # After the reload, and once the parity run's load has left the replicas' scraped state:
+        # coding stays on standard, chat keeps going to fast, reasoning (newly proven) goes there too.
+        wanted = {"coding": "standard", "chat": "fast", "reasoning": "fast"}
+        wait_until(lambda: {task: variant_for(gateway, task) for task in wanted} == wanted, timeout_s=20,
+                   what=f"routing {wanted} after the policy reload")

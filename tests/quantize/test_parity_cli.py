@@ -30,6 +30,7 @@ def parity(*args: str) -> int:
     (["--tasks", "coding,poetry"], "unknown task type(s) poetry"),
     (["--suite", "huge"], "unknown suite 'huge'"),
     (["--tolerance", "1.5"], "--tolerance must be"),
+    (["--tolerance", "0"], "--tolerance must be"),
     (["--write-policy", "duet.yaml"], "--write-policy and --variant go together"),
     (["--variant", "fast"], "--write-policy and --variant go together"),
     (["--api-key-env", "DUET_TEST_SURELY_UNSET"], "the variable is not set"),

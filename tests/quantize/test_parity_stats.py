@@ -7,7 +7,7 @@ import pytest
 from quantize.evals.items import EvalItem, Verdict
 from quantize.parity.client import Completion
 from quantize.parity.run import Answered, EndpointTiming, ItemResult, TaskRun
-from quantize.parity.stats import ALLOWED, NOT_ALLOWED, paired_bootstrap_ci, task_stats
+from quantize.parity.stats import ALLOWED, NOT_ALLOWED, min_samples, paired_bootstrap_ci, task_stats
 
 
 def run_of(pairs: list[tuple[bool, bool]], answers: list[tuple[str, str]] | None = None) -> TaskRun:
@@ -22,7 +22,7 @@ def run_of(pairs: list[tuple[bool, bool]], answers: list[tuple[str, str]] | None
 
 
 def test_identical_verdicts_give_a_zero_interval_and_allowed() -> None:
-    stats = task_stats(run_of([(True, True), (False, False)] * 10), tolerance=0.05, seed=0)
+    stats = task_stats(run_of([(True, True), (False, False)] * 30), tolerance=0.05, seed=0)
     assert (stats.standard_acc, stats.candidate_acc, stats.diff) == (0.5, 0.5, 0.0)
     assert stats.ci95 == (0.0, 0.0) and stats.verdict == ALLOWED and stats.agreement == 1.0
 
@@ -43,6 +43,15 @@ def test_too_few_samples_cannot_prove_parity() -> None:
     # One discordant item in five: the interval reaches far below -5%.
     stats = task_stats(run_of([(True, True)] * 4 + [(True, False)]), tolerance=0.05, seed=0)
     assert stats.ci95[0] < -0.05 and stats.verdict == NOT_ALLOWED
+
+
+def test_no_disagreement_in_few_samples_is_not_proof() -> None:
+    """The bootstrap collapses to [0, 0] when the variants never disagree; the rule of three
+    still asks for 3 / tolerance items."""
+    assert min_samples(0.05) == 60 and min_samples(0.5) == 6
+    few = task_stats(run_of([(True, True)] * 59), tolerance=0.05, seed=0)
+    assert few.ci95 == (0.0, 0.0) and few.verdict == NOT_ALLOWED and "59 samples < 60" in few.reason
+    assert task_stats(run_of([(True, True)] * 60), tolerance=0.05, seed=0).verdict == ALLOWED
 
 
 def test_the_interval_holds_the_difference_and_is_seeded() -> None:
