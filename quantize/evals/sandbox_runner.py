@@ -13,6 +13,8 @@ import os
 import resource
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 
 BLOCKED_PREFIXES = ("socket.", "ctypes.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn", "pty.")
 BLOCKED_EVENTS = {"os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.startfile", "sys.addaudithook",
@@ -26,7 +28,7 @@ TWO_PATH_EVENTS = {"os.rename", "os.link", "os.symlink", "shutil.copyfile", "shu
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
-def main():
+def main() -> None:
     settings = json.loads(sys.stdin.readline())
     os.close(0)  # nothing more to read: the code under test finds no nonce on stdin
     nonce, limits = settings["nonce"], settings["limits"]
@@ -44,7 +46,7 @@ def main():
     os._exit(0)
 
 
-def lower_limits(limits):
+def lower_limits(limits: dict[str, int]) -> None:
     memory = limits["memory_bytes"]
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     cpu = limits["cpu_s"]
@@ -57,8 +59,8 @@ def lower_limits(limits):
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead
 
 
-def make_hook(home):
-    def inside(path):
+def make_hook(home: str) -> Callable[[str, tuple[Any, ...]], None]:
+    def inside(path: Any) -> bool:
         if isinstance(path, int):
             return True  # an already open descriptor
         if isinstance(path, bytes):
@@ -66,7 +68,7 @@ def make_hook(home):
         full = os.path.realpath(os.path.join(home, os.fspath(path)))
         return full == home or full.startswith(home + os.sep)
 
-    def hook(event, args):
+    def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in BLOCKED_EVENTS or event.startswith(BLOCKED_PREFIXES):
             raise PermissionError(f"sandbox: {event} is not allowed")
         if event == "open":
@@ -83,23 +85,23 @@ def make_hook(home):
     return hook
 
 
-def run(solution, tests):
-    namespace = {"__name__": "solution"}
+def run(solution: str, tests: list[str]) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "solution"}
     try:
         exec(compile(solution, "solution.py", "exec"), namespace)
     except BaseException as exc:  # noqa: BLE001 - any failure of the code under test is its verdict
         return {"passed": 0, "total": len(tests), "error": describe(exc)}
-    passed, first_error = 0, None
+    passed, first_error = 0, ""
     for test in tests:
         try:
             exec(compile(test, "tests.json", "exec"), namespace)
             passed += 1
         except BaseException as exc:  # noqa: BLE001
             first_error = first_error or describe(exc)
-    return {"passed": passed, "total": len(tests), "error": first_error}
+    return {"passed": passed, "total": len(tests), "error": first_error or None}
 
 
-def describe(exc):
+def describe(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text[:300]
 
