@@ -60,9 +60,10 @@ class StepModelPredictor:
     - a decode step: base + b x B x (1 + drafts) + c x context (+ draft costs); time per output
       token = that step / the task's tokens per step (speculation: acceptance by task);
     - TTFT = frontend + half a step in flight + queueing + prefill, where prefill is this
-      prompt's chunks (the step's token budget minus the decoders' tokens) and queueing, when
-      vLLM reports waiting requests, lets W requests ahead take slots freed at the rate B
-      sequences finish;
+      prompt's chunks after the prompts queued ahead (the step's token budget minus the
+      decoders' tokens), and queueing, when vLLM reports waiting requests and the replica is out
+      of batch slots or KV space, lets W requests ahead take slots freed at the rate B sequences
+      finish;
     - end-to-end = TTFT + (expected output - 1) x time per output token.
     Inputs: prompt tokens, expected output, task; in-flight, running, waiting, KV usage, biases.
     """
@@ -89,18 +90,25 @@ class StepModelPredictor:
         decode_step_s = (step_s + speed.per_seq_s * (1 + drafts)) * stretch
         tpot_s = decode_step_s / speed.tokens_per_step_for(request.task)
         # Prompts queued ahead (vLLM prefills in arrival order) go first, then ours, in chunks of
-        # the step's token budget left after the decoders.
-        prefill_tokens = state.prefill_backlog_tokens + request.input_tokens
+        # the step's token budget left after the decoders. The gateway knows the tokens it sent;
+        # waiting requests it does not know of (another gateway's) are taken to look like ours.
+        waiting = state.waiting or 0
+        ahead_tokens = state.prefill_backlog_tokens or waiting * request.input_tokens
+        prefill_tokens = ahead_tokens + request.input_tokens
         budget = max(1, int(speed.max_num_batched_tokens - running * (1 + drafts)))
         chunks = -(-prefill_tokens // budget)
         prefill_s = chunks * step_s + prefill_tokens / speed.prefill_tokens_per_s
         outputs = max(1, request.expected_output_tokens)
         queue_s = 0.0
-        waiting = state.waiting or 0
-        if waiting and running:
-            # Slots free as running sequences finish, each after ~``outputs`` decode steps.
+        if waiting and running and _out_of_slots(candidate, running):
+            # No batch slot or KV space: slots free as running sequences finish, each after
+            # ~``outputs`` decode steps. Below that, waiting requests only wait for their prefill
+            # (counted above), not for a slot.
             queue_s = (waiting + 1) * outputs * decode_step_s / running
-        model_ttft_s = speed.frontend_s + 0.5 * step_s + queue_s + prefill_s
+        # A prompt arriving at a busy replica waits, on average, for half of the step in flight;
+        # an idle replica starts it at once.
+        in_flight_step_s = 0.5 * step_s if running else 0.0
+        model_ttft_s = speed.frontend_s + in_flight_step_s + queue_s + prefill_s
         ttft_s = model_ttft_s * state.ttft_bias
         model_tpot_s = tpot_s
         tpot_s *= state.tpot_bias
@@ -121,6 +129,17 @@ def _prefill_utilisation(candidate: Candidate) -> float:
     if not rate:
         return 0.0
     return min(_MAX_PREFILL_UTILISATION, rate / candidate.variant.speed.prefill_tokens_per_s)
+
+
+# vLLM stops admitting new sequences into the batch near a full KV cache (it would preempt).
+_KV_FULL = 0.95
+
+
+def _out_of_slots(candidate: Candidate, running: int) -> bool:
+    """Whether waiting requests wait for a batch slot (max_num_seqs or KV space) rather than only
+    for their prefill."""
+    usage = candidate.state.kv_cache_usage
+    return running >= candidate.variant.speed.max_num_seqs or (usage is not None and usage >= _KV_FULL)
 
 
 def _context_tokens(candidate: Candidate, running: int, request: RequestProfile) -> float:

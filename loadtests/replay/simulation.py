@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from gateway.config.types import DuetConfig
 from gateway.decide import candidates_for
 from gateway.domain import Outcome, Prediction, Replica, RequestProfile
+from gateway.routing.predictors import StepModelPredictor
 from gateway.routing.router import route
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.store import InMemoryStateStore, StoreSettings
-from gateway.state.vllm_metrics import VllmStats
+from gateway.state.vllm_metrics import HistogramTotals, VllmStats
 from loadtests.replay.sync import run_now
 from loadtests.traces import Arrival
 from serving.sim.engine import Engine
@@ -39,6 +40,8 @@ class RequestResult:
     tpot_budget_ms: float | None = None
     latency_budget_ms: float | None = None
     cost_usd: float = 0.0
+    # Duet's step-model prediction on the replica that served it (see Replay), for every policy.
+    step_model: Prediction | None = None
 
     @property
     def tpot_s(self) -> float | None:
@@ -65,6 +68,7 @@ class _Pending:
     profile: RequestProfile
     replica: Replica
     prediction: Prediction | None
+    step_model: Prediction
     prefilled: bool = False
 
 
@@ -82,6 +86,9 @@ class Replay:
             for i, replica in enumerate(self._model.replicas)
         }
         self._backlog = PrefillBacklog()
+        # Duet's step model predicts every request on the replica that served it, whatever the
+        # policy: its error is then measured on each policy's traffic, not only on Duet's picks.
+        self._step_model = StepModelPredictor()
         self._scrape_interval_s = scrape_interval_s
         self._pending: dict[str, _Pending] = {}
         self._results: list[RequestResult] = []
@@ -118,7 +125,8 @@ class Replay:
             snap = engine.snapshot()
             stats = VllmStats(running=snap.running, waiting=snap.waiting, kv_cache_usage=snap.kv_cache_usage,
                               prompt_tokens_total=engine.counters.prompt_tokens,
-                              generation_tokens_total=engine.counters.generation_tokens)
+                              generation_tokens_total=engine.counters.generation_tokens,
+                              ttft=HistogramTotals(engine.counters.ttft_s_total, engine.counters.first_tokens))
             run_now(self._store.record_health(replica_id, True, now))
             run_now(self._store.record_stats(replica_id, stats, now))
 
@@ -140,7 +148,9 @@ class Replay:
             request = SimRequest(request_id, arrival.input_tokens, arrival.output_tokens, min_tokens=arrival.output_tokens,
                                  ignore_eos=True, task=arrival.task)
             if engine.submit(request, self._now) is None:
-                self._pending[request_id] = _Pending(arrival, profile, replica, decision.predictions.get(replica.id))
+                candidate = next(c for c in candidates if c.replica.id == replica.id)
+                self._pending[request_id] = _Pending(arrival, profile, replica, decision.predictions.get(replica.id),
+                                                     self._step_model.predict(profile, candidate))
                 self._backlog.add(replica.id, arrival.input_tokens)
                 return
             run_now(self._store.finish(Outcome(replica.id, False, 503, None, 0.0, 0, 0)))
@@ -165,7 +175,9 @@ class Replay:
         if not pending.prefilled:
             self._backlog.done(pending.replica.id, pending.arrival.input_tokens)
         ok = event.reason != "abort"
-        predicted = pending.prediction
+        # The bias is learned on a step-model prediction: the policy's when it made one, else the shadow's.
+        own = pending.prediction
+        predicted = own if own is not None and own.model_ttft_ms is not None else pending.step_model
         outcome = Outcome(
             pending.replica.id, ok, 200 if ok else 502, event.ttft_s, event.e2e_s, event.prompt_tokens, event.output_tokens,
             predicted_ttft_s=None if predicted is None or predicted.model_ttft_ms is None else predicted.model_ttft_ms / 1e3,
@@ -178,5 +190,5 @@ class Replay:
             pending.arrival.at_s, profile.task, "ok" if ok else "failed", variant.name,
             event.prompt_tokens, event.output_tokens, event.ttft_s, event.e2e_s, pending.prediction,
             profile.ttft_budget_ms, profile.tpot_budget_ms, profile.latency_budget_ms,
-            variant.price.cost_usd(event.prompt_tokens, event.output_tokens),
+            variant.price.cost_usd(event.prompt_tokens, event.output_tokens), pending.step_model,
         ))

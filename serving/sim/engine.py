@@ -288,6 +288,8 @@ class Engine:
         if first:
             seq.first_token_at = now
             self.counters.prompt_tokens += prompt
+            self.counters.first_tokens += 1
+            self.counters.ttft_s_total += now - seq.arrival
         if first or self._token_events:
             self._events.append(TokensOut(seq.req.request_id, now, new, first))
         if seq.generated < seq.target:

@@ -87,6 +87,10 @@ class EngineCounters:
     """Monotonic totals since start, as vLLM's ``*_total`` counters (mutable: the engine adds)."""
 
     prompt_tokens: int = 0
+    # Requests that produced their first token, and the sum of their TTFTs (the TTFT histogram's
+    # _count and _sum, as a router reads them without the buckets).
+    first_tokens: int = 0
+    ttft_s_total: float = 0.0
     generation_tokens: int = 0
     prefix_cache_queries: int = 0
     prefix_cache_hits: int = 0

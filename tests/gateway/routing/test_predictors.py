@@ -77,7 +77,8 @@ step_model = StepModelPredictor()
 def test_step_model_idle_request_is_prefill_plus_decode_steps():
     p = step_model.predict(request(input_tokens=1000, expected_output_tokens=11), candidate(STEP))
     step = 0.016
-    assert p.ttft_ms == pytest.approx((0.003 + 0.5 * step + step + 1000 / 10_000) * 1e3)
+    # Idle: no step in flight to wait for; one prefill chunk.
+    assert p.ttft_ms == pytest.approx((0.003 + step + 1000 / 10_000) * 1e3)
     assert p.tpot_ms == pytest.approx((step + 0.0001) * 1e3)
     assert p.e2e_ms == pytest.approx(p.ttft_ms + 10 * p.tpot_ms)
 
@@ -113,3 +114,10 @@ def test_speculation_pays_off_for_copy_heavy_tasks_at_low_batch_only():
     coding_busy = step_model.predict(request(task="coding"), candidate(SPEC, running=400)).tpot_ms
     plain_busy = step_model.predict(request(task="coding"), candidate(STEP, running=400)).tpot_ms
     assert coding_busy / plain_busy > coding_idle / plain_idle
+
+
+def test_step_model_busy_replica_adds_half_the_step_in_flight():
+    idle = step_model.predict(request(input_tokens=1000), candidate(STEP))
+    busy = step_model.predict(request(input_tokens=1000), candidate(STEP, running=1))
+    # One running sequence: the step in flight (base + one sequence) is waited for by half.
+    assert busy.model_ttft_ms - idle.model_ttft_ms >= 0.5 * 0.016 * 1e3

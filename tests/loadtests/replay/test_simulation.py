@@ -57,3 +57,14 @@ def test_run_now_refuses_a_coroutine_that_suspends():
 
     with pytest.raises(RuntimeError):
         run_now(suspends())
+
+
+def test_step_model_error_is_measured_under_every_policy():
+    """Least-loaded routes without predicting; Duet's step model still predicts each request on
+    the replica that served it, and at this light load it is close (a wrong model would not be)."""
+    _, results = replay("least-loaded", rate=0.1)
+    summary = summarize(results, 60.0)
+    assert summary["predictor_mape"] == {} or all(m.get("e2e") is not None for m in summary["predictor_mape"].values())
+    assert set(summary["step_model_mape"]) == {"standard", "fast"}
+    assert all(m["e2e"] < 0.15 for m in summary["step_model_mape"].values())
+    assert all(r.step_model is not None for r in results if r.status == "ok")
