@@ -110,9 +110,9 @@ def plot(report: dict[str, Any], path: Path) -> None:
     left.bar([i - 0.2 for i in x], [r["standard_acc"] for r in rows], 0.4, label="standard")
     left.bar([i + 0.2 for i in x], [r["candidate_acc"] for r in rows], 0.4, label="candidate")
     left.set_xticks(list(x), tasks, rotation=20)
-    left.set_ylim(0, 1.05)
+    left.set_ylim(0, 1.2)
     left.set_ylabel("accuracy")
-    left.legend()
+    left.legend(loc="upper center", ncol=2)
     tolerance = report["metadata"]["tolerance"]
     colors = ["tab:green" if r["verdict"] == "allowed" else "tab:red" for r in rows]
     diffs = [r["diff"] for r in rows]
