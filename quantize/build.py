@@ -83,8 +83,32 @@ def run_recipe(recipe: Recipe, model_dir: Path, out_dir: Path) -> None:
             "shuffle_calibration_samples": False,  # the set is already a seeded mix
         }
     oneshot(model=model, processor=tokenizer, recipe=recipe.llmcompressor_yaml(), **calibration)
+    restore_unquantized_dtype(model, source_dtype(model_dir))
     model.save_pretrained(out_dir, save_compressed=True)
     tokenizer.save_pretrained(out_dir)
+
+
+def source_dtype(model_dir: Path) -> Any:
+    """The torch dtype the source checkpoint is stored in (``dtype`` or the older ``torch_dtype``)."""
+    import torch
+
+    config = json.loads((model_dir / "config.json").read_text())
+    name = config.get("dtype") or config.get("torch_dtype") or "float32"
+    return getattr(torch, str(name))
+
+
+def restore_unquantized_dtype(model: Any, dtype: Any) -> None:
+    """Give every parameter the recipe left unquantized (embeddings, norms) the source's dtype again.
+
+    The model was calibrated in float32 for speed only; the quantized layers keep their float32
+    weights and scales (compressed-tensors derives the packed integers from them at save time, and
+    rounding them to bf16 first could move an int8 value by one step).
+    """
+    for module in model.modules():
+        if getattr(module, "quantization_scheme", None) is None:
+            for parameter in module.parameters(recurse=False):
+                parameter.data = parameter.data.to(dtype)
+    model.config.dtype = dtype
 
 
 def verify(out_dir: Path) -> tuple[str, str]:
