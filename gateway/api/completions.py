@@ -41,6 +41,13 @@ class Endpoint:
     schema: type[ChatBody] | type[CompletionBody]
 
 
+@dataclass(slots=True)
+class Exchange:
+    """One proxied request as the ASGI layer sees it. ``started``: the response head was sent."""
+
+    started: bool = False
+
+
 CHAT = Endpoint("/v1/chat/completions", ChatBody)
 COMPLETIONS = Endpoint("/v1/completions", CompletionBody)
 
@@ -87,21 +94,23 @@ def request_id_of(headers: dict[str, str]) -> str:
     return os.urandom(12).hex()
 
 
-async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
+async def proxy_completion(
+    gateway: Gateway, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, exchange: Exchange
+) -> None:
     received = time.perf_counter()
     headers = request_headers(scope)
     raw = await read_body(receive, headers, gateway.current.config.server.max_body_bytes)
     data, body = parse_body(raw, endpoint.schema)
     grant = await gateway.access.admit(headers, body.model)
     try:
-        await _proxy_admitted(gateway, endpoint, grant, data, body, headers, received, receive, send)
+        await _proxy_admitted(gateway, endpoint, grant, data, body, headers, received, receive, send, exchange)
     finally:
         gateway.access.release(grant)  # the key's concurrency slot, however the request ended
 
 
 async def _proxy_admitted(
     gateway: Gateway, endpoint: Endpoint, grant: Grant, data: dict[str, Any], body: ChatBody | CompletionBody,
-    headers: dict[str, str], received: float, receive: Receive, send: Send,
+    headers: dict[str, str], received: float, receive: Receive, send: Send, exchange: Exchange,
 ) -> None:
     current = gateway.current
     grant.cap_priority(headers)
@@ -158,11 +167,13 @@ async def _proxy_admitted(
 
     if body.stream and answer.status == 200:
         options = StreamOptions(rewrite, strip_usage=not client_wants_usage, input_tokens_estimate=plan.profile.input_tokens)
+        exchange.started = True
         await _send_stream(answer, options, on_done, response_headers, receive, send)
         return
     payload, outcome = finish_body(answer, rewrite, plan.profile.input_tokens)
     content_type = answer.response.header(b"content-type") or b"application/json"
     response_headers += [(b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
+    exchange.started = True
     await send({"type": "http.response.start", "status": answer.status, "headers": response_headers})
     await send({"type": "http.response.body", "body": payload})
     await on_done(outcome)
@@ -221,13 +232,17 @@ async def _send_stream(
     watcher = asyncio.ensure_future(receive())
     watcher.add_done_callback(on_disconnect)
     headers = [*headers, (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
+
+    async def write(piece: bytes, last: bool) -> None:
+        # The piece holding [DONE] ends the response (more_body=False): its chunked terminator
+        # goes out in the same write instead of an extra empty message.
+        nonlocal finished
+        finished = last
+        await send({"type": "http.response.body", "body": piece, "more_body": not last})
+
     try:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        async for piece, last in relay_stream(answer, options, on_done):
-            # The piece holding [DONE] ends the response (more_body=False): its chunked
-            # terminator goes out in the same write instead of an extra empty message.
-            finished = last
-            await send({"type": "http.response.body", "body": piece, "more_body": not last})
+        await relay_stream(answer, options, write, on_done)
         if not finished:
             finished = True
             await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import MutableMapping
-from typing import Any
 
 from fastapi import FastAPI
 
-from gateway.api.completions import CHAT, COMPLETIONS, Endpoint, Receive, Scope, Send, proxy_completion
+from gateway.api.completions import CHAT, COMPLETIONS, Endpoint, Exchange, Receive, Scope, Send, proxy_completion
 from gateway.api.errors import error_body
 from gateway.errors import RequestError
 
@@ -33,22 +31,19 @@ class FastPath:
         if endpoint is None or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def tracked_send(message: MutableMapping[str, Any]) -> None:
-            nonlocal started
-            started = True
-            await send(message)
-
+        # Whether the response started (an error can then no longer become an error response):
+        # set by proxy_completion, rather than by wrapping ``send``, which would add a coroutine
+        # call to every piece of a stream.
+        exchange = Exchange()
         try:
-            await proxy_completion(self.app.state.gateway, endpoint, scope, receive, tracked_send)
+            await proxy_completion(self.app.state.gateway, endpoint, scope, receive, send, exchange)
         except RequestError as exc:
-            if not started:
+            if not exchange.started:
                 await _send_error(send, exc.status, error_body(exc.message, exc.error_type, exc.param, exc.code),
                                   exc.retry_after_s)
         except Exception:
             log.exception("unexpected error on %s", scope.get("path"))
-            if not started:
+            if not exchange.started:
                 body = error_body("The gateway failed to handle this request.", "internal_error", None, "internal_error")
                 await _send_error(send, 500, body, None)
 

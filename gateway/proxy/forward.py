@@ -115,7 +115,7 @@ class Forwarder:
 
     async def _read_first_event(self, answer: Answer) -> None:
         splitter = EventSplitter()
-        async for chunk in answer.response.iter_chunks():
+        while (chunk := await answer.response.next_chunk()) is not None:
             answer.first_events = splitter.complete(chunk)
             if answer.first_events:
                 answer.first_event_at = time.perf_counter()

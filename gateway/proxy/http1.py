@@ -171,28 +171,35 @@ class Response:
     async def start(self) -> None:
         await self._headers_waiter
 
-    async def iter_chunks(self) -> AsyncIterator[bytes]:
-        """Body chunks as they arrive (chunked transfer encoding already decoded)."""
+    async def next_chunk(self) -> bytes | None:
+        """The body bytes that arrived since the last call (chunked transfer encoding already
+        decoded), waiting for some if none did; ``None`` once the body is complete.
+
+        Whatever arrived since the last read goes out as one piece: one write to the client
+        instead of one per upstream chunk when the consumer fell behind. A plain coroutine, not
+        an async generator: the stream relay calls it once per upstream read, and resuming
+        generator frames cost more than the call."""
         while True:
-            if self._chunks:
-                # Whatever arrived since the last read goes out as one piece: one write to the
-                # client instead of one per upstream chunk when the consumer fell behind.
-                chunks = self._chunks
+            chunks = self._chunks
+            if chunks:
                 chunk = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
                 chunks.clear()
-                paused = self._buffered > HIGH_WATER_BYTES
-                self._buffered = 0
-                if paused and self._conn.transport is not None:
+                if self._buffered > HIGH_WATER_BYTES and self._conn.transport is not None:
                     self._conn.transport.resume_reading()
-                yield chunk
-                continue
+                self._buffered = 0
+                return chunk
             if self._error is not None:
                 raise self._error
             if self.complete:
-                return
+                return None
             self._waiter = self._loop.create_future()
             await self._waiter
             self._waiter = None
+
+    async def iter_chunks(self) -> AsyncIterator[bytes]:
+        """Body chunks as they arrive (see ``next_chunk``)."""
+        while (chunk := await self.next_chunk()) is not None:
+            yield chunk
 
     async def read(self) -> bytes:
         parts = [chunk async for chunk in self.iter_chunks()]

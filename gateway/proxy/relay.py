@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from gateway.domain import Outcome
@@ -21,6 +21,8 @@ from gateway.proxy.http1 import UpstreamError, UpstreamTimeout
 from gateway.proxy.sse import DONE, ModelRewrite, error_event, has_done, has_usage, is_usage_only, split_events, usage_of
 
 OnDone = Callable[[Outcome], Awaitable[None]]
+# Sends one piece of the client's stream; ``last``: it ends the stream.
+Write = Callable[[bytes, bool], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,31 +74,31 @@ class _Tally:
         return self.options.rewrite.apply(event)
 
 
-async def relay_stream(answer: Answer, options: StreamOptions, on_done: OnDone) -> AsyncIterator[tuple[bytes, bool]]:
-    """Yields the client's SSE bytes as ``(piece, last)``; ``last`` is true for the piece that
-    ends the client's stream (it holds ``[DONE]``), after which the upstream is only drained so
-    its connection can be reused. A replica dying mid-stream ends the client's stream with an
-    error event and ``[DONE]``; a client disconnect (``answer.client_gone``, or cancellation)
-    closes the upstream connection so the replica stops generating."""
+async def relay_stream(answer: Answer, options: StreamOptions, write: Write, on_done: OnDone) -> None:
+    """Sends the client's SSE bytes through ``write(piece, last)``; ``last`` is true for the
+    piece that ends the client's stream (it holds ``[DONE]``), after which the upstream is only
+    drained so its connection can be reused. A replica dying mid-stream ends the client's
+    stream with an error event and ``[DONE]``; a client disconnect (``answer.client_gone``, or
+    cancellation) closes the upstream connection so the replica stops generating."""
     tally = _Tally(options)
     ok, status = False, 200
-    splitter = answer.splitter
+    splitter, response = answer.splitter, answer.response
     assert splitter is not None
     try:
         piece = tally.outgoing(answer.first_events)
         if piece:
-            yield piece, tally.done_seen
-        async for chunk in answer.response.iter_chunks():
+            await write(piece, tally.done_seen)
+        while (chunk := await response.next_chunk()) is not None:
             if tally.done_seen:
                 continue  # the client has its whole answer; read on so the connection can be reused
             block = splitter.complete(chunk)
             if block and (piece := tally.outgoing(block)):
-                yield piece, tally.done_seen
+                await write(piece, tally.done_seen)
         ok = tally.done_seen
         if not ok:
             # The connection ended without [DONE]: the replica went away mid-answer.
             status = 502
-            yield error_event("The replica closed the stream before it finished.") + DONE, True
+            await write(error_event("The replica closed the stream before it finished.") + DONE, True)
     except UpstreamError as exc:
         if tally.done_seen:
             ok = True  # broke after the answer was complete: the client has all of it
@@ -105,12 +107,11 @@ async def relay_stream(answer: Answer, options: StreamOptions, on_done: OnDone) 
             ok, status = True, 499  # we closed the upstream because the client left
             return
         status = 504 if isinstance(exc, UpstreamTimeout) else 502
-        yield error_event(f"The replica failed mid-stream: {exc}.") + DONE, True
-    except (asyncio.CancelledError, GeneratorExit):
+        await write(error_event(f"The replica failed mid-stream: {exc}.") + DONE, True)
+    except asyncio.CancelledError:
+        ok = True
         if not tally.done_seen:
-            ok, status = True, 499  # the client went away: not the replica's fault
-        else:
-            ok = True
+            status = 499  # the client went away: not the replica's fault
         raise
     finally:
         if ok and status == 200:

@@ -65,7 +65,12 @@ async def _relay(writes: list[bytes], strip_usage: bool) -> tuple[list[tuple[byt
             outcomes.append(outcome)
 
         options = StreamOptions(ModelRewrite.between("smollm2-fast", "smollm2"), strip_usage, 5)
-        pieces = [piece async for piece in relay_stream(answer, options, on_done)]
+        pieces: list[tuple[bytes, bool]] = []
+
+        async def write(piece: bytes, last: bool) -> None:
+            pieces.append((piece, last))
+
+        await relay_stream(answer, options, write, on_done)
         pool.close()
         return pieces, outcomes
 
