@@ -24,8 +24,9 @@ def register(subparsers: Any) -> None:
 
 
 def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--replicas", default="h100-70b", choices=sorted(REPLICA_SETS),
-                        help="replica set: simulator profiles per variant, and prices")
+    parser.add_argument("--replicas", default="h100-70b",
+                        help=f"replica set ({', '.join(sorted(REPLICA_SETS))}): simulator profiles per variant and "
+                             "prices, with optional counts as in duet replay, e.g. h100-70b:standard=1,fast=3")
     parser.add_argument("--replica-urls", default="",
                         help="use running replicas instead: VARIANT=URL[,VARIANT=URL...] (every variant needed)")
     parser.add_argument("--policy", action="append", default=[],
@@ -56,12 +57,18 @@ def _replica_urls(text: str) -> dict[str, list[str]]:
 def run_slo(args: argparse.Namespace) -> int:
     """Run every (policy, rate), then write the report; 2 on a setup error with its reason."""
     from loadtests.bench import BenchSettings
+    from loadtests.replay.setup import parse_cluster
     from loadtests.runner import rebuild_report, run_bench
     from loadtests.stack import StackError
 
     policies = list(ALL_POLICIES) if args.compare else (args.policy or ["duet"])
+    try:
+        replica_set = parse_cluster(args.replicas).with_counts
+    except ValueError as exc:
+        print(f"duet bench slo: {exc}", file=sys.stderr)
+        return 2
     settings = BenchSettings(
-        replica_set=REPLICA_SETS[args.replicas], slos=parse_slos(args.slos), duration_s=args.duration,
+        replica_set=replica_set, slos=parse_slos(args.slos), duration_s=args.duration,
         time_scale=args.time_scale, trace_start_s=args.trace_start,
         traces=tuple(t for t in args.traces.split(",") if t), trace_users=args.trace_users, seed=args.seed,
         port=args.port, replica_urls=_replica_urls(args.replica_urls),

@@ -4,7 +4,7 @@ trace's arrivals."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import yaml
 
@@ -21,6 +21,12 @@ class Cluster:
 
     replica_set: ReplicaSet
     counts: dict[str, int]
+
+    @property
+    def with_counts(self) -> ReplicaSet:
+        """The replica set with these counts, for benchmarks that start the replicas."""
+        variants = tuple(replace(v, replicas=self.counts[v.name]) for v in self.replica_set.variants)
+        return replace(self.replica_set, variants=variants)
 
     @property
     def urls(self) -> dict[str, list[str]]:
