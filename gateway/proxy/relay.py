@@ -18,7 +18,17 @@ from dataclasses import dataclass
 from gateway.domain import Outcome
 from gateway.proxy.forward import Answer
 from gateway.proxy.http1 import UpstreamError, UpstreamTimeout
-from gateway.proxy.sse import DONE, ModelRewrite, error_event, has_done, has_usage, is_usage_only, split_events, usage_of
+from gateway.proxy.sse import (
+    DONE,
+    ModelRewrite,
+    error_event,
+    has_done,
+    has_usage,
+    is_usage_only,
+    split_events,
+    usage_of,
+    usage_position,
+)
 
 OnDone = Callable[[Outcome], Awaitable[None]]
 # Sends one piece of the client's stream; ``last``: it ends the stream.
@@ -58,11 +68,17 @@ class _Tally:
 
     def outgoing(self, block: bytes) -> bytes:
         """The bytes to send the client for a block of complete upstream events."""
-        if has_usage(block):
-            return b"".join(self._event(event) for event in split_events(block))
-        if has_done(block):
-            self.done_seen = True
-        return self.options.rewrite.apply_to_events(block)
+        usage_at = usage_position(block)
+        if usage_at < 0:
+            if has_done(block):
+                self.done_seen = True
+            return self.options.rewrite.apply_to_events(block)
+        # Only the events from the first one carrying usage on are split and looked at (a read
+        # that fell behind may hold most of the stream before them).
+        boundary = block.rfind(b"\n\n", 0, usage_at)
+        start = boundary + 2 if boundary >= 0 else 0
+        head = self.options.rewrite.apply_to_events(block[:start]) if start else b""
+        return head + b"".join(self._event(event) for event in split_events(block[start:]))
 
     def _event(self, event: bytes) -> bytes:
         if has_usage(event):

@@ -112,6 +112,12 @@ def has_usage(data: bytes) -> bool:
     return b'"usage":{' in data or b'"usage": {' in data
 
 
+def usage_position(data: bytes) -> int:
+    """Where the first usage object starts in ``data`` (-1: none)."""
+    compact, spaced = data.find(b'"usage":{'), data.find(b'"usage": {')
+    return compact if spaced < 0 or 0 <= compact < spaced else spaced
+
+
 def has_done(block: bytes) -> bool:
     """Whether a block of complete events holds the ``[DONE]`` event."""
     return block.startswith(DONE) or _DONE_AFTER_EVENT in block

@@ -100,3 +100,13 @@ def test_replica_closing_without_done_ends_the_client_stream_with_an_error():
     assert is_last and last.endswith(DONE) and b'"error"' in last
     [outcome] = outcomes
     assert (outcome.ok, outcome.status) == (False, 502)
+
+
+@pytest.mark.parametrize("strip_usage", [True, False])
+def test_stream_arriving_in_one_read_is_one_piece(strip_usage):
+    pieces, outcomes = asyncio.run(_relay(_chunked([b"".join(_stream_writes(done=True))], end=True), strip_usage))
+    [(piece, last)] = pieces
+    events = _events(pieces)
+    assert last and events[-1] == DONE and len(events) == (4 if strip_usage else 5)
+    assert b"smollm2-fast" not in piece
+    assert (outcomes[0].status, outcomes[0].input_tokens, outcomes[0].output_tokens) == (200, 7, 3)

@@ -1,7 +1,17 @@
 import orjson
 import pytest
 
-from gateway.proxy.sse import DONE, EventSplitter, ModelRewrite, error_event, has_done, is_usage_only, split_events, usage_of
+from gateway.proxy.sse import (
+    DONE,
+    EventSplitter,
+    ModelRewrite,
+    error_event,
+    has_done,
+    is_usage_only,
+    split_events,
+    usage_of,
+    usage_position,
+)
 
 
 @pytest.mark.parametrize(
@@ -75,3 +85,11 @@ def test_block_rewrite_covers_every_event():
     spaced = b'data: {"model": "smollm2-fast"}\n\n' + DONE
     out = split_events(rewrite.apply_to_events(spaced))
     assert orjson.loads(out[0][6:])["model"] == "smollm2" and out[1] == DONE
+
+
+@pytest.mark.parametrize(("data", "position"), [
+    (b'{"a":1}', -1), (b'{"usage":null}', -1), (b'{"usage":{"x":1}}', 1), (b'{"usage": {"x":1}}', 1),
+    (b'{"usage": {}} {"usage":{}}', 1), (b'{"usage":{}} {"usage": {}}', 1),
+])
+def test_usage_position(data, position):
+    assert usage_position(data) == position
