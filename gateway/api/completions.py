@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import logging
 import os
 import re
@@ -41,10 +42,25 @@ class Endpoint:
     schema: type[ChatBody] | type[CompletionBody]
 
 
+class RequestIds:
+    """New request ids: 24 hex digits, a random prefix per process and a counter. Unique like
+    random ids, without a getrandom() syscall per request."""
+
+    __slots__ = ("_prefix", "_counter")
+
+    def __init__(self) -> None:
+        self._prefix = os.urandom(6).hex()
+        self._counter = itertools.count()
+
+    def new(self) -> str:
+        return f"{self._prefix}{next(self._counter) & 0xFFFFFFFFFFFF:012x}"
+
+
 @dataclass(slots=True)
 class Exchange:
     """One proxied request as the ASGI layer sees it. ``started``: the response head was sent."""
 
+    ids: RequestIds
     started: bool = False
 
 
@@ -86,12 +102,12 @@ def request_headers(scope: Scope) -> dict[str, str]:
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:=+/-]{1,128}")
 
 
-def request_id_of(headers: dict[str, str]) -> str:
+def request_id_of(headers: dict[str, str], ids: RequestIds) -> str:
     """The client's x-request-id when it is a plain token of at most 128 characters, else a new one."""
     claimed = headers.get("x-request-id")
     if claimed is not None and _REQUEST_ID.fullmatch(claimed):
         return claimed
-    return os.urandom(12).hex()
+    return ids.new()
 
 
 async def proxy_completion(
@@ -122,7 +138,7 @@ async def _proxy_admitted(
     except RequestError as refusal:
         gateway.telemetry.requests_by(plan.profile.model, "none", plan.profile.task, str(refusal.status)).inc()
         raise
-    request_id = request_id_of(headers)
+    request_id = request_id_of(headers, exchange.ids)
     client_wants_usage = bool((body.stream_options or {}).get("include_usage"))
     if body.stream:
         data["stream_options"] = {**(body.stream_options or {}), "include_usage": True}

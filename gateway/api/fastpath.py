@@ -13,7 +13,7 @@ import math
 
 from fastapi import FastAPI
 
-from gateway.api.completions import CHAT, COMPLETIONS, Endpoint, Exchange, Receive, Scope, Send, proxy_completion
+from gateway.api.completions import CHAT, COMPLETIONS, Endpoint, Exchange, Receive, RequestIds, Scope, Send, proxy_completion
 from gateway.api.errors import error_body
 from gateway.errors import RequestError
 
@@ -25,6 +25,7 @@ ENDPOINTS: dict[str, Endpoint] = {CHAT.path: CHAT, COMPLETIONS.path: COMPLETIONS
 class FastPath:
     def __init__(self, app: FastAPI) -> None:
         self.app = app
+        self.request_ids = RequestIds()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = ENDPOINTS.get(scope.get("path", "")) if scope["type"] == "http" else None
@@ -34,7 +35,7 @@ class FastPath:
         # Whether the response started (an error can then no longer become an error response):
         # set by proxy_completion, rather than by wrapping ``send``, which would add a coroutine
         # call to every piece of a stream.
-        exchange = Exchange()
+        exchange = Exchange(self.request_ids)
         try:
             await proxy_completion(self.app.state.gateway, endpoint, scope, receive, send, exchange)
         except RequestError as exc:

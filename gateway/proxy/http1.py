@@ -233,6 +233,9 @@ class Pool:
         self._max_idle = max_idle_per_host
         self._idle: dict[tuple[str, int], list[_Connection]] = {}
         self._hosts: dict[str, tuple[str, int, bytes]] = {}
+        # The loop the pool runs on, looked up once: on Python 3.11 every
+        # asyncio.get_running_loop() is a getpid() syscall (a fork check).
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def post(self, base_url: str, path: str, body: bytes, headers: bytes = b"") -> Response:
         """POST ``body`` (JSON) and return once the status line and headers arrived. ``headers`` are
@@ -245,7 +248,7 @@ class Pool:
         )
         for attempt in range(2):
             conn, reused = await self._acquire(host, port)
-            response = Response(conn, asyncio.get_running_loop(), self._idle_timeout_s)
+            response = Response(conn, self._running_loop(), self._idle_timeout_s)
             conn.response = response
             assert conn.transport is not None
             conn.transport.write(head + body)
@@ -279,7 +282,7 @@ class Pool:
             if not conn.closed and now - conn.idle_since < REUSE_IDLE_S:
                 return conn, True
             conn.close()
-        loop = asyncio.get_running_loop()
+        loop = self._running_loop()
         try:
             async with asyncio.timeout(self._connect_timeout_s):
                 _, conn = await loop.create_connection(lambda: _Connection(self, (host, port)), host, port)
@@ -288,6 +291,11 @@ class Pool:
         except OSError as exc:
             raise UpstreamError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from exc
         return conn, False
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._loop
 
     def _put_back(self, conn: _Connection) -> None:
         idle = self._idle.setdefault(conn.key, [])
