@@ -88,9 +88,11 @@ $(VLLM_STAMP):
 	echo "vllm-env: ready in $$(( $$(date +%s) - start )) s"
 
 # bitsandbytes left vLLM's core: `--quantization bitsandbytes` (profile fast-bnb4) needs this plugin
-# (it brings bitsandbytes 0.50, which runs on CPU). It must not move torch off the +cpu build.
+# (it brings bitsandbytes 0.50, which runs on CPU). It must not move torch off the +cpu build, and
+# pip brings the CUDA torchvision/torchaudio/torchcodec back with it: removed again, as above.
 $(VLLM_BNB_STAMP): $(VLLM_STAMP)
 	$(VLLM_BIN)/pip install -q '$(VLLM_BNB_PLUGIN)' '$(VLLM_TORCH)'
+	$(VLLM_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
 	$(VLLM_BIN)/python -c "import torch; v = torch.__version__; assert v.endswith('+cpu'), f'CUDA torch {v} got in'"
 	$(VLLM_BIN)/python -c "import bitsandbytes, vllm, transformers"
 	touch $@
