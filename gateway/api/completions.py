@@ -245,7 +245,8 @@ async def _send_stream(
             answer.client_gone = True
             answer.response.close()
 
-    watcher = asyncio.ensure_future(receive())
+    # The loop is passed: looking it up is a getpid() syscall on Python 3.11.
+    watcher = asyncio.ensure_future(receive(), loop=answer.response.loop)
     watcher.add_done_callback(on_disconnect)
     headers = [*headers, (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
 

@@ -122,6 +122,11 @@ class Response:
         self._idle_timeout_s = idle_timeout_s
         self._timer = loop.call_later(idle_timeout_s, self._check_idle)
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop this response is read on (cheaper than asking asyncio for it)."""
+        return self._loop
+
     def header(self, name: bytes) -> bytes | None:
         for key, value in self.raw_headers:
             if key == name:
