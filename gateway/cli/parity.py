@@ -14,6 +14,8 @@ from pathlib import Path
 from quantize.evals.suite import SUITES, TASK_NAMES, SuiteError
 from quantize.parity.errors import ParityError
 from quantize.parity.gate import ParityOptions, ParityOutcome, run_parity
+from quantize.parity.policy import write_policy
+from quantize.parity.report import read_report
 from quantize.parity.run import RunSettings
 
 
@@ -21,8 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser = subparsers.add_parser(
         "parity", help="capability parity of a candidate variant against the standard, per task type",
         description="Run the verifiable evaluation suite on two OpenAI-compatible endpoints and compare them.")
-    parser.add_argument("--standard", required=True, metavar="URL", help="the standard variant's base URL")
-    parser.add_argument("--candidate", required=True, metavar="URL", help="the candidate variant's base URL")
+    parser.add_argument("--standard", metavar="URL", help="the standard variant's base URL")
+    parser.add_argument("--candidate", metavar="URL", help="the candidate variant's base URL")
+    parser.add_argument("--from-report", type=Path, default=None, metavar="PARITY_JSON",
+                        help="no run: record an earlier report's verdicts (with --write-policy and --variant)")
     parser.add_argument("--model", default=None, help="model name on both endpoints (default: the only one served)")
     parser.add_argument("--standard-model", default=None)
     parser.add_argument("--candidate-model", default=None)
@@ -46,8 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace) -> int:
     try:
-        options = _options(args)
-        outcome = asyncio.run(run_parity(options))
+        if args.from_report is not None:
+            outcome = _recorded(args)
+        else:
+            outcome = asyncio.run(run_parity(_options(args)))
     except (ParityError, SuiteError) as exc:
         print(f"duet parity: {exc}", file=sys.stderr)
         return 2
@@ -55,7 +61,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _recorded(args: argparse.Namespace) -> ParityOutcome:
+    """--from-report: the verdicts of a report already written, after checking its hash."""
+    if args.standard or args.candidate:
+        raise ParityError("--from-report records an earlier run: drop --standard and --candidate")
+    if args.write_policy is None or args.variant is None:
+        raise ParityError("--from-report needs --write-policy FILE and --variant NAME")
+    report = read_report(args.from_report)
+    return ParityOutcome(report, [args.from_report], write_policy(args.write_policy, args.variant, report))
+
+
 def _options(args: argparse.Namespace) -> ParityOptions:
+    if not args.standard or not args.candidate:
+        raise ParityError("--standard URL and --candidate URL are required (or --from-report)")
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip()) if args.tasks else ()
     if args.tasks is not None and not tasks:
         raise ParityError("--tasks is empty")

@@ -13,6 +13,7 @@ from typing import Any
 
 from quantize.evals.suite import Suite
 from quantize.parity.client import Endpoint
+from quantize.parity.errors import ParityError
 from quantize.parity.run import TaskRun
 from quantize.parity.stats import RESAMPLES, TaskStats, min_samples
 
@@ -48,6 +49,19 @@ def report_sha256(body: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of ``{"tasks", "metadata"}``."""
     canonical = json.dumps({"tasks": body["tasks"], "metadata": body["metadata"]}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """A ``parity.json`` whose ``report_sha256`` matches its content (an edited report is refused)."""
+    try:
+        report = json.loads(path.read_text())
+        recorded = report["report_sha256"]
+        report["tasks"], report["metadata"]["date"]  # noqa: B018 - the fields --write-policy reads
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ParityError(f"{path}: not a parity report ({type(exc).__name__}: {exc})") from exc
+    if report_sha256(report) != recorded:
+        raise ParityError(f"{path}: report_sha256 does not match its content (edited after the run?)")
+    return dict(report)
 
 
 def _task_entry(s: TaskStats, tolerance: float) -> dict[str, Any]:

@@ -4,6 +4,7 @@ small run against a simulator writes the report in the issue's shape."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from gateway.cli import main as duet
 from quantize.parity.report import report_sha256
 from serving.ports import free_port
 from serving.sim.testing import SimProcess
+
+DEMO = Path(__file__).resolve().parents[2] / "deploy" / "config" / "demo.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +81,29 @@ def test_a_small_run_writes_the_report(tmp_path: Path, sim: SimProcess) -> None:
     assert "| reasoning |" in (out / "parity.md").read_text()
     assert (out / "parity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len((out / "items.jsonl").read_text().splitlines()) == 9
+
+
+def test_from_report_records_an_earlier_run(tmp_path: Path, sim: SimProcess,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report"
+    assert parity("--standard", sim.url, "--candidate", sim.url, "--samples", "2", "--tasks", "reasoning",
+                  "--tolerance", "0.9", "--out", str(out)) == 0
+    config = tmp_path / "duet.yaml"
+    shutil.copy(DEMO, config)
+    report_path = out / "parity.json"
+    assert duet(["parity", "--from-report", str(report_path), "--write-policy", str(config), "--variant", "fast"]) == 0
+    assert "allowed_tasks_source" in config.read_text()
+
+    assert duet(["parity", "--from-report", str(report_path)]) == 2
+    assert "needs --write-policy" in capsys.readouterr().err
+    report = json.loads(report_path.read_text())
+    report["tasks"]["reasoning"]["verdict"] = "allowed" if report["tasks"]["reasoning"]["verdict"] != "allowed" else "x"
+    report_path.write_text(json.dumps(report))
+    before = config.read_text()
+    assert duet(["parity", "--from-report", str(report_path), "--write-policy", str(config), "--variant", "fast"]) == 2
+    assert "does not match its content" in capsys.readouterr().err and config.read_text() == before
+
+
+def test_urls_are_required_without_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert parity("--out", str(tmp_path)) == 2
+    assert "--standard URL and --candidate URL are required" in capsys.readouterr().err
