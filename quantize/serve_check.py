@@ -103,10 +103,17 @@ def check_variant(variant: Variant, workdir: Path, start_timeout_s: float) -> Va
                 answer = greedy(replica.spec.base_url, variant.name, prompt, ANSWER_TOKENS)
                 result.answers[prompt] = answer["choices"][0]["text"]  # type: ignore[index]
             result.tok_s = round(decode_rate(replica.spec.base_url, variant.name), 1)
-    except (ReplicaFailed, OSError) as exc:  # ReplicaFailed's message ends with the log's last lines
-        lines = str(exc).strip().splitlines()
-        result.error = lines[-1] if lines else type(exc).__name__
+    except (ReplicaFailed, OSError) as exc:
+        result.error = error_line(str(exc)) or type(exc).__name__
     return result
+
+
+def error_line(message: str) -> str:
+    """The line that says what went wrong. ReplicaFailed says what happened, then the log's last
+    lines, where the last ``...Error: ...`` line is the cause (the very last is often a warning)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    errors = [line for line in lines if "Error" in line]
+    return errors[-1] if errors else (lines[0] if lines else "")
 
 
 def markdown(results: list[VariantResult]) -> str:

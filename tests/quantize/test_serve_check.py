@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quantize.serve_check import PROMPTS, VariantResult, default_variants, markdown
+from quantize.serve_check import PROMPTS, VariantResult, default_variants, error_line, markdown
 from serving.local_model import LocalModelPaths
 
 
@@ -28,3 +28,9 @@ def test_table_has_a_row_per_variant_and_shows_failures() -> None:
     assert table[2].startswith("| w4a16 | compiled | 90.0 | 46.5 |")
     assert table[2].count(" Paris.⏎It\\|is") == len(PROMPTS)  # newlines and pipes cannot break the table
     assert "| fp8-dynamic | eager | - | - | failed: no healthy /health within 300 s |" in table[3]
+
+
+def test_failure_reason_is_the_last_error_line_not_a_trailing_warning() -> None:
+    message = "replica exited with 1\nTraceback\nRuntimeError: operator torchvision::nms does not exist\n  warnings.warn(\n"
+    assert error_line(message) == "RuntimeError: operator torchvision::nms does not exist"
+    assert error_line("no healthy /health within 300 s\n(no log)") == "no healthy /health within 300 s"
