@@ -59,6 +59,10 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             response.fail(UpstreamError(f"malformed response from replica: {exc}"))
             self.close()
+            return
+        # One wake-up per read, however many chunks of the chunked encoding it held (a stream
+        # that arrived in one read is ~20 of them).
+        response.wake()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -139,16 +143,16 @@ class Response:
             self._headers_waiter.set_result(None)
 
     def feed(self, body: bytes) -> None:
+        """Body bytes parsed from a read; the connection wakes the consumer once the read is parsed."""
         self._chunks.append(body)
         self._buffered += len(body)
         if self._buffered > HIGH_WATER_BYTES and self._conn.transport is not None:
             self._conn.transport.pause_reading()
-        self._wake()
 
     def finish(self) -> None:
         self.complete = True
         self._timer.cancel()
-        self._wake()
+        self.wake()
 
     def fail(self, error: BaseException) -> None:
         if self._error is None and not self.complete:
@@ -157,9 +161,10 @@ class Response:
         if not self._headers_waiter.done():
             self._headers_waiter.set_exception(error)
             self._headers_waiter.exception()  # retrieved: a failure before headers is raised by start()
-        self._wake()
+        self.wake()
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
+        """Let a consumer waiting in ``next_chunk`` run."""
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)

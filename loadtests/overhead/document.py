@@ -52,7 +52,8 @@ phase on {plan.connections} connections ({plan.throughput_s:g} s: req/s, loaded 
 and the gateway's CPU use: 100% = its core saturated). The backend's own ceiling, measured with
 wrk on the other core, is {ceiling}; the `direct` rows are the ceiling of the load core as the
 gateways see it (backend and wrk sharing it), so a gateway near them is limited by the load core,
-not by itself.
+not by itself. To compare a change before and after on a busy machine, where these req/s move
+with other work, `python -m loadtests.overhead.cpu_cost` measures Duet's CPU time per request.
 
 {markdown_table(result.measurements, result.skipped)}
 
