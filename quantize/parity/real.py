@@ -67,9 +67,9 @@ def sim_launcher() -> Launcher:
 
 
 def run_all(candidates: Sequence[LaunchProfile], standard: LaunchProfile, launch: Launcher,
-            options: ParityOptions) -> list[dict[str, Any]]:
-    """One parity report per candidate, the standard replica kept up throughout."""
-    reports = []
+            options: ParityOptions) -> Iterator[dict[str, Any]]:
+    """One parity report per candidate, yielded as each is done; the standard replica is kept
+    up throughout."""
     with launch(standard, 0) as standard_url:
         for profile in candidates:
             print(f"== {profile.variant} ({profile.name})", flush=True)
@@ -77,9 +77,8 @@ def run_all(candidates: Sequence[LaunchProfile], standard: LaunchProfile, launch
                 run = replace(options, standard_url=standard_url, candidate_url=candidate_url,
                               out=options.out / profile.variant)
                 outcome = asyncio.run(run_parity(run))
-            reports.append({"variant": profile.variant, "profile": profile.name, "known_wrong": profile.known_wrong,
-                            "report": outcome.report})
-    return reports
+            yield {"variant": profile.variant, "profile": profile.name, "known_wrong": profile.known_wrong,
+                   "report": outcome.report}
 
 
 def summary(reports: Sequence[dict[str, Any]], command: str, out: Path) -> str:
@@ -135,20 +134,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = ParityOptions("", "", SERVED_NAME, SERVED_NAME, samples=args.samples, tasks=tasks,
                             tolerance=args.tolerance, seed=args.seed, out=args.out, command=command,
                             settings=RunSettings(concurrency=args.concurrency, timeout_s=600.0, show_progress=False))
+    reports: list[dict[str, Any]] = []
     try:
         check_options(options)  # bad input fails now, not after a replica took minutes to start
         build_suite(options.suite, seed=options.seed, samples=options.samples, tasks=options.tasks or None)
-        reports = run_all(candidates, standard, sim_launcher() if args.sim else real_launcher(paths), options)
+        for report in run_all(candidates, standard, sim_launcher() if args.sim else real_launcher(paths), options):
+            reports.append(report)
+            _write_summary(summary(reports, command, args.out), args.out, args.summary)  # partial runs keep theirs
     except (ParityError, SuiteError) as exc:
         print(f"parity-real: {exc}", file=sys.stderr)
         return 2
-    text = summary(reports, command, args.out)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "summary.md").write_text(text)
-    if args.summary is not None:
-        args.summary.write_text(text)
-    print(text)
+    print(summary(reports, command, args.out))
     return 0
+
+
+def _write_summary(text: str, out: Path, extra: Path | None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.md").write_text(text)
+    if extra is not None:
+        extra.write_text(text)
 
 
 if __name__ == "__main__":
