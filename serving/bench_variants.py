@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from serving.launch import LaunchProfile, by_variant, load_profiles
-from serving.launch.local import local_model_dir, local_replica_spec, missing_for
+from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.local_model import LocalModelPaths, default_cache_dir
 from serving.ports import free_port
 from serving.vllm_replica import running_replica
@@ -161,9 +161,10 @@ def chosen(names: Sequence[str], paths: LocalModelPaths) -> list[LaunchProfile]:
     wanted = [by_variant(profiles, "cpu", name) for name in names]
     ready = []
     for profile in wanted:
-        missing = missing_for([profile], paths, VLLM_PYTHON)
-        if missing:
-            print(f"skipping {profile.variant}: {'; '.join(str(m) for m in missing)}", flush=True)
+        missing = [str(m) for m in missing_for([profile], paths, VLLM_PYTHON)]
+        unsupported = unsupported_here(profile, host_cpu_flags())
+        if missing or unsupported:
+            print(f"skipping {profile.variant}: {'; '.join(missing + [unsupported or ''])}", flush=True)
         else:
             ready.append(profile)
     return ready

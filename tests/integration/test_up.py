@@ -88,11 +88,12 @@ def run_up(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_missing_builds_are_named_with_the_make_target_that_builds_them(tmp_path: Path) -> None:
-    result = run_up("--cache-dir", str(tmp_path / "empty"), "--vllm-python", str(tmp_path / "none" / "python"))
+    result = run_up("--variants", "standard,fast-int8", "--cache-dir", str(tmp_path / "empty"),
+                    "--vllm-python", str(tmp_path / "none" / "python"))
     assert result.returncode == 1
     assert "run `make vllm-env`" in result.stderr
     assert "run `make local-model`" in result.stderr
-    assert "checkpoint for fast-int4" in result.stderr and "run `make checkpoints`" in result.stderr
+    assert "checkpoint for fast-int8" in result.stderr and "run `make checkpoints`" in result.stderr
     assert "starting" not in result.stdout  # nothing was started
 
 
@@ -114,3 +115,11 @@ def test_a_missing_or_invalid_config_is_refused_before_anything_starts(tmp_path:
     invalid = run_up("--sim", "--config", str(bad))
     assert invalid.returncode == 2 and "models.smollm2.variants.standard.kind" in invalid.stderr
     assert "starting" not in invalid.stdout
+
+
+def test_the_default_fast_variant_falls_back_where_the_cpu_cannot_run_int4(capsys) -> None:  # type: ignore[no-untyped-def]
+    from gateway.cli.up import DEFAULT_VARIANTS, FALLBACK_VARIANTS, default_variants
+
+    assert default_variants(frozenset({"avx2", "avx512f"})) == DEFAULT_VARIANTS == "standard,fast-int4"
+    assert default_variants(frozenset({"avx2"})) == FALLBACK_VARIANTS == "standard,fast-spec"
+    assert "fast-int4 (cpu-smollm2-int4) needs a CPU with avx512f" in capsys.readouterr().out

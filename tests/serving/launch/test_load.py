@@ -90,3 +90,8 @@ def test_only_the_compiled_int8_profile_is_marked_known_wrong() -> None:
     assert "--enforce-eager" in profiles["cpu-smollm2-int8"].args
     assert "--enforce-eager" not in profiles["cpu-smollm2-int8-compiled"].args
     assert profiles["cpu-smollm2-int8"].model == profiles["cpu-smollm2-int8-compiled"].model
+
+
+def test_cpu_flags_are_read_from_the_profile() -> None:
+    assert parse_profile(VALID + "cpu_flags: [avx512f]\n", "cpu-x.yaml").cpu_flags == ("avx512f",)
+    assert parse_profile(VALID, "cpu-x.yaml").cpu_flags == ()

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from serving.launch import load_profiles
-from serving.launch.local import Missing, checkpoint_ready, local_model_dir, local_replica_spec, missing_for
+from serving.launch.local import (
+    Missing,
+    checkpoint_ready,
+    host_cpu_flags,
+    local_model_dir,
+    local_replica_spec,
+    missing_for,
+    unsupported_here,
+)
 from serving.local_model import MARKER_NAME, LocalModelPaths, folder_hash
 from serving.vllm_replica import replica_argv, replica_env
 
@@ -93,3 +101,14 @@ def test_a_plugin_the_profile_requires_must_be_in_the_vllm_venv(tmp_path: Path) 
         Missing("vllm-bnb-plugin in the vLLM environment (for fast-bnb4)", "vllm-env")]
     (tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "vllm_bnb_plugin-0.0.3.dist-info").mkdir(parents=True)
     assert missing_for([bnb], paths, python) == []
+
+
+def test_a_profile_built_for_avx512_is_refused_on_a_cpu_without_it(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2\nprocessor\t: 1\nflags\t\t: fpu sse2 avx avx2\n")
+    avx2 = host_cpu_flags(cpuinfo)
+    assert avx2 == {"fpu", "sse2", "avx", "avx2"}
+    assert unsupported_here(PROFILES["cpu-smollm2-int4"], avx2) == (
+        "fast-int4 (cpu-smollm2-int4) needs a CPU with avx512f, which this CPU lacks")
+    assert unsupported_here(PROFILES["cpu-smollm2-int4"], avx2 | {"avx512f"}) is None
+    assert unsupported_here(PROFILES["cpu-smollm2-ngram"], avx2) is None
