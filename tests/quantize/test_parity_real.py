@@ -56,4 +56,3 @@ def test_real_replicas_flag_the_compiled_int8_path(tmp_path: Path) -> None:
     compiled = json.loads((tmp_path / "fast-int8-compiled" / "parity.json").read_text())["tasks"]
     assert compiled["chat"]["verdict"] == "not allowed"
     assert compiled["chat"]["candidate_acc"] < eager["chat"]["candidate_acc"]
-    assert compiled["chat"]["same_answer"] < eager["chat"]["same_answer"]
