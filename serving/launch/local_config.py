@@ -1,10 +1,10 @@
 """The gateway config for local replicas: the demo config's policy (routing, tasks, state, prices)
 with one variant per launch profile started, each pointing at its replica.
 
-Variant names and kinds come from the profiles. Speed priors come from the demo config when a demo
-variant was written for the same simulator profile, else from the simulator twin itself
-(``serving.sim.prior``), else from the demo's standard variant (no calibrated twin: the gateway's
-online bias correction then learns the real speed from the first requests).
+Variant names and kinds come from the profiles. Speed priors come from each profile's simulator twin
+(``serving.sim.prior``: one calibration for all variants, so the router compares like with like),
+else from the demo variant written for the same launch profile, else from the demo's standard
+variant (no calibrated twin: the gateway's online bias correction learns the real speed).
 """
 
 from __future__ import annotations
@@ -66,13 +66,13 @@ def _variant(model: str, local: LocalVariant, demo_variants: Mapping[str, Any]) 
 
 def speed_prior(profile: LaunchProfile, demo_variants: Mapping[str, Any]) -> dict[str, Any]:
     """The ``speed:`` block for ``profile`` (see the module docstring for the order of sources)."""
-    for demo_variant in demo_variants.values():
-        if profile.sim_profile is not None and demo_variant.get("launch_profile") == profile.sim_profile:
-            return dict(copy.deepcopy(demo_variant["speed"]))
     if profile.sim_profile is not None:
         # Imported by name: the simulator stays out of the gateway's import graph (and its type check).
         sim_profile = importlib.import_module("serving.sim.profile")
         sim_prior = importlib.import_module("serving.sim.prior")
         prior: dict[str, Any] = sim_prior.speed_prior(sim_profile.load_profile(profile.sim_profile))
         return prior
+    for demo_variant in demo_variants.values():
+        if demo_variant.get("launch_profile") == profile.name:
+            return dict(copy.deepcopy(demo_variant["speed"]))
     return dict(copy.deepcopy(demo_variants[STANDARD]["speed"]))

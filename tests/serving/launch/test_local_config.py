@@ -33,13 +33,16 @@ def test_variants_are_named_and_kinded_by_their_profiles_and_point_at_their_repl
     parse_config(yaml.safe_dump(config), source="generated")
 
 
-def test_speed_priors_come_from_the_demo_then_the_simulator_twin_then_standard() -> None:
+def test_speed_priors_come_from_the_simulator_twins_else_the_demo() -> None:
+    from serving.sim.prior import speed_prior
+    from serving.sim.profile import load_profile
+
     demo_variants = DEMO["models"]["smollm2"]["variants"]
-    config = local_config(DEMO, variants("cpu-smollm2-int4", "cpu-smollm2-ngram", "cpu-smollm2-bnb4"), "h", 1)
+    config = local_config(DEMO, variants("cpu-smollm2-bf16", "cpu-smollm2-ngram", "cpu-smollm2-bnb4"), "h", 1)
     section = config["models"]["smollm2"]["variants"]
-    assert section["fast-int4"]["speed"] == demo_variants["fast"]["speed"]
+    assert section["standard"]["speed"] == speed_prior(load_profile("cpu-smollm2-bf16"))
     assert section["fast-spec"]["speed"]["tokens_per_step"]["coding"] > 1.0  # the n-gram twin's acceptance
-    assert section["fast-bnb4"]["speed"] == demo_variants["standard"]["speed"]
+    assert section["fast-bnb4"]["speed"] == demo_variants["standard"]["speed"]  # no twin
     parse_config(yaml.safe_dump(config), source="generated")
 
 
