@@ -11,6 +11,7 @@ gateway's venv can refuse a bad recipe before a quantization venv is started; er
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,8 +64,13 @@ class Recipe:
         return str(yaml.safe_dump(self.stages, sort_keys=False))
 
     def fingerprint(self) -> str:
-        """SHA-256 over the recipe file and its calibration file: a change to either is a new recipe."""
-        digest = hashlib.sha256(self.path.read_bytes())
+        """SHA-256 over what the recipe does (its stages and calibration settings, not its comments
+        or layout) and its calibration texts: a change to either is a new recipe."""
+        settings = None
+        if self.calibration is not None:
+            settings = [self.calibration.samples, self.calibration.max_seq_length]
+        meaning = json.dumps({"stages": self.stages, "calibration": settings}, sort_keys=True)
+        digest = hashlib.sha256(meaning.encode())
         if self.calibration is not None:
             digest.update(b"\0" + self.calibration.file.read_bytes())
         return digest.hexdigest()

@@ -56,6 +56,17 @@ def test_fingerprint_changes_with_the_recipe_file(tmp_path: Path) -> None:
     assert load_recipe(str(second)).fingerprint() != load_recipe(str(first)).fingerprint()
 
 
+def test_fingerprint_ignores_comments_and_layout(tmp_path: Path) -> None:
+    # Editing what a recipe's comments say must not force an 11-minute rebuild.
+    source = load_recipe("w8a8-int8").path.read_text()
+    edited = tmp_path / "w8a8-int8.yaml"
+    edited.write_text("# a new comment\n" + source.replace("smoothing_strength: 0.8", "smoothing_strength:   0.8"))
+    assert load_recipe(str(edited)).fingerprint() == load_recipe("w8a8-int8").fingerprint()
+    fewer = tmp_path / "fewer.yaml"
+    fewer.write_text(source.replace("samples: 128", "samples: 64"))
+    assert load_recipe(str(fewer)).fingerprint() != load_recipe("w8a8-int8").fingerprint()
+
+
 BAD_RECIPES = [
     ("not: [valid", "not YAML"),
     ("- a list\n", "a mapping of stages"),
