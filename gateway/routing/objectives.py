@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from gateway.domain import RequestProfile
 from gateway.routing.plugin import Option, VariantOrder, expected_cost_usd, meets_budget
+from gateway.routing.predictors import prefill_interference_ms
 
 
 def _variant(option: Option) -> str:
@@ -18,17 +19,24 @@ class CheapestWithinBudgetObjective:
     """The cheapest variant predicted to meet the request's budget (inflated by ``margin``);
     when none can, the fastest, and the decision says so.
 
+    With ``interference_weight`` > 0 a variant meets a TPOT budget only if its predicted TPOT
+    plus that weight x the expected stall from other prompts' prefill (see
+    ``prefill_interference_ms``) fits too: a short answer on a replica in a burst of prompts
+    goes to a quieter variant when one fits, at that variant's price.
+
     Order: variants that meet the budget by expected cost (ties: faster first), then the others
-    by predicted end-to-end latency. Inputs: each variant's best prediction and its price.
+    by predicted end-to-end latency. Inputs: each variant's best prediction, its replica's
+    prefill backlog and rate, and the variant's price.
     """
 
     name: str = "cheapest-within-budget"
     margin: float = 1.1
     # Extra margin per unit of the replica's utilisation: a busy replica's latency has a long tail.
     load_margin: float = 0.0
+    interference_weight: float = 0.0
 
     def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
-        fits = {id(o): meets_budget(request, o.prediction, self._margin(o)) for o in best}
+        fits = {id(o): meets_budget(request, o.prediction, self._margin(o)) and self._decode_fits(request, o) for o in best}
         within = [o for o in best if fits[id(o)]]
         beyond = [o for o in best if not fits[id(o)]]
         within.sort(key=lambda o: (expected_cost_usd(request, o), o.prediction.e2e_ms))
@@ -38,6 +46,13 @@ class CheapestWithinBudgetObjective:
             reason = "cheapest-within-budget" if len(best) > 1 else "only-variant-within-budget"
             return VariantOrder(variants, reason, meets_budget=True)
         return VariantOrder(variants, "fastest-none-within-budget", meets_budget=False)
+
+    def _decode_fits(self, request: RequestProfile, option: Option) -> bool:
+        # Compared with the budget as is: ``margin`` covers the prediction's error, this the tail.
+        if not self.interference_weight or request.tpot_budget_ms is None:
+            return True
+        stall_ms = self.interference_weight * prefill_interference_ms(request, option.candidate, option.prediction)
+        return option.prediction.tpot_ms + stall_ms <= request.tpot_budget_ms
 
     def _margin(self, option: Option) -> float:
         return self.margin * (1.0 + self.load_margin * option.prediction.utilisation)

@@ -119,6 +119,24 @@ class StepModelPredictor:
         )
 
 
+def prefill_interference_ms(request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
+    """Expected milliseconds that other prompts' prefill adds to each of ``request``'s output
+    tokens on ``candidate`` (>= 0): the TPOT tail a short answer cannot amortise.
+
+    vLLM prefills prompts that arrive while a request waits in the steps right after its first
+    token, and every chunk stalls the decode by its prefill time. Expected interfering tokens:
+    the prompts queued there now (the freshest sign of a burst, whose later prompts queue behind
+    this one) plus the replica's recent prompt-token rate over the request's predicted wait and
+    decode; their prefill time is spread over the request's output tokens after the first.
+    Inputs: expected output tokens; prefill backlog and rate; predicted TTFT and TPOT; prefill speed.
+    """
+    state = candidate.state
+    steps = max(1, request.expected_output_tokens - 1)
+    window_s = (prediction.ttft_ms + steps * prediction.tpot_ms) / 1e3
+    tokens = state.prefill_backlog_tokens + (state.prefill_tokens_per_s or 0.0) * window_s
+    return tokens / candidate.variant.speed.prefill_tokens_per_s * 1e3 / steps
+
+
 # Beyond this the replica is saturated with prefill; stretching without bound would only
 # reflect scrape noise.
 _MAX_PREFILL_UTILISATION = 0.9

@@ -39,3 +39,26 @@ def test_objective_orders_variants(objective, overrides, options, order, reason,
     assert result.variants == order
     assert result.reason == reason
     assert result.meets_budget is meets
+
+
+def test_a_short_answer_leaves_a_replica_in_a_prefill_burst_for_a_variant_that_fits():
+    """Fast's mean TPOT fits, but the prompts queued and arriving there would stall its five decode
+    steps past the budget; the quiet standard replica fits, so it goes first despite its price."""
+    prediction = Prediction(ttft_ms=200.0, e2e_ms=300.0, tpot_ms=20.0)
+    fast = Option(candidate(FAST, prefill_backlog_tokens=4000, prefill_tokens_per_s=5000.0), prediction, 1.0)
+    standard = Option(candidate(STANDARD), prediction, 1.0)
+    short = request(task="coding", expected_output_tokens=6, tpot_budget_ms=50.0)
+    aware = CheapestWithinBudgetObjective(margin=1.0, interference_weight=1.0)
+    assert aware.order(short, [fast, standard]).variants == ("standard", "fast")
+    assert CheapestWithinBudgetObjective(margin=1.0).order(short, [fast, standard]).variants == ("fast", "standard")
+    # A long answer amortises the same stall: the cheaper variant still fits.
+    long = request(task="chat", expected_output_tokens=256, tpot_budget_ms=50.0)
+    assert aware.order(long, [fast, standard]).variants == ("fast", "standard")
+
+
+def test_interference_is_ignored_without_a_tpot_budget():
+    prediction = Prediction(ttft_ms=200.0, e2e_ms=300.0, tpot_ms=20.0)
+    fast = Option(candidate(FAST, prefill_backlog_tokens=40000), prediction, 1.0)
+    standard = Option(candidate(STANDARD), prediction, 1.0)
+    order = CheapestWithinBudgetObjective(interference_weight=1.0).order(request(expected_output_tokens=6), [fast, standard])
+    assert order.variants == ("fast", "standard")

@@ -121,3 +121,29 @@ def test_step_model_busy_replica_adds_half_the_step_in_flight():
     busy = step_model.predict(request(input_tokens=1000), candidate(STEP, running=1))
     # One running sequence: the step in flight (base + one sequence) is waited for by half.
     assert busy.model_ttft_ms - idle.model_ttft_ms >= 0.5 * 0.016 * 1e3
+
+
+def test_prefill_interference_is_the_backlog_and_the_rate_over_the_window_spread_over_the_output():
+    from gateway.domain import Prediction
+    from gateway.routing.predictors import prefill_interference_ms
+
+    prediction = Prediction(ttft_ms=200.0, e2e_ms=300.0, tpot_ms=20.0)
+    # Window: 200 ms wait + 5 x 20 ms decode = 0.3 s; 1,000 queued + 10,000 tok/s x 0.3 s = 4,000
+    # tokens at 5,000 tok/s = 800 ms, over 5 tokens after the first.
+    busy = candidate(FAST, prefill_backlog_tokens=1000, prefill_tokens_per_s=10000.0)
+    short = request(expected_output_tokens=6)
+    assert prefill_interference_ms(short, busy, prediction) == pytest.approx(160.0)
+    assert prefill_interference_ms(short, candidate(FAST), prediction) == 0.0
+
+
+def test_prefill_interference_matters_to_short_answers_only():
+    from gateway.domain import Prediction
+    from gateway.routing.predictors import prefill_interference_ms
+
+    prediction = Prediction(ttft_ms=200.0, e2e_ms=300.0, tpot_ms=20.0)
+    # Prompts arrive at half the replica's prefill speed, with a burst queued.
+    busy = candidate(FAST, prefill_backlog_tokens=8000, prefill_tokens_per_s=2500.0)
+    short = prefill_interference_ms(request(expected_output_tokens=6), busy, prediction)
+    long = prefill_interference_ms(request(expected_output_tokens=256), busy, prediction)
+    assert short == pytest.approx((8000 + 2500 * 0.3) / 5000 * 1e3 / 5)
+    assert short > 50.0 > prediction.tpot_ms + long
