@@ -58,14 +58,16 @@ class StepModelPredictor:
     - running sequences B: the larger of the gateway's in-flight count and vLLM's gauge;
       context they attend over: KV usage x KV capacity when both are known;
     - a decode step: base + b x B x (1 + drafts) + c x context (+ draft costs); time per output
-      token = that step / the task's tokens per step (speculation: acceptance by task);
+      token = that step / the task's tokens per step (speculation: acceptance by task); the
+      replica's prompt-token utilisation is reported beside it, not folded in;
     - TTFT = frontend + half a step in flight + queueing + prefill, where prefill is this
       prompt's chunks after the prompts queued ahead (the step's token budget minus the
       decoders' tokens), and queueing, when vLLM reports waiting requests and the replica is out
       of batch slots or KV space, lets W requests ahead take slots freed at the rate B sequences
       finish;
     - end-to-end = TTFT + (expected output - 1) x time per output token.
-    Inputs: prompt tokens, expected output, task; in-flight, running, waiting, KV usage, biases.
+    Inputs: prompt tokens, expected output, task; in-flight, running, waiting, KV usage, prefill
+    rate, biases.
     """
 
     name: str = "step-model"
@@ -82,12 +84,12 @@ class StepModelPredictor:
             + speed.kv_read_s_per_token * context
             + ((speed.draft_s_per_step + speed.draft_s_per_seq * running) if drafts else 0.0)
         )
-        # While we decode, prompts arriving after us share the steps: at prompt-token utilisation
-        # u (rate x seconds per prompt token) an average step stretches by 1 / (1 - u). Our own
-        # sequence joins the batch once it decodes.
+        # Our own sequence joins the batch once it decodes. Prompts arriving after us stall some
+        # of our steps, not all: the typical request misses most of them, so the prediction is
+        # the plain step (stretching every step by 1 / (1 - prompt-token utilisation) measured
+        # worse under every policy's replay traffic). Their tail is ``prefill_interference_ms``.
         utilisation = _prefill_utilisation(candidate)
-        stretch = 1.0 / (1.0 - utilisation)
-        decode_step_s = (step_s + speed.per_seq_s * (1 + drafts)) * stretch
+        decode_step_s = step_s + speed.per_seq_s * (1 + drafts)
         tpot_s = decode_step_s / speed.tokens_per_step_for(request.task)
         # Prompts queued ahead (vLLM prefills in arrival order) go first, then ours, in chunks of
         # the step's token budget left after the decoders. The gateway knows the tokens it sent;
@@ -137,8 +139,8 @@ def prefill_interference_ms(request: RequestProfile, candidate: Candidate, predi
     return tokens / candidate.variant.speed.prefill_tokens_per_s * 1e3 / steps
 
 
-# Beyond this the replica is saturated with prefill; stretching without bound would only
-# reflect scrape noise.
+# Beyond this the replica is saturated with prefill; a larger figure (and the objective's margin
+# that grows with it) would only reflect scrape noise.
 _MAX_PREFILL_UTILISATION = 0.9
 
 

@@ -1,6 +1,7 @@
 import pytest
 
-from gateway.routing.predictors import QueueAwareLatencyPredictor, replica_load
+from gateway.domain import Prediction
+from gateway.routing.predictors import QueueAwareLatencyPredictor, prefill_interference_ms, replica_load
 
 from .factories import FAST, STANDARD, candidate, request
 
@@ -88,7 +89,6 @@ def test_step_model_idle_request_is_prefill_plus_decode_steps():
     [
         ({}, {"running": 100}, "tpot"),                                  # a bigger batch: longer steps
         ({}, {"prefill_backlog_tokens": 20_000}, "ttft"),                # prompts queued ahead
-        ({}, {"prefill_tokens_per_s": 5_000}, "tpot"),                   # prompts keep arriving: steps stretch
         ({"running": 10}, {"running": 10, "waiting": 5}, "ttft"),        # vLLM's own queue
         ({}, {"ttft_bias": 2.0}, "ttft"),                                # learned: this replica is slower
         ({}, {"tpot_bias": 1.5}, "tpot"),
@@ -124,9 +124,6 @@ def test_step_model_busy_replica_adds_half_the_step_in_flight():
 
 
 def test_prefill_interference_is_the_backlog_and_the_rate_over_the_window_spread_over_the_output():
-    from gateway.domain import Prediction
-    from gateway.routing.predictors import prefill_interference_ms
-
     prediction = Prediction(ttft_ms=200.0, e2e_ms=300.0, tpot_ms=20.0)
     # Window: 200 ms wait + 5 x 20 ms decode = 0.3 s; 1,000 queued + 10,000 tok/s x 0.3 s = 4,000
     # tokens at 5,000 tok/s = 800 ms, over 5 tokens after the first.
@@ -137,9 +134,6 @@ def test_prefill_interference_is_the_backlog_and_the_rate_over_the_window_spread
 
 
 def test_prefill_interference_matters_to_short_answers_only():
-    from gateway.domain import Prediction
-    from gateway.routing.predictors import prefill_interference_ms
-
     prediction = Prediction(ttft_ms=200.0, e2e_ms=300.0, tpot_ms=20.0)
     # Prompts arrive at half the replica's prefill speed, with a burst queued.
     busy = candidate(FAST, prefill_backlog_tokens=8000, prefill_tokens_per_s=2500.0)
@@ -147,3 +141,12 @@ def test_prefill_interference_matters_to_short_answers_only():
     long = prefill_interference_ms(request(expected_output_tokens=256), busy, prediction)
     assert short == pytest.approx((8000 + 2500 * 0.3) / 5000 * 1e3 / 5)
     assert short > 50.0 > prediction.tpot_ms + long
+
+
+def test_step_model_reports_prompt_utilisation_without_stretching_every_step():
+    """Later prompts stall some steps, which a typical request misses: the mean step stays plain and
+    the utilisation is reported for the objective's margin (the tail is prefill_interference_ms)."""
+    quiet = step_model.predict(request(input_tokens=1000), candidate(STEP))
+    busy = step_model.predict(request(input_tokens=1000), candidate(STEP, prefill_tokens_per_s=5_000))
+    assert busy.tpot_ms == pytest.approx(quiet.tpot_ms)
+    assert busy.utilisation == pytest.approx(5_000 / STEP.speed.prefill_tokens_per_s)
