@@ -47,7 +47,8 @@ def test_real_replicas_refuse_the_compiled_int8_path(tmp_path: Path) -> None:
     """Standard bf16 vs INT8 W8A8 compiled, on chat agreement with the standard's own answers.
     On the AVX-512 machine behind ARCHITECTURE.md the compiled path writes wrong text; on this
     AVX2-only CPU its text is fluent but departs from the standard's (8 of 12 answers agree at
-    token-set F1 >= 0.5, measured 2026-12-03; docs/parity-real/): the gate must refuse it either way."""
+    token-set F1 >= 0.5, measured 2026-12-03), as the eager path's does (docs/parity-real/): the
+    gate must refuse it either way."""
     variants = ("fast-int8-compiled",)
     missing = _missing(variants)
     if missing:
