@@ -195,7 +195,9 @@ def test_the_gateway_scrapes_running_and_waiting_from_vllm(up: Up) -> None:
     scrape of vLLM's /metrics can tell the gateway that sequences are running."""
     url = up.replicas["standard"][0]
     assert "vllm:num_requests_running" in httpx.get(f"{url}/metrics", timeout=10).text
-    assert least_loaded_score(up, "standard") == 1.0
+    # Start from idle: an earlier test's request may still be running there, or the last scrape
+    # may still show it (CI saw 0.5 here right after the routing test).
+    wait_until(lambda: least_loaded_score(up, "standard") == 1.0, 120, "the standard replica idle")
     body = {"model": "smollm2-standard", "prompt": "Once upon a time", "max_tokens": 120, "min_tokens": 120,
             "ignore_eos": True, "temperature": 0}
     done = threading.Event()
