@@ -100,7 +100,7 @@ def text_table(measurements: Sequence[Measurement], skipped: Sequence[Unavailabl
     """The results as aligned plain text for the terminal."""
     rows = [HEADER, *table_rows(measurements)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
-    lines = ["  ".join(cell.rjust(w) if i > 1 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+    lines = ["  ".join(cell.rjust(w) if i > 1 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
              for row in rows]
     lines += [f"not measured: {s.name}: {s.reason.splitlines()[0] if s.reason else ''}" for s in skipped]
     return "\n".join(lines)

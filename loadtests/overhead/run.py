@@ -119,7 +119,7 @@ def measure_gateway(launch: GatewayLaunch, scripts: dict[str, Path], settings: R
     process = start_pinned(launch.name, launch.command, settings.gateway_core, log, launch.env)
     try:
         for stream in (False, True):
-            wait_until(process, lambda: smoke_problem(launch.base_url, stream) is None, launch.startup_timeout_s)
+            wait_until(process, lambda stream=stream: smoke_problem(launch.base_url, stream) is None, launch.startup_timeout_s)
         return [measure(launch.name, launch.base_url, mode, scripts[mode], settings.plan, process.pid)
                 for mode in MODES]
     finally:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path

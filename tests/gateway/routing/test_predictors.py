@@ -57,7 +57,7 @@ def test_observed_ttft_only_raises_the_prediction():
 
 # --- step-model -------------------------------------------------------------------------------
 
-from gateway.domain import SpeedPrior, Variant, VariantKind, Price  # noqa: E402
+from gateway.domain import Price, SpeedPrior, Variant, VariantKind  # noqa: E402
 from gateway.routing.predictors import StepModelPredictor  # noqa: E402
 
 STEP = Variant(

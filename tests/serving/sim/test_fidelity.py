@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from serving.sim.fidelity import compare, load_measurements, reference_points, run_together
 from serving.sim.events import SimRequest
+from serving.sim.fidelity import compare, load_measurements, reference_points, run_together
 from serving.sim.profile import load_profile
 
 
