@@ -14,6 +14,7 @@ the last line before serving is ``duet ready on ...`` with a curl example.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -201,7 +202,28 @@ def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], prof
         config.setdefault("server", {}).update({"host": host, "port": port})
         return config
     return local_config(demo, [LocalVariant(p, launch.url) for p, launch in zip(profiles, launches, strict=True)],
-                        host, port)
+                        host, port, parity_reports(profiles))
+
+
+def parity_reports(profiles: Sequence[LaunchProfile], root: Path = REPO) -> dict[str, dict[str, Any]]:
+    """Profile name -> its committed parity report, parsed. Raises LaunchProfileError when a
+    profile names a report that cannot be read: routing without the evidence it cites is wrong."""
+    reports: dict[str, dict[str, Any]] = {}
+    for profile in profiles:
+        if profile.parity_report is None:
+            continue
+        path = root / profile.parity_report
+        try:
+            reports[profile.name] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise LaunchProfileError(f"{profile.name}.yaml: parity_report", f"cannot read {path}: {exc}") from exc
+    return reports
+
+
+def allowed_tasks_lines(config: dict[str, Any]) -> list[str]:
+    """One line per variant whose allowed task types a parity report narrowed."""
+    return [f"{name}: allowed tasks {', '.join(spec['allowed_tasks']) or 'none'} ({spec['allowed_tasks_source']})"
+            for name, spec in config["models"][MODEL]["variants"].items() if "allowed_tasks_source" in spec]
 
 
 def read_policy(path: Path) -> dict[str, Any]:
@@ -229,9 +251,12 @@ def run(args: argparse.Namespace) -> int:
         launches, profiles = (plan_sim if args.sim else plan_real)(args, demo, run_dir)
         # Written and checked before anything starts: the replica URLs are chosen already.
         config_path = run_dir / "duet.yaml"
-        config_text = yaml.safe_dump(gateway_config(demo, launches, profiles, args.host, args.port), sort_keys=False)
+        config = gateway_config(demo, launches, profiles, args.host, args.port)
+        config_text = yaml.safe_dump(config, sort_keys=False)
         parse_config(config_text, source=str(config_path))
         config_path.write_text(config_text)
+        for line in allowed_tasks_lines(config):
+            print(line, flush=True)
     except (ConfigError, ValueError) as exc:  # LaunchProfileError is a ConfigError
         print(f"duet up: {exc}", file=sys.stderr, flush=True)
         usage = not isinstance(exc, LaunchProfileError) or exc.path == "--variants"

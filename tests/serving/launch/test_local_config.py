@@ -56,3 +56,35 @@ def test_a_policy_without_standard_and_fast_is_refused() -> None:
     other = {"models": {"m": {"variants": {"only": {}}}}}
     with pytest.raises(ValueError, match="variants 'standard' and 'fast'"):
         local_config(other, variants("cpu-smollm2-bf16"), "h", 1)
+
+
+def report(**verdicts: str) -> dict[str, object]:
+    """A parity.json with these per-task verdicts."""
+    return {"tasks": {task.replace("_", "-"): {"verdict": v} for task, v in verdicts.items()},
+            "metadata": {"date": "2026-12-03T10:45:16+00:00"}, "report_sha256": "ab12"}
+
+
+def test_a_parity_report_takes_the_task_types_it_refuses_off_the_variant() -> None:
+    refusing = report(chat="not allowed", coding="allowed", long_context="not allowed")
+    config = local_config(DEMO, variants("cpu-smollm2-bf16", "cpu-smollm2-int8"), "h", 1,
+                          {"cpu-smollm2-int8": refusing, "cpu-smollm2-bf16": refusing})
+    section = config["models"]["smollm2"]["variants"]
+    demo_allowed = DEMO["models"]["smollm2"]["variants"]["fast"]["allowed_tasks"]
+    assert "chat" in demo_allowed
+    assert section["fast-int8"]["allowed_tasks"] == [t for t in demo_allowed if t != "chat"]
+    assert section["fast-int8"]["allowed_tasks_source"] == "parity report 2026-12-03T10:45:16+00:00 sha256:ab12 (its refusals)"
+    assert "allowed_tasks" not in section["standard"]  # the standard is the reference, never narrowed
+    parse_config(yaml.safe_dump(config), source="generated")
+
+
+def test_a_parity_report_never_widens_the_allowed_task_types() -> None:
+    allowing = report(chat="allowed", coding="allowed", reasoning="allowed", long_context="allowed")
+    config = local_config(DEMO, variants("cpu-smollm2-bf16", "cpu-smollm2-ngram"), "h", 1, {"cpu-smollm2-ngram": allowing})
+    allowed = config["models"]["smollm2"]["variants"]["fast-spec"]["allowed_tasks"]
+    assert allowed == DEMO["models"]["smollm2"]["variants"]["fast"]["allowed_tasks"]
+    assert "reasoning" not in allowed
+
+
+def test_a_file_that_is_not_a_parity_report_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a duet parity report"):
+        local_config(DEMO, variants("cpu-smollm2-bf16", "cpu-smollm2-int8"), "h", 1, {"cpu-smollm2-int8": {"tasks": [1]}})
