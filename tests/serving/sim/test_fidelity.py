@@ -45,3 +45,26 @@ def test_cpu_profiles_reproduce_this_machines_measurements() -> None:
     totals = {replica: sum(p.replica == replica for p in points) for replica in profiles}
     assert within["bf16"] == totals["bf16"] == 12
     assert within["ngram"] == totals["ngram"] == 12
+
+
+# `make bench-variants` on this machine, 2026-12-03 11:08 UTC (docs/benchmarks.md, "Real variants"):
+# TTFT at 128 / 512 prompt tokens (s), and decode tok/s with 128 forced output tokens at 1 and 8
+# streams of the open chat prompt (~40 prompt tokens with the chat template).
+BENCH_VARIANTS = {
+    "cpu-smollm2-int8": {"ttft": {128: 0.401, 512: 1.289}, "tok_s": {1: 5.1, 8: 34.5}},
+    "cpu-smollm2-bnb4": {"ttft": {128: 3.142, 512: 11.763}, "tok_s": {1: 4.0, 8: 14.7}},
+}
+
+
+def test_int8_and_bnb4_twins_reproduce_bench_variants_within_25_percent() -> None:
+    """The twins give the router its priors for fast-int8 and fast-bnb4 real replicas: each
+    measured point within 25% (eager INT8: slow alone, fast prefill and batched; bnb4: slow)."""
+    for name, real in BENCH_VARIANTS.items():
+        profile = load_profile(name)
+        for prompt, ttft_s in real["ttft"].items():
+            sim = run_together(profile, [SimRequest("r", prompt, 4, ignore_eos=True)])[0].ttft_s or 0.0
+            assert 0.75 < sim / ttft_s < 1.25, (name, prompt, sim, ttft_s)
+        for streams, tok_s in real["tok_s"].items():
+            done = run_together(profile, [SimRequest(f"r{i}", 40, 128, ignore_eos=True) for i in range(streams)])
+            sim_tok_s = streams * 128 / max(d.e2e_s for d in done)
+            assert 0.75 < sim_tok_s / tok_s < 1.25, (name, streams, sim_tok_s, tok_s)

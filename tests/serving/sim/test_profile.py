@@ -9,7 +9,7 @@ import pytest
 from serving.sim.profile import PROFILES_DIR, ProfileError, available_profiles, load_profile
 
 REQUIRED = {"h100-70b-bf16", "h100-70b-fp8", "h100-70b-w4a16", "h100-70b-ngram", "h100-70b-eagle3",
-            "cpu-smollm2-bf16", "cpu-smollm2-int8", "cpu-smollm2-int4", "cpu-smollm2-ngram", "fast-test"}
+            "cpu-smollm2-bf16", "cpu-smollm2-int8", "cpu-smollm2-int4", "cpu-smollm2-ngram", "cpu-smollm2-bnb4", "fast-test"}
 
 
 def test_required_profiles_ship() -> None:
