@@ -12,7 +12,9 @@ from gateway.classify import Target, classify, resolve_model
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.domain import Candidate, Decision, ReplicaState, RequestProfile
 from gateway.errors import ContextTooLong, InvalidRequest, NoHealthyReplica, RequestError
+from gateway.routing.predictors import prefill_ms
 from gateway.routing.router import route
+from gateway.state.decodes import DecodeClaim, decode_slack_ms
 from gateway.tokens import TokenCounter, count_chat_tokens, count_prompt_tokens
 
 
@@ -24,16 +26,31 @@ class Plan:
 
 
 def candidates_for(
-    model: ModelSpec, snapshot: Mapping[str, ReplicaState], backlog: Mapping[str, int] | None = None
+    model: ModelSpec, snapshot: Mapping[str, ReplicaState], backlog: Mapping[str, int] | None = None,
+    slack: Mapping[str, float] | None = None,
 ) -> list[Candidate]:
-    """The model's replicas with their state; ``backlog`` adds this gateway's pending prefill tokens."""
+    """The model's replicas with their state; ``backlog`` adds this gateway's pending prefill tokens,
+    ``slack`` its in-flight requests' least decode slack (see ``gateway.state.decodes``)."""
     candidates = []
     for replica in model.replicas:
         state = snapshot.get(replica.id) or ReplicaState(replica.id)
         if backlog and (pending := backlog.get(replica.id)):
             state = dataclasses.replace(state, prefill_backlog_tokens=pending)
+        if slack and (least := slack.get(replica.id)) is not None:
+            state = dataclasses.replace(state, decode_slack_ms=least)
         candidates.append(Candidate(replica, model.variants[replica.variant], state))
     return candidates
+
+
+def decode_claim(model: ModelSpec, profile: RequestProfile, decision: Decision) -> DecodeClaim:
+    """The request's slack and prefill time on each ranked replica, for the decode ledger."""
+    slack: dict[str, float | None] = {}
+    prefill: dict[str, float] = {}
+    for replica in decision.ranked:
+        prediction = decision.predictions.get(replica.id)
+        slack[replica.id] = None if prediction is None else decode_slack_ms(profile, prediction)
+        prefill[replica.id] = prefill_ms(profile, model.variants[replica.variant])
+    return DecodeClaim(slack, prefill)
 
 
 def input_tokens(body: ChatBody | CompletionBody, counter: TokenCounter) -> int:
@@ -50,6 +67,7 @@ def plan_request(
     headers: Mapping[str, str],
     *,
     backlog: Mapping[str, int] | None = None,
+    slack: Mapping[str, float] | None = None,
     explain: bool = False,
 ) -> Plan:
     """Classify and route. Raises ModelNotFound / InvalidRequest for the client's mistakes; an
@@ -57,7 +75,7 @@ def plan_request(
     target = resolve_model(config, body.model)
     tokens = input_tokens(body, counters[target.model.name])
     profile = classify(body, headers, target, config.policy, tokens)
-    candidates = candidates_for(target.model, snapshot, backlog)
+    candidates = candidates_for(target.model, snapshot, backlog, slack)
     decision = route(profile, candidates, config.policy.profile_for(profile.task), explain=explain)
     return Plan(target, profile, decision)
 

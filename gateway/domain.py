@@ -146,6 +146,9 @@ class ReplicaState:
     prefill_tokens_per_s: float | None = None
     # Prompt tokens this gateway sent that are not prefilled yet (queued ahead of a new request).
     prefill_backlog_tokens: int = 0
+    # The least slack of this gateway's in-flight requests there: ms of prefill stall the one
+    # closest to its budget can still take (None: none with a budget in flight).
+    decode_slack_ms: float | None = None
     # From the gateway's own observations of finished requests (EWMA, seconds).
     ttft_s: float | None = None
     tpot_s: float | None = None

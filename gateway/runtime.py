@@ -24,6 +24,7 @@ from gateway.discovery.resolve import Discovery
 from gateway.proxy.forward import Forwarder
 from gateway.proxy.http1 import Pool
 from gateway.state.breaker import BreakerPolicy
+from gateway.state.decodes import DecodeLedger
 from gateway.state.monitor import ReplicaMonitor
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.redis_link import LinkSettings, RedisLink
@@ -109,9 +110,10 @@ class Gateway:
         server = config.server
         self._pool = Pool(connect_timeout_s=server.upstream_connect_timeout_s, idle_timeout_s=server.upstream_idle_timeout_s)
         self.backlog = PrefillBacklog()
+        self.decodes = DecodeLedger()
         self.admission_queue = AdmissionQueue(server.max_queued)
         self._limits: tuple[DuetConfig, AdmissionLimits] | None = None
-        self.forwarder = Forwarder(self._pool, self.store, server.max_attempts, self.backlog)
+        self.forwarder = Forwarder(self._pool, self.store, server.max_attempts, self.backlog, self.decodes)
         # Health checks and scrapes use their own client: they must never queue behind proxied streams.
         self._session: aiohttp.ClientSession | None = None
         self._monitor: ReplicaMonitor | None = None

@@ -75,7 +75,8 @@ def create_fastapi(build: Callable[[], Gateway]) -> FastAPI:
             raise BodyTooLarge(f"The request body is larger than the limit of {current.config.server.max_body_bytes} bytes.")
         _, body = parse_any_body(raw)
         plan = plan_request(current.config, current.counters, gateway.store.snapshot(), body, request.headers,
-                            backlog=gateway.backlog.tokens, explain=True)
+                            backlog=gateway.backlog.tokens,
+                            slack=gateway.decodes.least_slack, explain=True)
         return _json(explain_plan(plan))
 
     @app.get("/health")

@@ -20,13 +20,14 @@ from gateway.access.guard import Grant
 from gateway.admission import PRIORITY_RANK, Action, assess, deadline_s
 from gateway.admission_queue import RECHECK_S
 from gateway.api.body import ChatBody, CompletionBody, parse_body
-from gateway.decide import Plan, plan_request, refuse
-from gateway.domain import Outcome, Prediction, Replica, ReplicaState
+from gateway.decide import Plan, decode_claim, plan_request, refuse
+from gateway.domain import Outcome, Replica, ReplicaState
 from gateway.errors import BodyTooLarge, RateLimited, RequestError
 from gateway.proxy.forward import Answer
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import DONE, ModelRewrite, error_event
 from gateway.runtime import Gateway
+from gateway.state.observations import with_prediction
 from gateway.telemetry import Telemetry
 
 access_log = logging.getLogger("duet.access")
@@ -132,7 +133,8 @@ async def _proxy_admitted(
     grant.cap_priority(headers)
     snapshot = gateway.store.snapshot()
     visible = grant.visible(snapshot, current.config)
-    plan = plan_request(current.config, current.counters, visible, body, headers, backlog=gateway.backlog.tokens)
+    plan = plan_request(current.config, current.counters, visible, body, headers, backlog=gateway.backlog.tokens,
+                        slack=gateway.decodes.least_slack)
     try:
         plan = await admit(gateway, plan, grant, body, headers, snapshot)
     except RequestError as refusal:
@@ -155,12 +157,31 @@ async def _proxy_admitted(
     upstream_headers = f"x-request-id: {request_id}\r\nx-duet-task: {plan.profile.task}\r\n".encode("latin-1")
     overhead_s = time.perf_counter() - received
     gateway.telemetry.overhead.observe(overhead_s)
+    claim = decode_claim(plan.target.model, plan.profile, plan.decision)
     try:
         answer = await gateway.forwarder.send(plan.decision.ranked, endpoint.path, body_for, upstream_headers,
-                                              bool(body.stream), plan.profile.input_tokens)
+                                              bool(body.stream), plan.profile.input_tokens, claim)
     except RequestError as exc:
         gateway.telemetry.requests_by(plan.profile.model, "none", plan.profile.task, str(exc.status)).inc()
         raise
+    try:
+        await _respond(gateway, plan, grant, body, answer, request_id, overhead_s, client_wants_usage, receive, send, exchange)
+    finally:
+        _end_decode(gateway, answer)  # whatever ended the request; a second end is a no-op
+
+
+def _end_decode(gateway: Gateway, answer: Answer) -> float:
+    """The answer's request leaves the decode ledger; returns the stall later prompts charged to it."""
+    if answer.decode_ticket is None:
+        return 0.0
+    return gateway.decodes.done(answer.replica.id, answer.decode_ticket)
+
+
+async def _respond(
+    gateway: Gateway, plan: Plan, grant: Grant, body: ChatBody | CompletionBody, answer: Answer, request_id: str,
+    overhead_s: float, client_wants_usage: bool, receive: Receive, send: Send, exchange: Exchange,
+) -> None:
+    variants = plan.target.model.variants
     variant = variants[answer.replica.variant]
     rewrite = model_rewrite(variant.served_model_name, body.model)
     route = plan.decision.reason if answer.failed_attempts == 0 else f"{plan.decision.reason};fallback"
@@ -175,7 +196,7 @@ async def _proxy_admitted(
     prediction = plan.decision.predictions.get(answer.replica.id)
 
     async def on_done(outcome: Outcome) -> None:
-        outcome = with_prediction(outcome, prediction)
+        outcome = with_prediction(outcome, prediction, _end_decode(gateway, answer))
         await gateway.store.finish(outcome)
         gateway.admission_queue.wake()
         await gateway.access.settle(grant, plan.profile.model, variant.name, plan.profile.task, outcome, variant.price)
@@ -222,7 +243,8 @@ async def admit(
         await gateway.admission_queue.wait(PRIORITY_RANK[plan.profile.priority], min(remaining, RECHECK_S))
         current = gateway.current
         snapshot = grant.visible(gateway.store.snapshot(), current.config)
-        plan = plan_request(current.config, current.counters, snapshot, body, headers, backlog=gateway.backlog.tokens)
+        plan = plan_request(current.config, current.counters, snapshot, body, headers, backlog=gateway.backlog.tokens,
+                        slack=gateway.decodes.least_slack)
 
 
 async def _send_stream(
@@ -295,16 +317,6 @@ def record(telemetry: Telemetry, plan: Plan, variant: str, outcome: Outcome, fal
         telemetry.slo_by(profile.task, "met" if met_budget(plan, outcome) else "missed").inc()
     if access_log.isEnabledFor(logging.INFO):
         access_log.info("request", extra={"fields": _access_fields(plan, variant, outcome, request_id)})
-
-
-def with_prediction(outcome: Outcome, prediction: Prediction | None) -> Outcome:
-    """The outcome carrying the latency model's raw prediction, which the store learns its bias on."""
-    if prediction is None or prediction.model_ttft_ms is None:
-        return outcome
-    tpot = None if prediction.model_tpot_ms is None else prediction.model_tpot_ms / 1e3
-    # Built field by field: dataclasses.replace reflects over the fields on every call.
-    return Outcome(outcome.replica_id, outcome.ok, outcome.status, outcome.ttft_s, outcome.duration_s,
-                   outcome.input_tokens, outcome.output_tokens, prediction.model_ttft_ms / 1e3, tpot)
 
 
 def met_budget(plan: Plan, outcome: Outcome) -> bool:

@@ -16,6 +16,7 @@ from gateway.domain import Outcome, Replica
 from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, RequestError, UpstreamFailed
 from gateway.proxy.http1 import Pool, Response, UpstreamError, UpstreamTimeout
 from gateway.proxy.sse import EventSplitter
+from gateway.state.decodes import DecodeClaim, DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.store import StateStore
 
@@ -37,6 +38,8 @@ class Answer:
     splitter: EventSplitter | None = None
     first_event_at: float | None = None
     failed_attempts: int = 0
+    # The request's entry in the decode ledger on ``replica`` (see gateway.state.decodes).
+    decode_ticket: int | None = None
     # Set by the HTTP layer when the client disconnected (it then closes ``response``).
     client_gone: bool = False
 
@@ -51,11 +54,14 @@ class Failure:
 class Forwarder:
     """Runs the attempt loop, passing every attempt through the state store (begin/finish)."""
 
-    def __init__(self, pool: Pool, store: StateStore, max_attempts: int, backlog: PrefillBacklog) -> None:
+    def __init__(
+        self, pool: Pool, store: StateStore, max_attempts: int, backlog: PrefillBacklog, decodes: DecodeLedger | None = None
+    ) -> None:
         self._pool = pool
         self._store = store
         self._max_attempts = max_attempts
         self._backlog = backlog
+        self._decodes = decodes
 
     async def send(
         self,
@@ -65,9 +71,13 @@ class Forwarder:
         headers: bytes,
         stream: bool,
         prompt_tokens: int = 0,
+        claim: DecodeClaim | None = None,
     ) -> Answer:
         """``headers``: extra raw request header lines (CRLF-terminated) for the replica.
-        ``prompt_tokens`` count in the replica's prefill backlog until its first token (or end)."""
+        ``prompt_tokens`` count in the replica's prefill backlog until its first token (or end).
+        ``claim`` enters the request in the decode ledger on the replica that takes it; the
+        caller ends that entry (``DecodeLedger.done`` with the answer's ticket) when the request
+        ends, a failed attempt's entry ends here."""
         failures: list[Failure] = []
         attempts = 0
         for replica in ranked:
@@ -78,12 +88,17 @@ class Forwarder:
                 continue
             attempts += 1
             self._backlog.add(replica.id, prompt_tokens)
+            ticket = self._decodes.claim(replica.id, claim) if self._decodes is not None and claim is not None else None
+            answer = None
             try:
                 answer = await self._attempt(replica, path, body_for(replica), headers, stream, failures)
             finally:
                 self._backlog.done(replica.id, prompt_tokens)  # prefilled (first event or whole body), or failed
+                if answer is None and ticket is not None and self._decodes is not None:
+                    self._decodes.done(replica.id, ticket)
             if answer is not None:
                 answer.failed_attempts = len(failures)
+                answer.decode_ticket = ticket
                 return answer
         raise _exhausted(failures, attempts)
 

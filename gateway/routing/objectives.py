@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gateway.domain import RequestProfile
 from gateway.routing.plugin import Option, VariantOrder, expected_cost_usd, meets_budget
-from gateway.routing.predictors import prefill_interference_ms
+from gateway.routing.predictors import prefill_interference_ms, prefill_ms
 
 
 def _variant(option: Option) -> str:
@@ -24,9 +24,13 @@ class CheapestWithinBudgetObjective:
     ``prefill_interference_ms``) fits too: a short answer on a replica in a burst of prompts
     goes to a quieter variant when one fits, at that variant's price.
 
+    With ``protect_decodes`` a variant fits only if this prompt's prefill also fits in the decode
+    slack of the requests already in flight on its replica (``decode_slack_ms``): a prompt that
+    would stall a short answer there past its budget goes where it harms nobody, when it can.
+
     Order: variants that meet the budget by expected cost (ties: faster first), then the others
     by predicted end-to-end latency. Inputs: each variant's best prediction, its replica's
-    prefill backlog and rate, and the variant's price.
+    prefill backlog and rate and its in-flight requests' slack, and the variant's price.
     """
 
     name: str = "cheapest-within-budget"
@@ -34,13 +38,18 @@ class CheapestWithinBudgetObjective:
     # Extra margin per unit of the replica's utilisation: a busy replica's latency has a long tail.
     load_margin: float = 0.0
     interference_weight: float = 0.0
+    protect_decodes: bool = False
 
     def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
-        fits = {id(o): meets_budget(request, o.prediction, self._margin(o)) and self._decode_fits(request, o) for o in best}
+        fits = {
+            id(o): meets_budget(request, o.prediction, self._margin(o)) and self._decode_fits(request, o)
+            and self._spares_decodes(request, o)
+            for o in best
+        }
         within = [o for o in best if fits[id(o)]]
         beyond = [o for o in best if not fits[id(o)]]
         within.sort(key=lambda o: (expected_cost_usd(request, o), o.prediction.e2e_ms))
-        beyond.sort(key=lambda o: (o.prediction.e2e_ms, expected_cost_usd(request, o)))
+        beyond.sort(key=lambda o: (not self._spares_decodes(request, o), o.prediction.e2e_ms, expected_cost_usd(request, o)))
         variants = tuple(_variant(o) for o in within + beyond)
         if within:
             reason = "cheapest-within-budget" if len(best) > 1 else "only-variant-within-budget"
@@ -53,6 +62,12 @@ class CheapestWithinBudgetObjective:
             return True
         stall_ms = self.interference_weight * prefill_interference_ms(request, option.candidate, option.prediction)
         return option.prediction.tpot_ms + stall_ms <= request.tpot_budget_ms
+
+    def _spares_decodes(self, request: RequestProfile, option: Option) -> bool:
+        slack_ms = option.candidate.state.decode_slack_ms
+        if not self.protect_decodes or slack_ms is None:
+            return True
+        return prefill_ms(request, option.candidate.variant) <= slack_ms
 
     def _margin(self, option: Option) -> float:
         return self.margin * (1.0 + self.load_margin * option.prediction.utilisation)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.domain import Candidate, Prediction, RequestProfile
+from gateway.domain import Candidate, Prediction, RequestProfile, Variant
 
 
 def replica_load(candidate: Candidate) -> int:
@@ -137,6 +137,12 @@ def prefill_interference_ms(request: RequestProfile, candidate: Candidate, predi
     window_s = (prediction.ttft_ms + steps * prediction.tpot_ms) / 1e3
     tokens = state.prefill_backlog_tokens + (state.prefill_tokens_per_s or 0.0) * window_s
     return tokens / candidate.variant.speed.prefill_tokens_per_s * 1e3 / steps
+
+
+def prefill_ms(request: RequestProfile, variant: Variant) -> float:
+    """Compute time of ``request``'s prompt on a replica of ``variant``: what it stalls the
+    sequences decoding there by."""
+    return request.input_tokens / variant.speed.prefill_tokens_per_s * 1e3
 
 
 # Beyond this the replica is saturated with prefill; a larger figure (and the objective's margin

@@ -18,7 +18,13 @@ from gateway.routing.filters import (
 )
 from gateway.routing.objectives import CheapestWithinBudgetObjective, FastestObjective, FixedOrderObjective
 from gateway.routing.predictors import QueueAwareLatencyPredictor, StepModelPredictor
-from gateway.routing.scorers import LeastLoadedScorer, LowErrorScorer, ObservedTtftScorer, PredictedLatencyScorer
+from gateway.routing.scorers import (
+    DecodeSlackScorer,
+    LeastLoadedScorer,
+    LowErrorScorer,
+    ObservedTtftScorer,
+    PredictedLatencyScorer,
+)
 
 PluginKind = Literal["filter", "predictor", "scorer", "objective"]
 
@@ -39,6 +45,7 @@ PLUGIN_TYPES: Mapping[str, PluginType] = MappingProxyType(
         "queue-aware-latency": PluginType("predictor", QueueAwareLatencyPredictor),
         "step-model": PluginType("predictor", StepModelPredictor),
         "least-loaded": PluginType("scorer", LeastLoadedScorer),
+        "decode-slack": PluginType("scorer", DecodeSlackScorer),
         "predicted-latency": PluginType("scorer", PredictedLatencyScorer),
         "low-error": PluginType("scorer", LowErrorScorer),
         "observed-ttft": PluginType("scorer", ObservedTtftScorer),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.domain import Candidate, Prediction, RequestProfile
-from gateway.routing.predictors import replica_load
+from gateway.routing.predictors import prefill_ms, replica_load
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,23 @@ class PredictedLatencyScorer:
 
     def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
         return self.scale_ms / (self.scale_ms + max(0.0, prediction.e2e_ms))
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeSlackScorer:
+    """1 when this prompt's prefill fits in the decode slack of the requests in flight on the
+    replica (or none has a budget), else slack / prefill in [0, 1): among a variant's replicas,
+    the one where the prompt stalls no short answer past its budget. Inputs: prompt tokens, the
+    variant's prefill speed, ``decode_slack_ms``."""
+
+    name: str = "decode-slack"
+
+    def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
+        slack_ms = candidate.state.decode_slack_ms
+        cost_ms = prefill_ms(request, candidate.variant)
+        if slack_ms is None or cost_ms <= slack_ms:
+            return 1.0
+        return max(0.0, slack_ms) / cost_ms
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gateway.domain import Outcome
+from gateway.domain import Outcome, Prediction
 from gateway.state.outcomes import OutcomeKind
 
 
@@ -74,6 +74,23 @@ class Observations:
     @property
     def tpot_bias(self) -> float:
         return math.exp(self.tpot_log_bias.value or 0.0)
+
+
+def with_prediction(outcome: Outcome, prediction: Prediction | None, stalled_ms: float = 0.0) -> Outcome:
+    """The outcome carrying the latency model's raw prediction, which the store learns its bias on.
+
+    ``stalled_ms``: prefill of prompts the gateway sent to the replica after this request (see
+    ``gateway.state.decodes``). The model predicts the plain step, since at decision time those
+    prompts did not exist; they are added to the prediction it is judged against, so the bias
+    learns the model's error and not the traffic that came later."""
+    if prediction is None or prediction.model_ttft_ms is None:
+        return outcome
+    tpot = None
+    if prediction.model_tpot_ms is not None:
+        tpot = (prediction.model_tpot_ms + stalled_ms / max(1, outcome.output_tokens - 1)) / 1e3
+    # Built field by field: dataclasses.replace reflects over the fields on every call.
+    return Outcome(outcome.replica_id, outcome.ok, outcome.status, outcome.ttft_s, outcome.duration_s,
+                   outcome.input_tokens, outcome.output_tokens, prediction.model_ttft_ms / 1e3, tpot)
 
 
 def observe(

@@ -9,10 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway.config.types import DuetConfig
-from gateway.decide import candidates_for
+from gateway.decide import candidates_for, decode_claim
 from gateway.domain import Outcome, Prediction, Replica, RequestProfile
 from gateway.routing.predictors import StepModelPredictor
 from gateway.routing.router import route
+from gateway.state.decodes import DecodeLedger
+from gateway.state.observations import with_prediction
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.store import InMemoryStateStore, StoreSettings
 from gateway.state.vllm_metrics import HistogramTotals, VllmStats
@@ -70,6 +72,7 @@ class _Pending:
     prediction: Prediction | None
     step_model: Prediction
     prefilled: bool = False
+    decode_ticket: int = -1
 
 
 class Replay:
@@ -86,6 +89,7 @@ class Replay:
             for i, replica in enumerate(self._model.replicas)
         }
         self._backlog = PrefillBacklog()
+        self._decodes = DecodeLedger()
         # Duet's step model predicts every request on the replica that served it, whatever the
         # policy: its error is then measured on each policy's traffic, not only on Duet's picks.
         self._step_model = StepModelPredictor()
@@ -138,8 +142,9 @@ class Replay:
             ttft_budget_ms=defaults.ttft_ms, latency_budget_ms=defaults.latency_ms, tpot_budget_ms=defaults.tpot_ms,
             priority=defaults.priority,
         )
-        candidates = candidates_for(self._model, self._store.snapshot(), self._backlog.tokens)
+        candidates = candidates_for(self._model, self._store.snapshot(), self._backlog.tokens, self._decodes.least_slack)
         decision = route(profile, candidates, self._config.policy.profile_for(profile.task))
+        claim = decode_claim(self._model, profile, decision)
         for replica in decision.ranked[: self._config.server.max_attempts]:
             if not run_now(self._store.begin(replica.id)).admitted:
                 continue
@@ -152,6 +157,7 @@ class Replay:
                 self._pending[request_id] = _Pending(arrival, profile, replica, decision.predictions.get(replica.id),
                                                      self._step_model.predict(profile, candidate))
                 self._backlog.add(replica.id, arrival.input_tokens)
+                self._pending[request_id].decode_ticket = self._decodes.claim(replica.id, claim)
                 return
             run_now(self._store.finish(Outcome(replica.id, False, 503, None, 0.0, 0, 0)))
         self._results.append(RequestResult(arrival.at_s, arrival.task, "rejected", None, arrival.input_tokens,
@@ -172,17 +178,17 @@ class Replay:
 
     def _finish(self, event: Finished) -> None:
         pending = self._pending.pop(event.request_id)
+        stalled_ms = self._decodes.done(pending.replica.id, pending.decode_ticket)
         if not pending.prefilled:
             self._backlog.done(pending.replica.id, pending.arrival.input_tokens)
         ok = event.reason != "abort"
         # The bias is learned on a step-model prediction: the policy's when it made one, else the shadow's.
         own = pending.prediction
         predicted = own if own is not None and own.model_ttft_ms is not None else pending.step_model
-        outcome = Outcome(
-            pending.replica.id, ok, 200 if ok else 502, event.ttft_s, event.e2e_s, event.prompt_tokens, event.output_tokens,
-            predicted_ttft_s=None if predicted is None or predicted.model_ttft_ms is None else predicted.model_ttft_ms / 1e3,
-            predicted_tpot_s=None if predicted is None or predicted.model_tpot_ms is None else predicted.model_tpot_ms / 1e3,
-        )
+        outcome = with_prediction(
+            Outcome(pending.replica.id, ok, 200 if ok else 502, event.ttft_s, event.e2e_s, event.prompt_tokens,
+                    event.output_tokens),
+            predicted, stalled_ms)
         run_now(self._store.finish(outcome))
         variant = self._model.variants[pending.replica.variant]
         profile = pending.profile

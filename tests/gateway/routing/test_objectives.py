@@ -62,3 +62,31 @@ def test_interference_is_ignored_without_a_tpot_budget():
     standard = Option(candidate(STANDARD), prediction, 1.0)
     order = CheapestWithinBudgetObjective(interference_weight=1.0).order(request(expected_output_tokens=6), [fast, standard])
     assert order.variants == ("fast", "standard")
+
+
+def test_protecting_decodes_sends_a_prompt_where_it_stalls_no_short_answer_past_its_budget():
+    """A 2,500-token prompt takes 500 ms to prefill; a short answer on the fast replica has 100 ms of
+    slack left. With protect_decodes the prompt goes to standard, which fits and harms nobody;
+    without it, to the cheaper fast variant."""
+    prediction = Prediction(ttft_ms=600.0, e2e_ms=900.0, tpot_ms=10.0)
+    fast = Option(candidate(FAST, decode_slack_ms=100.0), prediction, 1.0)
+    standard = Option(candidate(STANDARD), prediction, 1.0)
+    big = request(input_tokens=2500, latency_budget_ms=2000)
+    assert CheapestWithinBudgetObjective(margin=1.0, protect_decodes=True).order(big, [fast, standard]).variants == (
+        "standard", "fast")
+    assert CheapestWithinBudgetObjective(margin=1.0).order(big, [fast, standard]).variants == ("fast", "standard")
+    # A small prompt's prefill fits in that slack: the cheaper variant again.
+    small = request(input_tokens=100, latency_budget_ms=2000)
+    assert CheapestWithinBudgetObjective(margin=1.0, protect_decodes=True).order(small, [fast, standard]).variants == (
+        "fast", "standard")
+
+
+def test_when_no_variant_meets_the_budget_the_one_that_harms_nobody_goes_first():
+    """The request misses wherever it goes; it should not also push a short answer past its budget,
+    even where it would be fastest."""
+    fast = Option(candidate(FAST, decode_slack_ms=100.0), Prediction(ttft_ms=600.0, e2e_ms=900.0, tpot_ms=10.0), 1.0)
+    standard = Option(candidate(STANDARD), Prediction(ttft_ms=800.0, e2e_ms=1200.0, tpot_ms=10.0), 1.0)
+    tight = request(input_tokens=2500, latency_budget_ms=500)
+    order = CheapestWithinBudgetObjective(margin=1.0, protect_decodes=True).order(tight, [fast, standard])
+    assert (order.variants, order.reason) == (("standard", "fast"), "fastest-none-within-budget")
+    assert CheapestWithinBudgetObjective(margin=1.0).order(tight, [fast, standard]).variants == ("fast", "standard")

@@ -1,7 +1,7 @@
 import pytest
 
 from gateway.domain import Prediction
-from gateway.routing.scorers import LeastLoadedScorer, LowErrorScorer, PredictedLatencyScorer
+from gateway.routing.scorers import DecodeSlackScorer, LeastLoadedScorer, LowErrorScorer, PredictedLatencyScorer
 
 from .factories import STANDARD, candidate, request
 
@@ -31,3 +31,10 @@ def test_observed_ttft_scorer_prefers_unmeasured_then_fastest(state, expected):
     from gateway.routing.scorers import ObservedTtftScorer
 
     assert ObservedTtftScorer(scale_ms=100).score(request(), candidate(STANDARD, **state), P) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("slack_ms", "expected"), [(None, 1.0), (500.0, 1.0), (20.0, 1.0), (10.0, 0.5), (-5.0, 0.0)])
+def test_decode_slack_scorer_prefers_replicas_where_the_prompt_stalls_nobody_past_budget(slack_ms, expected):
+    """100 prompt tokens at 5,000 tokens/s: 20 ms of stall for whatever is decoding there."""
+    value = DecodeSlackScorer().score(request(input_tokens=100), candidate(STANDARD, decode_slack_ms=slack_ms), P)
+    assert value == pytest.approx(expected)

@@ -132,3 +132,20 @@ def test_a_non_stream_answer_feeds_time_per_token_with_the_observed_first_token_
     assert slowed.tpot.weight == 2.0
     assert slowed.tpot_s == pytest.approx((0.1 + 3.9 / 19) / 2)
     assert slowed.ttft_s == pytest.approx(0.1)  # nothing learned about TTFT from it
+
+
+def test_stall_from_prompts_sent_later_is_not_learned_as_the_models_bias() -> None:
+    """A 6-token answer predicted at 20 ms a token took 220 ms of decode: 100 ms of it was a prompt
+    the gateway sent to the replica afterwards. Judged against the prediction plus that stall, the
+    model was right, and the bias stays 1; judged against the bare prediction it would learn 2.2x."""
+    from gateway.domain import Prediction
+    from gateway.state.observations import with_prediction
+
+    prediction = Prediction(ttft_ms=100.0, e2e_ms=200.0, tpot_ms=20.0, model_ttft_ms=100.0, model_tpot_ms=20.0)
+    outcome = Outcome("r", True, 200, ttft_s=0.1, duration_s=0.32, input_tokens=5, output_tokens=6)
+    explained = with_prediction(outcome, prediction, stalled_ms=100.0)
+    assert explained.predicted_tpot_s == pytest.approx(0.040)  # 20 ms + 100 ms over 5 steps
+    assert observe(Observations(), explained, OutcomeKind.SUCCESS, 0.0, HALF_LIFE).tpot_bias == pytest.approx(1.1)
+    naive = observe(Observations(), with_prediction(outcome, prediction), OutcomeKind.SUCCESS, 0.0, HALF_LIFE)
+    assert naive.tpot_bias == pytest.approx(2.2)
+    assert with_prediction(outcome, None) is outcome
