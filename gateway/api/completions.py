@@ -244,7 +244,7 @@ async def admit(
         current = gateway.current
         snapshot = grant.visible(gateway.store.snapshot(), current.config)
         plan = plan_request(current.config, current.counters, snapshot, body, headers, backlog=gateway.backlog.tokens,
-                        slack=gateway.decodes.least_slack)
+                            slack=gateway.decodes.least_slack)
 
 
 async def _send_stream(

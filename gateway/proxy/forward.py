@@ -55,7 +55,7 @@ class Forwarder:
     """Runs the attempt loop, passing every attempt through the state store (begin/finish)."""
 
     def __init__(
-        self, pool: Pool, store: StateStore, max_attempts: int, backlog: PrefillBacklog, decodes: DecodeLedger | None = None
+        self, pool: Pool, store: StateStore, max_attempts: int, backlog: PrefillBacklog, decodes: DecodeLedger
     ) -> None:
         self._pool = pool
         self._store = store
@@ -88,13 +88,13 @@ class Forwarder:
                 continue
             attempts += 1
             self._backlog.add(replica.id, prompt_tokens)
-            ticket = self._decodes.claim(replica.id, claim) if self._decodes is not None and claim is not None else None
+            ticket = None if claim is None else self._decodes.claim(replica.id, claim)
             answer = None
             try:
                 answer = await self._attempt(replica, path, body_for(replica), headers, stream, failures)
             finally:
                 self._backlog.done(replica.id, prompt_tokens)  # prefilled (first event or whole body), or failed
-                if answer is None and ticket is not None and self._decodes is not None:
+                if answer is None and ticket is not None:
                     self._decodes.done(replica.id, ticket)
             if answer is not None:
                 answer.failed_attempts = len(failures)

@@ -71,8 +71,8 @@ class _Pending:
     replica: Replica
     prediction: Prediction | None
     step_model: Prediction
+    decode_ticket: int
     prefilled: bool = False
-    decode_ticket: int = -1
 
 
 class Replay:
@@ -155,9 +155,9 @@ class Replay:
             if engine.submit(request, self._now) is None:
                 candidate = next(c for c in candidates if c.replica.id == replica.id)
                 self._pending[request_id] = _Pending(arrival, profile, replica, decision.predictions.get(replica.id),
-                                                     self._step_model.predict(profile, candidate))
+                                                     self._step_model.predict(profile, candidate),
+                                                     self._decodes.claim(replica.id, claim))
                 self._backlog.add(replica.id, arrival.input_tokens)
-                self._pending[request_id].decode_ticket = self._decodes.claim(replica.id, claim)
                 return
             run_now(self._store.finish(Outcome(replica.id, False, 503, None, 0.0, 0, 0)))
         self._results.append(RequestResult(arrival.at_s, arrival.task, "rejected", None, arrival.input_tokens,

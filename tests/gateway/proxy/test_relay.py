@@ -13,6 +13,7 @@ from gateway.proxy.forward import Forwarder
 from gateway.proxy.http1 import Pool
 from gateway.proxy.relay import StreamOptions, relay_stream
 from gateway.proxy.sse import DONE, ModelRewrite
+from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.store import InMemoryStateStore
 from tests.gateway.proxy.test_http1 import Server, read_request
@@ -57,7 +58,7 @@ async def _relay(writes: list[bytes], strip_usage: bool) -> tuple[list[tuple[byt
     async with Server(handler) as server:
         pool = Pool(connect_timeout_s=1, idle_timeout_s=5)
         replica = Replica(REPLICA.id, REPLICA.model, REPLICA.variant, server.url)
-        forwarder = Forwarder(pool, InMemoryStateStore(), 1, PrefillBacklog())
+        forwarder = Forwarder(pool, InMemoryStateStore(), 1, PrefillBacklog(), DecodeLedger())
         answer = await forwarder.send([replica], "/v1/chat/completions", lambda _: b"{}", b"", True)
         outcomes: list[Outcome] = []
 
