@@ -25,7 +25,7 @@ from gateway.proxy.forward import Forwarder
 from gateway.proxy.http1 import Pool
 from gateway.state.breaker import BreakerPolicy
 from gateway.state.decodes import DecodeLedger
-from gateway.state.monitor import ReplicaMonitor
+from gateway.state.monitor import MonitorSettings, ReplicaMonitor
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.redis_link import LinkSettings, RedisLink
 from gateway.state.redis_store import RedisStateStore
@@ -131,9 +131,7 @@ class Gateway:
             config = await self._start_discovery(config, self._session)
         self._monitor = ReplicaMonitor(
             config.replicas, self.store,
-            health_interval_s=config.state.health_interval_s,
-            scrape_interval_s=config.state.scrape_interval_s,
-            timeout_s=config.state.timeout_s,
+            settings=MonitorSettings(config.state.health_interval_s, config.state.scrape_interval_s, config.state.timeout_s),
             client=self._session,
         )
         await self._monitor.start()

@@ -18,6 +18,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 
 import aiohttp
 
@@ -31,6 +32,19 @@ logger = logging.getLogger(__name__)
 _EXPECTED = (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError)
 
 
+@dataclass(frozen=True, slots=True)
+class MonitorSettings:
+    """How often each replica is checked (``/health``) and scraped (``/metrics``), in seconds
+    start to start; ``timeout_s`` bounds one request; each period is stretched or shrunk by a
+    random factor in ``[1 - jitter, 1 + jitter]``. The config's ``state`` section gives the
+    first three (no defaults here: they are written once, in ``gateway.config.types``)."""
+
+    health_interval_s: float
+    scrape_interval_s: float
+    timeout_s: float
+    jitter: float = 0.1
+
+
 class ReplicaMonitor:
     """Polls ``{url}/health`` and ``{url}/metrics`` of each replica and records the results."""
 
@@ -39,20 +53,15 @@ class ReplicaMonitor:
         replicas: Iterable[Replica],
         store: StateStore,
         *,
-        health_interval_s: float = 1.0,
-        scrape_interval_s: float = 1.0,
-        timeout_s: float = 0.5,
+        settings: MonitorSettings,
         client: aiohttp.ClientSession,
-        jitter: float = 0.1,
         rng: random.Random | None = None,
     ) -> None:
         self._replicas = {replica.id: replica for replica in replicas}
         self._store = store
-        self._health_interval_s = health_interval_s
-        self._scrape_interval_s = scrape_interval_s
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._settings = settings
+        self._timeout = aiohttp.ClientTimeout(total=settings.timeout_s)
         self._client = client
-        self._jitter = jitter
         self._rng = rng or random.Random()
         self._tasks: dict[str, tuple[asyncio.Task[None], ...]] = {}
         # Last state logged per (replica, check): logging happens only when it changes.
@@ -136,11 +145,11 @@ class ReplicaMonitor:
     def _spawn(self, replica: Replica) -> None:
         self._tasks[replica.id] = (
             asyncio.create_task(
-                self._every(self._health_interval_s, self.check_health, replica),
+                self._every(self._settings.health_interval_s, self.check_health, replica),
                 name=f"duet-health-{replica.id}",
             ),
             asyncio.create_task(
-                self._every(self._scrape_interval_s, self.scrape, replica),
+                self._every(self._settings.scrape_interval_s, self.scrape, replica),
                 name=f"duet-scrape-{replica.id}",
             ),
         )
@@ -153,9 +162,10 @@ class ReplicaMonitor:
     ) -> None:
         """Run ``check`` every ``interval_s`` (start to start, jittered) until cancelled."""
         loop = asyncio.get_running_loop()
+        jitter = self._settings.jitter
         elapsed = 0.0  # the first round ran just before this loop started
         while True:
-            period = interval_s * self._rng.uniform(1 - self._jitter, 1 + self._jitter)
+            period = interval_s * self._rng.uniform(1 - jitter, 1 + jitter)
             # A slow check delays the next one by its overrun only; checks never pile up.
             await asyncio.sleep(max(0.0, period - elapsed))
             started = loop.time()

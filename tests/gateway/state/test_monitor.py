@@ -4,6 +4,7 @@ unhealthy, hanging and gone. Every wait is on a condition with a deadline."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import socket
 from collections import Counter
@@ -16,11 +17,11 @@ import pytest
 from aiohttp import web
 
 from gateway.domain import Health, Replica
-from gateway.state.monitor import ReplicaMonitor
+from gateway.state.monitor import MonitorSettings, ReplicaMonitor
 from gateway.state.store import InMemoryStateStore, StoreSettings
 from gateway.state.vllm_metrics import VllmStats
 
-FAST: dict[str, Any] = {"health_interval_s": 0.05, "scrape_interval_s": 0.05, "timeout_s": 0.3}
+FAST = MonitorSettings(health_interval_s=0.05, scrape_interval_s=0.05, timeout_s=0.3)
 DEADLINE_S = 10.0
 
 
@@ -97,10 +98,12 @@ async def replicas(n: int) -> AsyncIterator[list[FakeReplica]]:
 
 @asynccontextmanager
 async def monitoring(
-    servers: list[FakeReplica], store: InMemoryStateStore, **kwargs: Any
+    servers: list[FakeReplica], store: InMemoryStateStore, **changes: float
 ) -> AsyncIterator[ReplicaMonitor]:
+    """A started monitor of ``servers`` with FAST settings but for ``changes``."""
+    settings = dataclasses.replace(FAST, **changes)
     async with aiohttp.ClientSession() as client:
-        monitor = ReplicaMonitor(_replicas(servers), store, client=client, **{**FAST, **kwargs})
+        monitor = ReplicaMonitor(_replicas(servers), store, settings=settings, client=client)
         await monitor.start()
         try:
             yield monitor
@@ -169,7 +172,7 @@ def test_an_unreachable_replica_is_down() -> None:
             gone = Replica("gone", "m", "standard", f"http://127.0.0.1:{sock.getsockname()[1]}")
             store = InMemoryStateStore()
             async with aiohttp.ClientSession() as client:
-                monitor = ReplicaMonitor([gone], store, client=client, **FAST)
+                monitor = ReplicaMonitor([gone], store, settings=FAST, client=client)
                 await monitor.start()
                 await monitor.stop()
             assert _health(store, "gone") is Health.DOWN
