@@ -42,6 +42,78 @@ class Priority(StrEnum):
     BATCH = "batch"
     SHEDDABLE = "sheddable"
 
+    @property
+    def rank(self) -> int:
+        """0 for the highest class; a lower rank is served first."""
+        return _PRIORITY_ORDER.index(self)
+
+
+_PRIORITY_ORDER = tuple(Priority)
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """A request's latency targets in milliseconds (None: no target). TPOT is vLLM bench serve's:
+    (end-to-end - TTFT) / (output tokens - 1), undefined for one-token answers.
+
+    The one place that says whether a prediction fits the budget, whether a finished request met
+    it, how much stall a running request can still take, and how long it may wait to start."""
+
+    ttft_ms: float | None = None
+    latency_ms: float | None = None
+    tpot_ms: float | None = None
+
+    def fits(self, prediction: Prediction, margin: float = 1.0) -> bool:
+        """True when the prediction, inflated by ``margin`` (1.1 = 10% safety), fits every target."""
+        if self.ttft_ms is not None and prediction.ttft_ms * margin > self.ttft_ms:
+            return False
+        if self.latency_ms is not None and prediction.e2e_ms * margin > self.latency_ms:
+            return False
+        return not (self.tpot_ms is not None and prediction.tpot_ms * margin > self.tpot_ms)
+
+    def met_by(self, ttft_s: float | None, e2e_s: float, output_tokens: int) -> bool:
+        """Whether a request that answered (first token after ``ttft_s``, done after ``e2e_s``)
+        met every target. Without a measured TTFT (a non-stream answer) the client's first token
+        came with the whole answer, so ``e2e_s`` is judged against the TTFT target."""
+        first_s = e2e_s if ttft_s is None else ttft_s
+        if self.ttft_ms is not None and first_s * 1e3 > self.ttft_ms:
+            return False
+        if self.latency_ms is not None and e2e_s * 1e3 > self.latency_ms:
+            return False
+        if self.tpot_ms is not None and ttft_s is not None and output_tokens > 1:
+            return (e2e_s - ttft_s) / (output_tokens - 1) * 1e3 <= self.tpot_ms
+        return True
+
+    def slack_ms(self, prediction: Prediction, output_tokens: int) -> float | None:
+        """Milliseconds of stall after the first token that a request predicted as ``prediction``
+        and planned for ``output_tokens`` can take and still meet its TPOT and end-to-end targets
+        (negative: predicted to miss already); None without either target."""
+        slacks = []
+        steps = max(0, output_tokens - 1)
+        if self.tpot_ms is not None and steps:
+            slacks.append((self.tpot_ms - prediction.tpot_ms) * steps)
+        if self.latency_ms is not None:
+            slacks.append(self.latency_ms - prediction.e2e_ms)
+        return min(slacks) if slacks else None
+
+    def over_by(self, prediction: Prediction) -> float:
+        """How many times over its tightest start or end target ``prediction`` is (1: within)."""
+        ratios = [1.0]
+        if self.ttft_ms:
+            ratios.append(prediction.ttft_ms / self.ttft_ms)
+        if self.latency_ms:
+            ratios.append(prediction.e2e_ms / self.latency_ms)
+        return max(ratios)
+
+    def deadline_s(self, default_s: float) -> float:
+        """How long the request may wait to start: its TTFT target, else its end-to-end target,
+        else ``default_s``; past that, waiting longer cannot help it."""
+        if self.ttft_ms:
+            return self.ttft_ms / 1e3
+        if self.latency_ms:
+            return self.latency_ms / 1e3
+        return default_s
+
 
 @dataclass(frozen=True, slots=True)
 class Price:
@@ -177,10 +249,8 @@ class RequestProfile:
     has_tools: bool = False
     stream: bool = False
     pinned_variant: str | None = None
-    # Budgets from headers, else the task's defaults; None means no target.
-    ttft_budget_ms: float | None = None
-    latency_budget_ms: float | None = None
-    tpot_budget_ms: float | None = None
+    # From headers, else the task's defaults.
+    budget: Budget = Budget()
     priority: Priority = Priority.INTERACTIVE
 
 
@@ -220,8 +290,22 @@ class Verdict:
 
 
 @dataclass(frozen=True, slots=True)
+class Blocker:
+    """The filter that rejected most candidates of a request none survived: its instance name
+    (as configured) and its plugin type (what a refusal's status follows from)."""
+
+    name: str
+    type: str
+
+
+# A decision with no candidate at all (a pin naming a variant without replicas) names this type.
+PINNED_VARIANT = "pinned-variant"
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
-    """The router's answer: the variant chosen, replicas ranked (head first), and why."""
+    """The router's answer: the variant chosen, replicas ranked (head first), and why.
+    ``blocked_by``: when ``ranked`` is empty, what blocked the request."""
 
     model: str
     variant: str | None
@@ -231,6 +315,7 @@ class Decision:
     predictions: dict[str, Prediction] = field(default_factory=dict)
     verdicts: tuple[Verdict, ...] = ()
     profile: str = ""
+    blocked_by: Blocker | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,3 +332,15 @@ class Outcome:
     # The latency model's uncorrected prediction for this request (seconds), when there was one.
     predicted_ttft_s: float | None = None
     predicted_tpot_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptFailure:
+    """A replica that did not take a request before anything reached the client: a connect error
+    or timeout (status 502 / 504), or a retryable status it answered with. The next ranked replica
+    may still take the request."""
+
+    replica_id: str
+    status: int
+    detail: str
+    duration_s: float

@@ -1,6 +1,6 @@
 """The running gateway: its current config, and the parts built from it (replica state, monitor,
-upstream connections, telemetry). The app's lifespan builds one and passes it to the handlers;
-nothing here is global."""
+upstream connections, telemetry, and the director that runs each request with its bookkeeping
+hooked on). The app's lifespan builds one and passes it to the handlers; nothing here is global."""
 
 from __future__ import annotations
 
@@ -8,20 +8,21 @@ import dataclasses
 import logging
 import os
 import socket
-from collections.abc import Mapping
-from dataclasses import dataclass
+import time
 
 import aiohttp
 
 from gateway.access.build import build_access
-from gateway.admission import AdmissionLimits, limits_for
-from gateway.admission_queue import AdmissionQueue
-from gateway.config.types import DuetConfig, ModelSpec
+from gateway.config.active import ActiveConfig
+from gateway.config.types import DuetConfig
 from gateway.config.watch import ConfigWatcher
 from gateway.discovery.api import ApiSettings, KubernetesApi
 from gateway.discovery.loop import DiscoveryLoop, refresh_interval_s
 from gateway.discovery.resolve import Discovery
-from gateway.proxy.forward import Forwarder
+from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
+from gateway.flow.director import Director, Ledgers
+from gateway.flow.waiting_room import WaitingRoom
+from gateway.proxy.forward import UpstreamCall, UpstreamRequest
 from gateway.proxy.http1 import Pool
 from gateway.state.breaker import BreakerPolicy
 from gateway.state.decodes import DecodeLedger
@@ -31,28 +32,8 @@ from gateway.state.redis_link import LinkSettings, RedisLink
 from gateway.state.redis_store import RedisStateStore
 from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
 from gateway.telemetry import Telemetry
-from gateway.tokens import ApproxTokenCounter, HfTokenCounter, TokenCounter
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """One config and what was built from it, swapped as a whole on reload so a request never
-    sees half of an old config and half of a new one."""
-
-    config: DuetConfig
-    counters: Mapping[str, TokenCounter]
-
-
-def build_counters(config: DuetConfig) -> dict[str, TokenCounter]:
-    return {name: _counter(model) for name, model in config.models.items()}
-
-
-def _counter(model: ModelSpec) -> TokenCounter:
-    if model.tokenizer.kind == "hf_tokenizer_json" and model.tokenizer.path:
-        return HfTokenCounter(model.tokenizer.path)
-    return ApproxTokenCounter()
 
 
 def store_settings(config: DuetConfig) -> StoreSettings:
@@ -93,7 +74,7 @@ class Gateway:
         self._declared = config
         self._kubernetes = kubernetes
         self._discovery_loop: DiscoveryLoop | None = None
-        self.current = Snapshot(config, build_counters(config))
+        self.current = ActiveConfig.of(config)
         self.config_path = config_path
         self.telemetry = Telemetry()
         self._link = build_link(config, self.telemetry)
@@ -109,11 +90,10 @@ class Gateway:
         self.telemetry.watch_replicas(lambda: self.current.config.replicas, self.store.snapshot)
         server = config.server
         self._pool = Pool(connect_timeout_s=server.upstream_connect_timeout_s, idle_timeout_s=server.upstream_idle_timeout_s)
-        self.backlog = PrefillBacklog()
-        self.decodes = DecodeLedger()
-        self.admission_queue = AdmissionQueue(server.max_queued)
-        self._limits: tuple[DuetConfig, AdmissionLimits] | None = None
-        self.forwarder = Forwarder(self._pool, self.store, server.max_attempts, self.backlog, self.decodes)
+        backlog, decodes, waiting_room = PrefillBacklog(), DecodeLedger(), WaitingRoom(server.max_queued)
+        hooks = gateway_hooks(routing_hooks(backlog, decodes, self.store, waiting_room), self.access, self.telemetry)
+        self.director = Director(lambda: self.current, self.store, Ledgers(backlog, decodes), waiting_room, hooks,
+                                 time.perf_counter)
         # Health checks and scrapes use their own client: they must never queue behind proxied streams.
         self._session: aiohttp.ClientSession | None = None
         self._monitor: ReplicaMonitor | None = None
@@ -160,17 +140,13 @@ class Gateway:
         self._declared = config
         if self._discovery_loop is not None:
             config = await self._discovery_loop.resolve(config)
-        self.current = Snapshot(config, build_counters(config))
+        self.current = ActiveConfig.of(config)
         if self._monitor is not None:
             await self._monitor.update_replicas(config.replicas)
 
-    def admission_limits(self) -> AdmissionLimits:
-        """Slots per variant of the running config (rebuilt when the config changes)."""
-        config = self.current.config
-        if self._limits is None or self._limits[0] is not config:
-            variants = [v for model in config.models.values() for v in model.variants.values()]
-            self._limits = (config, limits_for(variants))
-        return self._limits[1]
+    def upstream(self, request: UpstreamRequest) -> UpstreamCall:
+        """The transport that sends ``request`` to the replicas the director tries."""
+        return UpstreamCall(self._pool, request)
 
     async def reload(self) -> bool:
         if self._watcher is None:
@@ -187,10 +163,10 @@ class Gateway:
             on_change=self._replicas_changed, interval_s=refresh_interval_s(declared) or 5.0,
         )
         resolved = await discovery.resolve(declared)
-        self.current = Snapshot(resolved, self.current.counters)
+        self.current = ActiveConfig(resolved, self.current.counters)
         return resolved
 
     async def _replicas_changed(self, config: DuetConfig) -> None:
-        self.current = Snapshot(config, self.current.counters)
+        self.current = ActiveConfig(config, self.current.counters)
         if self._monitor is not None:
             await self._monitor.update_replicas(config.replicas)

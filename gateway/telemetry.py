@@ -11,6 +11,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import Collector
 
+from gateway.access.ledger import Charge
 from gateway.domain import Health, Replica, ReplicaState
 
 # vLLM's TTFT buckets, so the gateway's and the replicas' histograms line up in one dashboard.
@@ -127,12 +128,13 @@ class Telemetry:
         self.tokens_by = Series(self.tokens)
         self.stream_errors_by = Series(self.stream_errors)
 
-    def key_usage(self, key: str, model: str, variant: str, task: str, tokens_in: int, tokens_out: int, cost: float) -> None:
-        """Count one settled request of an API key."""
-        self.key_requests.labels(key, model, variant, task).inc()
-        self.key_tokens.labels(key, model, variant, "input").inc(tokens_in)
-        self.key_tokens.labels(key, model, variant, "output").inc(tokens_out)
-        self.key_cost.labels(key, model, variant).inc(cost)
+    def key_usage(self, key: str, charge: Charge) -> None:
+        """Count one settled request of the API key named ``key``."""
+        model, variant = charge.model, charge.variant
+        self.key_requests.labels(key, model, variant, charge.task).inc()
+        self.key_tokens.labels(key, model, variant, "input").inc(charge.input_tokens)
+        self.key_tokens.labels(key, model, variant, "output").inc(charge.output_tokens)
+        self.key_cost.labels(key, model, variant).inc(charge.cost_usd)
 
     def watch_replicas(
         self, replicas: Callable[[], Iterable[Replica]], snapshot: Callable[[], Mapping[str, ReplicaState]]

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from gateway.domain import Price
+from gateway.flow import Price
 from serving.sim.prior import speed_prior
 from serving.sim.profile import load_profile
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gateway.tokens import ApproxTokenCounter, HfTokenCounter, TokenCounter
+from gateway.flow import ApproxTokenCounter, HfTokenCounter, TokenCounter
 
 Style = Literal["code", "prose"]
 

@@ -14,10 +14,7 @@ import time
 
 import yaml
 
-from gateway.config import parse_config
-from gateway.decide import candidates_for
-from gateway.domain import Health, ReplicaState, RequestProfile
-from gateway.routing.router import route
+from gateway.flow import Budget, Health, ReplicaState, RequestProfile, View, candidates_for, parse_config, route
 from loadtests.policies import REPLICA_SETS, duet_config
 
 
@@ -43,13 +40,13 @@ def main() -> int:
     tasks = list(config.policy.tasks)
     requests = [
         RequestProfile(model.name, rng.choice(tasks), "bench", rng.randint(50, 8000), None, rng.randint(8, 500),
-                       ttft_budget_ms=1000.0, latency_budget_ms=20000.0)
+                       budget=Budget(ttft_ms=1000.0, latency_ms=20000.0))
         for _ in range(256)
     ]
     wall, cpu = [], []
     for i in range(args.decisions):
         request = requests[i % len(requests)]
-        candidates = candidates_for(model, snapshots[i % len(snapshots)], {})
+        candidates = candidates_for(model, View(snapshots[i % len(snapshots)]))
         profile = config.policy.profile_for(request.task)
         started, started_cpu = time.perf_counter_ns(), time.thread_time_ns()
         route(request, candidates, profile)

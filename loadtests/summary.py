@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from gateway.domain import Price
+from gateway.flow import Price
 from loadtests.slo import RequestRecord, Slo, attainment, percentile
 
 

@@ -1,4 +1,4 @@
-"""The hot path's gate: ``admit`` authenticates the key, checks that its tier may use the model,
+"""The hot path's gate: ``authorize`` authenticates the key, checks that its tier may use the model,
 and checks and charges its limits (at most one Redis round trip); ``settle`` charges the actual
 tokens and cost once the response has ended (queued, no wait). Errors go through the one error
 hierarchy: 401 AuthenticationFailed, 403 PermissionDenied, 429 RateLimited with Retry-After.
@@ -28,7 +28,7 @@ from gateway.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
-_PRIORITY_RANK = {Priority.INTERACTIVE: 0, Priority.BATCH: 1, Priority.SHEDDABLE: 2}
+
 _LIMIT_NAMES = {
     "requests_per_min": "requests per minute",
     "tokens_per_min": "tokens per minute",
@@ -52,8 +52,8 @@ class Grant:
         if cap is None or cap is Priority.INTERACTIVE:
             return
         claimed = headers.get("x-duet-priority", "")
-        rank = _PRIORITY_RANK.get(Priority(claimed)) if claimed in _PRIORITY_RANK else None
-        if rank is None or rank < _PRIORITY_RANK[cap]:
+        rank = Priority(claimed).rank if claimed in Priority.__members__.values() else None
+        if rank is None or rank < cap.rank:
             headers["x-duet-priority"] = cap.value
 
     def visible(self, snapshot: Mapping[str, ReplicaState], config: DuetConfig) -> Mapping[str, ReplicaState]:
@@ -77,7 +77,7 @@ class Access(Protocol):
     async def stop(self) -> None:
         ...
 
-    async def admit(self, headers: Mapping[str, str], model: str) -> Grant:
+    async def authorize(self, headers: Mapping[str, str], model: str) -> Grant:
         """Authenticate and charge one request for ``model`` (the name the client sent)."""
         ...
 
@@ -86,7 +86,7 @@ class Access(Protocol):
         ...
 
     def release(self, grant: Grant) -> None:
-        """The request ``admit`` granted has ended, however it ended (called exactly once)."""
+        """The request ``authorize`` granted has ended, however it ended (called exactly once)."""
         ...
 
 
@@ -127,7 +127,7 @@ class KeyedAccess:
     async def refresh_keys(self) -> None:
         self._ring = KeyRing(await self.keys.load())
 
-    async def admit(self, headers: Mapping[str, str], model: str) -> Grant:
+    async def authorize(self, headers: Mapping[str, str], model: str) -> Grant:
         secret = bearer(headers)
         key = self._ring.find(secret) if secret is not None else None
         if key is None and secret is not None:
@@ -162,7 +162,7 @@ class KeyedAccess:
         cost = price.cost_usd(tokens_in, tokens_out)
         charge = Charge(grant.key.id, model, variant, task, tokens_in, tokens_out, cost)
         await self.quotas.settle(charge, time.time())
-        self._telemetry.key_usage(grant.key.name, model, variant, task, tokens_in, tokens_out, cost)
+        self._telemetry.key_usage(grant.key.name, charge)
 
     def release(self, grant: Grant) -> None:
         if grant.key is not None:

@@ -10,7 +10,7 @@ from gateway.domain import Outcome, Price
 
 
 class OpenAccess:
-    async def admit(self, headers: Mapping[str, str], model: str) -> Grant:
+    async def authorize(self, headers: Mapping[str, str], model: str) -> Grant:
         return OPEN
 
     async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:

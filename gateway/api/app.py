@@ -15,12 +15,10 @@ from starlette.responses import Response
 
 from gateway.api import errors
 from gateway.api.admin import mount_admin
-from gateway.api.body import ChatBody, CompletionBody, parse_any_body
 from gateway.api.fastpath import FastPath
-from gateway.decide import plan_request
 from gateway.domain import Health
 from gateway.errors import BodyTooLarge, RequestError
-from gateway.explain import explain_plan
+from gateway.flow import ChatBody, CompletionBody, Inbound, explain_plan, parse_any_body
 from gateway.runtime import Gateway
 
 JSON = "application/json"
@@ -67,17 +65,22 @@ def create_fastapi(build: Callable[[], Gateway]) -> FastAPI:
 
     @app.post("/v1/duet/route", openapi_extra=_openapi_body(ChatBody))
     async def dry_run(request: Request) -> Response:
-        """Route without forwarding: the decision with every plugin's verdict and score."""
+        """Route without forwarding: the decision with every plugin's verdict and score, planned
+        as the proxy would plan it for the same key (the replicas its tier may use)."""
         gateway: Gateway = request.app.state.gateway
-        current = gateway.current
+        limit = gateway.current.config.server.max_body_bytes
         raw = await request.body()
-        if len(raw) > current.config.server.max_body_bytes:
-            raise BodyTooLarge(f"The request body is larger than the limit of {current.config.server.max_body_bytes} bytes.")
+        if len(raw) > limit:
+            raise BodyTooLarge(f"The request body is larger than the limit of {limit} bytes.")
         _, body = parse_any_body(raw)
-        plan = plan_request(current.config, current.counters, gateway.store.snapshot(), body, request.headers,
-                            backlog=gateway.backlog.tokens,
-                            slack=gateway.decodes.least_slack, explain=True)
-        return _json(explain_plan(plan))
+        headers = dict(request.headers)
+        grant = await gateway.access.authorize(headers, body.model)
+        try:
+            grant.cap_priority(headers)
+            exchange = gateway.director.open(Inbound(body, headers), "dry-run", grant=grant, explain=True)
+        finally:
+            gateway.access.release(grant)
+        return _json(explain_plan(exchange.plan))
 
     @app.get("/health")
     async def health() -> Response:

@@ -13,7 +13,7 @@ import math
 
 from fastapi import FastAPI
 
-from gateway.api.completions import CHAT, COMPLETIONS, Endpoint, Exchange, Receive, RequestIds, Scope, Send, proxy_completion
+from gateway.api.completions import CHAT, COMPLETIONS, Endpoint, Receive, Reply, RequestIds, Scope, Send, proxy_completion
 from gateway.api.errors import error_body
 from gateway.errors import RequestError
 
@@ -35,16 +35,16 @@ class FastPath:
         # Whether the response started (an error can then no longer become an error response):
         # set by proxy_completion, rather than by wrapping ``send``, which would add a coroutine
         # call to every piece of a stream.
-        exchange = Exchange(self.request_ids)
+        reply = Reply(self.request_ids)
         try:
-            await proxy_completion(self.app.state.gateway, endpoint, scope, receive, send, exchange)
+            await proxy_completion(self.app.state.gateway, endpoint, scope, receive, send, reply)
         except RequestError as exc:
-            if not exchange.started:
+            if not reply.started:
                 await _send_error(send, exc.status, error_body(exc.message, exc.error_type, exc.param, exc.code),
                                   exc.retry_after_s)
         except Exception:
             log.exception("unexpected error on %s", scope.get("path"))
-            if not exchange.started:
+            if not reply.started:
                 body = error_body("The gateway failed to handle this request.", "internal_error", None, "internal_error")
                 await _send_error(send, 500, body, None)
 

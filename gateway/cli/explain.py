@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gateway.api.body import parse_any_body
 from gateway.config import load_config
 from gateway.domain import BreakerState, Health, ReplicaState
 from gateway.errors import ConfigError, RequestError
@@ -31,9 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
-    from gateway.decide import plan_request
-    from gateway.explain import explain_plan
-    from gateway.runtime import build_counters
+    from gateway.config.active import build_counters
+    from gateway.flow import Inbound, View, explain_plan, parse_any_body, plan_request
 
     try:
         config = load_config(args.config)
@@ -45,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
             headers[name.strip().lower()] = value.strip()
         _, body = parse_any_body(json.dumps(body_doc).encode())
         snapshot = _snapshot(config.replicas, json.loads(Path(args.state).read_text()) if args.state else {})
-        plan = plan_request(config, build_counters(config), snapshot, body, headers, explain=True)
+        plan = plan_request(config, build_counters(config), Inbound(body, headers), View(snapshot), explain=True)
     except (ConfigError, RequestError, OSError, ValueError) as exc:
         print(f"duet explain: {exc}", file=sys.stderr)
         return 1

@@ -12,6 +12,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from gateway.config import schema
+from gateway.config.policy import Policy, Signal, TaskDefaults, TaskRule
 from gateway.config.types import (
     AccessSettings,
     BreakerSettings,
@@ -25,7 +26,6 @@ from gateway.config.types import (
 )
 from gateway.domain import Price, Priority, Replica, SpeedPrior, Variant, VariantKind
 from gateway.errors import ConfigError
-from gateway.policy import Policy, Signal, TaskDefaults, TaskRule
 from gateway.routing.registry import PLUGIN_TYPES, PluginKind
 from gateway.routing.router import RoutingProfile, WeightedScorer
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gateway.config.policy import Policy
 from gateway.domain import Priority, Replica, Variant
-from gateway.policy import Policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +90,9 @@ class ModelSpec:
     # Pinned names ("smollm2:fast") -> variant name.
     pins: Mapping[str, str]
 
+    def variant_of(self, replica: Replica) -> Variant:
+        return self.variants[replica.variant]
+
 
 @dataclass(frozen=True, slots=True)
 class KubernetesDiscovery:
@@ -117,6 +120,3 @@ class DuetConfig:
     @property
     def replicas(self) -> tuple[Replica, ...]:
         return tuple(r for m in self.models.values() for r in m.replicas)
-
-    def variant_of(self, replica: Replica) -> Variant:
-        return self.models[replica.model].variants[replica.variant]

@@ -14,9 +14,10 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gateway.domain import RequestProfile
-from gateway.routing.plugin import Option, VariantOrder, meets_budget
+from gateway.routing.plugin import Option, VariantOrder
 
 
 def request_hash(request: RequestProfile) -> int:
@@ -31,13 +32,14 @@ class RoundRobinObjective:
     in the long run, whatever their speed, cost or load. Inputs: the request's fields only."""
 
     name: str = "round-robin"
+    type: ClassVar[str] = "round-robin"
 
     def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
         names = sorted(o.candidate.variant.name for o in best)
         shift = request_hash(request) % len(names)
         rotated = tuple(names[shift:] + names[:shift])
         head = next(o for o in best if o.candidate.variant.name == rotated[0])
-        return VariantOrder(rotated, "round-robin", meets_budget(request, head.prediction))
+        return VariantOrder(rotated, "round-robin", request.budget.fits(head.prediction))
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +49,9 @@ class BestScoreObjective:
     variant. Inputs: the scores of each variant's best option."""
 
     name: str = "best-score"
+    type: ClassVar[str] = "best-score"
 
     def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
         ranked = sorted(best, key=lambda o: (-o.score, o.candidate.variant.name))
         variants = tuple(o.candidate.variant.name for o in ranked)
-        return VariantOrder(variants, "best-score", meets_budget(request, ranked[0].prediction))
+        return VariantOrder(variants, "best-score", request.budget.fits(ranked[0].prediction))

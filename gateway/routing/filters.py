@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gateway.domain import BreakerState, Candidate, Health, RequestProfile
 
@@ -13,6 +14,7 @@ class HealthyFilter:
     """Keeps replicas known to be up whose circuit breaker is not open. Unknown is not healthy."""
 
     name: str = "healthy"
+    type: ClassVar[str] = "healthy"
 
     def keep(self, request: RequestProfile, candidate: Candidate) -> tuple[bool, str]:
         state = candidate.state
@@ -28,6 +30,7 @@ class ContextFitsFilter:
     """Keeps variants whose context holds the prompt plus the requested output (at least 1 token)."""
 
     name: str = "context-fits"
+    type: ClassVar[str] = "context-fits"
 
     def keep(self, request: RequestProfile, candidate: Candidate) -> tuple[bool, str]:
         needed = request.input_tokens + (request.max_output_tokens or 1)
@@ -42,6 +45,7 @@ class ToolsSupportedFilter:
     """Keeps variants that can serve tool calls when the request carries tools."""
 
     name: str = "tools-supported"
+    type: ClassVar[str] = "tools-supported"
 
     def keep(self, request: RequestProfile, candidate: Candidate) -> tuple[bool, str]:
         if request.has_tools and not candidate.variant.supports_tools:
@@ -57,6 +61,7 @@ class TaskAllowedFilter:
     """
 
     name: str = "task-allowed"
+    type: ClassVar[str] = "task-allowed"
 
     def keep(self, request: RequestProfile, candidate: Candidate) -> tuple[bool, str]:
         variant = candidate.variant
@@ -72,6 +77,7 @@ class ErrorRateFilter:
     """Rejects replicas whose recent error rate exceeds ``max_error_rate`` (0..1)."""
 
     name: str = "error-rate"
+    type: ClassVar[str] = "error-rate"
     max_error_rate: float = 0.5
 
     def keep(self, request: RequestProfile, candidate: Candidate) -> tuple[bool, str]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gateway.domain import RequestProfile
-from gateway.routing.plugin import Option, VariantOrder, expected_cost_usd, meets_budget
+from gateway.routing.plugin import Option, VariantOrder, expected_cost_usd
 from gateway.routing.predictors import prefill_interference_ms, prefill_ms
 
 
@@ -34,6 +35,7 @@ class CheapestWithinBudgetObjective:
     """
 
     name: str = "cheapest-within-budget"
+    type: ClassVar[str] = "cheapest-within-budget"
     margin: float = 1.1
     # Extra margin per unit of the replica's utilisation: a busy replica's latency has a long tail.
     load_margin: float = 0.0
@@ -42,7 +44,7 @@ class CheapestWithinBudgetObjective:
 
     def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
         fits = {
-            id(o): meets_budget(request, o.prediction, self._margin(o)) and self._decode_fits(request, o)
+            id(o): request.budget.fits(o.prediction, self._margin(o)) and self._decode_fits(request, o)
             and self._spares_decodes(request, o)
             for o in best
         }
@@ -58,10 +60,10 @@ class CheapestWithinBudgetObjective:
 
     def _decode_fits(self, request: RequestProfile, option: Option) -> bool:
         # Compared with the budget as is: ``margin`` covers the prediction's error, this the tail.
-        if not self.interference_weight or request.tpot_budget_ms is None:
+        if not self.interference_weight or request.budget.tpot_ms is None:
             return True
         stall_ms = self.interference_weight * prefill_interference_ms(request, option.candidate, option.prediction)
-        return option.prediction.tpot_ms + stall_ms <= request.tpot_budget_ms
+        return option.prediction.tpot_ms + stall_ms <= request.budget.tpot_ms
 
     def _spares_decodes(self, request: RequestProfile, option: Option) -> bool:
         slack_ms = option.candidate.state.decode_slack_ms
@@ -78,10 +80,11 @@ class FastestObjective:
     """The variant with the lowest predicted end-to-end latency (ties: cheaper first)."""
 
     name: str = "fastest"
+    type: ClassVar[str] = "fastest"
 
     def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
         ranked = sorted(best, key=lambda o: (o.prediction.e2e_ms, expected_cost_usd(request, o)))
-        head_meets = meets_budget(request, ranked[0].prediction)
+        head_meets = request.budget.fits(ranked[0].prediction)
         return VariantOrder(tuple(_variant(o) for o in ranked), "fastest", head_meets)
 
 
@@ -91,10 +94,11 @@ class FixedOrderObjective:
     always-standard or always-fast, and operators who want a plain preference list."""
 
     name: str = "fixed-order"
+    type: ClassVar[str] = "fixed-order"
     preference: tuple[str, ...] = ()
 
     def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
         rank = {variant: i for i, variant in enumerate(self.preference)}
         ranked = sorted(best, key=lambda o: (rank.get(_variant(o), len(rank)), o.prediction.e2e_ms))
-        head_meets = meets_budget(request, ranked[0].prediction)
+        head_meets = request.budget.fits(ranked[0].prediction)
         return VariantOrder(tuple(_variant(o) for o in ranked), "fixed-order", head_meets)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from gateway.domain import Candidate, Prediction, RequestProfile
 
@@ -36,6 +36,7 @@ class Filter(Protocol):
     """Keeps or rejects one candidate. Returns (kept, reason)."""
 
     name: str
+    type: ClassVar[str]
 
     def keep(self, request: RequestProfile, candidate: Candidate) -> tuple[bool, str]: ...
 
@@ -44,6 +45,7 @@ class Predictor(Protocol):
     """Predicts TTFT, time per output token and end-to-end latency of a request on a candidate."""
 
     name: str
+    type: ClassVar[str]
 
     def predict(self, request: RequestProfile, candidate: Candidate) -> Prediction: ...
 
@@ -52,6 +54,7 @@ class Scorer(Protocol):
     """Scores a candidate in [0, 1]; higher is better. Used to rank replicas within a variant."""
 
     name: str
+    type: ClassVar[str]
 
     def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float: ...
 
@@ -60,21 +63,11 @@ class Objective(Protocol):
     """Orders the variants that have at least one surviving replica."""
 
     name: str
+    type: ClassVar[str]
 
     def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
         """``best`` holds each variant's best option (highest score); never empty."""
         ...
-
-
-def meets_budget(request: RequestProfile, prediction: Prediction, margin: float = 1.0) -> bool:
-    """True when the prediction, inflated by ``margin`` (1.1 = 10% safety), fits every target."""
-    if request.ttft_budget_ms is not None and prediction.ttft_ms * margin > request.ttft_budget_ms:
-        return False
-    if request.latency_budget_ms is not None and prediction.e2e_ms * margin > request.latency_budget_ms:
-        return False
-    if request.tpot_budget_ms is not None and prediction.tpot_ms * margin > request.tpot_budget_ms:
-        return False
-    return True
 
 
 def expected_cost_usd(request: RequestProfile, option: Option) -> float:

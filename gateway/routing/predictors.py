@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gateway.domain import Candidate, Prediction, RequestProfile, Variant
 
@@ -30,6 +31,7 @@ class QueueAwareLatencyPredictor:
     """
 
     name: str = "queue-aware-latency"
+    type: ClassVar[str] = "queue-aware-latency"
     observed_weight: float = 0.5
 
     def predict(self, request: RequestProfile, candidate: Candidate) -> Prediction:
@@ -71,6 +73,7 @@ class StepModelPredictor:
     """
 
     name: str = "step-model"
+    type: ClassVar[str] = "step-model"
 
     def predict(self, request: RequestProfile, candidate: Candidate) -> Prediction:
         speed = candidate.variant.speed

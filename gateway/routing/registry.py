@@ -35,24 +35,16 @@ class PluginType:
     cls: type
 
 
-PLUGIN_TYPES: Mapping[str, PluginType] = MappingProxyType(
-    {
-        "healthy": PluginType("filter", HealthyFilter),
-        "context-fits": PluginType("filter", ContextFitsFilter),
-        "tools-supported": PluginType("filter", ToolsSupportedFilter),
-        "task-allowed": PluginType("filter", TaskAllowedFilter),
-        "error-rate": PluginType("filter", ErrorRateFilter),
-        "queue-aware-latency": PluginType("predictor", QueueAwareLatencyPredictor),
-        "step-model": PluginType("predictor", StepModelPredictor),
-        "least-loaded": PluginType("scorer", LeastLoadedScorer),
-        "decode-slack": PluginType("scorer", DecodeSlackScorer),
-        "predicted-latency": PluginType("scorer", PredictedLatencyScorer),
-        "low-error": PluginType("scorer", LowErrorScorer),
-        "observed-ttft": PluginType("scorer", ObservedTtftScorer),
-        "cheapest-within-budget": PluginType("objective", CheapestWithinBudgetObjective),
-        "fastest": PluginType("objective", FastestObjective),
-        "fixed-order": PluginType("objective", FixedOrderObjective),
-        "round-robin": PluginType("objective", RoundRobinObjective),
-        "best-score": PluginType("objective", BestScoreObjective),
-    }
-)
+def _table(kinds: Mapping[PluginKind, tuple[type, ...]]) -> Mapping[str, PluginType]:
+    """Each class under the type name it declares (``type``), which is also what a decision
+    names when that plugin blocked a request."""
+    return MappingProxyType({cls.type: PluginType(kind, cls) for kind, classes in kinds.items() for cls in classes})  # type: ignore[attr-defined]
+
+
+PLUGIN_TYPES: Mapping[str, PluginType] = _table({
+    "filter": (HealthyFilter, ContextFitsFilter, ToolsSupportedFilter, TaskAllowedFilter, ErrorRateFilter),
+    "predictor": (QueueAwareLatencyPredictor, StepModelPredictor),
+    "scorer": (LeastLoadedScorer, DecodeSlackScorer, PredictedLatencyScorer, LowErrorScorer, ObservedTtftScorer),
+    "objective": (CheapestWithinBudgetObjective, FastestObjective, FixedOrderObjective, RoundRobinObjective,
+                  BestScoreObjective),
+})

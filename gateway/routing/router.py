@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gateway.domain import Candidate, Decision, RequestProfile, Verdict
+from gateway.domain import PINNED_VARIANT, Blocker, Candidate, Decision, RequestProfile, Verdict
 from gateway.routing.plugin import Filter, Objective, Option, Predictor, Scorer
 
 
@@ -39,16 +39,17 @@ def route(
     explain: bool = False,
 ) -> Decision:
     """Decide which variant and replicas serve ``request``. ``ranked`` is empty when no candidate
-    survives; ``reason`` then reads ``no-candidate:<filter>`` naming the filter that rejected most."""
+    survives; ``blocked_by`` then names the filter that rejected most (its name and type), and
+    ``reason`` reads ``no-candidate:<filter name>``."""
     verdicts: list[Verdict] = []
     if request.pinned_variant is not None:
         candidates = [c for c in candidates if c.variant.name == request.pinned_variant]
     survivors, rejected_by = _filter(request, candidates, profile.filters, verdicts if explain else None)
     if not survivors:
-        blocker = rejected_by.most_common(1)[0][0] if rejected_by else "pinned-variant"
+        blocker = _blocker(rejected_by)
         return Decision(
-            model=request.model, variant=None, ranked=(), reason=f"no-candidate:{blocker}",
-            meets_budget=False, verdicts=tuple(verdicts), profile=profile.name,
+            model=request.model, variant=None, ranked=(), reason=f"no-candidate:{blocker.name}",
+            meets_budget=False, verdicts=tuple(verdicts), profile=profile.name, blocked_by=blocker,
         )
     options = [_option(request, c, profile, verdicts if explain else None) for c in survivors]
     by_variant: dict[str, list[Option]] = {}
@@ -72,20 +73,29 @@ def _filter(
     candidates: Sequence[Candidate],
     filters: Sequence[Filter],
     verdicts: list[Verdict] | None,
-) -> tuple[list[Candidate], Counter[str]]:
+) -> tuple[list[Candidate], Counter[Filter]]:
     survivors: list[Candidate] = []
-    rejected_by: Counter[str] = Counter()
+    rejected_by: Counter[Filter] = Counter()
     for candidate in candidates:
         for plugin in filters:
             kept, why = plugin.keep(request, candidate)
             if verdicts is not None:
                 verdicts.append(Verdict(plugin.name, candidate.replica.id, kept, None, why))
             if not kept:
-                rejected_by[plugin.name] += 1
+                rejected_by[plugin] += 1
                 break
         else:
             survivors.append(candidate)
     return survivors, rejected_by
+
+
+def _blocker(rejected_by: Counter[Filter]) -> Blocker:
+    """The filter that rejected most candidates; with none rejected, there were none to reject:
+    the request pins a variant without replicas."""
+    if not rejected_by:
+        return Blocker(PINNED_VARIANT, PINNED_VARIANT)
+    plugin = rejected_by.most_common(1)[0][0]
+    return Blocker(plugin.name, plugin.type)
 
 
 def _option(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gateway.domain import Candidate, Prediction, RequestProfile
 from gateway.routing.predictors import prefill_ms, replica_load
@@ -13,6 +14,7 @@ class LeastLoadedScorer:
     """1 / (1 + sequences on the replica). Inputs: in-flight count, scraped running + waiting."""
 
     name: str = "least-loaded"
+    type: ClassVar[str] = "least-loaded"
 
     def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
         return 1.0 / (1.0 + replica_load(candidate))
@@ -23,6 +25,7 @@ class PredictedLatencyScorer:
     """scale / (scale + predicted end-to-end ms): 0.5 at ``scale_ms``, near 1 when instant."""
 
     name: str = "predicted-latency"
+    type: ClassVar[str] = "predicted-latency"
     scale_ms: float = 1000.0
 
     def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
@@ -37,6 +40,7 @@ class DecodeSlackScorer:
     variant's prefill speed, ``decode_slack_ms``."""
 
     name: str = "decode-slack"
+    type: ClassVar[str] = "decode-slack"
 
     def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
         slack_ms = candidate.state.decode_slack_ms
@@ -51,6 +55,7 @@ class LowErrorScorer:
     """1 - recent error rate of the replica."""
 
     name: str = "low-error"
+    type: ClassVar[str] = "low-error"
 
     def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
         return min(1.0, max(0.0, 1.0 - candidate.state.error_rate))
@@ -63,6 +68,7 @@ class ObservedTtftScorer:
     at the past only: no prompt length, no queue, no budget."""
 
     name: str = "observed-ttft"
+    type: ClassVar[str] = "observed-ttft"
     scale_ms: float = 100.0
 
     def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:

@@ -20,20 +20,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gateway.domain import Prediction, RequestProfile
-
-
-def decode_slack_ms(request: RequestProfile, prediction: Prediction) -> float | None:
-    """Milliseconds of stall ``request`` can take after its first token and still meet its TPOT and
-    end-to-end budgets as predicted (negative: predicted to miss already); None without either."""
-    slacks = []
-    steps = max(0, request.expected_output_tokens - 1)
-    if request.tpot_budget_ms is not None and steps:
-        slacks.append((request.tpot_budget_ms - prediction.tpot_ms) * steps)
-    if request.latency_budget_ms is not None:
-        slacks.append(request.latency_budget_ms - prediction.e2e_ms)
-    return min(slacks) if slacks else None
-
 
 @dataclass(frozen=True, slots=True)
 class DecodeClaim:

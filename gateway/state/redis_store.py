@@ -33,7 +33,7 @@ from gateway.state.breaker import Breaker
 from gateway.state.observations import time_per_output_token
 from gateway.state.outcomes import classify
 from gateway.state.redis_link import Arg, RedisLink, StoreUnavailable
-from gateway.state.store import Admission, InMemoryStateStore, StoreSettings
+from gateway.state.store import Entry, InMemoryStateStore, StoreSettings
 from gateway.state.vllm_metrics import VllmStats
 
 log = logging.getLogger(__name__)
@@ -139,16 +139,16 @@ class RedisStateStore:
         mine = self._mine
         return {rid: record.view(rid, now, stale, mine.get(rid, 0)) for rid, record in self._shared.items()}
 
-    async def begin(self, replica_id: str) -> Admission:
+    async def begin(self, replica_id: str) -> Entry:
         self._known.add(replica_id)
         record = self._shared.get(replica_id)
         if not self._link.up or record is None:
             return self._count(await self._local.begin(replica_id))
         position = record.breaker().position(time.time())
         if position is BreakerState.CLOSED:  # the count goes out with the next refresh
-            return self._count(Admission(replica_id, admitted=True))
+            return self._count(Entry(replica_id, entered=True))
         if position is BreakerState.OPEN:
-            return Admission(replica_id, admitted=False, reason="circuit breaker open")
+            return Entry(replica_id, entered=False, reason="circuit breaker open")
         return self._count(await self._claim(replica_id))
 
     async def finish(self, outcome: Outcome) -> None:
@@ -205,7 +205,7 @@ class RedisStateStore:
                   for i, rid in enumerate(replicas)}
         self._shared = {rid: record for rid, record in shared.items() if rid in self._known}
 
-    async def _claim(self, replica_id: str) -> Admission:
+    async def _claim(self, replica_id: str) -> Entry:
         """Run the atomic begin script: the breaker's cooldown has passed, one gateway probes."""
         keys = [self._record_key(replica_id)]
         try:
@@ -215,13 +215,13 @@ class RedisStateStore:
         record = self._shared.get(replica_id)
         self._shared[replica_id] = SharedRecord(decode_hash(flat), record.others_in_flight if record else 0)
         if permit == b"refused":
-            return Admission(replica_id, admitted=False, reason="circuit breaker open")
-        return Admission(replica_id, admitted=True, probe=permit == b"probe")
+            return Entry(replica_id, entered=False, reason="circuit breaker open")
+        return Entry(replica_id, entered=True, probe=permit == b"probe")
 
-    def _count(self, admission: Admission) -> Admission:
-        if admission.admitted:
-            self._mine[admission.replica_id] = self._mine.get(admission.replica_id, 0) + 1
-        return admission
+    def _count(self, entry: Entry) -> Entry:
+        if entry.entered:
+            self._mine[entry.replica_id] = self._mine.get(entry.replica_id, 0) + 1
+        return entry
 
     def _probe_timeout(self) -> float:
         return self._settings.breaker.probe_timeout_s

@@ -27,11 +27,12 @@ from gateway.state.vllm_metrics import VllmStats
 
 
 @dataclass(frozen=True, slots=True)
-class Admission:
-    """``begin``'s answer. ``probe``: admitted as a half-open breaker's single probe."""
+class Entry:
+    """``begin``'s answer: whether the request may go to the replica (its breaker lets it in).
+    ``probe``: let in as a half-open breaker's single probe."""
 
     replica_id: str
-    admitted: bool
+    entered: bool
     probe: bool = False
     reason: str = ""
 
@@ -65,7 +66,7 @@ class StateStore(Protocol):
         """Every known replica's state, O(replicas), no I/O. Stale health reads UNKNOWN."""
         ...
 
-    async def begin(self, replica_id: str) -> Admission:
+    async def begin(self, replica_id: str) -> Entry:
         """Count a request in flight and pass it through the replica's breaker."""
         ...
 
@@ -134,16 +135,16 @@ class InMemoryStateStore:
         now = self._clock()
         return {rid: self._state(rid, record, now) for rid, record in self._records.items()}
 
-    async def begin(self, replica_id: str) -> Admission:
+    async def begin(self, replica_id: str) -> Entry:
         record = self._record(replica_id)
         record.changed()
         record.breaker, permit = breakers.admit(
             record.breaker, self._settings.breaker, self._clock()
         )
         if permit is Permit.REFUSED:
-            return Admission(replica_id, admitted=False, reason="circuit breaker open")
+            return Entry(replica_id, entered=False, reason="circuit breaker open")
         record.in_flight += 1
-        return Admission(replica_id, admitted=True, probe=permit is Permit.PROBE)
+        return Entry(replica_id, entered=True, probe=permit is Permit.PROBE)
 
     async def finish(self, outcome: Outcome) -> None:
         record = self._records.get(outcome.replica_id)

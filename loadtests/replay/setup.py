@@ -8,8 +8,7 @@ from dataclasses import dataclass, replace
 
 import yaml
 
-from gateway.config import parse_config
-from gateway.config.types import DuetConfig
+from gateway.flow import DuetConfig, parse_config
 from loadtests.policies import REPLICA_SETS, ReplicaSet, duet_config
 from loadtests.traces import Arrival, replay_arrivals, task_traces
 from serving.sim.profile import Profile, load_profile

@@ -1,23 +1,41 @@
-"""The replay loop: arrivals and engine steps in one virtual clock, the gateway's routing and
-state store in between, exactly as the gateway wires them (classify -> snapshot -> route ->
-begin -> replica ... finish)."""
+"""The replay loop: arrivals and engine steps in one virtual clock, with the gateway's own director
+(``gateway.flow``) between them. Each arrival is opened, admitted and dispatched exactly as the
+HTTP gateway does it, with the routing hooks (prefill backlog, decode ledger, replica state and
+its latency learner, the waiting room) subscribed; only the transport differs: a replica is a
+simulator engine advanced in virtual time, not a server."""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from gateway.config.types import DuetConfig
-from gateway.decide import candidates_for, decode_claim
-from gateway.domain import Outcome, Prediction, Replica, RequestProfile
-from gateway.routing.predictors import StepModelPredictor
-from gateway.routing.router import route
-from gateway.state.decodes import DecodeLedger
-from gateway.state.observations import with_prediction
-from gateway.state.prefill import PrefillBacklog
-from gateway.state.store import InMemoryStateStore, StoreSettings
-from gateway.state.vllm_metrics import HistogramTotals, VllmStats
+from gateway.flow import (
+    ActiveConfig,
+    AttemptFailure,
+    Budget,
+    CompletionBody,
+    DecodeLedger,
+    Director,
+    DuetConfig,
+    Exchange,
+    HistogramTotals,
+    Inbound,
+    InMemoryStateStore,
+    Ledgers,
+    Outcome,
+    Prediction,
+    PrefillBacklog,
+    Replica,
+    RequestError,
+    StoreSettings,
+    VllmStats,
+    routing_hooks,
+)
+from gateway.routing.registry import PLUGIN_TYPES
 from loadtests.replay.sync import run_now
 from loadtests.traces import Arrival
 from serving.sim.engine import Engine
@@ -38,12 +56,13 @@ class RequestResult:
     ttft_s: float | None = None
     e2e_s: float | None = None
     predicted: Prediction | None = None
-    ttft_budget_ms: float | None = None
-    tpot_budget_ms: float | None = None
-    latency_budget_ms: float | None = None
+    budget: Budget = Budget()
     cost_usd: float = 0.0
     # Duet's step-model prediction on the replica that served it (see Replay), for every policy.
     step_model: Prediction | None = None
+    # Why routing chose the variant (``x-duet-route``), or the HTTP status a rejected request got.
+    route: str = ""
+    refusal_status: int | None = None
 
     @property
     def tpot_s(self) -> float | None:
@@ -54,25 +73,75 @@ class RequestResult:
 
     @property
     def met_slo(self) -> bool:
-        if self.status != "ok":
-            return False
-        if self.ttft_budget_ms is not None and (self.ttft_s or 0.0) * 1e3 > self.ttft_budget_ms:
-            return False
-        tpot = self.tpot_s
-        if self.tpot_budget_ms is not None and tpot is not None and tpot * 1e3 > self.tpot_budget_ms:
-            return False
-        return not (self.latency_budget_ms is not None and (self.e2e_s or 0.0) * 1e3 > self.latency_budget_ms)
+        return self.status == "ok" and self.e2e_s is not None and self.budget.met_by(self.ttft_s, self.e2e_s,
+                                                                                       self.output_tokens)
+
+
+class _Suspend:
+    """What a request waiting in the virtual waiting room yields to the replay loop, which resumes
+    it with True (woken) or False (its timeout passed in virtual time)."""
+
+    __slots__ = ("rank", "timeout_s")
+
+    def __init__(self, rank: int, timeout_s: float) -> None:
+        self.rank, self.timeout_s = rank, timeout_s
+
+    def __await__(self) -> Generator[_Suspend, bool, bool]:
+        woken = yield self
+        return woken
+
+
+class _VirtualWaitingRoom:
+    """The gateway's waiting room in virtual time: ``wait`` suspends the request's coroutine and the
+    replay resumes it on a wake (a request finished) or when its timeout passes."""
+
+    def __init__(self) -> None:
+        self.woken = 0
+
+    async def wait(self, rank: int, timeout_s: float) -> bool:
+        return await _Suspend(rank, timeout_s)
+
+    def wake(self, count: int = 1) -> None:
+        self.woken += count
+
+
+@dataclass(slots=True)
+class _Accepted:
+    """An engine queued the request (its answer arrives later, as engine events)."""
+
+    replica: Replica
+
+
+class _EngineTransport:
+    """Sends one replayed request to a replica's simulator engine."""
+
+    def __init__(self, replay: Replay, request_id: str, arrival: Arrival) -> None:
+        self._replay, self._request_id, self._arrival = replay, request_id, arrival
+
+    async def attempt(self, replica: Replica) -> _Accepted | AttemptFailure:
+        replay, arrival = self._replay, self._arrival
+        engine = replay.engines[replica.id]
+        replay.collect(engine.advance(replay.now))  # bring its queue up to date before it admits
+        request = SimRequest(self._request_id, arrival.input_tokens, arrival.output_tokens,
+                             min_tokens=arrival.output_tokens, ignore_eos=True, task=arrival.task)
+        if engine.submit(request, replay.now) is None:
+            return _Accepted(replica)
+        return AttemptFailure(replica.id, 503, "the engine refused the request", 0.0)
 
 
 @dataclass(slots=True)
 class _Pending:
     arrival: Arrival
-    profile: RequestProfile
-    replica: Replica
-    prediction: Prediction | None
+    exchange: Exchange
     step_model: Prediction
-    decode_ticket: int
-    prefilled: bool = False
+
+
+@dataclass(order=True)
+class _Waiter:
+    rank: int
+    seq: int
+    until_s: float
+    coroutine: Coroutine[Any, Any, None] = None  # type: ignore[assignment]
 
 
 class Replay:
@@ -81,35 +150,43 @@ class Replay:
     def __init__(self, config: DuetConfig, profiles: Mapping[str, Profile], *, seed: int = 0,
                  scrape_interval_s: float = 1.0) -> None:
         (self._model,) = config.models.values()
-        self._config = config
-        self._now = 0.0
-        self._store = InMemoryStateStore(StoreSettings(stale_after_s=max(5.0, 5 * scrape_interval_s)), clock=lambda: self._now)
-        self._engines = {
+        self.now = 0.0
+        self._store = InMemoryStateStore(StoreSettings(stale_after_s=max(5.0, 5 * scrape_interval_s)), clock=lambda: self.now)
+        self.engines = {
             replica.id: Engine(profiles[replica.variant], seed=seed + i, token_events=False)
             for i, replica in enumerate(self._model.replicas)
         }
-        self._backlog = PrefillBacklog()
-        self._decodes = DecodeLedger()
+        self._waiting_room = _VirtualWaitingRoom()
+        backlog, decodes = PrefillBacklog(), DecodeLedger()
+        active = ActiveConfig.of(config)
+        self._director = Director(lambda: active, self._store, Ledgers(backlog, decodes), self._waiting_room,
+                                  routing_hooks(backlog, decodes, self._store, self._waiting_room), lambda: self.now)
         # Duet's step model predicts every request on the replica that served it, whatever the
         # policy: its error is then measured on each policy's traffic, not only on Duet's picks.
-        self._step_model = StepModelPredictor()
+        self._step_model = PLUGIN_TYPES["step-model"].cls()
         self._scrape_interval_s = scrape_interval_s
         self._pending: dict[str, _Pending] = {}
+        self._waiters: list[_Waiter] = []
+        self._seq = itertools.count()
         self._results: list[RequestResult] = []
 
     def run(self, arrivals: Sequence[Arrival]) -> list[RequestResult]:
         next_scrape = 0.0
         index = 0
-        while index < len(arrivals) or self._pending:
+        while index < len(arrivals) or self._pending or self._waiters:
+            self._resume_woken()
             next_arrival = arrivals[index].at_s if index < len(arrivals) else math.inf
             engine_id, next_step = self._next_engine_event()
-            now = min(next_arrival, next_step, next_scrape)
-            self._now = now
+            next_timeout = min((w.until_s for w in self._waiters), default=math.inf)
+            now = min(next_arrival, next_step, next_scrape, next_timeout)
+            self.now = now
             if now == next_scrape:
                 self._scrape(now)
                 next_scrape = now + self._scrape_interval_s
             elif now == next_step and engine_id is not None:
-                self._collect(self._engines[engine_id].advance(now))
+                self.collect(self.engines[engine_id].advance(now))
+            elif now == next_timeout:
+                self._resume_timed_out(now)
             else:
                 self._arrive(arrivals[index], f"r{index}")
                 index += 1
@@ -117,15 +194,15 @@ class Replay:
 
     def _next_engine_event(self) -> tuple[str | None, float]:
         best_id, best = None, math.inf
-        for replica_id, engine in self._engines.items():
+        for replica_id, engine in self.engines.items():
             at = engine.next_event_time()
             if at is not None and at < best:
                 best_id, best = replica_id, at
         return best_id, best
 
     def _scrape(self, now: float) -> None:
-        for replica_id, engine in self._engines.items():
-            self._collect(engine.advance(now))  # gauges as of now, not as of the engine's last event
+        for replica_id, engine in self.engines.items():
+            self.collect(engine.advance(now))  # gauges as of now, not as of the engine's last event
             snap = engine.snapshot()
             stats = VllmStats(running=snap.running, waiting=snap.waiting, kv_cache_usage=snap.kv_cache_usage,
                               prompt_tokens_total=engine.counters.prompt_tokens,
@@ -135,66 +212,78 @@ class Replay:
             run_now(self._store.record_stats(replica_id, stats, now))
 
     def _arrive(self, arrival: Arrival, request_id: str) -> None:
-        defaults = self._config.policy.tasks[arrival.task]
-        profile = RequestProfile(
-            model=self._model.name, task=arrival.task, task_source="trace", input_tokens=arrival.input_tokens,
-            max_output_tokens=arrival.output_tokens, expected_output_tokens=arrival.output_tokens,
-            ttft_budget_ms=defaults.ttft_ms, latency_budget_ms=defaults.latency_ms, tpot_budget_ms=defaults.tpot_ms,
-            priority=defaults.priority,
-        )
-        candidates = candidates_for(self._model, self._store.snapshot(), self._backlog.tokens, self._decodes.least_slack)
-        decision = route(profile, candidates, self._config.policy.profile_for(profile.task))
-        claim = decode_claim(self._model, profile, decision)
-        for replica in decision.ranked[: self._config.server.max_attempts]:
-            if not run_now(self._store.begin(replica.id)).admitted:
-                continue
-            engine = self._engines[replica.id]
-            self._collect(engine.advance(self._now))  # bring its queue up to date before it admits
-            request = SimRequest(request_id, arrival.input_tokens, arrival.output_tokens, min_tokens=arrival.output_tokens,
-                                 ignore_eos=True, task=arrival.task)
-            if engine.submit(request, self._now) is None:
-                candidate = next(c for c in candidates if c.replica.id == replica.id)
-                self._pending[request_id] = _Pending(arrival, profile, replica, decision.predictions.get(replica.id),
-                                                     self._step_model.predict(profile, candidate),
-                                                     self._decodes.claim(replica.id, claim))
-                self._backlog.add(replica.id, arrival.input_tokens)
-                return
-            run_now(self._store.finish(Outcome(replica.id, False, 503, None, 0.0, 0, 0)))
-        self._results.append(RequestResult(arrival.at_s, arrival.task, "rejected", None, arrival.input_tokens,
-                                           arrival.output_tokens, ttft_budget_ms=profile.ttft_budget_ms,
-                                           tpot_budget_ms=profile.tpot_budget_ms, latency_budget_ms=profile.latency_budget_ms))
+        """The request as a client would send it: the task named in ``x-duet-task``, max_tokens
+        and the trace's output length forced (min_tokens, ignore_eos), the prompt's length known."""
+        body = CompletionBody.model_validate({
+            "model": self._model.name, "prompt": "", "max_tokens": arrival.output_tokens,
+            "min_tokens": arrival.output_tokens, "ignore_eos": True,
+        })
+        inbound = Inbound(body, {"x-duet-task": arrival.task}, prompt_tokens=arrival.input_tokens)
+        exchange = self._director.open(inbound, request_id)
+        self._step(self._serve(exchange, arrival), None)
 
-    def _collect(self, events: Sequence[object]) -> None:
-        now = self._now
+    async def _serve(self, exchange: Exchange, arrival: Arrival) -> None:
+        director = self._director
+        try:
+            await director.admit(exchange)
+            accepted = await director.dispatch(exchange, _EngineTransport(self, exchange.request_id, arrival))
+        except RequestError as error:
+            budget = exchange.plan.profile.budget
+            self._results.append(RequestResult(arrival.at_s, arrival.task, "rejected", None, arrival.input_tokens,
+                                               arrival.output_tokens, budget=budget, refusal_status=error.status))
+            return
+        candidate = exchange.plan.candidate(accepted.replica.id)
+        assert candidate is not None
+        self._pending[exchange.request_id] = _Pending(arrival, exchange,
+                                                      self._step_model.predict(exchange.plan.profile, candidate))
+
+    def _step(self, coroutine: Coroutine[Any, Any, None], value: bool | None) -> None:
+        """Runs a request's coroutine until it ends or waits in the virtual waiting room."""
+        try:
+            suspend = coroutine.send(value)
+        except StopIteration:
+            return
+        assert isinstance(suspend, _Suspend)
+        heapq.heappush(self._waiters, _Waiter(suspend.rank, next(self._seq), self.now + suspend.timeout_s, coroutine))
+
+    def _resume_woken(self) -> None:
+        """Requests finished since the last look: as many waiters as were woken re-try, best first."""
+        room = self._waiting_room
+        while room.woken and self._waiters:
+            room.woken -= 1
+            self._step(heapq.heappop(self._waiters).coroutine, True)
+        room.woken = 0
+
+    def _resume_timed_out(self, now: float) -> None:
+        due = [w for w in self._waiters if w.until_s <= now]
+        self._waiters = [w for w in self._waiters if w.until_s > now]
+        heapq.heapify(self._waiters)
+        for waiter in due:
+            self._step(waiter.coroutine, False)
+
+    def collect(self, events: Sequence[object]) -> None:
+        now = self.now
         for event in events:
             if isinstance(event, Finished):
-                self._now = event.time  # the store sees the outcome when it happened
+                self.now = event.time  # the store sees the outcome when it happened
                 self._finish(event)
             elif isinstance(event, TokensOut) and event.first:
-                pending = self._pending[event.request_id]
-                pending.prefilled = True
-                self._backlog.done(pending.replica.id, pending.arrival.input_tokens)
-        self._now = now
+                self._director.first_token(self._pending[event.request_id].exchange)
+        self.now = now
 
     def _finish(self, event: Finished) -> None:
         pending = self._pending.pop(event.request_id)
-        stalled_ms = self._decodes.done(pending.replica.id, pending.decode_ticket)
-        if not pending.prefilled:
-            self._backlog.done(pending.replica.id, pending.arrival.input_tokens)
+        exchange = pending.exchange
         ok = event.reason != "abort"
-        # The bias is learned on a step-model prediction: the policy's when it made one, else the shadow's.
-        own = pending.prediction
-        predicted = own if own is not None and own.model_ttft_ms is not None else pending.step_model
-        outcome = with_prediction(
-            Outcome(pending.replica.id, ok, 200 if ok else 502, event.ttft_s, event.e2e_s, event.prompt_tokens,
-                    event.output_tokens),
-            predicted, stalled_ms)
-        run_now(self._store.finish(outcome))
-        variant = self._model.variants[pending.replica.variant]
-        profile = pending.profile
+        attempt = exchange.attempt
+        assert attempt is not None
+        outcome = Outcome(attempt.replica.id, ok, 200 if ok else 502, event.ttft_s, event.e2e_s, event.prompt_tokens,
+                          event.output_tokens)
+        run_now(self._director.finish(exchange, outcome))
+        variant = attempt.variant
         self._results.append(RequestResult(
-            pending.arrival.at_s, profile.task, "ok" if ok else "failed", variant.name,
-            event.prompt_tokens, event.output_tokens, event.ttft_s, event.e2e_s, pending.prediction,
-            profile.ttft_budget_ms, profile.tpot_budget_ms, profile.latency_budget_ms,
-            variant.price.cost_usd(event.prompt_tokens, event.output_tokens), pending.step_model,
+            pending.arrival.at_s, exchange.plan.profile.task, "ok" if ok else "failed", variant.name,
+            event.prompt_tokens, event.output_tokens, event.ttft_s, event.e2e_s, attempt.prediction,
+            exchange.plan.profile.budget, variant.price.cost_usd(event.prompt_tokens, event.output_tokens),
+            pending.step_model, exchange.route,
         ))

@@ -1,16 +1,13 @@
-"""The attempt loop's bookkeeping: a refused attempt leaves neither the prefill backlog nor the
-decode ledger behind, and the attempt that answers stays in the ledger under its ticket."""
+"""One attempt on one replica: a retryable status is a failure the director can move on from, an
+answer carries its replica and body. (The attempt loop and its bookkeeping: tests/gateway/flow.)"""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from gateway.domain import Replica
-from gateway.proxy.forward import Forwarder
-from gateway.state.decodes import DecodeClaim, DecodeLedger
-from gateway.state.prefill import PrefillBacklog
-from gateway.state.store import InMemoryStateStore, StoreSettings
+from gateway.domain import AttemptFailure, Replica
+from gateway.proxy.forward import Answer, UpstreamCall, UpstreamRequest
 
 REFUSING = Replica("m/fast/0", "m", "fast", "http://refusing.invalid")
 ANSWERING = Replica("m/fast/1", "m", "fast", "http://answering.invalid")
@@ -38,21 +35,27 @@ class _Pool:
 
     def __init__(self) -> None:
         self.posted: list[str] = []
+        self.bodies: list[bytes] = []
 
     async def post(self, base_url: str, path: str, body: bytes, headers: bytes = b"") -> Any:
         self.posted.append(base_url)
+        self.bodies.append(body)
         return _Response(503, b"overloaded") if base_url == REFUSING.url else _Response(200, b"{}")
 
 
-def test_a_refused_attempt_leaves_no_ledger_entry_and_the_answer_keeps_its_own() -> None:
-    backlog, decodes, pool = PrefillBacklog(), DecodeLedger(), _Pool()
-    forwarder = Forwarder(pool, InMemoryStateStore(StoreSettings()), 3, backlog, decodes)  # type: ignore[arg-type]
-    claim = DecodeClaim(slack_ms={REFUSING.id: 120.0, ANSWERING.id: 80.0}, prefill_ms={REFUSING.id: 5.0, ANSWERING.id: 5.0})
-    answer = asyncio.run(forwarder.send([REFUSING, ANSWERING], "/v1/chat/completions", lambda r: b"{}", b"", False, 50, claim))
-    assert pool.posted == [REFUSING.url, ANSWERING.url]
-    assert (answer.replica, answer.status, answer.failed_attempts) == (ANSWERING, 200, 1)
-    assert dict(decodes.least_slack) == {ANSWERING.id: 80.0}
-    assert dict(backlog.tokens) == {}
-    assert answer.decode_ticket is not None
-    assert decodes.done(ANSWERING.id, answer.decode_ticket) == 0.0
-    assert dict(decodes.least_slack) == {}
+def _call(pool: _Pool) -> UpstreamCall:
+    return UpstreamCall(pool, UpstreamRequest("/v1/chat/completions", lambda r: r.id.encode(), b"", False))  # type: ignore[arg-type]
+
+
+def test_a_retryable_status_is_a_failure_that_names_the_replica_and_keeps_the_detail() -> None:
+    failure = asyncio.run(_call(_Pool()).attempt(REFUSING))
+    assert isinstance(failure, AttemptFailure)
+    assert (failure.replica_id, failure.status, failure.detail) == (REFUSING.id, 503, "overloaded")
+
+
+def test_an_answer_carries_the_replica_and_its_whole_body_and_each_replica_gets_its_own_body() -> None:
+    pool = _Pool()
+    answer = asyncio.run(_call(pool).attempt(ANSWERING))
+    assert isinstance(answer, Answer)
+    assert (answer.replica, answer.status, answer.body) == (ANSWERING, 200, b"{}")
+    assert pool.bodies == [ANSWERING.id.encode()]

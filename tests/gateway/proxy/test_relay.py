@@ -9,13 +9,10 @@ import orjson
 import pytest
 
 from gateway.domain import Outcome, Replica
-from gateway.proxy.forward import Forwarder
+from gateway.proxy.forward import Answer, UpstreamCall, UpstreamRequest
 from gateway.proxy.http1 import Pool
 from gateway.proxy.relay import StreamOptions, relay_stream
 from gateway.proxy.sse import DONE, ModelRewrite
-from gateway.state.decodes import DecodeLedger
-from gateway.state.prefill import PrefillBacklog
-from gateway.state.store import InMemoryStateStore
 from tests.gateway.proxy.test_http1 import Server, read_request
 
 REPLICA = Replica("r1", "smollm2", "fast", "")
@@ -58,8 +55,8 @@ async def _relay(writes: list[bytes], strip_usage: bool) -> tuple[list[tuple[byt
     async with Server(handler) as server:
         pool = Pool(connect_timeout_s=1, idle_timeout_s=5)
         replica = Replica(REPLICA.id, REPLICA.model, REPLICA.variant, server.url)
-        forwarder = Forwarder(pool, InMemoryStateStore(), 1, PrefillBacklog(), DecodeLedger())
-        answer = await forwarder.send([replica], "/v1/chat/completions", lambda _: b"{}", b"", True)
+        answer = await UpstreamCall(pool, UpstreamRequest("/v1/chat/completions", lambda _: b"{}", b"", True)).attempt(replica)
+        assert isinstance(answer, Answer)
         outcomes: list[Outcome] = []
 
         async def on_done(outcome: Outcome) -> None:

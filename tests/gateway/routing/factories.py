@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gateway.domain import (
+    Budget,
     Candidate,
     Health,
     Price,
@@ -25,10 +26,15 @@ FAST = Variant(
 )
 
 
+BUDGET_FIELDS = {"ttft_budget_ms": "ttft_ms", "latency_budget_ms": "latency_ms", "tpot_budget_ms": "tpot_ms"}
+
+
 def request(**overrides: object) -> RequestProfile:
+    """A profile; ``ttft_budget_ms``, ``latency_budget_ms`` and ``tpot_budget_ms`` build its Budget."""
+    budget = {BUDGET_FIELDS[k]: overrides.pop(k) for k in list(overrides) if k in BUDGET_FIELDS}
     fields: dict[str, object] = dict(
         model="m", task="chat", task_source="default", input_tokens=100, max_output_tokens=None,
-        expected_output_tokens=100, ttft_budget_ms=None, latency_budget_ms=None,
+        expected_output_tokens=100, budget=Budget(**budget),  # type: ignore[arg-type]
     )
     fields.update(overrides)
     return RequestProfile(**fields)  # type: ignore[arg-type]

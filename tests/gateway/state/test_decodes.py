@@ -2,35 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-from gateway.domain import Prediction, RequestProfile
-from gateway.state.decodes import DecodeClaim, DecodeLedger, decode_slack_ms
-
-
-def _request(**overrides: object) -> RequestProfile:
-    fields: dict[str, object] = dict(model="m", task="coding", task_source="default", input_tokens=100,
-                                     max_output_tokens=None, expected_output_tokens=6)
-    fields.update(overrides)
-    return RequestProfile(**fields)  # type: ignore[arg-type]
-
-
-PREDICTION = Prediction(ttft_ms=200.0, e2e_ms=300.0, tpot_ms=20.0)
-
-
-@pytest.mark.parametrize(("budgets", "slack"), [
-    ({}, None),
-    ({"tpot_budget_ms": 50.0}, (50.0 - 20.0) * 5),  # five decode steps, 30 ms to spare on each
-    ({"latency_budget_ms": 400.0}, 100.0),
-    ({"tpot_budget_ms": 50.0, "latency_budget_ms": 400.0}, 100.0),  # the tighter of the two
-    ({"tpot_budget_ms": 10.0}, -50.0),  # predicted to miss already
-])
-def test_slack_is_the_stall_a_request_can_take_within_its_budgets(budgets, slack):
-    assert decode_slack_ms(_request(**budgets), PREDICTION) == slack
-
-
-def test_a_one_token_answer_has_no_tpot_slack_to_speak_of():
-    assert decode_slack_ms(_request(expected_output_tokens=1, tpot_budget_ms=50.0), PREDICTION) is None
+from gateway.state.decodes import DecodeClaim, DecodeLedger
 
 
 def test_each_later_prompt_is_charged_to_the_requests_already_on_its_replica_only():

@@ -133,9 +133,9 @@ def test_in_flight_counts_add_up_across_gateways(redis: RedisServer) -> None:
             await store.record_health("r1", True, store.now())
         await until(lambda: all("r1" in s.snapshot() for s in made), what="replica known to both")
         for _ in range(3):
-            assert (await a.begin("r1")).admitted
+            assert (await a.begin("r1")).entered
         for _ in range(2):
-            assert (await b.begin("r1")).admitted
+            assert (await b.begin("r1")).entered
         await until(lambda: all(s.snapshot()["r1"].in_flight == 5 for s in made), what="5 in flight seen by both")
         await a.finish(outcome("success"))
         await b.finish(outcome("success"))
@@ -166,16 +166,16 @@ def test_a_breaker_tripped_by_one_gateway_is_seen_by_the_other(redis: RedisServe
             await store.record_health("r1", True, store.now())
         await until(lambda: all("r1" in s.snapshot() for s in made))
         for _ in range(POLICY.failure_threshold):
-            assert (await a.begin("r1")).admitted
+            assert (await a.begin("r1")).entered
             await a.finish(outcome("failure"))
         await until(lambda: b.snapshot()["r1"].breaker is BreakerState.OPEN, what="B sees A's open breaker")
         assert not b.snapshot()["r1"].routable
-        assert not (await b.begin("r1")).admitted
+        assert not (await b.begin("r1")).entered
         # After the cooldown exactly one gateway claims the half-open probe.
         await until(lambda: all(s.snapshot()["r1"].breaker is BreakerState.HALF_OPEN for s in made), what="half open")
-        admissions = await asyncio.gather(*(s.begin("r1") for s in made for _ in range(3)))
-        assert sum(x.admitted for x in admissions) == 1 and sum(x.probe for x in admissions) == 1
-        winner = next(s for s, x in zip([s for s in made for _ in range(3)], admissions, strict=True) if x.admitted)
+        entries = await asyncio.gather(*(s.begin("r1") for s in made for _ in range(3)))
+        assert sum(x.entered for x in entries) == 1 and sum(x.probe for x in entries) == 1
+        winner = next(s for s, x in zip([s for s in made for _ in range(3)], entries, strict=True) if x.entered)
         await winner.finish(outcome("success"))
         await until(lambda: all(s.snapshot()["r1"].breaker is BreakerState.CLOSED for s in made), what="closed again")
 
@@ -212,9 +212,9 @@ def test_redis_outage_falls_back_to_local_state_and_recovers(tmp_path_factory: p
             server.kill()
             started = time.monotonic()
             await until(lambda: not store.shared, what="outage noticed")
-            admission = await store.begin("r1")
+            entry = await store.begin("r1")
             await store.finish(outcome("success"))
-            assert admission.admitted
+            assert entry.entered
             assert store.snapshot()["r1"].health is Health.UP  # local state still routes
             assert time.monotonic() - started < 2.0
             server.start()

@@ -1,4 +1,4 @@
-"""InMemoryStateStore: snapshots, staleness, admission through the breaker, outcomes."""
+"""InMemoryStateStore: snapshots, staleness, entry through the breaker, outcomes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from gateway.domain import BreakerState, Health, Outcome, ReplicaState
 from gateway.state.breaker import BreakerPolicy
-from gateway.state.store import Admission, InMemoryStateStore, StateStore, StoreSettings
+from gateway.state.store import Entry, InMemoryStateStore, StateStore, StoreSettings
 from gateway.state.vllm_metrics import VllmStats
 
 T = TypeVar("T")
@@ -186,20 +186,20 @@ def test_breaker_cycle_through_the_store() -> None:
             await store.begin("r1")
             await store.finish(_outcome(ok=False, status=502))
         refused = await store.begin("r1")
-        assert refused == Admission("r1", admitted=False, reason="circuit breaker open")
+        assert refused == Entry("r1", entered=False, reason="circuit breaker open")
         assert store.snapshot()["r1"].in_flight == 0  # a refusal is not in flight
         assert not store.snapshot()["r1"].routable
 
         clock.t += 3.0
         assert store.snapshot()["r1"].breaker is BreakerState.HALF_OPEN
         probe, other = await asyncio.gather(store.begin("r1"), store.begin("r1"))
-        assert (probe.admitted, probe.probe) == (True, True)
-        assert not other.admitted
+        assert (probe.entered, probe.probe) == (True, True)
+        assert not other.entered
         assert store.snapshot()["r1"].breaker is BreakerState.OPEN  # probe out: nothing admitted
 
         await store.finish(_outcome())
         assert store.snapshot()["r1"].breaker is BreakerState.CLOSED
-        assert (await store.begin("r1")).admitted
+        assert (await store.begin("r1")).entered
 
     run(scenario())
 

@@ -5,7 +5,8 @@ back what the replicas cannot start right away, so that interactive requests ove
 and a request that cannot meet its deadline is told so at once (429 with Retry-After) instead of
 waiting silently. Degrading to a faster variant happens before any of this, in the objective.
 
-The verdict is pure; ``gateway.admission_queue`` does the waiting.
+The ruling is pure; ``gateway.flow.waiting_room`` holds the requests told to wait, and the
+director (``gateway.flow.director``) runs the loop between the two.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from gateway.domain import Decision, Priority, ReplicaState, RequestProfile, Variant
-
-PRIORITY_RANK = {Priority.INTERACTIVE: 0, Priority.BATCH: 1, Priority.SHEDDABLE: 2}
 
 
 class Action(StrEnum):
@@ -36,7 +35,9 @@ class AdmissionLimits:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Ruling:
+    """What admission control says of one routed request, and why."""
+
     action: Action
     reason: str
 
@@ -57,39 +58,22 @@ def has_slot(decision: Decision, snapshot: Mapping[str, ReplicaState], limits: A
 
 def assess(
     request: RequestProfile, decision: Decision, snapshot: Mapping[str, ReplicaState], limits: AdmissionLimits
-) -> Verdict:
+) -> Ruling:
     """FORWARD when a ranked replica has a free slot (a sheddable request predicted far over its
     budget is SHED instead); otherwise interactive and batch requests WAIT, sheddable ones SHED."""
     sheddable = request.priority is Priority.SHEDDABLE
     if has_slot(decision, snapshot, limits):
         if sheddable and not decision.meets_budget and _over_by(request, decision) > limits.shed_ratio:
-            return Verdict(Action.SHED, "predicted far over budget")
-        return Verdict(Action.FORWARD, "slot free")
+            return Ruling(Action.SHED, "predicted far over budget")
+        return Ruling(Action.FORWARD, "slot free")
     if sheddable:
-        return Verdict(Action.SHED, "every replica full")
-    return Verdict(Action.WAIT, "every replica full")
+        return Ruling(Action.SHED, "every replica full")
+    return Ruling(Action.WAIT, "every replica full")
 
 
 def _over_by(request: RequestProfile, decision: Decision) -> float:
-    """How many times over its tightest budget the head replica's prediction is."""
+    """How many times over its budget the head replica's prediction is."""
     if not decision.ranked:
         return float("inf")
     prediction = decision.predictions.get(decision.ranked[0].id)
-    if prediction is None:
-        return 1.0
-    ratios = [1.0]
-    if request.ttft_budget_ms:
-        ratios.append(prediction.ttft_ms / request.ttft_budget_ms)
-    if request.latency_budget_ms:
-        ratios.append(prediction.e2e_ms / request.latency_budget_ms)
-    return max(ratios)
-
-
-def deadline_s(request: RequestProfile, default_s: float) -> float:
-    """How long a request may wait in the gateway: its TTFT budget, else its end-to-end budget,
-    else ``default_s`` — past that, waiting more cannot help it."""
-    if request.ttft_budget_ms:
-        return request.ttft_budget_ms / 1e3
-    if request.latency_budget_ms:
-        return request.latency_budget_ms / 1e3
-    return default_s
+    return 1.0 if prediction is None else request.budget.over_by(prediction)

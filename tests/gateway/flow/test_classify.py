@@ -2,12 +2,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.api.body import ChatBody, CompletionBody
-from gateway.classify import classify, has_code, resolve_model
 from gateway.config import load_config
 from gateway.errors import InvalidRequest, ModelNotFound
+from gateway.flow.body import ChatBody, CompletionBody
+from gateway.flow.classify import classify, has_code, resolve_model
 
-CONFIG = load_config(Path(__file__).resolve().parents[2] / "deploy" / "config" / "demo.yaml")
+CONFIG = load_config(Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml")
 
 
 def chat(content="hello", **fields):
@@ -55,9 +55,9 @@ def test_unknown_task_header_is_400():
 
 def test_budgets_from_headers_override_task_defaults():
     p = profile(chat(), {"x-duet-latency-budget-ms": "300", "x-slo-ttft-ms": "50", "x-slo-tpot-ms": "20"})
-    assert (p.latency_budget_ms, p.ttft_budget_ms, p.tpot_budget_ms) == (300, 50, 20)
+    assert (p.budget.latency_ms, p.budget.ttft_ms, p.budget.tpot_ms) == (300, 50, 20)
     default = profile(chat())
-    assert (default.latency_budget_ms, default.ttft_budget_ms) == (30000, 2000)
+    assert (default.budget.latency_ms, default.budget.ttft_ms) == (30000, 2000)
 
 
 @pytest.mark.parametrize("value", ["-5", "0", "abc", "inf", "nan"])

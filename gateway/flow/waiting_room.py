@@ -1,5 +1,7 @@
 """The gateway's waiting room: requests that found every replica full wait here by priority
-(then arrival), each until a slot frees or its deadline passes."""
+(then arrival), each until a slot frees or its deadline passes.
+
+``Waiting`` is what the director needs of it; a replay supplies one that waits in virtual time."""
 
 from __future__ import annotations
 
@@ -7,11 +9,21 @@ import asyncio
 import heapq
 import itertools
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from gateway.errors import RateLimited
 
 # How often a waiting request re-checks the replicas even if no request finished meanwhile.
 RECHECK_S = 0.25
+
+
+class Waiting(Protocol):
+    async def wait(self, rank: int, timeout_s: float) -> bool:
+        """Until woken (True) or ``timeout_s`` passed (False); lower ranks are woken first."""
+        ...
+
+    def wake(self, count: int = 1) -> None:
+        ...
 
 
 @dataclass(order=True)
@@ -21,7 +33,7 @@ class _Waiter:
     future: asyncio.Future[None] = field(compare=False)
 
 
-class AdmissionQueue:
+class WaitingRoom:
     """Bounded; FIFO within a priority rank. ``wake`` is called whenever a request finishes."""
 
     def __init__(self, max_waiting: int) -> None:

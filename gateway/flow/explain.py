@@ -7,13 +7,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gateway.decide import Plan
+from gateway.flow.plan import Plan
 
 
 def explain_plan(plan: Plan) -> dict[str, Any]:
     decision = plan.decision
     profile = dataclasses.asdict(plan.profile)
     profile["priority"] = plan.profile.priority.value
+    # The document keeps its flat budget fields (clients read them).
+    budget = profile.pop("budget")
+    profile.update(ttft_budget_ms=budget["ttft_ms"], latency_budget_ms=budget["latency_ms"], tpot_budget_ms=budget["tpot_ms"])
     replicas: dict[str, dict[str, Any]] = {}
     for replica in plan.target.model.replicas:
         replicas[replica.id] = {"variant": replica.variant, "url": replica.url, "verdicts": []}
@@ -37,6 +40,7 @@ def explain_plan(plan: Plan) -> dict[str, Any]:
             "reason": decision.reason,
             "meets_budget": decision.meets_budget,
             "ranked_replicas": [r.id for r in decision.ranked],
+            "blocked_by": None if decision.blocked_by is None else dataclasses.asdict(decision.blocked_by),
         },
         "replicas": replicas,
     }

@@ -2,13 +2,13 @@ import asyncio
 
 import pytest
 
-from gateway.admission_queue import AdmissionQueue
 from gateway.errors import RateLimited
+from gateway.flow.waiting_room import WaitingRoom
 
 
 def test_higher_priority_is_woken_first_then_fifo():
     async def scenario():
-        queue = AdmissionQueue(max_waiting=10)
+        queue = WaitingRoom(max_waiting=10)
         order = []
 
         async def waiter(name, rank):
@@ -29,7 +29,7 @@ def test_higher_priority_is_woken_first_then_fifo():
 
 def test_a_timeout_returns_false_and_leaves_the_queue():
     async def scenario():
-        queue = AdmissionQueue(max_waiting=10)
+        queue = WaitingRoom(max_waiting=10)
         assert await queue.wait(0, 0.05) is False
         assert len(queue) == 0
 
@@ -38,7 +38,7 @@ def test_a_timeout_returns_false_and_leaves_the_queue():
 
 def test_full_queue_refuses_at_once():
     async def scenario():
-        queue = AdmissionQueue(max_waiting=1)
+        queue = WaitingRoom(max_waiting=1)
         first = asyncio.create_task(queue.wait(0, 5.0))
         await asyncio.sleep(0)
         with pytest.raises(RateLimited, match="queue is full"):

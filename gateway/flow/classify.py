@@ -7,21 +7,21 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway.api.body import ChatBody, CompletionBody
+from gateway.config.policy import Policy, Signal, TaskRule
 from gateway.config.types import DuetConfig, ModelSpec
-from gateway.domain import Priority, RequestProfile
+from gateway.domain import Budget, Priority, RequestProfile
 from gateway.errors import InvalidRequest, ModelNotFound
-from gateway.policy import Policy, Signal, TaskRule
+from gateway.flow.body import ChatBody, CompletionBody
 from gateway.tokens import message_texts
 
 TASK_HEADER = "x-duet-task"
 PRIORITY_HEADER = "x-duet-priority"
-# header -> RequestProfile field; llm-d's names are accepted beside Duet's.
+# header -> Budget field; llm-d's names are accepted beside Duet's.
 BUDGET_HEADERS = (
-    ("x-duet-latency-budget-ms", "latency_budget_ms"),
-    ("x-duet-ttft-budget-ms", "ttft_budget_ms"),
-    ("x-slo-ttft-ms", "ttft_budget_ms"),
-    ("x-slo-tpot-ms", "tpot_budget_ms"),
+    ("x-duet-latency-budget-ms", "latency_ms"),
+    ("x-duet-ttft-budget-ms", "ttft_ms"),
+    ("x-slo-ttft-ms", "ttft_ms"),
+    ("x-slo-tpot-ms", "tpot_ms"),
 )
 _CODE = re.compile(
     r"```|^\s*(?:def |class |import |from \S+ import |function |#include|public |const |let |fn |package )",
@@ -108,7 +108,7 @@ def classify(
         texts = list(message_texts(body.messages)) if isinstance(body, ChatBody) else _prompt_texts(body.prompt)
         task, source = infer_task(policy.rules, policy.default_task, tools=tools, texts=texts, input_tokens=input_tokens)
     defaults = policy.tasks[task]
-    budgets = {"latency_budget_ms": defaults.latency_ms, "ttft_budget_ms": defaults.ttft_ms, "tpot_budget_ms": defaults.tpot_ms}
+    budgets = {"latency_ms": defaults.latency_ms, "ttft_ms": defaults.ttft_ms, "tpot_ms": defaults.tpot_ms}
     for header, field in BUDGET_HEADERS:
         value = _header_number(headers, header)
         if value is not None:
@@ -124,8 +124,8 @@ def classify(
         has_tools=tools,
         stream=bool(body.stream),
         pinned_variant=target.pinned_variant,
+        budget=Budget(**budgets),
         priority=_priority(headers, defaults.priority),
-        **budgets,
     )
 
 

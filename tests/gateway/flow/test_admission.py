@@ -1,9 +1,9 @@
 import pytest
 
-from gateway.admission import Action, AdmissionLimits, assess, deadline_s
 from gateway.domain import Decision, Prediction, Priority, Replica, ReplicaState
+from gateway.flow.admission import Action, AdmissionLimits, assess
 
-from .routing.factories import request
+from ..routing.factories import request
 
 STD = Replica("m/standard/0", "m", "standard", "http://a")
 FAST = Replica("m/fast/0", "m", "fast", "http://b")
@@ -43,11 +43,3 @@ def test_assess(priority, snap, dec, action):
 def test_sheddable_far_over_budget_is_shed():
     verdict = assess(request(priority=Priority.SHEDDABLE, latency_budget_ms=100.0), decision(meets=False, e2e_ms=250), snapshot(), LIMITS)
     assert verdict.action is Action.SHED
-
-
-@pytest.mark.parametrize(
-    ("budgets", "expected"),
-    [({"ttft_budget_ms": 500.0, "latency_budget_ms": 9000.0}, 0.5), ({"latency_budget_ms": 9000.0}, 9.0), ({}, 30.0)],
-)
-def test_deadline_is_the_tightest_known_budget(budgets, expected):
-    assert deadline_s(request(**budgets), 30.0) == expected

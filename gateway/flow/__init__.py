@@ -1,0 +1,56 @@
+"""The request-flow layer: one request's life from parsed body to outcome, shared by the HTTP
+gateway, the dry run, ``duet explain`` and ``duet replay``.
+
+    body, headers -> Inbound -> Director.open (plan) -> admit -> dispatch -> first_token -> finish
+                                                         hooks: dispatched, first_token,
+                                                                attempt_ended, done, refused
+
+Code outside ``gateway/`` (load tests, the replay) imports the names below and nothing deeper;
+what they need of the layers underneath (the config, the vocabulary, replica state) is
+re-exported here, so the gateway's inside can move without breaking them.
+"""
+
+from gateway.config.active import ActiveConfig
+from gateway.config.load import load_config, parse_config
+from gateway.config.types import DuetConfig, ModelSpec
+from gateway.domain import (
+    AttemptFailure,
+    Budget,
+    Candidate,
+    Decision,
+    Health,
+    Outcome,
+    Prediction,
+    Price,
+    Priority,
+    Replica,
+    ReplicaState,
+    RequestProfile,
+)
+from gateway.errors import RequestError
+from gateway.flow.admission import Action, Ruling
+from gateway.flow.body import ChatBody, CompletionBody, parse_any_body, parse_body
+from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
+from gateway.flow.director import Director, Ledgers, Transport
+from gateway.flow.exchange import Attempt, Exchange
+from gateway.flow.explain import explain_plan
+from gateway.flow.hooks import Hooks
+from gateway.flow.plan import Inbound, Plan, View, candidates_for, plan_request
+from gateway.flow.upstream import upstream_request
+from gateway.flow.waiting_room import RECHECK_S, Waiting, WaitingRoom
+from gateway.routing.router import route
+from gateway.state.decodes import DecodeLedger
+from gateway.state.prefill import PrefillBacklog
+from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
+from gateway.state.vllm_metrics import HistogramTotals, VllmStats
+from gateway.tokens import ApproxTokenCounter, HfTokenCounter, TokenCounter, count_prompt_tokens
+
+__all__ = [
+    "Action", "ActiveConfig", "ApproxTokenCounter", "Attempt", "AttemptFailure", "Budget", "Candidate", "ChatBody",
+    "CompletionBody", "Decision", "DecodeLedger", "Director", "DuetConfig", "Exchange", "Health", "HfTokenCounter",
+    "HistogramTotals", "Hooks", "InMemoryStateStore", "Inbound", "Ledgers", "ModelSpec", "Outcome", "Plan",
+    "Prediction", "PrefillBacklog", "Price", "Priority", "RECHECK_S", "Replica", "ReplicaState", "RequestError",
+    "RequestProfile", "Ruling", "StateStore", "StoreSettings", "TokenCounter", "Transport", "View", "VllmStats",
+    "Waiting", "WaitingRoom", "candidates_for", "count_prompt_tokens", "explain_plan", "gateway_hooks", "load_config",
+    "parse_any_body", "parse_body", "parse_config", "plan_request", "route", "routing_hooks", "upstream_request",
+]

@@ -1,0 +1,170 @@
+"""What the gateway keeps about each request, as subscribers to the lifecycle's hooks: the prefill
+backlog, the decode ledger, replica state and its latency learner, the waiting room's wake-up,
+quota settlement and telemetry. The HTTP gateway subscribes all of them; a replay subscribes the
+ones that shape routing (``routing_hooks``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from gateway.access.guard import Access
+from gateway.domain import Outcome
+from gateway.errors import RequestError
+from gateway.flow.exchange import Attempt, Exchange
+from gateway.flow.hooks import Hooks
+from gateway.flow.plan import decode_claim
+from gateway.flow.waiting_room import Waiting
+from gateway.state.decodes import DecodeLedger
+from gateway.state.observations import with_prediction
+from gateway.state.prefill import PrefillBacklog
+from gateway.state.store import StateStore
+from gateway.telemetry import Telemetry
+
+access_log = logging.getLogger("duet.access")
+
+
+class BacklogKeeper:
+    """The request's prompt counts in its replica's prefill backlog until it is prefilled."""
+
+    def __init__(self, backlog: PrefillBacklog) -> None:
+        self._backlog = backlog
+
+    def dispatched(self, exchange: Exchange, attempt: Attempt) -> None:
+        self._backlog.add(attempt.replica.id, exchange.plan.profile.input_tokens)
+
+    def first_token(self, exchange: Exchange, attempt: Attempt) -> None:
+        if not attempt.prefilled:
+            attempt.prefilled = True
+            self._backlog.done(attempt.replica.id, exchange.plan.profile.input_tokens)
+
+    async def attempt_ended(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
+        self.first_token(exchange, attempt)  # prefilled or failed: either way it left the queue
+
+
+class DecodeKeeper:
+    """The request joins its replica's decode ledger (charging its prefill to the requests already
+    there) and leaves it with the stall later prompts charged to it."""
+
+    def __init__(self, decodes: DecodeLedger) -> None:
+        self._decodes = decodes
+
+    def dispatched(self, exchange: Exchange, attempt: Attempt) -> None:
+        if exchange.claim is None:
+            exchange.claim = decode_claim(exchange.plan)
+        attempt.decode_ticket = self._decodes.claim(attempt.replica.id, exchange.claim)
+
+    async def attempt_ended(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
+        if attempt.decode_ticket is not None:
+            attempt.stalled_ms = self._decodes.done(attempt.replica.id, attempt.decode_ticket)
+            attempt.decode_ticket = None
+
+
+class StateKeeper:
+    """Every attempt's outcome goes to the replica-state store (EWMA latencies, errors, breaker),
+    carrying the latency model's own prediction plus the stall other prompts added after it was
+    made, which is what the store learns the model's bias on (``with_prediction``)."""
+
+    def __init__(self, store: StateStore) -> None:
+        self._store = store
+
+    async def attempt_ended(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
+        await self._store.finish(with_prediction(outcome, attempt.prediction, attempt.stalled_ms))
+
+
+class WakeKeeper:
+    """A finished request may have freed a slot: the best waiter re-checks."""
+
+    def __init__(self, waiting: Waiting) -> None:
+        self._waiting = waiting
+
+    async def done(self, exchange: Exchange, outcome: Outcome) -> None:
+        self._waiting.wake()
+
+
+class QuotaKeeper:
+    """The key is charged the request's actual tokens and cost."""
+
+    def __init__(self, access: Access) -> None:
+        self._access = access
+
+    async def done(self, exchange: Exchange, outcome: Outcome) -> None:
+        assert exchange.attempt is not None
+        variant = exchange.attempt.variant
+        profile = exchange.plan.profile
+        await self._access.settle(exchange.grant, profile.model, variant.name, profile.task, outcome, variant.price)
+
+
+class TelemetryKeeper:
+    """Metrics for every request, and its access-log line (no prompt text)."""
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self._telemetry = telemetry
+
+    def dispatched(self, exchange: Exchange, attempt: Attempt) -> None:
+        overhead_s = exchange.overhead_s
+        if exchange.attempts == 1 and overhead_s is not None:
+            self._telemetry.overhead.observe(overhead_s)
+
+    def refused(self, exchange: Exchange | None, error: RequestError) -> None:
+        if exchange is not None:
+            profile = exchange.plan.profile
+            self._telemetry.requests_by(profile.model, "none", profile.task, str(error.status)).inc()
+
+    async def done(self, exchange: Exchange, outcome: Outcome) -> None:
+        assert exchange.attempt is not None
+        telemetry, profile = self._telemetry, exchange.plan.profile
+        model, variant = profile.model, exchange.attempt.variant
+        telemetry.requests_by(model, variant.name, profile.task, str(outcome.status)).inc()
+        telemetry.decisions_by(model, variant.name, exchange.plan.decision.reason).inc()
+        telemetry.e2e_by(model, variant.name).observe(outcome.duration_s)
+        if exchange.failed_attempts:
+            telemetry.fallbacks_by(model).inc()
+        if outcome.ttft_s is not None:
+            telemetry.ttft_by(model, variant.name).observe(outcome.ttft_s)
+        if outcome.status in (502, 504) and outcome.ttft_s is not None:
+            telemetry.stream_errors_by(model, variant.name).inc()
+        if outcome.status < 400:
+            telemetry.cost_by(model, variant.name).inc(variant.price.cost_usd(outcome.input_tokens, outcome.output_tokens))
+            telemetry.tokens_by(model, variant.name, "input").inc(outcome.input_tokens)
+            telemetry.tokens_by(model, variant.name, "output").inc(outcome.output_tokens)
+            met = profile.budget.met_by(outcome.ttft_s, outcome.duration_s, outcome.output_tokens)
+            telemetry.slo_by(profile.task, "met" if met else "missed").inc()
+        if access_log.isEnabledFor(logging.INFO):
+            access_log.info("request", extra={"fields": access_fields(exchange, outcome)})
+
+
+def access_fields(exchange: Exchange, outcome: Outcome) -> dict[str, Any]:
+    profile = exchange.plan.profile
+    return {
+        "request_id": exchange.request_id, "model": profile.model,
+        "variant": None if exchange.attempt is None else exchange.attempt.variant.name,
+        "replica": outcome.replica_id, "task": profile.task, "route": exchange.plan.decision.reason,
+        "status": outcome.status, "ttft_ms": None if outcome.ttft_s is None else round(outcome.ttft_s * 1e3, 2),
+        "duration_ms": round(outcome.duration_s * 1e3, 2),
+        "input_tokens": outcome.input_tokens, "output_tokens": outcome.output_tokens,
+    }
+
+
+def routing_hooks(backlog: PrefillBacklog, decodes: DecodeLedger, store: StateStore, waiting: Waiting) -> Hooks:
+    """The subscribers whose bookkeeping routing reads: a replay needs exactly these."""
+    backlog_keeper, decode_keeper = BacklogKeeper(backlog), DecodeKeeper(decodes)
+    return Hooks(
+        dispatched=[backlog_keeper.dispatched, decode_keeper.dispatched],
+        first_token=[backlog_keeper.first_token],
+        # The ledger's stall first: the state keeper's latency learner reads it.
+        attempt_ended=[backlog_keeper.attempt_ended, decode_keeper.attempt_ended, StateKeeper(store).attempt_ended],
+        done=[WakeKeeper(waiting).done],
+    )
+
+
+def gateway_hooks(routing: Hooks, access: Access, telemetry: Telemetry) -> Hooks:
+    """``routing``'s subscribers, then quota settlement and telemetry, as the HTTP gateway runs."""
+    telemetry_keeper = TelemetryKeeper(telemetry)
+    return Hooks(
+        dispatched=[*routing.dispatched, telemetry_keeper.dispatched],
+        first_token=list(routing.first_token),
+        attempt_ended=list(routing.attempt_ended),
+        done=[*routing.done, QuotaKeeper(access).done, telemetry_keeper.done],
+        refused=[*routing.refused, telemetry_keeper.refused],
+    )

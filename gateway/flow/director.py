@@ -1,0 +1,213 @@
+"""The director runs one request's life, after llm-d's request-control director: plan (classify and
+route), admit (forward now, wait for a slot, or refuse), dispatch (try the ranked replicas until
+one takes it), first token, finish. Bookkeeping hangs off its hooks (``gateway.flow.hooks``).
+
+The HTTP gateway, the dry run, ``duet explain`` and ``duet replay`` all drive this one director:
+what differs between them is only the transport (real replicas over HTTP, or the simulator's
+engines in virtual time), the clock and the waiting room.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from gateway.access.guard import OPEN, Grant
+from gateway.config.active import ActiveConfig
+from gateway.domain import AttemptFailure, Outcome, Replica
+from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, RequestError, UpstreamFailed
+from gateway.flow.admission import Action, AdmissionLimits, Ruling, assess, limits_for
+from gateway.flow.exchange import Attempt, Exchange
+from gateway.flow.hooks import Hooks
+from gateway.flow.plan import Inbound, Plan, View, plan_request
+from gateway.flow.refusal import refuse
+from gateway.flow.waiting_room import RECHECK_S, Waiting
+from gateway.state.decodes import DecodeLedger
+from gateway.state.prefill import PrefillBacklog
+from gateway.state.store import StateStore
+
+AnswerT = TypeVar("AnswerT")
+AnswerT_co = TypeVar("AnswerT_co", covariant=True)
+
+
+class Transport(Protocol[AnswerT_co]):
+    """Sends one request to one replica: the answer once it started (a first event, or a whole
+    non-stream body), or the failure that lets the next ranked replica try."""
+
+    async def attempt(self, replica: Replica) -> AnswerT_co | AttemptFailure: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Ledgers:
+    """This gateway's per-replica ledgers that routing reads (the hooks write them)."""
+
+    backlog: PrefillBacklog
+    decodes: DecodeLedger
+
+
+class Director:
+    """``active``: the config to route with now (re-read at every plan, so a reload applies to the
+    next request); ``clock``: seconds, for deadlines and ``received_at``."""
+
+    def __init__(self, active: Callable[[], ActiveConfig], store: StateStore, ledgers: Ledgers, waiting: Waiting,
+                 hooks: Hooks, clock: Callable[[], float]) -> None:
+        self._active = active
+        self._store = store
+        self._ledgers = ledgers
+        self._waiting = waiting
+        self._hooks = hooks
+        self._clock = clock
+        self._limits: tuple[object, AdmissionLimits] | None = None
+
+    @property
+    def hooks(self) -> Hooks:
+        return self._hooks
+
+    def open(self, inbound: Inbound, request_id: str, *, grant: Grant = OPEN, received_at: float | None = None,
+             explain: bool = False) -> Exchange:
+        """A new request, planned. ``received_at``: when it arrived on the director's clock (default:
+        now). Raises the client's error (unknown model, bad header)."""
+        received_at = self._clock() if received_at is None else received_at
+        try:
+            plan = self._plan(inbound, grant, explain)
+        except RequestError as error:
+            self.refused(None, error)
+            raise
+        return Exchange(inbound, request_id, received_at, plan, grant)
+
+    def replan(self, exchange: Exchange) -> None:
+        """Plan the request again on the replicas as they are now."""
+        exchange.plan = self._plan(exchange.inbound, exchange.grant, False)
+        exchange.claim = None
+
+    def assess(self, exchange: Exchange) -> Ruling:
+        """Admission control's ruling on the current plan. Raises the client's error when the
+        plan ranks no replica."""
+        plan = exchange.plan
+        if not plan.decision.ranked:
+            raise refuse(plan)
+        states = {c.replica.id: c.state for c in plan.candidates}
+        return assess(plan.profile, plan.decision, states, self._admission_limits())
+
+    async def admit(self, exchange: Exchange) -> None:
+        """Returns when the request may be dispatched, after waiting in the waiting room (and being
+        planned again at each wake-up) while every replica is full. Raises the client's error when
+        no replica can serve it, or RateLimited when it is shed or its deadline passes."""
+        try:
+            await self._admit(exchange)
+        except RequestError as error:
+            self.refused(exchange, error)
+            raise
+
+    async def dispatch(self, exchange: Exchange, transport: Transport[AnswerT]) -> AnswerT:
+        """The first ranked replica's answer that started; a replica whose breaker refuses is
+        skipped, one that fails is left for the next, up to ``server.max_attempts`` tries."""
+        failures: list[AttemptFailure] = []
+        tried = 0
+        max_attempts = self._active().config.server.max_attempts
+        for replica in exchange.plan.decision.ranked:
+            if tried >= max_attempts:
+                break
+            if not (await self._store.begin(replica.id)).entered:
+                continue
+            tried += 1
+            attempt = self._start_attempt(exchange, replica)
+            try:
+                answer = await transport.attempt(replica)
+            except BaseException:
+                # Cancelled before the replica answered (the client left, or shutdown).
+                await self._end_attempt(exchange, attempt, Outcome(replica.id, False, 499, None, 0.0, 0, 0))
+                raise
+            if isinstance(answer, AttemptFailure):
+                failures.append(answer)
+                await self._end_attempt(exchange, attempt, Outcome(replica.id, False, answer.status, None,
+                                                                   answer.duration_s, 0, 0))
+                continue
+            exchange.failed_attempts = len(failures)
+            return answer
+        error = _exhausted(failures, tried)
+        self.refused(exchange, error)
+        raise error
+
+    def first_token(self, exchange: Exchange) -> None:
+        """The replica serving the request prefilled its prompt."""
+        attempt = exchange.attempt
+        if attempt is not None:
+            for hook in self._hooks.first_token:
+                hook(exchange, attempt)
+
+    async def finish(self, exchange: Exchange, outcome: Outcome) -> None:
+        """The request ended for the client with ``outcome`` (of its last attempt). A second call
+        is a no-op, so callers may finish in a ``finally`` whatever ended the request."""
+        attempt = exchange.attempt
+        if exchange.outcome is not None or attempt is None:
+            return
+        exchange.outcome = outcome
+        await self._end_attempt(exchange, attempt, outcome)
+        for hook in self._hooks.done:
+            await hook(exchange, outcome)
+
+    def refused(self, exchange: Exchange | None, error: RequestError) -> None:
+        """The request ended without an answer from a replica."""
+        for hook in self._hooks.refused:
+            hook(exchange, error)
+
+    def _plan(self, inbound: Inbound, grant: Grant, explain: bool) -> Plan:
+        active = self._active()
+        view = View(grant.visible(self._store.snapshot(), active.config), self._ledgers.backlog.tokens,
+                    self._ledgers.decodes.least_slack)
+        return plan_request(active.config, active.counters, inbound, view, explain=explain)
+
+    async def _admit(self, exchange: Exchange) -> None:
+        started = self._clock()
+        profile = exchange.plan.profile
+        wait_limit = profile.budget.deadline_s(self._active().config.server.max_queue_wait_s)
+        while True:
+            ruling = self.assess(exchange)
+            if ruling.action is Action.FORWARD:
+                return
+            profile = exchange.plan.profile
+            if ruling.action is Action.SHED:
+                raise RateLimited(f"Request shed ({ruling.reason}) for priority '{profile.priority.value}'.",
+                                  retry_after_s=1.0)
+            remaining = wait_limit - (self._clock() - started)
+            if remaining <= 0:
+                raise RateLimited(f"No replica could start this request within its deadline ({wait_limit:.1f} s); "
+                                  "retry later.", retry_after_s=max(1.0, wait_limit))
+            await self._waiting.wait(profile.priority.rank, min(remaining, RECHECK_S))
+            self.replan(exchange)
+
+    def _start_attempt(self, exchange: Exchange, replica: Replica) -> Attempt:
+        plan = exchange.plan
+        attempt = Attempt(replica, plan.target.model.variant_of(replica), plan.decision.predictions.get(replica.id))
+        exchange.attempt = attempt
+        exchange.attempts += 1
+        if exchange.dispatched_at is None:
+            exchange.dispatched_at = self._clock()
+        for hook in self._hooks.dispatched:
+            hook(exchange, attempt)
+        return attempt
+
+    async def _end_attempt(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
+        for hook in self._hooks.attempt_ended:
+            await hook(exchange, attempt, outcome)
+
+    def _admission_limits(self) -> AdmissionLimits:
+        """Slots per variant of the running config (rebuilt when the config changes)."""
+        config = self._active().config
+        if self._limits is None or self._limits[0] is not config:
+            variants = [v for model in config.models.values() for v in model.variants.values()]
+            self._limits = (config, limits_for(variants))
+        return self._limits[1]
+
+
+def _exhausted(failures: list[AttemptFailure], tried: int) -> RequestError:
+    if tried == 0:
+        return NoHealthyReplica("No replica could take the request (all circuit breakers open).", retry_after_s=1.0)
+    summary = "; ".join(f"{f.replica_id}: {f.status} {f.detail}" for f in failures)
+    if all(f.status == 429 for f in failures):
+        return RateLimited(f"Every replica is overloaded ({summary}).", retry_after_s=1.0)
+    if all(f.status == 504 for f in failures):
+        return DeadlineExceeded(f"No replica answered in time ({summary}).")
+    return UpstreamFailed(f"Every replica tried failed ({summary}).")

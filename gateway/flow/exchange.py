@@ -1,0 +1,58 @@
+"""One request's life in the gateway, as one object: what arrived, who sent it, how it was planned,
+which replica it is on, and how it ended. The director moves it through plan, admit, dispatch and
+finish; the hooks read it and note their own bookkeeping on its attempt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.access.guard import OPEN, Grant
+from gateway.domain import Outcome, Prediction, Replica, Variant
+from gateway.flow.plan import Inbound, Plan
+from gateway.state.decodes import DecodeClaim
+
+
+@dataclass(slots=True)
+class Attempt:
+    """The request on one replica: from dispatch until that replica's answer ended or failed.
+    ``prediction``: the router's for this replica (None when it made none)."""
+
+    replica: Replica
+    variant: Variant
+    prediction: Prediction | None
+    # Set by the hooks: the request's entry in the decode ledger, whether its prompt was prefilled
+    # (first token, or a whole non-stream answer), and the stall later prompts charged to it.
+    decode_ticket: int | None = None
+    prefilled: bool = False
+    stalled_ms: float = 0.0
+
+
+@dataclass(slots=True)
+class Exchange:
+    """``received_at``: on the director's clock. ``plan`` is replaced when the request is planned
+    again while it waits for a slot."""
+
+    inbound: Inbound
+    request_id: str
+    received_at: float
+    plan: Plan
+    grant: Grant = OPEN
+    attempt: Attempt | None = None
+    attempts: int = 0
+    failed_attempts: int = 0
+    # When the first attempt started (the director's clock): the gateway's own time ends there.
+    dispatched_at: float | None = None
+    outcome: Outcome | None = None
+    # What the decode ledger needs of this plan (built at the first dispatch, once per plan).
+    claim: DecodeClaim | None = None
+
+    @property
+    def overhead_s(self) -> float | None:
+        """Time spent in the gateway before the request left for a replica."""
+        return None if self.dispatched_at is None else self.dispatched_at - self.received_at
+
+    @property
+    def route(self) -> str:
+        """The decision's reason, marked when a fallback replica served the request."""
+        reason = self.plan.decision.reason
+        return reason if self.failed_attempts == 0 else f"{reason};fallback"

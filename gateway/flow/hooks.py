@@ -1,0 +1,39 @@
+"""The request lifecycle's events, after llm-d's request-control plugins (PreRequest,
+ResponseStreaming, ResponseComplete). The director fires them; bookkeeping subscribes:
+
+- ``dispatched(exchange, attempt)``: the request is being sent to ``attempt.replica``;
+- ``first_token(exchange, attempt)``: the replica prefilled its prompt (first streamed event, or
+  a whole non-stream answer);
+- ``attempt_ended(exchange, attempt, outcome)``: that replica's part is over, answered or failed
+  (once per attempt, fallbacks included);
+- ``done(exchange, outcome)``: the request ended for the client (once, after its last attempt);
+- ``refused(exchange, error)``: the request ended without reaching a replica (``exchange`` is
+  None when it was refused before it could be planned).
+
+Subscribers are plain callables in lists, called in order: the hot path pays one call per
+subscriber that cares about an event, nothing for those that do not. Order matters where one
+subscriber reads what an earlier one noted (the decode ledger's stall before the latency learner).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from gateway.domain import Outcome
+from gateway.errors import RequestError
+from gateway.flow.exchange import Attempt, Exchange
+
+OnAttempt = Callable[[Exchange, Attempt], None]
+OnAttemptEnded = Callable[[Exchange, Attempt, Outcome], Awaitable[None]]
+OnDone = Callable[[Exchange, Outcome], Awaitable[None]]
+OnRefused = Callable[[Exchange | None, RequestError], None]
+
+
+@dataclass(slots=True)
+class Hooks:
+    dispatched: list[OnAttempt] = field(default_factory=list)
+    first_token: list[OnAttempt] = field(default_factory=list)
+    attempt_ended: list[OnAttemptEnded] = field(default_factory=list)
+    done: list[OnDone] = field(default_factory=list)
+    refused: list[OnRefused] = field(default_factory=list)

@@ -1,0 +1,99 @@
+"""From a request's body and headers to a routing decision: classify, then route over the model's
+replicas as the gateway currently sees them. Pure; the director calls it (and calls it again
+while a request waits for a slot)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gateway.config.types import DuetConfig, ModelSpec
+from gateway.domain import Candidate, Decision, ReplicaState, RequestProfile
+from gateway.flow.body import ChatBody, CompletionBody
+from gateway.flow.classify import Target, classify, resolve_model
+from gateway.routing.predictors import prefill_ms
+from gateway.routing.router import route
+from gateway.state.decodes import DecodeClaim
+from gateway.tokens import TokenCounter, count_chat_tokens, count_prompt_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A classified, routed request: the model it names, its profile, the candidates the router
+    saw (replica states as routing read them) and the decision."""
+
+    target: Target
+    profile: RequestProfile
+    candidates: tuple[Candidate, ...]
+    decision: Decision
+
+    def candidate(self, replica_id: str) -> Candidate | None:
+        return next((c for c in self.candidates if c.replica.id == replica_id), None)
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """What routing sees of the replicas for one request: the store's snapshot (already narrowed
+    to what the caller may use), this gateway's pending prefill tokens and its in-flight
+    requests' least decode slack, by replica id."""
+
+    snapshot: Mapping[str, ReplicaState]
+    backlog: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    slack: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+
+def candidates_for(model: ModelSpec, view: View) -> tuple[Candidate, ...]:
+    """The model's replicas with their state as ``view`` shows them (see ``gateway.state.decodes``
+    and ``gateway.state.prefill`` for the two ledgers)."""
+    candidates = []
+    for replica in model.replicas:
+        state = view.snapshot.get(replica.id) or ReplicaState(replica.id)
+        if pending := view.backlog.get(replica.id):
+            state = dataclasses.replace(state, prefill_backlog_tokens=pending)
+        if (least := view.slack.get(replica.id)) is not None:
+            state = dataclasses.replace(state, decode_slack_ms=least)
+        candidates.append(Candidate(replica, model.variant_of(replica), state))
+    return tuple(candidates)
+
+
+def decode_claim(plan: Plan) -> DecodeClaim:
+    """The request's slack and prefill time on each ranked replica, for the decode ledger."""
+    profile, decision = plan.profile, plan.decision
+    slack: dict[str, float | None] = {}
+    prefill: dict[str, float] = {}
+    for replica in decision.ranked:
+        prediction = decision.predictions.get(replica.id)
+        slack[replica.id] = None if prediction is None else profile.budget.slack_ms(prediction, profile.expected_output_tokens)
+        prefill[replica.id] = prefill_ms(profile, plan.target.model.variant_of(replica))
+    return DecodeClaim(slack, prefill)
+
+
+def count_input_tokens(body: ChatBody | CompletionBody, counter: TokenCounter) -> int:
+    if isinstance(body, ChatBody):
+        return count_chat_tokens(counter, body.messages, body.tools)
+    return count_prompt_tokens(counter, body.prompt)
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """A request as it arrived: its validated body, lower-cased headers, and its prompt length
+    when the caller knows it exactly (a replayed trace does; the HTTP path counts it)."""
+
+    body: ChatBody | CompletionBody
+    headers: Mapping[str, str]
+    prompt_tokens: int | None = None
+
+
+def plan_request(config: DuetConfig, counters: Mapping[str, TokenCounter], inbound: Inbound, view: View,
+                 *, explain: bool = False) -> Plan:
+    """Classify and route. Raises ModelNotFound / InvalidRequest for the client's mistakes; an
+    empty decision is returned as is (``gateway.flow.refusal`` turns it into the client's error)."""
+    target = resolve_model(config, inbound.body.model)
+    tokens = inbound.prompt_tokens
+    if tokens is None:
+        tokens = count_input_tokens(inbound.body, counters[target.model.name])
+    profile = classify(inbound.body, inbound.headers, target, config.policy, tokens)
+    candidates = candidates_for(target.model, view)
+    decision = route(profile, candidates, config.policy.profile_for(profile.task), explain=explain)
+    return Plan(target, profile, candidates, decision)

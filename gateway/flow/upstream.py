@@ -1,0 +1,31 @@
+"""The request as every attempt sends it upstream (``gateway.proxy.forward.UpstreamRequest``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.domain import Replica
+from gateway.flow.exchange import Exchange
+from gateway.proxy.forward import UpstreamRequest
+
+
+def upstream_request(exchange: Exchange, path: str, data: dict[str, Any]) -> UpstreamRequest:
+    """What each attempt sends: the client's body with the replica's served model name (encoded
+    once per variant), usage always asked for on streams (the gateway counts tokens from it)."""
+    body = exchange.inbound.body
+    if body.stream:
+        data["stream_options"] = {**(body.stream_options or {}), "include_usage": True}
+    model = exchange.plan.target.model
+    encoded: dict[str, bytes] = {}
+
+    def body_for(replica: Replica) -> bytes:
+        served = model.variant_of(replica).served_model_name
+        if served not in encoded:
+            data["model"] = served
+            encoded[served] = orjson.dumps(data)
+        return encoded[served]
+
+    headers = f"x-request-id: {exchange.request_id}\r\nx-duet-task: {exchange.plan.profile.task}\r\n".encode("latin-1")
+    return UpstreamRequest(path, body_for, headers, bool(body.stream))

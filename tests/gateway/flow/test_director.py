@@ -1,0 +1,181 @@
+"""The director's lifecycle with the routing hooks subscribed, on plain data: the attempt loop's
+bookkeeping, refusals typed by the blocking plugin, and admission's waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gateway.config import parse_config
+from gateway.config.active import ActiveConfig
+from gateway.domain import AttemptFailure, Outcome, Replica
+from gateway.errors import InvalidRequest, RateLimited
+from gateway.flow import Director, Exchange, Hooks, Inbound, Ledgers, WaitingRoom, routing_hooks
+from gateway.flow.body import ChatBody, validate_body
+from gateway.state.decodes import DecodeLedger
+from gateway.state.prefill import PrefillBacklog
+from gateway.state.store import InMemoryStateStore
+
+DEMO = yaml.safe_load((Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml").read_text())
+
+
+class Script:
+    """A transport that answers per replica id: an AttemptFailure status, or "ok"."""
+
+    def __init__(self, answers: dict[str, int | str]) -> None:
+        self.answers = answers
+        self.tried: list[str] = []
+
+    async def attempt(self, replica: Replica) -> str | AttemptFailure:
+        self.tried.append(replica.id)
+        answer = self.answers.get(replica.id, "ok")
+        if isinstance(answer, int):
+            return AttemptFailure(replica.id, answer, "scripted", 0.01)
+        return answer
+
+
+class Rig:
+    def __init__(self, raw: dict[str, Any] | None = None, max_queued: int = 8) -> None:
+        self.config = parse_config(yaml.safe_dump(raw or DEMO))
+        self.store = InMemoryStateStore()
+        self.backlog, self.decodes = PrefillBacklog(), DecodeLedger()
+        self.waiting = WaitingRoom(max_queued)
+        self.hooks: Hooks = routing_hooks(self.backlog, self.decodes, self.store, self.waiting)
+        active = ActiveConfig.of(self.config)
+        self.director = Director(lambda: active, self.store, Ledgers(self.backlog, self.decodes), self.waiting,
+                                 self.hooks, time.monotonic)
+        self.replicas = {r.variant: r for r in self.config.replicas}
+
+    async def up(self) -> None:
+        for replica in self.config.replicas:
+            await self.store.record_health(replica.id, True, self.store.now())
+
+    def open(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> Exchange:
+        _, parsed = validate_body({"model": "smollm2", **body}, ChatBody)
+        return self.director.open(Inbound(parsed, headers or {}), "req-1")
+
+
+CHAT = {"messages": [{"role": "user", "content": "hello " * 200}], "max_tokens": 16}
+
+
+def test_a_failed_attempt_leaves_no_bookkeeping_and_the_answer_keeps_its_own() -> None:
+    async def scenario() -> None:
+        rig = Rig()
+        await rig.up()
+        exchange = rig.open(CHAT, {"x-duet-latency-budget-ms": "60000"})
+        ranked = [r.id for r in exchange.plan.decision.ranked]
+        script = Script({ranked[0]: 503})
+        assert await rig.director.dispatch(exchange, script) == "ok"
+        assert script.tried == ranked[:2]
+        assert exchange.failed_attempts == 1 and exchange.route.endswith(";fallback")
+        served = ranked[1]
+        assert set(rig.decodes.least_slack) <= {served}  # nothing left behind on the failed replica
+        assert dict(rig.backlog.tokens) == {served: exchange.plan.profile.input_tokens}
+        assert rig.store.snapshot()[served].in_flight == 1 and rig.store.snapshot()[ranked[0]].in_flight == 0
+        rig.director.first_token(exchange)
+        assert dict(rig.backlog.tokens) == {}
+        await rig.director.finish(exchange, Outcome(served, True, 200, 0.05, 0.5, 100, 16))
+        await rig.director.finish(exchange, Outcome(served, True, 200, 0.05, 0.5, 100, 16))  # a second end: no-op
+        assert rig.store.snapshot()[served].in_flight == 0
+        assert dict(rig.decodes.least_slack) == {}
+
+    asyncio.run(scenario())
+
+
+def test_a_cancelled_attempt_still_ends_in_the_store_and_the_ledgers() -> None:
+    class Hanging:
+        async def attempt(self, replica: Replica) -> str:
+            await asyncio.sleep(10)
+            return "late"
+
+    async def scenario() -> None:
+        rig = Rig()
+        await rig.up()
+        exchange = rig.open(CHAT)
+        task = asyncio.ensure_future(rig.director.dispatch(exchange, Hanging()))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert all(state.in_flight == 0 for state in rig.store.snapshot().values())
+        assert dict(rig.backlog.tokens) == {} and dict(rig.decodes.least_slack) == {}
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("filter_name", ["tools", "no-tool-calls-here"])
+def test_no_variant_with_tools_is_the_clients_400_whatever_the_filter_is_called(filter_name: str) -> None:
+    raw = copy.deepcopy(DEMO)
+    for variant in raw["models"]["smollm2"]["variants"].values():
+        variant["tools"] = False
+    routing = raw["routing"]
+    for plugin in routing["plugins"]:
+        if plugin["type"] == "tools-supported":
+            plugin["name"] = filter_name
+    for profile in routing["profiles"].values():
+        profile["filters"] = [filter_name if f == "tools" else f for f in profile["filters"]]
+
+    async def scenario() -> None:
+        rig = Rig(raw)
+        await rig.up()
+        tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+        exchange = rig.open({**CHAT, "tools": tools})
+        assert exchange.plan.decision.blocked_by is not None
+        assert exchange.plan.decision.blocked_by.type == "tools-supported"
+        with pytest.raises(InvalidRequest) as info:
+            await rig.director.admit(exchange)
+        assert info.value.status == 400 and info.value.param == "tools"
+
+    asyncio.run(scenario())
+
+
+def _full(raw: dict[str, Any]) -> dict[str, Any]:
+    """The demo with one slot per replica, so one request in flight fills each."""
+    raw = copy.deepcopy(raw)
+    for variant in raw["models"]["smollm2"]["variants"].values():
+        variant.setdefault("speed", {})["max_num_seqs"] = 1
+    return raw
+
+
+def test_a_request_waits_for_a_slot_and_goes_when_a_finished_request_frees_one() -> None:
+    async def scenario() -> None:
+        rig = Rig(_full(DEMO))
+        await rig.up()
+        holders = []
+        for replica in rig.config.replicas:  # fill every replica
+            holder = rig.open(CHAT, {"x-duet-latency-budget-ms": "60000"})
+            await rig.director.dispatch(holder, Script({r.id: 503 for r in rig.config.replicas if r.id != replica.id}))
+            holders.append(holder)
+        waiter = rig.open(CHAT, {"x-duet-latency-budget-ms": "60000"})
+        admitted = asyncio.ensure_future(rig.director.admit(waiter))
+        await asyncio.sleep(0.05)
+        assert not admitted.done() and len(rig.waiting) == 1
+        first = holders[0]
+        assert first.attempt is not None
+        await rig.director.finish(first, Outcome(first.attempt.replica.id, True, 200, 0.05, 0.5, 100, 16))
+        await asyncio.wait_for(admitted, 1.0)
+        assert waiter.plan.decision.ranked
+
+    asyncio.run(scenario())
+
+
+def test_a_sheddable_request_is_refused_at_once_when_every_replica_is_full() -> None:
+    async def scenario() -> None:
+        rig = Rig(_full(DEMO))
+        await rig.up()
+        for replica in rig.config.replicas:
+            holder = rig.open(CHAT)
+            await rig.director.dispatch(holder, Script({r.id: 503 for r in rig.config.replicas if r.id != replica.id}))
+        refused: list[int] = []
+        rig.hooks.refused.append(lambda exchange, error: refused.append(error.status))
+        with pytest.raises(RateLimited):
+            await rig.director.admit(rig.open(CHAT, {"x-duet-priority": "sheddable"}))
+        assert refused == [429]
+
+    asyncio.run(scenario())
