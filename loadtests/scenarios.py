@@ -56,8 +56,9 @@ def slo_headers(task: str, slo: Slo | None, time_scale: float) -> dict[str, str]
     (a run compressed ``time_scale`` times has that much less wall time per token)."""
     headers = {"x-duet-task": task}
     if slo is not None:
-        headers["x-slo-ttft-ms"] = f"{slo.ttft_ms / time_scale:.3f}"
-        headers["x-slo-tpot-ms"] = f"{slo.tpot_ms / time_scale:.3f}"
+        for header, target_ms in (("x-slo-ttft-ms", slo.ttft_ms), ("x-slo-tpot-ms", slo.tpot_ms)):
+            if target_ms is not None:
+                headers[header] = f"{target_ms / time_scale:.3f}"
     return headers
 
 

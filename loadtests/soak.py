@@ -35,7 +35,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from gateway.testing import GatewayProcess
+from loadtests.gateway_process import GatewayProcess
 from serving.sim.testing import SimProcess
 
 DEMO = Path(__file__).resolve().parents[1] / "deploy" / "config" / "demo.yaml"

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from gateway.testing import GatewayProcess
+from loadtests.gateway_process import GatewayProcess
 from loadtests.policies import LITELLM_POLICY, ReplicaSet, duet_config, litellm_config
 from serving.sim.testing import SimProcess
 

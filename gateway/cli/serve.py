@@ -21,11 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
-    from gateway.serve import serve
+    from gateway.api.server import ServeOptions, serve
 
     try:
-        serve(args.config, host=args.host, port=args.port, log_level=args.log_level, access_log=not args.no_access_log,
-              state_url=args.state)
+        serve(args.config, ServeOptions(args.host, args.port, args.log_level, not args.no_access_log, args.state))
     except ConfigError as exc:
         print(f"duet serve: invalid config: {exc}", file=sys.stderr)
         return 2

@@ -33,7 +33,8 @@ from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_
 from serving.launch.local_config import LocalVariant, local_config, served_model_name
 from serving.local_model import LocalModelPaths, default_cache_dir
 from serving.ports import free_port
-from serving.supervisor import ReplicaLaunch, ReplicaState, ReplicaStatus, Supervisor, SupervisorError
+from serving.errors import SupervisorError
+from serving.supervisor import ReplicaLaunch, ReplicaState, ReplicaStatus, Supervisor
 from serving.vllm_replica import replica_argv, replica_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -241,7 +242,7 @@ def read_policy(path: Path) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gateway.serve import serve
+    from gateway.api.server import ServeOptions, serve
 
     _exit_on_sigterm()
     started = time.monotonic()
@@ -257,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
         config_path.write_text(config_text)
         for line in allowed_tasks_lines(config):
             print(line, flush=True)
-    except (ConfigError, ValueError) as exc:  # LaunchProfileError is a ConfigError
+    except (ConfigError, LaunchProfileError, ValueError) as exc:
         print(f"duet up: {exc}", file=sys.stderr, flush=True)
         usage = not isinstance(exc, LaunchProfileError) or exc.path == "--variants"
         return 2 if usage else 1  # 2: bad usage, as argparse exits; 1: something is not built yet
@@ -273,6 +274,6 @@ def run(args: argparse.Namespace) -> int:
             return 1
         base = f"http://{args.host}:{args.port}"
         print(f"starting the gateway ({time.monotonic() - started:.1f} s since start)", flush=True)
-        serve(config_path, host=args.host, port=args.port, log_level=args.log_level,
+        serve(config_path, ServeOptions(args.host, args.port, args.log_level),
               on_ready=lambda: print(ready_line(base, config_path), flush=True))
     return 0

@@ -18,7 +18,7 @@ import yaml
 
 from gateway.deploy.dashboard import dashboard
 from gateway.deploy.render import rules_yaml
-from gateway.testing import free_port
+from serving.ports import free_port
 from tests.deploy.tools import require
 from tests.integration.cluster import Cluster, cluster, wait_until
 

@@ -18,7 +18,8 @@ import orjson
 import uvicorn
 import yaml
 
-from gateway.testing import GatewayProcess, free_port
+from loadtests.gateway_process import GatewayProcess
+from serving.ports import free_port
 
 from .cluster import demo_config
 

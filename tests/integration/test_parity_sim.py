@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from gateway.cli import main as duet
-from gateway.testing import GatewayProcess
+from loadtests.gateway_process import GatewayProcess
 from quantize.evals.scripted import answer_rules
 from quantize.evals.suite import build_suite, task_types
 from serving.sim.testing import SimProcess

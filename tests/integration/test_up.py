@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from gateway.testing import free_port
+from serving.ports import free_port
 
 from .cluster import wait_until
 

@@ -18,7 +18,7 @@ def test_single_turn_forces_the_traced_output_and_streams_with_usage():
 
 def test_slo_headers_carry_the_task_and_budgets_in_wall_time():
     expected = {"x-duet-task": "chat", "x-slo-ttft-ms": "1000.000", "x-slo-tpot-ms": "25.000"}
-    assert slo_headers("chat", Slo(2000, 50), 2.0) == expected
+    assert slo_headers("chat", Slo(ttft_ms=2000, tpot_ms=50), 2.0) == expected
     assert slo_headers("chat", None, 1.0) == {"x-duet-task": "chat"}
 
 

@@ -17,11 +17,11 @@ def test_tpot_is_latency_after_first_token_over_the_other_tokens():
 @pytest.mark.parametrize(
     ("rec", "slo", "expected"),
     [
-        (record(ttft=0.1, latency=1.1, output=11), Slo(200, 150), True),
-        (record(ttft=0.3, latency=1.1, output=11), Slo(200, 150), False),  # TTFT missed
-        (record(ttft=0.1, latency=2.1, output=11), Slo(200, 150), False),  # TPOT 200 ms missed
-        (record(ttft=0.1, latency=5.0, output=1), Slo(200, 150), True),  # one token: no TPOT to miss
-        (record(ok=False), Slo(1e9, 1e9), False),
+        (record(ttft=0.1, latency=1.1, output=11), Slo(ttft_ms=200, tpot_ms=150), True),
+        (record(ttft=0.3, latency=1.1, output=11), Slo(ttft_ms=200, tpot_ms=150), False),  # TTFT missed
+        (record(ttft=0.1, latency=2.1, output=11), Slo(ttft_ms=200, tpot_ms=150), False),  # TPOT 200 ms missed
+        (record(ttft=0.1, latency=5.0, output=1), Slo(ttft_ms=200, tpot_ms=150), True),  # one token: no TPOT to miss
+        (record(ok=False), Slo(ttft_ms=1e9, tpot_ms=1e9), False),
     ],
 )
 def test_meets_needs_both_targets(rec, slo, expected):
@@ -30,7 +30,7 @@ def test_meets_needs_both_targets(rec, slo, expected):
 
 def test_attainment_and_goodput():
     records = [record(), record(ttft=5.0), record(ok=False, ttft=None), record(task="other")]
-    result = attainment(records, {"chat": Slo(200, 150)}, duration_s=2.0)
+    result = attainment(records, {"chat": Slo(ttft_ms=200, tpot_ms=150)}, duration_s=2.0)
     assert (result.requests, result.met, result.failed) == (4, 2, 1)
     assert result.share == 0.5
     assert result.goodput_rps == 1.0
@@ -66,7 +66,7 @@ def test_percentile_interpolates_like_numpy():
 
 def test_parse_slos_overrides_and_rejects_malformed():
     slos = parse_slos("chat=100/10, coding=50/5")
-    assert slos["chat"] == Slo(100, 10) and slos["coding"] == Slo(50, 5)
+    assert slos["chat"] == Slo(ttft_ms=100, tpot_ms=10) and slos["coding"] == Slo(ttft_ms=50, tpot_ms=5)
     assert "extraction" in slos
     with pytest.raises(ValueError, match="TASK=TTFT_MS/TPOT_MS"):
         parse_slos("chat=100")

@@ -8,7 +8,7 @@ from loadtests.slo import RequestRecord, Slo
 from loadtests.summary import load_records, run_summary
 
 PRICES = {"standard": Price(1.0, 2.0), "fast": Price(0.5, 1.0)}
-SLOS = {"chat": Slo(1000, 50), "coding": Slo(500, 50)}
+SLOS = {"chat": Slo(ttft_ms=1000, tpot_ms=50), "coding": Slo(ttft_ms=500, tpot_ms=50)}
 
 
 def record(task, variant, ttft=0.1, ok=True):

@@ -91,7 +91,7 @@ def test_a_refusal_is_a_discovery_failure(tmp_path: Path):
 
 
 def test_an_unreachable_api_server_is_a_discovery_failure():
-    from gateway.testing import free_port
+    from serving.ports import free_port
 
     settings = ApiSettings(f"http://127.0.0.1:{free_port()}", token_path=None, ca_path=None, timeout_s=1.0)
     with pytest.raises(DiscoveryFailed):

@@ -6,14 +6,15 @@ import math
 import signal
 import socket
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
 import uvicorn
 
 from gateway.api.app import create_app
+from gateway.api.http_limits import with_header_limit
 from gateway.config import load_config
-from gateway.http_limits import with_header_limit
 from gateway.logs import configure_logging
 from gateway.runtime import Gateway
 
@@ -38,18 +39,29 @@ class _Server(uvicorn.Server):
             self._captured_signals.remove(sig)
 
 
-def serve(config_path: str | Path, *, host: str | None = None, port: int | None = None,
-          log_level: str = "info", access_log: bool = True, on_ready: Callable[[], None] | None = None,
-          state_url: str | None = None) -> None:
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """What the command line overrides: where to listen (None: the config's ``server`` section),
+    logging, and Redis for shared state (None: the config's ``state`` section)."""
+
+    host: str | None = None
+    port: int | None = None
+    log_level: str = "info"
+    access_log: bool = True
+    state_url: str | None = None
+
+
+def serve(config_path: str | Path, options: ServeOptions = ServeOptions(),
+          on_ready: Callable[[], None] | None = None) -> None:
     """Blocks until SIGINT/SIGTERM; then stops accepting, drains in-flight requests for up to
     ``server.drain_timeout_s`` and returns. Raises ConfigError before binding if the file is invalid."""
     config = load_config(config_path)
-    configure_logging(log_level, access_log)
-    app = create_app(lambda: Gateway(config, config_path=str(config_path), state_url=state_url))
+    configure_logging(options.log_level, options.access_log)
+    app = create_app(lambda: Gateway(config, config_path=str(config_path), state_url=options.state_url))
     server_config = uvicorn.Config(
         app,
-        host=host or config.server.host,
-        port=config.server.port if port is None else port,
+        host=options.host or config.server.host,
+        port=config.server.port if options.port is None else options.port,
         loop="uvloop",
         http=with_header_limit(config.server.max_header_bytes),
         lifespan="on",
