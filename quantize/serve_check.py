@@ -19,9 +19,10 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from serving.errors import ReplicaFailed
 from serving.local_model import LocalModelPaths, default_cache_dir
 from serving.ports import free_port
-from serving.vllm_replica import ReplicaFailed, ReplicaSpec, running_replica
+from serving.vllm_replica import ReplicaSpec, running_replica
 
 REPO = Path(__file__).resolve().parents[1]
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"

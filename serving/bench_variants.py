@@ -23,11 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from serving.errors import ReplicaFailed
 from serving.launch import LaunchProfile, by_variant, load_profiles
 from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.local_model import LocalModelPaths, default_cache_dir
 from serving.ports import free_port
-from serving.vllm_replica import ReplicaFailed, running_replica
+from serving.vllm_replica import running_replica
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "vllm_cpu"))  # measure.py and its rawhttp

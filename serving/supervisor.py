@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
-from gateway.errors import DuetError
+from serving.errors import SupervisorError
 from serving.vllm_replica import health_status, log_tail, stop_group
 
 WATCH_INTERVAL_S = 0.2
@@ -35,10 +35,6 @@ class ReplicaState(enum.Enum):
     RESTARTING = "restarting"
     FAILED = "failed"
     STOPPED = "stopped"
-
-
-class SupervisorError(DuetError):
-    """A supervised replica failed for good, or did not get ready in time."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,13 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.errors import DuetError
+from serving.errors import ReplicaFailed
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-
-
-class ReplicaFailed(DuetError):
-    """A replica exited or never became healthy. The message ends with its log's last lines."""
 
 
 @dataclass(frozen=True, slots=True)

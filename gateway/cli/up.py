@@ -28,12 +28,12 @@ import yaml
 
 from gateway.config import parse_config
 from gateway.errors import ConfigError
+from serving.errors import SupervisorError
 from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
 from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.launch.local_config import LocalVariant, local_config, served_model_name
 from serving.local_model import LocalModelPaths, default_cache_dir
 from serving.ports import free_port
-from serving.errors import SupervisorError
 from serving.supervisor import ReplicaLaunch, ReplicaState, ReplicaStatus, Supervisor
 from serving.vllm_replica import replica_argv, replica_env
 

@@ -1,6 +1,7 @@
 """vLLM launch profiles as data (``profiles/*.yaml``) and what turns them into replicas."""
 
-from serving.launch.load import LaunchProfileError, by_variant, load_profile, load_profiles
+from serving.errors import LaunchProfileError
+from serving.launch.load import by_variant, load_profile, load_profiles
 from serving.launch.profile import LaunchProfile, ModelSource
 
 __all__ = ["LaunchProfile", "LaunchProfileError", "ModelSource", "by_variant", "load_profile", "load_profiles"]

@@ -20,15 +20,11 @@ from pydantic import (
     model_validator,
 )
 
-from gateway.errors import ConfigError
+from serving.errors import LaunchProfileError
 from serving.launch.profile import EngineValue, LaunchProfile, ModelSource, Resources
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 FlagName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
-
-
-class LaunchProfileError(ConfigError):
-    """A launch profile file is invalid, or a profile asked for does not exist."""
 
 
 class _Strict(BaseModel):

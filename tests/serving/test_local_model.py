@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from serving.errors import LocalModelError
 from serving.local_model import (
     GGUF_MEMBER,
     MARKER_NAME,
-    LocalModelError,
     LocalModelPaths,
     default_cache_dir,
     ensure_local_model,

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from serving.errors import SupervisorError
 from serving.ports import free_port
-from serving.supervisor import Backoff, ReplicaLaunch, ReplicaState, ReplicaStatus, Supervisor, SupervisorError
+from serving.supervisor import Backoff, ReplicaLaunch, ReplicaState, ReplicaStatus, Supervisor
 from serving.vllm_replica import group_alive, health_status
 
 QUICK = Backoff(initial_s=0.05, factor=2.0, max_s=0.2)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from serving.errors import ReplicaFailed
 from serving.ports import free_port
 from serving.vllm_replica import (
     NgramSpeculation,
-    ReplicaFailed,
     ReplicaSpec,
     group_alive,
     health_status,
