@@ -1,15 +1,36 @@
 """The shape of duet.yaml, as pydantic models. Every model forbids unknown keys, so a typo is an
-error naming its path rather than a silently ignored setting."""
+error naming its path rather than a silently ignored setting.
+
+A setting's default is written once, on the frozen type the running gateway holds
+(``gateway.config.types``, ``gateway.domain.SpeedPrior``, ``gateway.config.policy.TaskDefaults``);
+the sections here read it with ``default_of`` and add only the constraints a file must meet."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl
 
+from gateway.config.policy import TaskDefaults
+from gateway.config.types import AccessSettings, BreakerSettings, KubernetesDiscovery, ServerSettings, StateSettings
+from gateway.domain import SpeedPrior
+
+
+def default_of(settings: type, name: str) -> Any:
+    """The default the frozen dataclass ``settings`` gives its field ``name``. Read from the
+    fields, since a slots dataclass keeps no defaults as class attributes; a field without a
+    plain default is a TypeError at import, not a silently required key."""
+    for f in dataclasses.fields(settings):
+        if f.name == name and f.default is not dataclasses.MISSING:
+            return f.default
+    raise TypeError(f"{settings.__name__}.{name} has no default")
+
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # validate_default: the defaults come from the frozen types, so check them against the
+    # constraints here too (a type's default that a file could not hold is a bug).
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
 PositiveFloat = Annotated[float, Field(gt=0)]
@@ -18,41 +39,41 @@ Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=64)]
 
 
 class ServerSection(Strict):
-    host: str = "127.0.0.1"
-    port: Annotated[int, Field(ge=0, le=65535)] = 8000
-    max_body_bytes: PositiveInt = 4 * 1024 * 1024
+    host: str = default_of(ServerSettings, "host")
+    port: Annotated[int, Field(ge=0, le=65535)] = default_of(ServerSettings, "port")
+    max_body_bytes: PositiveInt = default_of(ServerSettings, "max_body_bytes")
     # The request line and headers together (uvicorn's httptools parser has no limit of its own).
-    max_header_bytes: PositiveInt = 32 * 1024
-    upstream_connect_timeout_s: PositiveFloat = 2.0
-    upstream_idle_timeout_s: PositiveFloat = 60.0
-    drain_timeout_s: PositiveFloat = 30.0
-    max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
+    max_header_bytes: PositiveInt = default_of(ServerSettings, "max_header_bytes")
+    upstream_connect_timeout_s: PositiveFloat = default_of(ServerSettings, "upstream_connect_timeout_s")
+    upstream_idle_timeout_s: PositiveFloat = default_of(ServerSettings, "upstream_idle_timeout_s")
+    drain_timeout_s: PositiveFloat = default_of(ServerSettings, "drain_timeout_s")
+    max_attempts: Annotated[int, Field(ge=1, le=10)] = default_of(ServerSettings, "max_attempts")
     # Admission control: requests held in the gateway when every replica is full, and how long
     # one without a budget may wait there before a 429.
-    max_queued: Annotated[int, Field(ge=0)] = 1024
-    max_queue_wait_s: PositiveFloat = 30.0
+    max_queued: Annotated[int, Field(ge=0)] = default_of(ServerSettings, "max_queued")
+    max_queue_wait_s: PositiveFloat = default_of(ServerSettings, "max_queue_wait_s")
 
 
 class BreakerSection(Strict):
-    failure_threshold: PositiveInt = 3
-    cooldown_s: PositiveFloat = 5.0
+    failure_threshold: PositiveInt = default_of(BreakerSettings, "failure_threshold")
+    cooldown_s: PositiveFloat = default_of(BreakerSettings, "cooldown_s")
 
 
 class StateSection(Strict):
-    health_interval_s: PositiveFloat = 1.0
-    scrape_interval_s: PositiveFloat = 1.0
-    stale_after_s: PositiveFloat = 5.0
-    timeout_s: PositiveFloat = 1.0
+    health_interval_s: PositiveFloat = default_of(StateSettings, "health_interval_s")
+    scrape_interval_s: PositiveFloat = default_of(StateSettings, "scrape_interval_s")
+    stale_after_s: PositiveFloat = default_of(StateSettings, "stale_after_s")
+    timeout_s: PositiveFloat = default_of(StateSettings, "timeout_s")
     breaker: BreakerSection = BreakerSection()
     # Where replica state, quotas and the usage ledger live: this process, or Redis shared by
     # every gateway (see gateway/state/redis_store.py).
-    store: Literal["memory", "redis"] = "memory"
-    redis_url: str = "redis://127.0.0.1:6379/0"
-    redis_prefix: str = "duet:"
-    redis_timeout_s: PositiveFloat = 0.25
-    refresh_s: PositiveFloat = 0.1
+    store: Literal["memory", "redis"] = default_of(StateSettings, "store")
+    redis_url: str = default_of(StateSettings, "redis_url")
+    redis_prefix: str = default_of(StateSettings, "redis_prefix")
+    redis_timeout_s: PositiveFloat = default_of(StateSettings, "redis_timeout_s")
+    refresh_s: PositiveFloat = default_of(StateSettings, "refresh_s")
     # What quotas do while Redis cannot answer: admit (open) or refuse with 429 (closed).
-    quota_failure: Literal["open", "closed"] = "open"
+    quota_failure: Literal["open", "closed"] = default_of(StateSettings, "quota_failure")
 
 
 class TierSection(Strict):
@@ -71,9 +92,9 @@ class AccessSection(Strict):
     # False is an open gateway; it must be said here, as the section's absence also means it.
     require_keys: bool
     # Key records for the memory store (relative to the config file); Redis keeps its own.
-    keys_file: str = "duet-keys.json"
+    keys_file: str = default_of(AccessSettings, "keys_file")
     # The environment variable holding the admin key; admin routes are off while it is unset.
-    admin_key_env: str = "DUET_ADMIN_KEY"
+    admin_key_env: str = default_of(AccessSettings, "admin_key_env")
     tiers: dict[Name, TierSection] = Field(default_factory=dict)
 
 
@@ -90,16 +111,16 @@ class SpeedSection(Strict):
 
     prefill_tokens_per_s: PositiveFloat
     decode_s_per_token: PositiveFloat
-    decode_slowdown_per_seq: NonNegative = 0.02
-    step_s_per_seq: NonNegative | None = None
-    kv_read_s_per_token: NonNegative = 0.0
-    frontend_s: NonNegative = 0.0
-    max_num_batched_tokens: PositiveInt = 8192
-    max_num_seqs: PositiveInt = 256
-    kv_cache_tokens: Annotated[int, Field(ge=0)] = 0
-    draft_tokens: Annotated[float, Field(ge=0, le=64)] = 0.0
-    draft_s_per_step: NonNegative = 0.0
-    draft_s_per_seq: NonNegative = 0.0
+    decode_slowdown_per_seq: NonNegative = default_of(SpeedPrior, "decode_slowdown_per_seq")
+    step_s_per_seq: NonNegative | None = default_of(SpeedPrior, "step_s_per_seq")
+    kv_read_s_per_token: NonNegative = default_of(SpeedPrior, "kv_read_s_per_token")
+    frontend_s: NonNegative = default_of(SpeedPrior, "frontend_s")
+    max_num_batched_tokens: PositiveInt = default_of(SpeedPrior, "max_num_batched_tokens")
+    max_num_seqs: PositiveInt = default_of(SpeedPrior, "max_num_seqs")
+    kv_cache_tokens: Annotated[int, Field(ge=0)] = default_of(SpeedPrior, "kv_cache_tokens")
+    draft_tokens: Annotated[float, Field(ge=0, le=64)] = default_of(SpeedPrior, "draft_tokens")
+    draft_s_per_step: NonNegative = default_of(SpeedPrior, "draft_s_per_step")
+    draft_s_per_seq: NonNegative = default_of(SpeedPrior, "draft_s_per_seq")
     tokens_per_step: dict[str, Annotated[float, Field(ge=1.0)]] = Field(default_factory=dict)
 
 
@@ -113,9 +134,9 @@ class KubernetesDiscoverySection(Strict):
 
     label_selector: Annotated[str, Field(min_length=1)]
     # None: the namespace the gateway's own pod runs in.
-    namespace: str | None = None
-    port: Annotated[int, Field(gt=0, le=65535)] = 8000
-    refresh_s: PositiveFloat = 5.0
+    namespace: str | None = default_of(KubernetesDiscovery, "namespace")
+    port: Annotated[int, Field(gt=0, le=65535)] = default_of(KubernetesDiscovery, "port")
+    refresh_s: PositiveFloat = default_of(KubernetesDiscovery, "refresh_s")
 
 
 class DiscoverySection(Strict):
@@ -152,7 +173,7 @@ class TaskSection(Strict):
     latency_ms: PositiveFloat | None = None
     tpot_ms: PositiveFloat | None = None
     expected_output_tokens: PositiveInt = 256
-    priority: Literal["interactive", "batch", "sheddable"] = "interactive"
+    priority: Literal["interactive", "batch", "sheddable"] = default_of(TaskDefaults, "priority")
 
 
 class InputTokensOver(Strict):

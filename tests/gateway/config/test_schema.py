@@ -1,0 +1,62 @@
+"""The schema's defaults are the frozen types' defaults: a config that sets nothing optional
+builds exactly the values the types give when constructed bare."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.config import parse_config
+from gateway.config.policy import TaskDefaults
+from gateway.config.schema import default_of
+from gateway.config.types import AccessSettings, KubernetesDiscovery, ServerSettings, StateSettings
+from gateway.domain import SpeedPrior
+
+# Only what the schema requires; every section that has optional settings is present, empty
+# where it may be.
+MINIMAL = """
+access: {require_keys: false}
+models:
+  m:
+    variants:
+      static:
+        kind: full
+        served_model_name: m-static
+        max_model_len: 1024
+        price: {input_per_mtok: 1, output_per_mtok: 2}
+        speed: {prefill_tokens_per_s: 1000, decode_s_per_token: 0.01}
+        replicas: [{url: "http://127.0.0.1:9"}]
+      found:
+        kind: quantized
+        served_model_name: m-found
+        max_model_len: 1024
+        price: {input_per_mtok: 1, output_per_mtok: 2}
+        speed: {prefill_tokens_per_s: 1000, decode_s_per_token: 0.01}
+        discovery: {kubernetes: {label_selector: "app=m"}}
+routing:
+  tasks: {chat: {}}
+  default_task: chat
+  plugins:
+    - {type: step-model, name: latency}
+    - {type: cheapest-within-budget, name: cheapest}
+  profiles:
+    default: {predictor: latency, objective: cheapest}
+"""
+
+
+def test_unset_settings_take_the_frozen_types_defaults() -> None:
+    config = parse_config(MINIMAL)
+    assert config.server == ServerSettings()
+    assert config.state == StateSettings()
+    assert config.access == AccessSettings(explicit=True)
+    for variant in config.models["m"].variants.values():
+        assert variant.speed == SpeedPrior(prefill_tokens_per_s=1000, decode_s_per_token=0.01)
+    assert config.discovery == (KubernetesDiscovery("m", "found", "app=m"),)
+    chat = config.policy.tasks["chat"]
+    assert chat == TaskDefaults(None, None, None, chat.expected_output_tokens)
+
+
+def test_default_of_refuses_a_field_without_a_plain_default() -> None:
+    with pytest.raises(TypeError, match="KubernetesDiscovery.model has no default"):
+        default_of(KubernetesDiscovery, "model")
+    with pytest.raises(TypeError, match="AccessSettings.tiers has no default"):
+        default_of(AccessSettings, "tiers")  # a default_factory, not a value to share
