@@ -281,9 +281,12 @@ class Replay:
                           event.output_tokens)
         run_now(self._director.finish(exchange, outcome))
         variant = attempt.variant
+        # The client's times count from arrival: a request that waited for a slot waited that long.
+        waited_s = (exchange.dispatched_at or exchange.received_at) - exchange.received_at
+        ttft_s = None if event.ttft_s is None else waited_s + event.ttft_s
         self._results.append(RequestResult(
             pending.arrival.at_s, exchange.plan.profile.task, "ok" if ok else "failed", variant.name,
-            event.prompt_tokens, event.output_tokens, event.ttft_s, event.e2e_s, attempt.prediction,
+            event.prompt_tokens, event.output_tokens, ttft_s, waited_s + event.e2e_s, attempt.prediction,
             exchange.plan.profile.budget, variant.price.cost_usd(event.prompt_tokens, event.output_tokens),
             pending.step_model, exchange.route,
         ))

@@ -68,3 +68,25 @@ def test_step_model_error_is_measured_under_every_policy():
     assert set(summary["step_model_mape"]) == {"standard", "fast"}
     assert all(m["e2e"] < 0.15 for m in summary["step_model_mape"].values())
     assert all(r.step_model is not None for r in results if r.status == "ok")
+
+
+def test_full_replicas_make_requests_wait_in_virtual_time_as_the_gateway_would():
+    """One slot per replica: a burst waits in the director's waiting room (in virtual time) and is
+    served as earlier requests finish, or refused with a 429 once its TTFT deadline passed; the
+    ones that waited count the wait in their TTFT."""
+    import dataclasses
+
+    from loadtests.traces import Arrival
+
+    cluster = parse_cluster("h100-70b:standard=1,fast=1")
+    config = policy_config(cluster, "least-loaded")
+    (model,) = config.models.values()
+    variants = {name: dataclasses.replace(v, speed=dataclasses.replace(v.speed, max_num_seqs=1))
+                for name, v in model.variants.items()}
+    config = dataclasses.replace(config, models={model.name: dataclasses.replace(model, variants=variants)})
+    results = Replay(config, cluster.profiles()).run([Arrival(1.0, "chat", 500, 64) for _ in range(6)])
+    served = sorted((r for r in results if r.status == "ok"), key=lambda r: r.ttft_s)
+    refused = [r for r in results if r.status != "ok"]
+    assert len(served) >= 3 and all(r.status == "rejected" and r.refusal_status == 429 for r in refused)
+    first_done = min(r.e2e_s for r in served[:2])
+    assert served[2].ttft_s > first_done  # the third started only after a slot freed
