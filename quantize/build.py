@@ -25,16 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gateway.errors import DuetError
+from quantize.errors import BuildError, RecipeError
 from quantize.marker import BuildMarker, content_hash, is_current, write_marker
-from quantize.recipe import Calibration, Recipe, RecipeError, load_recipe
+from quantize.recipe import Calibration, Recipe, load_recipe
 
 VERIFY_PROMPT = "The capital of France is"
 VERIFY_TOKENS = 8
-
-
-class BuildError(DuetError):
-    """The source model is unusable or the built checkpoint did not verify."""
 
 
 def check_source(model_dir: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from gateway.errors import DuetError
+from quantize.errors import RecipeError
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
 CALIBRATION_DIR = Path(__file__).resolve().parent / "calibration"
@@ -34,10 +34,6 @@ PRESET_SCHEMES = frozenset({
 })
 QUANT_TYPES = frozenset({"int", "float"})
 STRATEGIES = frozenset({"tensor", "channel", "group", "block", "token", "tensor_group"})
-
-
-class RecipeError(DuetError):
-    """A recipe name is unknown or a recipe file is invalid; the message names the path."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from quantize.evals.suite import SUITES, TASK_NAMES, SuiteError
-from quantize.parity.errors import ParityError
+from quantize.errors import ParityError, SuiteError
+from quantize.evals.suite import SUITES, TASK_NAMES
 from quantize.parity.gate import ParityOptions, ParityOutcome, run_parity
 from quantize.parity.policy import write_policy
 from quantize.parity.report import read_report

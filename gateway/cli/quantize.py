@@ -56,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def check_request(recipe: str, model: Path | None, out: Path | None, python: Path) -> BuildRequest:
     """Resolve defaults and refuse bad input with a message that says what to do."""
-    from quantize.recipe import RecipeError, load_recipe
+    from quantize.errors import RecipeError
+    from quantize.recipe import load_recipe
     from serving.local_model import LocalModelPaths, default_cache_dir
 
     try:

@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from quantize.errors import SuiteError
 from quantize.evals.agent import AgentTask
 from quantize.evals.chat import ChatTask
 from quantize.evals.coding import CodingTask
@@ -21,10 +22,6 @@ from quantize.evals.task import TaskType
 SUITES = ("default",)
 TASK_NAMES = ("chat", "coding", "extraction", "agent", "long-context", "reasoning")
 MAX_SAMPLES = 10_000
-
-
-class SuiteError(ValueError):
-    """A suite, task list or sample count that cannot be run; the message says why."""
 
 
 def task_types(sandbox: Sandbox | None = None) -> dict[str, TaskType]:

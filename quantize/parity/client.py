@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 
+from quantize.errors import ParityError
 from quantize.evals.items import EvalItem
-from quantize.parity.errors import ParityError
 
 
 @dataclass(frozen=True, slots=True)

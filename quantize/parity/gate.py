@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 
+from quantize.errors import ParityError
 from quantize.evals.suite import build_suite, task_types
 from quantize.parity.client import resolve_model
-from quantize.parity.errors import ParityError
 from quantize.parity.policy import PolicyChange, write_policy
 from quantize.parity.report import RunInfo, build_report, write_report
 from quantize.parity.run import RunSettings, run_suite

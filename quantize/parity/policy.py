@@ -26,7 +26,7 @@ import yaml
 
 from gateway.config.load import parse_config
 from gateway.errors import ConfigError
-from quantize.parity.errors import ParityError
+from quantize.errors import ParityError
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from quantize.evals.suite import SuiteError, build_suite
-from quantize.parity.errors import ParityError
+from quantize.errors import ParityError, SuiteError
+from quantize.evals.suite import build_suite
 from quantize.parity.gate import ParityOptions, check_options, run_parity
 from quantize.parity.run import RunSettings
 from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles

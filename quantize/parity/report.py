@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from quantize.errors import ParityError
 from quantize.evals.suite import Suite
 from quantize.parity.client import Endpoint
-from quantize.parity.errors import ParityError
 from quantize.parity.run import TaskRun
 from quantize.parity.stats import RESAMPLES, TaskStats, min_samples
 

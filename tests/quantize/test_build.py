@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from quantize.build import BuildError, check_source, replace_folder
+from quantize.build import check_source, replace_folder
+from quantize.errors import BuildError
 from quantize.marker import is_current, read_marker
 from quantize.recipe import load_recipe
 from serving.local_model import LocalModelPaths, default_cache_dir

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
+from quantize.errors import SuiteError
 from quantize.evals.agent import AgentTask
 from quantize.evals.chat import THRESHOLD, ChatTask, with_reference
 from quantize.evals.coding import CodingTask
@@ -20,7 +21,7 @@ from quantize.evals.items import ModelAnswer
 from quantize.evals.long_context import LongContextTask
 from quantize.evals.reasoning import ReasoningTask
 from quantize.evals.sandbox import Limits, Sandbox
-from quantize.evals.suite import TASK_NAMES, SuiteError, build_suite, task_types
+from quantize.evals.suite import TASK_NAMES, build_suite, task_types
 from serving.sim.tokens import count_tokens
 
 SAMPLES = {"coding": 12}  # coding verification runs a process per item

@@ -13,7 +13,7 @@ import yaml
 
 from gateway.cli import main as duet
 from gateway.config.load import load_config
-from quantize.parity.errors import ParityError
+from quantize.errors import ParityError
 from quantize.parity.policy import write_policy
 
 DEMO = Path(__file__).resolve().parents[2] / "deploy" / "config" / "demo.yaml"

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from quantize.calibration.generate import DEFAULT_FILE, MAKERS, PER_TASK, render
-from quantize.recipe import PRESET_SCHEMES, RecipeError, load_recipe, recipe_names
+from quantize.errors import RecipeError
+from quantize.recipe import PRESET_SCHEMES, load_recipe, recipe_names
 
 REPO = Path(__file__).resolve().parents[2]
 QUANTIZE_PYTHON = REPO / ".venv-quantize" / "bin" / "python"
