@@ -11,10 +11,12 @@ import shlex
 import sys
 from pathlib import Path
 
+from gateway.config import parse_config
+from gateway.errors import ConfigError
 from quantize.errors import ParityError, SuiteError
 from quantize.evals.suite import SUITES, TASK_NAMES
 from quantize.parity.gate import ParityOptions, ParityOutcome, run_parity
-from quantize.parity.policy import write_policy
+from quantize.parity.policy import PolicyTarget, write_policy
 from quantize.parity.report import read_report
 from quantize.parity.run import RunSettings
 
@@ -68,7 +70,25 @@ def _recorded(args: argparse.Namespace) -> ParityOutcome:
     if args.write_policy is None or args.variant is None:
         raise ParityError("--from-report needs --write-policy FILE and --variant NAME")
     report = read_report(args.from_report)
-    return ParityOutcome(report, [args.from_report], write_policy(args.write_policy, args.variant, report))
+    target = PolicyTarget(args.write_policy, args.variant, config_problem)
+    return ParityOutcome(report, [args.from_report], write_policy(target, report))
+
+
+def _policy_target(args: argparse.Namespace) -> PolicyTarget | None:
+    """Where --write-policy FILE --variant NAME records the verdicts; None without either."""
+    if (args.write_policy is None) != (args.variant is None):
+        raise ParityError("--write-policy and --variant go together")
+    return None if args.write_policy is None else PolicyTarget(args.write_policy, args.variant, config_problem)
+
+
+def config_problem(text: str, source: str) -> str | None:
+    """What the gateway would say about a config's text (``source`` names the file), or None when
+    it loads: the check quantize's policy writer runs before it replaces the file."""
+    try:
+        parse_config(text, source=source)
+    except ConfigError as exc:
+        return str(exc)
+    return None
 
 
 def _options(args: argparse.Namespace) -> ParityOptions:
@@ -87,7 +107,7 @@ def _options(args: argparse.Namespace) -> ParityOptions:
         standard_model=args.standard_model or args.model, candidate_model=args.candidate_model or args.model,
         suite=args.suite, samples=args.samples, tasks=tasks, tolerance=args.tolerance, seed=args.seed, out=args.out,
         settings=RunSettings(concurrency=args.concurrency, timeout_s=args.timeout, show_progress=not args.no_progress),
-        api_key=api_key, write_policy=args.write_policy, variant=args.variant,
+        api_key=api_key, policy=_policy_target(args),
         command="duet parity " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["parity"] else sys.argv[1:]))
 
 

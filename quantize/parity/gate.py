@@ -13,7 +13,7 @@ import httpx
 from quantize.errors import ParityError
 from quantize.evals.suite import build_suite, task_types
 from quantize.parity.client import resolve_model
-from quantize.parity.policy import PolicyChange, write_policy
+from quantize.parity.policy import PolicyChange, PolicyTarget, write_policy
 from quantize.parity.report import RunInfo, build_report, write_report
 from quantize.parity.run import RunSettings, run_suite
 from quantize.parity.stats import task_stats
@@ -33,8 +33,7 @@ class ParityOptions:
     out: Path = Path("runs/parity")
     settings: RunSettings = RunSettings()
     api_key: str | None = None
-    write_policy: Path | None = None
-    variant: str | None = None
+    policy: PolicyTarget | None = None  # --write-policy: where the verdicts are recorded
     command: str = "duet parity"
 
 
@@ -49,10 +48,8 @@ def check_options(options: ParityOptions) -> None:
     """Refuse bad input before any request is sent."""
     if not 0 < options.tolerance < 1:
         raise ParityError(f"--tolerance must be in (0, 1), got {options.tolerance}")
-    if (options.write_policy is None) != (options.variant is None):
-        raise ParityError("--write-policy and --variant go together")
-    if options.write_policy is not None and not options.write_policy.is_file():
-        raise ParityError(f"--write-policy {options.write_policy}: no such file")
+    if options.policy is not None and not options.policy.path.is_file():
+        raise ParityError(f"--write-policy {options.policy.path}: no such file")
     if options.settings.concurrency < 1 or options.settings.timeout_s <= 0:
         raise ParityError("--concurrency must be >= 1 and --timeout > 0")
 
@@ -73,7 +70,5 @@ async def run_parity(options: ParityOptions) -> ParityOutcome:
     info = RunInfo(standard, candidate, suite, options.tolerance, options.command, time.perf_counter() - started)
     report = build_report(stats, info)
     files = write_report(report, runs, options.out)
-    policy = None
-    if options.write_policy is not None and options.variant is not None:
-        policy = write_policy(options.write_policy, options.variant, report)
+    policy = None if options.policy is None else write_policy(options.policy, report)
     return ParityOutcome(report, files, policy)

@@ -10,6 +10,8 @@ A variant written in flow style (``fast: {kind: ...}``) cannot be edited that wa
 then rewritten from its parsed form (comments are lost, and the result says so). Either way the
 new text must load as a valid config and differ from the old one in those two keys only before
 it replaces the file (atomically: the gateway's reload watcher never sees half a file).
+Whether it loads is the caller's check (``PolicyTarget.check``): the command shell passes the
+gateway's own, so quantize never imports the gateway.
 """
 
 from __future__ import annotations
@@ -18,15 +20,27 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gateway.config.load import parse_config
-from gateway.errors import ConfigError
 from quantize.errors import ParityError
+
+# (config text, file name for messages) -> what is wrong with it as a duet.yaml, or None when it loads
+ConfigCheck = Callable[[str, str], str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyTarget:
+    """Where verdicts are recorded: the duet.yaml at ``path``, its variant ``variant`` (or
+    ``model/variant``), and the check the edited text must pass before it replaces the file."""
+
+    path: Path
+    variant: str
+    check: ConfigCheck
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +53,12 @@ class PolicyChange:
     rewritten: bool  # True: the whole file was re-dumped (comments lost)
 
 
-def write_policy(path: Path, variant_ref: str, report: dict[str, Any]) -> PolicyChange:
-    """Record ``report``'s verdicts for ``variant_ref`` (``variant`` or ``model/variant``) in ``path``."""
+def write_policy(target: PolicyTarget, report: dict[str, Any]) -> PolicyChange:
+    """Record ``report``'s verdicts for the target's variant in the target's file."""
+    path = target.path
     text = _read(path)
     raw = yaml.safe_load(text)
-    model, variant = _find_variant(raw, variant_ref)
+    model, variant = _find_variant(raw, target.variant)
     spec = raw["models"][model]["variants"][variant]
     tasks = list(raw.get("routing", {}).get("tasks", {}))
     current = set(tasks) if spec.get("allowed_tasks", "all") == "all" else set(spec["allowed_tasks"])
@@ -54,7 +69,7 @@ def write_policy(path: Path, variant_ref: str, report: dict[str, Any]) -> Policy
         new_text, rewritten = _edited(text, ["models", model, "variants", variant], allowed, source), False
     except _NotBlockStyle:
         new_text, rewritten = _rewritten(raw, model, variant, allowed, source), True
-    _check(text, new_text, model, variant, path)
+    _check(text, new_text, model, variant, target)
     _replace(path, new_text)
     skipped = tuple(t for t in verdicts if t not in tasks)
     return PolicyChange(model, variant, allowed, source, skipped, rewritten)
@@ -167,11 +182,11 @@ def _rewritten(raw: dict[str, Any], model: str, variant: str, allowed: tuple[str
     return str(yaml.safe_dump(raw, sort_keys=False))
 
 
-def _check(old: str, new: str, model: str, variant: str, path: Path) -> None:
-    try:
-        parse_config(new, source=str(path))
-    except ConfigError as exc:
-        raise ParityError(f"--write-policy {path}: the result would not be a valid config: {exc}") from exc
+def _check(old: str, new: str, model: str, variant: str, target: PolicyTarget) -> None:
+    path = target.path
+    problem = target.check(new, str(path))
+    if problem is not None:
+        raise ParityError(f"--write-policy {path}: the result would not be a valid config: {problem}")
     before, after = yaml.safe_load(old), yaml.safe_load(new)
     for raw in (before, after):
         spec = raw["models"][model]["variants"][variant]

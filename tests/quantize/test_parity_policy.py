@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from gateway.cli import main as duet
+from gateway.cli.parity import config_problem
 from gateway.config.load import load_config
 from quantize.errors import ParityError
-from quantize.parity.policy import write_policy
+from quantize.parity.policy import PolicyTarget, write_policy
 
 DEMO = Path(__file__).resolve().parents[2] / "deploy" / "config" / "demo.yaml"
 SHA = "ab" * 32
@@ -32,6 +33,11 @@ def config(tmp_path: Path) -> Path:
     return path
 
 
+def target(config: Path, variant: str = "fast") -> PolicyTarget:
+    """The gateway's own check, as duet parity passes it."""
+    return PolicyTarget(config, variant, config_problem)
+
+
 def changed_lines(before: str, after: str) -> list[str]:
     return [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
             if line[:1] in "+-" and not line.startswith(("+++", "---"))]
@@ -39,7 +45,7 @@ def changed_lines(before: str, after: str) -> list[str]:
 
 def test_verdicts_become_allowed_tasks_and_only_those_lines_change(config: Path) -> None:
     before = config.read_text()
-    change = write_policy(config, "fast", report(chat="allowed", coding="not allowed", agent="allowed",
+    change = write_policy(target(config, "fast"), report(chat="allowed", coding="not allowed", agent="allowed",
                                                   extraction="allowed", long_context="not allowed", reasoning="allowed"))
     assert change.allowed == ("chat", "agent", "extraction", "reasoning") and not change.rewritten
     after = config.read_text()
@@ -54,31 +60,31 @@ def test_verdicts_become_allowed_tasks_and_only_those_lines_change(config: Path)
 
 
 def test_tasks_not_evaluated_keep_their_status(config: Path) -> None:
-    change = write_policy(config, "smollm2/fast", report(coding="not allowed", reasoning="allowed"))
+    change = write_policy(target(config, "smollm2/fast"), report(coding="not allowed", reasoning="allowed"))
     assert change.allowed == ("chat", "agent", "extraction", "reasoning")
     # standard has no allowed_tasks ("all"): everything but what failed stays allowed.
-    change = write_policy(config, "standard", report(long_context="not allowed"))
+    change = write_policy(target(config, "standard"), report(long_context="not allowed"))
     assert change.allowed == ("chat", "coding", "agent", "extraction", "reasoning")
     raw = yaml.safe_load(config.read_text())["models"]["smollm2"]["variants"]["standard"]
     assert raw["allowed_tasks_source"].endswith(SHA)
 
 
 def test_a_second_write_replaces_the_source_line(config: Path) -> None:
-    write_policy(config, "fast", report(coding="allowed"))
+    write_policy(target(config, "fast"), report(coding="allowed"))
     first = config.read_text()
-    write_policy(config, "fast", {**report(coding="not allowed"), "report_sha256": "cd" * 32})
+    write_policy(target(config, "fast"), {**report(coding="not allowed"), "report_sha256": "cd" * 32})
     assert len(changed_lines(first, config.read_text())) == 4
     assert config.read_text().count("allowed_tasks_source") == 1
 
 
 def test_task_types_the_config_does_not_define_are_skipped(config: Path) -> None:
-    assert write_policy(config, "fast", report(poetry="allowed")).skipped == ("poetry",)
+    assert write_policy(target(config, "fast"), report(poetry="allowed")).skipped == ("poetry",)
 
 
 def test_flow_style_variant_is_rewritten_and_says_so(config: Path) -> None:
     raw = yaml.safe_load(config.read_text())
     config.write_text(yaml.safe_dump(raw, default_flow_style=True))
-    change = write_policy(config, "fast", report(coding="not allowed"))
+    change = write_policy(target(config, "fast"), report(coding="not allowed"))
     assert change.rewritten and "coding" not in change.allowed
     assert duet(["check", str(config)]) == 0
 
@@ -87,10 +93,34 @@ def test_flow_style_variant_is_rewritten_and_says_so(config: Path) -> None:
 def test_unknown_variant_is_refused_and_the_file_untouched(config: Path, variant: str, message: str) -> None:
     before = config.read_text()
     with pytest.raises(ParityError, match=message):
-        write_policy(config, variant, report(coding="allowed"))
+        write_policy(target(config, variant), report(coding="allowed"))
     assert config.read_text() == before
 
 
 def test_an_unreadable_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ParityError, match="cannot read"):
-        write_policy(tmp_path / "missing.yaml", "fast", report(coding="allowed"))
+        write_policy(target(tmp_path / "missing.yaml", "fast"), report(coding="allowed"))
+
+
+def test_a_result_the_check_refuses_is_not_written(config: Path) -> None:
+    raw = yaml.safe_load(config.read_text())
+    raw["routing"]["surprise"] = 1  # invalid before the edit, so after it too
+    config.write_text(yaml.safe_dump(raw, sort_keys=False))
+    before = config.read_text()
+    with pytest.raises(ParityError, match=r"would not be a valid config: .*routing.surprise.*unknown key"):
+        write_policy(target(config), report(coding="allowed"))
+    assert config.read_text() == before
+
+
+def test_the_check_is_the_callers(config: Path) -> None:
+    seen: list[tuple[str, str]] = []
+    before = config.read_text()
+
+    def refuse(text: str, source: str) -> str:
+        seen.append((text, source))
+        return "models.smollm2: no"
+
+    with pytest.raises(ParityError, match="models.smollm2: no"):
+        write_policy(PolicyTarget(config, "fast", refuse), report(coding="allowed"))
+    assert seen and seen[0][1] == str(config) and "allowed_tasks_source" in seen[0][0]
+    assert config.read_text() == before
