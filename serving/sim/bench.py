@@ -202,7 +202,7 @@ def fidelity() -> tuple[str, list[Point]]:
         return "ARCHITECTURE.md figures (measurements.json not captured yet)", reference_points(profiles)
     loads = [*measurements.get("load_avg_start", [])[:1], *measurements.get("load_avg_end", [])[:1]]
     during = f", measured at 1-min load average {' -> '.join(f'{x:.1f}' for x in loads)} on 2 cores" if loads else ""
-    source = f"tests/fixtures/vllm_cpu/measurements.json (vLLM {measurements.get('vllm_version')}{during})"
+    source = f"serving/sim/vllm_cpu_measurements.json (vLLM {measurements.get('vllm_version')}{during})"
     return source, compare(measurements, profiles)
 
 

