@@ -39,7 +39,7 @@ test-slow: $(STAMP) redis-server vllm-env local-model
 	$(BIN)/pytest -q -m slow
 
 bench-sim: $(STAMP)
-	$(BIN)/python -m serving.sim.bench
+	$(BIN)/python -m loadtests.sim_bench
 
 bench-router: $(STAMP)
 	$(BIN)/python -m loadtests.router_bench

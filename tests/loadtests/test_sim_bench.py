@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from serving.sim.bench import ReplaySpeed, StreamLoad, render, replay_speed, write_docs
+from loadtests.sim_bench import ReplaySpeed, StreamLoad, render, replay_speed, write_docs
 from serving.sim.fidelity import Point
 
 

