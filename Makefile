@@ -109,7 +109,7 @@ local-model: $(VLLM_STAMP)
 # "Real variants" section of docs/benchmarks.md. 5-15 minutes per variant on this 2-core AVX2 machine.
 .PHONY: bench-variants
 bench-variants: $(STAMP) vllm-env local-model checkpoints
-	$(BIN)/python -m serving.bench_variants $(ARGS)
+	$(BIN)/python -m loadtests.variants_bench $(ARGS)
 # ---- end vLLM replica environment ----
 
 # ---- quantize (issue #7): the high-speed variants' checkpoints, built with llmcompressor ----------

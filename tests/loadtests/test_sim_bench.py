@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loadtests.sim_bench import ReplaySpeed, StreamLoad, render, replay_speed, write_docs
+from loadtests.sim_bench import DOCS, END, START, ReplaySpeed, StreamLoad, render, replay_speed, write_docs
 from serving.sim.fidelity import Point
 
 
@@ -39,3 +39,8 @@ def test_docs_section_is_replaced_and_others_kept(tmp_path: Path) -> None:
 def test_replay_workload_finishes_every_request() -> None:
     speed = replay_speed(requests=2000)  # how fast is printed by make bench-sim, not asserted
     assert speed.finished == 2000 and speed.virtual_s > 0 and speed.cpu_s > 0
+
+
+def test_the_committed_docs_have_the_section_to_replace() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    assert text.count(START) == 1 and text.count(END) == 1  # else a rerun would append a second one

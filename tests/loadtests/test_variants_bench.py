@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from serving.bench_variants import END, HEADING, START, docs_section, table, with_speedups, write_docs
+from loadtests.variants_bench import DOCS, END, HEADING, START, docs_section, table, with_speedups, write_docs
 
 
 def result(variant: str, open1: float, copy1: float, accepted: float | None = None) -> dict[str, object]:
@@ -39,3 +39,8 @@ def test_the_docs_section_is_appended_once_then_replaced(tmp_path: Path) -> None
     assert text.count(HEADING) == 1 and text.count(START) == 1 and text.count(END) == 1
     assert "Measured later" in text and "Measured d " not in text
     assert "## Other\n\nkept\n" in text
+
+
+def test_the_committed_docs_have_the_section_to_replace() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    assert text.count(START) == 1 and text.count(END) == 1  # else a rerun would append a second one

@@ -6,7 +6,7 @@ at 1 and 8 concurrent streams on an open chat prompt, and at 1 stream on a copy-
 prompt, each with vLLM's speculative-decoding counters (acceptance rate, mean tokens per step). 128 forced output
 tokens per request (``min_tokens`` + ``ignore_eos``), medians over ``--repeats``.
 
-The request set and its helpers are tests/fixtures/vllm_cpu/measure.py's (the simulator's
+The request set and its helpers are loadtests/vllm_cpu/measure.py's (the simulator's
 calibration run), so the two measure the same thing. Output: a table and one JSON line on stdout,
 ``runs/bench-variants/results.json``, and the "Real variants" section of docs/benchmarks.md.
 """
@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from loadtests.vllm_cpu import measure
 from serving.errors import ReplicaFailed
 from serving.launch import LaunchProfile, by_variant, load_profiles
 from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
@@ -31,13 +32,10 @@ from serving.ports import free_port
 from serving.vllm_replica import running_replica
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "fixtures" / "vllm_cpu"))  # measure.py and its rawhttp
-import measure  # noqa: E402
-
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 DOCS = REPO / "docs" / "benchmarks.md"
 HEADING = "## Real variants (make bench-variants)"
-START = "<!-- bench-variants:start (written by serving/bench_variants.py) -->"
+START = "<!-- bench-variants:start (written by loadtests/variants_bench.py) -->"
 END = "<!-- bench-variants:end -->"
 DEFAULT_VARIANTS = ("standard", "fast-int4", "fast-spec", "fast-int8", "fast-bnb4")
 TTFT_PROMPT_TOKENS = (128, 512)
@@ -186,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     wait_quiet(args.wait_quiet_s)
     load_start = os.getloadavg()[0]
-    command = " ".join(["python -m serving.bench_variants", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join(["python -m loadtests.variants_bench", *(argv if argv is not None else sys.argv[1:])])
     results = []
     for profile in profiles:
         print(f"measuring {profile.variant} ({profile.name}) ...", flush=True)
