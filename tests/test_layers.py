@@ -1,0 +1,120 @@
+"""The packages' dependencies point one way (docs/architecture.md). Every import of the project's
+own modules, module-level or inside a function, is read from the source and checked against the
+intended direction; an import against it fails here with the file and line."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = ("gateway", "serving", "quantize", "loadtests")
+# The command shell composes the packages (it starts servers, replicas, quantization, parity runs
+# and load tests); deploy rendering reads the launch profiles. Nothing else crosses packages.
+COMMAND_SHELL = ("gateway.cli", "gateway.deploy")
+
+
+def _imports(package: str) -> Iterator[tuple[str, str, int]]:
+    """(importing module, imported module, line) for every project import under ``package``."""
+    for path in sorted((ROOT / package).rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name.split(".")[0] in PROJECT:
+                    yield module, name, node.lineno
+
+
+def _within(module: str, *prefixes: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def _violations(package: str, allowed: object) -> list[str]:
+    return [f"{src} imports {dst} (line {line})" for src, dst, line in _imports(package)
+            if not allowed(src, dst)]  # type: ignore[operator]
+
+
+def test_domain_imports_nothing_of_the_project():
+    assert [f"{dst} (line {line})" for src, dst, line in _imports("gateway") if src == "gateway.domain"] == []
+
+
+def test_routing_imports_only_the_domain():
+    assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.routing")
+                                   or _within(dst, "gateway.domain", "gateway.routing"))] == []
+
+
+def test_replica_state_imports_only_the_domain():
+    assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.state")
+                                   or _within(dst, "gateway.domain", "gateway.state"))] == []
+
+
+def test_nothing_but_the_command_shell_reaches_into_the_http_layer():
+    assert _violations("gateway", lambda src, dst: not _within(dst, "gateway.api")
+                       or _within(src, "gateway.api", *COMMAND_SHELL)) == []
+
+
+def test_the_flow_layer_never_imports_the_http_layer_or_the_runtime():
+    assert _violations("gateway", lambda src, dst: not _within(src, "gateway.flow")
+                       or not _within(dst, "gateway.api", "gateway.runtime", "gateway.cli")) == []
+
+
+def test_the_gateway_uses_other_packages_only_from_its_command_shell():
+    assert _violations("gateway", lambda src, dst: _within(dst, "gateway") or _within(src, *COMMAND_SHELL)) == []
+
+
+@pytest.mark.parametrize("package", ["serving", "quantize"])
+def test_serving_and_quantize_import_no_gateway(package):
+    assert _violations(package, lambda src, dst: not _within(dst, "gateway")) == []
+
+
+def test_load_tests_use_only_the_flow_layers_public_names_and_plugin_names():
+    assert _violations("loadtests", lambda src, dst: not _within(dst, "gateway")
+                       or dst in ("gateway.flow", "gateway.routing.registry")) == []
+
+
+def test_no_package_imports_the_load_tests_but_the_command_shell():
+    offenders = [v for package in ("gateway", "serving", "quantize") for v in _violations(
+        package, lambda src, dst: not _within(dst, "loadtests") or _within(src, *COMMAND_SHELL))]
+    assert offenders == []
+
+
+def _reads_tests(tree: ast.AST) -> Iterator[int]:
+    """Lines that build a path into tests/: ``... / "tests"``, or a "tests/..." string in code
+    (docstrings, which only point there, excepted)."""
+    docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant) \
+                and node.right.value == "tests":
+            yield node.lineno
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("tests/") \
+                and id(node) not in docstrings:
+            yield node.lineno
+
+
+def test_runtime_code_never_reads_the_tests_folder():
+    offenders = [f"{path.relative_to(ROOT)}:{line}" for package in PROJECT
+                 for path in sorted((ROOT / package).rglob("*.py")) for line in _reads_tests(ast.parse(path.read_text()))]
+    assert offenders == []
+
+
+def test_no_gateway_function_takes_more_than_six_parameters():
+    """A function asking for more is asking for the object they belong to (self and cls not counted)."""
+    offenders = []
+    for path in sorted((ROOT / "gateway").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+                count = len(names) + (args.vararg is not None) + (args.kwarg is not None)
+                count -= bool(names) and names[0] in ("self", "cls")
+                if count > 6:
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({count})")
+    assert offenders == []
