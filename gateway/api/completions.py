@@ -119,9 +119,11 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
         try:
             await _respond(gateway, exchange, answer, receive, send, reply)
         finally:
-            # Whatever cut the response short (a send failing, cancellation): the request still ends.
-            await director.finish(exchange, Outcome(answer.replica.id, False, 499, None,
-                                                    time.perf_counter() - answer.started_at, 0, 0))
+            if exchange.outcome is None:  # cut short before the relay ended it (a send failed, cancellation)
+                if answer.splitter is not None:
+                    answer.response.close()  # a stream the relay never took over (a whole body was released)
+                await director.finish(exchange, Outcome(answer.replica.id, False, 499, None,
+                                                        time.perf_counter() - answer.started_at, 0, 0))
     finally:
         gateway.access.release(grant)  # the key's concurrency slot, however the request ended
 

@@ -38,7 +38,7 @@ class BacklogKeeper:
             attempt.prefilled = True
             self._backlog.done(attempt.replica.id, exchange.plan.profile.input_tokens)
 
-    async def attempt_ended(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
+    def attempt_ended(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
         self.first_token(exchange, attempt)  # prefilled or failed: either way it left the queue
 
 
@@ -54,7 +54,7 @@ class DecodeKeeper:
             exchange.claim = decode_claim(exchange.plan)
         attempt.decode_ticket = self._decodes.claim(attempt.replica.id, exchange.claim)
 
-    async def attempt_ended(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
+    def attempt_ended(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
         if attempt.decode_ticket is not None:
             attempt.stalled_ms = self._decodes.done(attempt.replica.id, attempt.decode_ticket)
             attempt.decode_ticket = None
@@ -78,7 +78,7 @@ class WakeKeeper:
     def __init__(self, waiting: Waiting) -> None:
         self._waiting = waiting
 
-    async def done(self, exchange: Exchange, outcome: Outcome) -> None:
+    def done(self, exchange: Exchange, outcome: Outcome) -> None:
         self._waiting.wake()
 
 
@@ -111,7 +111,7 @@ class TelemetryKeeper:
             profile = exchange.plan.profile
             self._telemetry.requests_by(profile.model, "none", profile.task, str(error.status)).inc()
 
-    async def done(self, exchange: Exchange, outcome: Outcome) -> None:
+    def done(self, exchange: Exchange, outcome: Outcome) -> None:
         assert exchange.attempt is not None
         telemetry, profile = self._telemetry, exchange.plan.profile
         model, variant = profile.model, exchange.attempt.variant

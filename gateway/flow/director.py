@@ -9,6 +9,7 @@ engines in virtual time), the clock and the waiting room.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -95,7 +96,11 @@ class Director:
         planned again at each wake-up) while every replica is full. Raises the client's error when
         no replica can serve it, or RateLimited when it is shed or its deadline passes."""
         try:
-            await self._admit(exchange)
+            started = self._clock()
+            wait_limit = exchange.plan.profile.budget.deadline_s(self._active().config.server.max_queue_wait_s)
+            while (ruling := self.assess(exchange)).action is not Action.FORWARD:
+                await self._wait(exchange, ruling, wait_limit - (self._clock() - started), wait_limit)
+                self.replan(exchange)
         except RequestError as error:
             self.refused(exchange, error)
             raise
@@ -115,9 +120,11 @@ class Director:
             attempt = self._start_attempt(exchange, replica)
             try:
                 answer = await transport.attempt(replica)
-            except BaseException:
-                # Cancelled before the replica answered (the client left, or shutdown).
-                await self._end_attempt(exchange, attempt, Outcome(replica.id, False, 499, None, 0.0, 0, 0))
+            except BaseException as exc:
+                # Cancelled before the replica answered (the client left, or shutdown: 499, not the
+                # replica's fault), or the transport broke: the attempt still ends in the ledgers.
+                status = 499 if isinstance(exc, asyncio.CancelledError) else 500
+                await self._end_attempt(exchange, attempt, Outcome(replica.id, False, status, None, 0.0, 0, 0))
                 raise
             if isinstance(answer, AttemptFailure):
                 failures.append(answer)
@@ -146,7 +153,8 @@ class Director:
         exchange.outcome = outcome
         await self._end_attempt(exchange, attempt, outcome)
         for hook in self._hooks.done:
-            await hook(exchange, outcome)
+            if (pending := hook(exchange, outcome)) is not None:
+                await pending
 
     def refused(self, exchange: Exchange | None, error: RequestError) -> None:
         """The request ended without an answer from a replica."""
@@ -159,24 +167,15 @@ class Director:
                     self._ledgers.decodes.least_slack)
         return plan_request(active.config, active.counters, inbound, view, explain=explain)
 
-    async def _admit(self, exchange: Exchange) -> None:
-        started = self._clock()
+    async def _wait(self, exchange: Exchange, ruling: Ruling, remaining_s: float, limit_s: float) -> None:
+        """Wait in the waiting room for a slot, or raise why the request cannot wait."""
         profile = exchange.plan.profile
-        wait_limit = profile.budget.deadline_s(self._active().config.server.max_queue_wait_s)
-        while True:
-            ruling = self.assess(exchange)
-            if ruling.action is Action.FORWARD:
-                return
-            profile = exchange.plan.profile
-            if ruling.action is Action.SHED:
-                raise RateLimited(f"Request shed ({ruling.reason}) for priority '{profile.priority.value}'.",
-                                  retry_after_s=1.0)
-            remaining = wait_limit - (self._clock() - started)
-            if remaining <= 0:
-                raise RateLimited(f"No replica could start this request within its deadline ({wait_limit:.1f} s); "
-                                  "retry later.", retry_after_s=max(1.0, wait_limit))
-            await self._waiting.wait(profile.priority.rank, min(remaining, RECHECK_S))
-            self.replan(exchange)
+        if ruling.action is Action.SHED:
+            raise RateLimited(f"Request shed ({ruling.reason}) for priority '{profile.priority.value}'.", retry_after_s=1.0)
+        if remaining_s <= 0:
+            raise RateLimited(f"No replica could start this request within its deadline ({limit_s:.1f} s); "
+                              "retry later.", retry_after_s=max(1.0, limit_s))
+        await self._waiting.wait(profile.priority.rank, min(remaining_s, RECHECK_S))
 
     def _start_attempt(self, exchange: Exchange, replica: Replica) -> Attempt:
         plan = exchange.plan
@@ -191,7 +190,8 @@ class Director:
 
     async def _end_attempt(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
         for hook in self._hooks.attempt_ended:
-            await hook(exchange, attempt, outcome)
+            if (pending := hook(exchange, attempt, outcome)) is not None:
+                await pending
 
     def _admission_limits(self) -> AdmissionLimits:
         """Slots per variant of the running config (rebuilt when the config changes)."""

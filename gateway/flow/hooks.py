@@ -11,8 +11,11 @@ ResponseStreaming, ResponseComplete). The director fires them; bookkeeping subsc
   None when it was refused before it could be planned).
 
 Subscribers are plain callables in lists, called in order: the hot path pays one call per
-subscriber that cares about an event, nothing for those that do not. Order matters where one
-subscriber reads what an earlier one noted (the decode ledger's stall before the latency learner).
+subscriber that cares about an event, nothing for those that do not. A subscriber to
+``attempt_ended`` or ``done`` may be a coroutine function (it needs I/O: the Redis store, quota
+settlement) or a plain one (returns None): the director awaits only what returns an awaitable, so
+bookkeeping that never waits costs no coroutine per request. Order matters where one subscriber
+reads what an earlier one noted (the decode ledger's stall before the latency learner).
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from gateway.errors import RequestError
 from gateway.flow.exchange import Attempt, Exchange
 
 OnAttempt = Callable[[Exchange, Attempt], None]
-OnAttemptEnded = Callable[[Exchange, Attempt, Outcome], Awaitable[None]]
-OnDone = Callable[[Exchange, Outcome], Awaitable[None]]
+OnAttemptEnded = Callable[[Exchange, Attempt, Outcome], Awaitable[None] | None]
+OnDone = Callable[[Exchange, Outcome], Awaitable[None] | None]
 OnRefused = Callable[[Exchange | None, RequestError], None]
 
 

@@ -98,6 +98,21 @@ def test_admin_routes_need_the_admin_key_and_the_admin_key_is_not_an_api_key(key
     assert post(gateway, BODY, auth(user_key)).status_code == 200
 
 
+def test_the_dry_run_needs_a_key_and_plans_for_that_keys_tier(keyed):
+    """The dry run goes through the same lifecycle as the proxy: the key is checked, and a tier
+    held to batch plans as batch."""
+    gateway, _, _ = keyed
+    url = gateway.url + "/v1/duet/route"
+    assert httpx.post(url, json=BODY, timeout=10).status_code == 401
+    assert httpx.post(url, json=BODY, headers=auth("sk-duet-unknown"), timeout=10).status_code == 401
+    basic, _ = make_key(gateway)
+    batch, _ = make_key(gateway, "batch")
+    planned = httpx.post(url, json=BODY, headers=auth(basic), timeout=10)
+    assert planned.status_code == 200 and planned.json()["request"]["priority"] == "interactive"
+    held = httpx.post(url, json=BODY, headers={**auth(batch), "x-duet-priority": "interactive"}, timeout=10)
+    assert held.status_code == 200 and held.json()["request"]["priority"] == "batch"
+
+
 def test_admin_routes_are_off_without_an_admin_key_even_on_an_open_gateway(tmp_path):
     with gateway_over_recorders(tmp_path, env={"DUET_ADMIN_KEY": ""}) as (gateway, _):
         reply = httpx.post(gateway.url + "/admin/reload", headers=auth("anything"), timeout=10)
