@@ -4,11 +4,18 @@ The shipped traces are the Azure LLM inference trace 2023 (code and conversation
 ``loadtests/traces/`` so a clean clone can replay them. CC-BY 4.0; attribution (required): Patel
 et al., "Splitwise: Efficient generative LLM inference using phase splitting", ISCA 2024 — see
 ``loadtests/traces/README.md``.
+
+Any other trace is read from a file: a CSV with the Azure columns (``TIMESTAMP``,
+``ContextTokens``, ``GeneratedTokens``) or JSONL with the Mooncake FAST'25 fields (``timestamp``
+in ms, ``input_length``, ``output_length``; Apache-2.0, Qin et al., "Mooncake: Trading More
+Storage for Less Computation", FAST 2025). What cannot be read raises ``TraceError`` naming the
+file and line.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +26,8 @@ TRACE_DIR = Path(__file__).resolve().parent / "traces"
 TRACE_FILES: Mapping[str, str] = {"code": "azure_llm_2023_code.csv", "conv": "azure_llm_2023_conv.csv"}
 # Which task type each shipped trace stands for (its requests carry that x-duet-task).
 TRACE_TASKS: Mapping[str, str] = {"code": "coding", "conv": "chat"}
+# The task a trace file's requests carry when its spec does not name one (``TASK=PATH``).
+DEFAULT_FILE_TASK = "chat"
 ATTRIBUTION = (
     "Azure LLM inference trace 2023 (CC-BY 4.0): Patel et al., \"Splitwise: Efficient generative LLM "
     "inference using phase splitting\", ISCA 2024."
@@ -72,15 +81,69 @@ def _parse_time(text: str) -> float:
     return datetime.fromisoformat(f"{head}.{(frac + '000000')[:6]}").timestamp()
 
 
+class TraceError(ValueError):
+    """A trace that cannot be read: the message names the file (and line) and what is wrong."""
+
+
 def load_trace(name_or_path: str) -> Trace:
-    """A shipped trace by name (``code``, ``conv``) or any CSV with the Azure columns."""
-    path = TRACE_DIR / TRACE_FILES[name_or_path] if name_or_path in TRACE_FILES else Path(name_or_path)
-    with path.open(newline="") as handle:
-        rows = [(_parse_time(r["TIMESTAMP"]), int(r["ContextTokens"]), int(r["GeneratedTokens"])) for r in csv.DictReader(handle)]
+    """A shipped trace by name (``code``, ``conv``), or a ``.csv`` (Azure columns) or ``.jsonl``
+    (Mooncake fields) file."""
+    if name_or_path in TRACE_FILES:
+        return Trace(name_or_path, _requests(_read_csv(TRACE_DIR / TRACE_FILES[name_or_path])))
+    path = Path(name_or_path)
+    readers = {".csv": _read_csv, ".jsonl": _read_jsonl}
+    reader = readers.get(path.suffix.lower())
+    if reader is None:
+        shipped = ", ".join(TRACE_FILES)
+        raise TraceError(f"trace '{name_or_path}': not a shipped trace ({shipped}) nor a .csv or .jsonl file")
+    if not path.is_file():
+        raise TraceError(f"trace '{name_or_path}': no such file")
+    rows = reader(path)
+    if not rows:
+        raise TraceError(f"trace '{name_or_path}': no requests in it")
+    return Trace(path.stem, _requests(rows))
+
+
+_Row = tuple[float, int, int]  # arrival (s), prompt tokens, output tokens
+
+
+def _requests(rows: list[_Row]) -> tuple[TraceRequest, ...]:
     rows.sort()
     first = rows[0][0] if rows else 0.0
-    requests = tuple(TraceRequest(t - first, max(1, i), max(1, o)) for t, i, o in rows)
-    return Trace(name=path.stem if name_or_path not in TRACE_FILES else name_or_path, requests=requests)
+    return tuple(TraceRequest(t - first, max(1, i), max(1, o)) for t, i, o in rows)
+
+
+def _read_csv(path: Path) -> list[_Row]:
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        missing = {"TIMESTAMP", "ContextTokens", "GeneratedTokens"} - set(reader.fieldnames or ())
+        if missing:
+            raise TraceError(f"trace '{path}': missing CSV column(s) {', '.join(sorted(missing))} "
+                             "(expected the Azure 2023 columns TIMESTAMP, ContextTokens, GeneratedTokens)")
+        rows = []
+        for line, r in enumerate(reader, start=2):
+            try:
+                rows.append((_parse_time(r["TIMESTAMP"]), int(r["ContextTokens"]), int(r["GeneratedTokens"])))
+            except (TypeError, ValueError) as exc:
+                raise TraceError(f"trace '{path}' line {line}: {exc}") from None
+    return rows
+
+
+def _read_jsonl(path: Path) -> list[_Row]:
+    rows = []
+    with path.open() as handle:
+        for line, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                r = json.loads(text)
+                rows.append((float(r["timestamp"]) / 1e3, int(r["input_length"]), int(r["output_length"])))
+            except KeyError as exc:
+                raise TraceError(f"trace '{path}' line {line}: missing field {exc} (expected the Mooncake fields "
+                                 "timestamp in ms, input_length, output_length)") from None
+            except (TypeError, ValueError) as exc:
+                raise TraceError(f"trace '{path}' line {line}: {exc}") from None
+    return rows
 
 
 def clip_lengths(input_tokens: int, output_tokens: int, max_context: int) -> tuple[int, int]:
@@ -130,6 +193,15 @@ def _window(trace: Trace, start_s: float, span_s: float) -> Sequence[tuple[float
     return found
 
 
-def task_traces(names: Sequence[str]) -> dict[str, Trace]:
-    """task type -> trace for shipped trace names (``code`` -> coding, ``conv`` -> chat)."""
-    return {TRACE_TASKS.get(name, name): load_trace(name) for name in names}
+def task_traces(specs: Sequence[str]) -> dict[str, Trace]:
+    """task type -> trace for trace specs: a shipped name (``code`` -> coding, ``conv`` -> chat),
+    ``PATH`` (its requests are ``DEFAULT_FILE_TASK``) or ``TASK=PATH``. One trace per task."""
+    traces: dict[str, Trace] = {}
+    for spec in specs:
+        task, sep, source = spec.partition("=")
+        if not sep:
+            task, source = TRACE_TASKS.get(spec, DEFAULT_FILE_TASK), spec
+        if task in traces:
+            raise TraceError(f"trace '{spec}': task '{task}' already has a trace (name the task: TASK=PATH)")
+        traces[task] = load_trace(source)
+    return traces

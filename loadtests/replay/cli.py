@@ -13,7 +13,9 @@ COMPARED = ("always-standard", "always-fast", "round-robin", "least-loaded", "li
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser("replay", help="replay a trace through a routing policy in virtual time (no HTTP)")
-    parser.add_argument("--trace", default="code,conv", help="shipped traces (code, conv) or CSV paths, comma-separated")
+    parser.add_argument("--trace", default="code,conv",
+                        help="comma-separated traces: shipped (code -> coding, conv -> chat), or a .csv (Azure "
+                             "columns) or .jsonl (Mooncake fields) path, as TASK=PATH (a bare PATH is chat)")
     parser.add_argument("--replicas", default="h100-70b:standard=1,fast=3",
                         help="replica set and counts, e.g. h100-70b:standard=1,fast=3")
     parser.add_argument("--policy", default="duet", help="a shipped policy name or a duet.yaml path")
@@ -28,17 +30,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace) -> int:
     from loadtests.replay.report import summarize, table
-    from loadtests.replay.setup import arrivals, parse_cluster, policy_config
+    from loadtests.replay.setup import arrivals, check_tasks, parse_cluster, policy_config
     from loadtests.replay.simulation import Replay
 
     try:
         cluster = parse_cluster(args.replicas)
         policies = [p for p in COMPARED if p != args.policy] + [args.policy] if args.compare else [args.policy]
         configs = {p: policy_config(cluster, p) for p in policies}
+        schedule = arrivals(args.trace.split(","), args.duration, args.rate_scale, cluster, args.start)
+        check_tasks(schedule, configs)
     except (ValueError, OSError) as exc:
         print(f"duet replay: {exc}", file=sys.stderr)
         return 2
-    schedule = arrivals(args.trace.split(","), args.duration, args.rate_scale, cluster, args.start)
     summaries: dict[str, dict[str, Any]] = {}
     for policy, config in configs.items():
         started = time.perf_counter()

@@ -3,7 +3,7 @@ trace's arrivals."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import yaml
@@ -60,3 +60,12 @@ def arrivals(
 ) -> tuple[Arrival, ...]:
     return replay_arrivals(task_traces(traces), duration_s=duration_s, rate_scale=rate_scale, start_s=start_s,
                            max_context=cluster.replica_set.max_context)
+
+
+def check_tasks(schedule: Sequence[Arrival], configs: Mapping[str, DuetConfig]) -> None:
+    """Raises ValueError when a trace's task is not a task type of every policy."""
+    for task in sorted({a.task for a in schedule}):
+        for name, config in configs.items():
+            if task not in config.policy.tasks:
+                raise ValueError(f"task '{task}' (from --trace) is not a task type of policy '{name}' "
+                                 f"(known: {', '.join(sorted(config.policy.tasks))}); name one as TASK=PATH")

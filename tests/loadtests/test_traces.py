@@ -1,6 +1,8 @@
+import re
+
 import pytest
 
-from loadtests.traces import Trace, TraceRequest, clip_lengths, load_trace, replay_arrivals, task_traces
+from loadtests.traces import Trace, TraceError, TraceRequest, clip_lengths, load_trace, replay_arrivals, task_traces
 
 
 def trace(*offsets):
@@ -53,3 +55,42 @@ def test_replay_merges_tasks_in_time_order():
 )
 def test_clip_lengths_fits_the_window(lengths, window, expected):
     assert clip_lengths(*lengths, window) == expected
+
+
+def test_trace_files_load_from_csv_and_jsonl(tmp_path):
+    csv_file = tmp_path / "azure.csv"
+    csv_file.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                        "2023-11-16 18:17:05.0000000,20,3\n2023-11-16 18:17:04.5000000,10,2\n")
+    jsonl_file = tmp_path / "mooncake.jsonl"
+    jsonl_file.write_text('{"timestamp": 0, "input_length": 7, "output_length": 5, "hash_ids": [0]}\n\n'
+                          '{"timestamp": 1500, "input_length": 9, "output_length": 0}\n')
+    assert load_trace(str(csv_file)).requests == (TraceRequest(0.0, 10, 2), TraceRequest(0.5, 20, 3))
+    assert load_trace(str(jsonl_file)).requests == (TraceRequest(0.0, 7, 5), TraceRequest(1.5, 9, 1))
+    traces = task_traces(["code", str(jsonl_file), f"extraction={csv_file}"])
+    assert {task: t.name for task, t in traces.items()} == {"coding": "code", "chat": "mooncake", "extraction": "azure"}
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("t.txt", "", "nor a .csv or .jsonl file"),
+        ("missing.csv", None, "no such file"),
+        ("t.csv", "time,in,out\n1,2,3\n", "missing CSV column(s) ContextTokens, GeneratedTokens, TIMESTAMP"),
+        ("t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:05.0,x,3\n", "line 2"),
+        ("t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n", "no requests"),
+        ("t.jsonl", '{"timestamp": 0, "input_length": 7}\n', "line 1: missing field 'output_length'"),
+        ("t.jsonl", '{"timestamp": 0, "input_length": 7, "output_length": 1}\nnot json\n', "line 2"),
+    ],
+)
+def test_unreadable_traces_say_which_file_and_why(tmp_path, name, text, message):
+    path = tmp_path / name
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(TraceError, match=re.escape(message)) as caught:
+        load_trace(str(path))
+    assert str(path) in str(caught.value)
+
+
+def test_two_traces_for_one_task_are_refused():
+    with pytest.raises(TraceError, match="task 'chat' already has a trace"):
+        task_traces(["conv", "chat=code"])

@@ -90,3 +90,20 @@ def test_full_replicas_make_requests_wait_in_virtual_time_as_the_gateway_would()
     assert len(served) >= 3 and all(r.status == "rejected" and r.refusal_status == 429 for r in refused)
     first_done = min(r.e2e_s for r in served[:2])
     assert served[2].ttft_s > first_done  # the third started only after a slot freed
+
+
+def test_replay_takes_a_trace_file_and_names_what_it_cannot_use(tmp_path, capsys):
+    import json
+
+    from gateway.cli import main
+
+    trace = tmp_path / "conv.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": 500 * i, "input_length": 300, "output_length": 20}) + "\n"
+                             for i in range(20)))
+    assert main(["replay", "--trace", f"coding={trace}", "--duration", "9.6", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["requests"] == 20 and set(out["policies"]["duet"]["slo_attainment_by_task"]) == {"coding"}
+    assert main(["replay", "--trace", f"poetry={trace}", "--duration", "10"]) == 2
+    assert "task 'poetry' (from --trace) is not a task type of policy 'duet'" in capsys.readouterr().err
+    assert main(["replay", "--trace", str(tmp_path / "none.csv"), "--duration", "10"]) == 2
+    assert "no such file" in capsys.readouterr().err
