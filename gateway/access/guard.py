@@ -1,4 +1,5 @@
-"""The hot path's gate: ``authorize`` authenticates the key, checks that its tier may use the model,
+"""The hot path's gate, in two steps: ``authenticate`` finds the key a request presents (before its
+body is read: ``gateway.api.gate``), ``authorize`` checks that the key's tier may use the model
 and checks and charges its limits (at most one Redis round trip); ``settle`` charges the actual
 tokens and cost once the response has ended (queued, no wait). Errors go through the one error
 hierarchy: 401 AuthenticationFailed, 403 PermissionDenied, 429 RateLimited with Retry-After.
@@ -16,7 +17,7 @@ from typing import Protocol
 from redis.exceptions import RedisError
 
 from gateway.access.concurrency import OpenRequests
-from gateway.access.keys import ApiKey, KeyRing, bearer, hash_secret
+from gateway.access.keys import ApiKey, KeyRing, hash_secret
 from gateway.access.keystore import KeyStore
 from gateway.access.ledger import Charge
 from gateway.access.quotas import QuotaBook, Refusal
@@ -77,8 +78,13 @@ class Access(Protocol):
     async def stop(self) -> None:
         ...
 
-    async def authorize(self, headers: Mapping[str, str], model: str) -> Grant:
-        """Authenticate and charge one request for ``model`` (the name the client sent)."""
+    async def authenticate(self, secret: str | None) -> ApiKey | None:
+        """The live key ``secret`` is (None: keys are off), or AuthenticationFailed."""
+        ...
+
+    async def authorize(self, key: ApiKey | None, model: str) -> Grant:
+        """Check and charge one request of ``key`` (from ``authenticate``) for ``model`` (the
+        name the client sent)."""
         ...
 
     async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:
@@ -127,8 +133,7 @@ class KeyedAccess:
     async def refresh_keys(self) -> None:
         self._ring = KeyRing(await self.keys.load())
 
-    async def authorize(self, headers: Mapping[str, str], model: str) -> Grant:
-        secret = bearer(headers)
+    async def authenticate(self, secret: str | None) -> ApiKey | None:
         key = self._ring.find(secret) if secret is not None else None
         if key is None and secret is not None:
             key = await self._look_up(secret)
@@ -136,6 +141,11 @@ class KeyedAccess:
             self._telemetry.auth_failures.labels("missing" if secret is None else "invalid").inc()
             message = "Incorrect API key provided." if secret else "No API key provided (Authorization: Bearer ...)."
             raise AuthenticationFailed(message)
+        return key
+
+    async def authorize(self, key: ApiKey | None, model: str) -> Grant:
+        if key is None:
+            raise AuthenticationFailed("No API key provided (Authorization: Bearer ...).")
         tier = self.settings.tiers.get(key.tier)
         if tier is None:
             raise PermissionDenied(f"The key's tier '{key.tier}' is not configured.", code="unknown_tier")

@@ -49,10 +49,21 @@ def new_key(name: str, tier: str, now: float) -> tuple[str, ApiKey]:
 
 def bearer(headers: Mapping[str, str]) -> str | None:
     """The key a request presents: ``Authorization: Bearer <key>`` (as OpenAI's SDKs send it)."""
-    value = headers.get("authorization")
-    if value is None or value[:7].lower() != "bearer ":
+    return bearer_token(headers.get("authorization"))
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The key in an ``Authorization`` header's value (``Bearer <key>``), or None."""
+    if authorization is None or authorization[:7].lower() != "bearer ":
         return None
-    return value[7:].strip() or None
+    return authorization[7:].strip() or None
+
+
+def matches_admin_key(presented: str | None, expected: str) -> bool:
+    """Whether ``presented`` is the admin key ``expected`` (non-empty), compared in constant time
+    (both hashed first, so the comparison's length says nothing about the key's)."""
+    digest = hashlib.sha256((presented or "").encode()).digest()
+    return bool(expected) and hmac.compare_digest(digest, hashlib.sha256(expected.encode()).digest())
 
 
 class KeyRing:

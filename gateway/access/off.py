@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from gateway.access.guard import OPEN, Grant
+from gateway.access.keys import ApiKey
 from gateway.domain import Outcome, Price
 
 
 class OpenAccess:
-    async def authorize(self, headers: Mapping[str, str], model: str) -> Grant:
+    async def authenticate(self, secret: str | None) -> ApiKey | None:
+        return None
+
+    async def authorize(self, key: ApiKey | None, model: str) -> Grant:
         return OPEN
 
     async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:

@@ -15,9 +15,10 @@ from starlette.responses import Response
 
 from gateway.api import errors
 from gateway.api.admin import mount_admin
-from gateway.api.fastpath import FastPath
+from gateway.api.fastpath import ENDPOINTS, FastPath
+from gateway.api.gate import ROUTES, Gate, key_of
 from gateway.domain import Health
-from gateway.errors import BodyTooLarge, RequestError
+from gateway.errors import RequestError
 from gateway.flow import ChatBody, CompletionBody, Inbound, explain_plan, parse_any_body
 from gateway.runtime import Gateway
 
@@ -32,10 +33,22 @@ def _openapi_body(schema: type[ChatBody] | type[CompletionBody]) -> dict[str, An
     return {"requestBody": {"required": True, "content": {JSON: {"schema": schema.model_json_schema()}}}}
 
 
-def create_app(build: Callable[[], Gateway]) -> FastPath:
-    """The gateway's ASGI app: the raw-ASGI proxy endpoints in front of the FastAPI app.
-    ``build`` makes the Gateway when the app starts (inside the server's event loop)."""
-    return FastPath(create_fastapi(build))
+def create_app(build: Callable[[], Gateway]) -> Gate:
+    """The gateway's ASGI app: the gate (keys and body limits, ``gateway.api.gate``) in front of
+    the raw-ASGI proxy endpoints in front of the FastAPI app. ``build`` makes the Gateway when
+    the app starts (inside the server's event loop)."""
+    app = create_fastapi(build)
+    return Gate(FastPath(app), ROUTES.covering(served_routes(app)), lambda: app.state.gateway)
+
+
+def served_routes(app: FastAPI) -> set[tuple[str, str]]:
+    """Every (method, path) the gateway serves: the fast path's and FastAPI's (HEAD aside, which
+    Starlette adds to GET routes and the gate treats as GET)."""
+    served = {("POST", path) for path in ENDPOINTS}
+    for route in app.routes:
+        methods = getattr(route, "methods", None) or ()
+        served |= {(method, getattr(route, "path", "")) for method in methods if method != "HEAD"}
+    return served
 
 
 def create_fastapi(build: Callable[[], Gateway]) -> FastAPI:
@@ -68,13 +81,9 @@ def create_fastapi(build: Callable[[], Gateway]) -> FastAPI:
         """Route without forwarding: the decision with every plugin's verdict and score, planned
         as the proxy would plan it for the same key (the replicas its tier may use)."""
         gateway: Gateway = request.app.state.gateway
-        limit = gateway.current.config.server.max_body_bytes
-        raw = await request.body()
-        if len(raw) > limit:
-            raise BodyTooLarge(f"The request body is larger than the limit of {limit} bytes.")
-        _, body = parse_any_body(raw)
+        _, body = parse_any_body(await request.body())  # bounded by the gate
         headers = dict(request.headers)
-        grant = await gateway.access.authorize(headers, body.model)
+        grant = await gateway.access.authorize(key_of(request.scope), body.model)
         try:
             grant.cap_priority(headers)
             exchange = gateway.director.open(Inbound(body, headers), "dry-run", grant=grant, explain=True)

@@ -10,21 +10,17 @@ import itertools
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
+from gateway.api.asgi import Receive, Scope, Send
+from gateway.api.gate import key_of
 from gateway.domain import Outcome
-from gateway.errors import BodyTooLarge
 from gateway.flow import ChatBody, CompletionBody, Exchange, Inbound, parse_body, upstream_request
 from gateway.proxy.forward import Answer
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import DONE, ModelRewrite, error_event
 from gateway.runtime import Gateway
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,21 +55,14 @@ CHAT = Endpoint("/v1/chat/completions", ChatBody)
 COMPLETIONS = Endpoint("/v1/completions", CompletionBody)
 
 
-async def read_body(receive: Receive, headers: dict[str, str], limit: int) -> bytes:
-    declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge(f"The request body is larger than the limit of {limit} bytes.")
+async def read_body(receive: Receive) -> bytes:
+    """The whole body (its size already bounded by the gate, ``gateway.api.gate``)."""
     chunks: list[bytes] = []
-    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             raise asyncio.CancelledError("client disconnected while sending its body")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge(f"The request body is larger than the limit of {limit} bytes.")
-        chunks.append(chunk)
+        chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
@@ -105,9 +94,9 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
                            reply: Reply) -> None:
     received = time.perf_counter()
     headers = request_headers(scope)
-    raw = await read_body(receive, headers, gateway.current.config.server.max_body_bytes)
+    raw = await read_body(receive)
     data, body = parse_body(raw, endpoint.schema)
-    grant = await gateway.access.authorize(headers, body.model)
+    grant = await gateway.access.authorize(key_of(scope), body.model)
     try:
         grant.cap_priority(headers)
         director = gateway.director

@@ -10,6 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gateway.api.asgi import Send
 from gateway.errors import RequestError
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,20 @@ def error_response(exc: RequestError, headers: dict[str, str] | None = None) -> 
         headers["retry-after"] = str(max(1, math.ceil(exc.retry_after_s)))
     body = error_body(exc.message, exc.error_type, exc.param, exc.code)
     return Response(body, status_code=exc.status, media_type="application/json", headers=headers)
+
+
+async def send_error(send: Send, status: int, body: bytes,
+                     retry_after_s: float | None) -> None:
+    """An error answer written as raw ASGI (the gate and the fast path, outside FastAPI)."""
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if retry_after_s is not None:
+        headers.append((b"retry-after", str(max(1, math.ceil(retry_after_s))).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_request_error(send: Send, exc: RequestError) -> None:
+    await send_error(send, exc.status, error_body(exc.message, exc.error_type, exc.param, exc.code), exc.retry_after_s)
 
 
 async def handle_request_error(request: Request, exc: Exception) -> Response:

@@ -9,12 +9,12 @@ the OpenAPI document) stays in FastAPI, which also owns the lifespan.
 from __future__ import annotations
 
 import logging
-import math
 
 from fastapi import FastAPI
 
-from gateway.api.completions import CHAT, COMPLETIONS, Endpoint, Receive, Reply, RequestIds, Scope, Send, proxy_completion
-from gateway.api.errors import error_body
+from gateway.api.asgi import Receive, Scope, Send
+from gateway.api.completions import CHAT, COMPLETIONS, Endpoint, Reply, RequestIds, proxy_completion
+from gateway.api.errors import error_body, send_error, send_request_error
 from gateway.errors import RequestError
 
 log = logging.getLogger(__name__)
@@ -40,18 +40,10 @@ class FastPath:
             await proxy_completion(self.app.state.gateway, endpoint, scope, receive, send, reply)
         except RequestError as exc:
             if not reply.started:
-                await _send_error(send, exc.status, error_body(exc.message, exc.error_type, exc.param, exc.code),
-                                  exc.retry_after_s)
+                await send_request_error(send, exc)
         except Exception:
             log.exception("unexpected error on %s", scope.get("path"))
             if not reply.started:
                 body = error_body("The gateway failed to handle this request.", "internal_error", None, "internal_error")
-                await _send_error(send, 500, body, None)
+                await send_error(send, 500, body, None)
 
-
-async def _send_error(send: Send, status: int, body: bytes, retry_after_s: float | None) -> None:
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if retry_after_s is not None:
-        headers.append((b"retry-after", str(max(1, math.ceil(retry_after_s))).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

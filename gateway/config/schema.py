@@ -52,6 +52,8 @@ class ServerSection(Strict):
     # one without a budget may wait there before a 429.
     max_queued: Annotated[int, Field(ge=0)] = default_of(ServerSettings, "max_queued")
     max_queue_wait_s: PositiveFloat = default_of(ServerSettings, "max_queue_wait_s")
+    # Who may read /metrics: open (anyone who reaches the port) or admin (the admin key).
+    metrics: Literal["open", "admin"] = default_of(ServerSettings, "metrics")
 
 
 class BreakerSection(Strict):

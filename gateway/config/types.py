@@ -23,6 +23,8 @@ class ServerSettings:
     max_attempts: int = 3
     max_queued: int = 1024
     max_queue_wait_s: float = 30.0
+    # Who may read /metrics: anyone who reaches the port (open) or the admin key's holder (admin).
+    metrics: str = "open"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ import pytest
 
 from gateway.access import keys as keys_module
 from gateway.access.keys import KeyRing, new_key
+from gateway.api.app import create_fastapi, served_routes
+from gateway.api.gate import ROUTES, SMALL_BODY_BYTES, Guard, Route
 
 from .recording_replica import RecordingReplica, gateway_over_recorders
 
@@ -29,9 +31,13 @@ BODY = {"model": "smollm2", "messages": [{"role": "user", "content": "hi"}], "ma
 UPSTREAM_HEADERS = {"host", "content-type", "content-length", "x-request-id", "x-duet-task"}
 
 
+MAX_BODY = 128 * 1024
+
+
 def with_keys(raw: dict[str, Any]) -> None:
     raw["access"] = {"require_keys": True, "keys_file": "keys.json",
                      "tiers": {"basic": {"max_concurrent_requests": 2}, "batch": {"priority": "batch"}}}
+    raw["server"].update({"max_body_bytes": MAX_BODY, "metrics": "admin"})
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +123,79 @@ def test_admin_routes_are_off_without_an_admin_key_even_on_an_open_gateway(tmp_p
     with gateway_over_recorders(tmp_path, env={"DUET_ADMIN_KEY": ""}) as (gateway, _):
         reply = httpx.post(gateway.url + "/admin/reload", headers=auth("anything"), timeout=10)
         assert reply.status_code == 403 and reply.json()["error"]["code"] == "admin_disabled"
+
+
+# --- the gate: every route's key and body limit ------------------------------------------------
+
+def raw_status(gateway, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> int:  # type: ignore[no-untyped-def]
+    """The status of one request written by hand (a declared length the body never meets, a
+    chunked body), read as soon as the status line arrives."""
+    with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as sock:
+        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: duet\r\n{lines}\r\n".encode() + body)
+        answer = b""
+        while b"\r\n" not in answer and (piece := sock.recv(65536)):
+            answer += piece
+    return int(answer.split(b" ", 2)[1])
+
+
+def chunked(size: int) -> bytes:
+    piece = b"x" * 8192
+    pieces = [piece] * (size // len(piece) + 1)
+    return b"".join(f"{len(p):x}\r\n".encode() + p + b"\r\n" for p in pieces) + b"0\r\n\r\n"
+
+
+def credential(route: Route, user_key: str) -> dict[str, str]:
+    """What each guard accepts: the admin key for admin routes (and /metrics, set to admin here)."""
+    return {Guard.OPEN: {}, Guard.KEY: auth(user_key)}.get(route.guard, auth(ADMIN_KEY))
+
+
+def test_the_gates_table_names_every_route_the_gateway_serves() -> None:
+    served = served_routes(create_fastapi(lambda: None))  # type: ignore[arg-type,return-value]
+    assert served == {(r.method, r.path) for r in ROUTES.routes}
+    assert {"/v1/chat/completions", "/v1/completions", "/admin/keys/{key_id}", "/metrics"} <= {p for _, p in served}
+    with pytest.raises(RuntimeError, match="/v1/new"):
+        ROUTES.covering(served | {("GET", "/v1/new")})
+
+
+@pytest.mark.parametrize("route", ROUTES.routes, ids=lambda r: f"{r.method} {r.path}")
+def test_every_route_wants_its_key_and_refuses_an_oversized_body_before_reading_it(keyed, route: Route) -> None:
+    gateway, _, _ = keyed
+    user_key, _ = make_key(gateway)
+    path = route.path.replace("{key_id}", "key_0")
+    url = gateway.url + path
+    if route.guard is Guard.OPEN:
+        assert httpx.request(route.method, url, timeout=10).status_code in (200, 503)
+    else:
+        for headers in ({}, auth("sk-duet-" + "x" * 43)):
+            assert httpx.request(route.method, url, headers=headers, timeout=10).status_code == 401
+    if route.guard in (Guard.ADMIN, Guard.METRICS):  # metrics are set to admin here
+        # A user key is not enough, and the body is never looked at: one that fails validation
+        # is 401, not 422.
+        refused = httpx.request(route.method, url, headers=auth(user_key), content=b'{"nam', timeout=10)
+        assert refused.status_code == 401
+    limit = MAX_BODY if route.large_body else SMALL_BODY_BYTES
+    # A declared length past the limit: 413 though no byte of the body was sent.
+    declared = {**credential(route, user_key), "content-type": "application/json", "content-length": str(limit + 1)}
+    assert raw_status(gateway, route.method, path, declared) == 413
+    # A chunked body is read up to the limit only.
+    streamed = {**credential(route, user_key), "content-type": "application/json", "transfer-encoding": "chunked"}
+    assert raw_status(gateway, route.method, path, streamed, chunked(limit)) == 413
+
+
+def test_the_proxy_takes_a_chunked_body_within_the_limit(keyed):
+    gateway, _, _ = keyed
+    key, _ = make_key(gateway)
+    body = json.dumps(BODY).encode()
+    reply = httpx.post(gateway.url + "/v1/chat/completions", content=iter([body[:10], body[10:]]),
+                       headers={**auth(key), "content-type": "application/json"}, timeout=10)
+    assert reply.status_code == 200, reply.text
+
+
+def test_metrics_set_to_admin_need_the_admin_key(keyed):
+    gateway, _, _ = keyed
+    assert httpx.get(gateway.url + "/metrics", timeout=10).status_code == 401
+    assert b"duet_requests" in httpx.get(gateway.url + "/metrics", headers=auth(ADMIN_KEY), timeout=10).content
 
 
 # --- where requests go, and what goes with them --------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from gateway.access.guard import Grant, KeyedAccess
-from gateway.access.keys import new_key
+from gateway.access.keys import bearer, new_key
 from gateway.access.keystore import FileKeyStore
 from gateway.access.ledger import Charge, UsageRow, month_of
 from gateway.access.off import OpenAccess
@@ -61,13 +61,18 @@ def auth(secret: str) -> dict[str, str]:
     return {"authorization": f"Bearer {secret}"}
 
 
+async def admit(gate: KeyedAccess | OpenAccess, headers: dict[str, str], model: str) -> Grant:
+    """Both steps, as the gate and the route take them: the key, then the request for ``model``."""
+    return await gate.authorize(await gate.authenticate(bearer(headers)), model)
+
+
 def test_keys_are_required_and_checked(tmp_path: Path) -> None:
     gate, secrets = access(tmp_path)
     with pytest.raises(AuthenticationFailed):
-        asyncio.run(gate.authorize({}, "smollm2"))
+        asyncio.run(admit(gate, {}, "smollm2"))
     with pytest.raises(AuthenticationFailed):
-        asyncio.run(gate.authorize(auth("sk-duet-wrong"), "smollm2"))
-    grant = asyncio.run(gate.authorize(auth(secrets["two"]), "smollm2"))
+        asyncio.run(admit(gate, auth("sk-duet-wrong"), "smollm2"))
+    grant = asyncio.run(admit(gate, auth(secrets["two"]), "smollm2"))
     assert grant.key is not None and grant.key.name == "k-two"
 
 
@@ -75,7 +80,7 @@ def test_a_key_made_after_the_last_load_works_at_once(tmp_path: Path) -> None:
     gate, _ = access(tmp_path)
     secret, record = new_key("late", "two", 2.0)
     asyncio.run(FileKeyStore(config(tmp_path).access.keys_file).add(record))
-    assert asyncio.run(gate.authorize(auth(secret), "smollm2")).key == record
+    assert asyncio.run(admit(gate, auth(secret), "smollm2")).key == record
 
 
 def test_the_limit_answers_429_naming_it_with_retry_after(tmp_path: Path) -> None:
@@ -83,9 +88,9 @@ def test_the_limit_answers_429_naming_it_with_retry_after(tmp_path: Path) -> Non
 
     async def three() -> RateLimited:
         for _ in range(2):
-            await gate.authorize(auth(secrets["two"]), "smollm2")
+            await admit(gate, auth(secrets["two"]), "smollm2")
         with pytest.raises(RateLimited) as refused:
-            await gate.authorize(auth(secrets["two"]), "smollm2")
+            await admit(gate, auth(secrets["two"]), "smollm2")
         return refused.value
 
     error = asyncio.run(three())
@@ -96,10 +101,10 @@ def test_the_limit_answers_429_naming_it_with_retry_after(tmp_path: Path) -> Non
 def test_tiers_restrict_models_and_pinned_variants(tmp_path: Path) -> None:
     gate, secrets = access(tmp_path)
     with pytest.raises(PermissionDenied):
-        asyncio.run(gate.authorize(auth(secrets["nothing"]), "smollm2"))
+        asyncio.run(admit(gate, auth(secrets["nothing"]), "smollm2"))
     with pytest.raises(PermissionDenied):
-        asyncio.run(gate.authorize(auth(secrets["fast-only"]), "smollm2:standard"))
-    grant = asyncio.run(gate.authorize(auth(secrets["fast-only"]), "smollm2:fast"))
+        asyncio.run(admit(gate, auth(secrets["fast-only"]), "smollm2:standard"))
+    grant = asyncio.run(admit(gate, auth(secrets["fast-only"]), "smollm2:fast"))
     cfg = config(tmp_path)
     snapshot = {r.id: ReplicaState(r.id) for r in cfg.replicas}
     assert set(grant.visible(snapshot, cfg)) == {r.id for r in cfg.replicas if r.variant == "fast"}
@@ -119,7 +124,7 @@ def test_settle_charges_the_ledger_at_the_variant_price(tmp_path: Path) -> None:
     gate, secrets = access(tmp_path, quotas)
 
     async def main() -> Sequence[UsageRow]:
-        grant = await gate.authorize(auth(secrets["two"]), "smollm2")
+        grant = await admit(gate, auth(secrets["two"]), "smollm2")
         outcome = Outcome("smollm2/fast/0", True, 200, 0.01, 0.1, 1000, 500)
         await gate.settle(grant, "smollm2", "fast", "chat", outcome, Price(1.0, 2.0))
         failed = dataclasses.replace(outcome, ok=False, status=502)
@@ -135,16 +140,16 @@ def test_settle_charges_the_ledger_at_the_variant_price(tmp_path: Path) -> None:
 def test_quotas_fail_open_or_closed_when_redis_is_down(tmp_path: Path, failure: str, admitted: bool) -> None:
     gate, secrets = access(tmp_path, DownQuotas(), failure)
     if admitted:
-        assert asyncio.run(gate.authorize(auth(secrets["two"]), "smollm2")).key is not None
+        assert asyncio.run(admit(gate, auth(secrets["two"]), "smollm2")).key is not None
     else:
         with pytest.raises(RateLimited) as refused:
-            asyncio.run(gate.authorize(auth(secrets["two"]), "smollm2"))
+            asyncio.run(admit(gate, auth(secrets["two"]), "smollm2"))
         assert refused.value.param == "quota_unavailable"
 
 
 def test_keys_off_admits_everyone_and_charges_nothing() -> None:
     gate = OpenAccess()
-    grant = asyncio.run(gate.authorize({}, "anything"))
+    grant = asyncio.run(admit(gate, {}, "anything"))
     assert grant.key is None
     snapshot = {"r": ReplicaState("r")}
     assert grant.visible(snapshot, None) is snapshot  # type: ignore[arg-type]
@@ -173,7 +178,7 @@ def test_a_burst_of_first_uses_shares_one_lookup_and_a_silent_store_is_503(tmp_p
     store.find = counted_find  # type: ignore[method-assign]
 
     async def burst():
-        return await asyncio.gather(*(gate.authorize(auth(secret), "smollm2") for _ in range(10)), return_exceptions=True)
+        return await asyncio.gather(*(admit(gate, auth(secret), "smollm2") for _ in range(10)), return_exceptions=True)
 
     outcomes = asyncio.run(burst())
     # Every request was recognised (tier 'two' then admits 2 a minute and rate-limits the rest).
@@ -186,5 +191,5 @@ def test_a_burst_of_first_uses_shares_one_lookup_and_a_silent_store_is_503(tmp_p
 
     store.find = silent  # type: ignore[method-assign]
     with pytest.raises(KeyStoreUnavailable) as info:
-        asyncio.run(gate.authorize(auth("sk-duet-unknown"), "smollm2"))
+        asyncio.run(admit(gate, auth("sk-duet-unknown"), "smollm2"))
     assert info.value.status == 503 and info.value.retry_after_s
