@@ -21,6 +21,7 @@ from gateway.access.keys import ApiKey, KeyRing, hash_secret
 from gateway.access.keystore import KeyStore
 from gateway.access.ledger import Charge
 from gateway.access.quotas import QuotaBook, Refusal
+from gateway.access.unknown import UnknownKeys
 from gateway.config.types import AccessSettings, DuetConfig, Tier
 from gateway.domain import Outcome, Price, Priority, ReplicaState
 from gateway.errors import AuthenticationFailed, KeyStoreUnavailable, ModelNotFound, PermissionDenied, RateLimited
@@ -78,8 +79,9 @@ class Access(Protocol):
     async def stop(self) -> None:
         ...
 
-    async def authenticate(self, secret: str | None) -> ApiKey | None:
-        """The live key ``secret`` is (None: keys are off), or AuthenticationFailed."""
+    async def authenticate(self, secret: str | None, *, look_up: bool = True) -> ApiKey | None:
+        """The live key ``secret`` is (None: keys are off), or AuthenticationFailed. ``look_up``
+        False: a key missing from memory fails without asking the key store."""
         ...
 
     async def authorize(self, key: ApiKey | None, model: str) -> Grant:
@@ -113,6 +115,7 @@ class KeyedAccess:
         self._quota_down = False
         self._open = OpenRequests()
         self._lookups: dict[str, asyncio.Future[ApiKey | None]] = {}
+        self._unknown = UnknownKeys()
 
     @property
     def settings(self) -> AccessSettings:
@@ -133,10 +136,10 @@ class KeyedAccess:
     async def refresh_keys(self) -> None:
         self._ring = KeyRing(await self.keys.load())
 
-    async def authenticate(self, secret: str | None) -> ApiKey | None:
+    async def authenticate(self, secret: str | None, *, look_up: bool = True) -> ApiKey | None:
         key = self._ring.find(secret) if secret is not None else None
-        if key is None and secret is not None:
-            key = await self._look_up(secret)
+        if key is None and secret is not None and look_up:
+            key = await self._look_up(hash_secret(secret))
         if key is None:
             self._telemetry.auth_failures.labels("missing" if secret is None else "invalid").inc()
             message = "Incorrect API key provided." if secret else "No API key provided (Authorization: Bearer ...)."
@@ -178,12 +181,14 @@ class KeyedAccess:
         if grant.key is not None:
             self._open.release(grant.key.id)
 
-    async def _look_up(self, secret: str) -> ApiKey | None:
+    async def _look_up(self, digest: str) -> ApiKey | None:
         """A key missing from the ring may be newer than the last load: ask the store once, so a
-        key works on every gateway as soon as it is made (an unknown key costs one round trip).
-        Concurrent first uses of one key share one lookup (a burst must not become a stampede),
-        and a store that cannot answer is a 503, not a verdict on the key."""
-        digest = hash_secret(secret)
+        key works on every gateway as soon as it is made. A key the store did not know is
+        remembered as unknown for a while (bounded: ``UnknownKeys``), so repeating a bad key
+        costs no round trip. Concurrent first uses of one key share one lookup (a burst must not
+        become a stampede), and a store that cannot answer is a 503, not a verdict on the key."""
+        if self._unknown.known_unknown(digest, time.monotonic()):
+            return None
         pending = self._lookups.get(digest)
         if pending is None:
             pending = self._lookups[digest] = asyncio.ensure_future(self.keys.find(digest))
@@ -195,6 +200,7 @@ class KeyedAccess:
             raise KeyStoreUnavailable("The API key could not be checked: the key store did not answer.",
                                       retry_after_s=1.0) from exc
         if key is None or key.revoked:
+            self._unknown.add(digest, time.monotonic())
             return None
         self._ring = self._ring.with_key(key)
         return key

@@ -1,6 +1,7 @@
 """Where key records live: a JSON file beside the config for the memory store (one gateway), or a
 Redis hash for the Redis store (every gateway). Both are read in the background into a KeyRing;
-``duet keys`` and the admin API write them."""
+``duet keys`` and the admin API write them. The file is read when it changes, never because a
+request presented a key."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ class KeyStore(Protocol):
         ...
 
     async def find(self, key_hash: str) -> ApiKey | None:
-        """The record with this hash, read from the store now (a key made since the last load)."""
+        """The record with this hash, read from the store now if that costs no more than a round
+        trip (a key made since the last load; the file store answers from its last load)."""
         ...
 
     async def revoke(self, key_id: str) -> bool:
@@ -34,20 +36,30 @@ class KeyStore(Protocol):
 
 
 class FileKeyStore:
-    """Keys in a JSON file (``{"keys": [...]}``), rewritten atomically (temp file + rename)."""
+    """Keys in a JSON file (``{"keys": [...]}``), rewritten atomically (temp file + rename).
+    ``load`` reads it only when it changed since the last load (a stat otherwise); ``find``
+    answers from the last load: the background refresh picks up a key made by another process
+    (``duet keys create``), so no request ever makes the gateway read the file."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._stamp: tuple[int, int, int] | None = None
+        self._keys: list[ApiKey] = []
 
-    def version(self) -> float:
-        """The file's modification time (0 when absent): readers reload when it changes."""
+    def version(self) -> tuple[int, int, int] | None:
+        """The file's modification time, size and inode (None when absent): a rewrite (a new
+        inode, as it is renamed into place) changes it even within the clock's resolution."""
         try:
-            return self.path.stat().st_mtime_ns / 1e9
+            stat = self.path.stat()
         except FileNotFoundError:
-            return 0.0
+            return None
+        return stat.st_mtime_ns, stat.st_size, stat.st_ino
 
     async def load(self) -> Sequence[ApiKey]:
-        return self.read()
+        stamp = self.version()
+        if stamp != self._stamp:
+            self._keys, self._stamp = self.read(), stamp
+        return self._keys
 
     def read(self) -> list[ApiKey]:
         try:
@@ -60,7 +72,7 @@ class FileKeyStore:
         self._write([*self.read(), key])
 
     async def find(self, key_hash: str) -> ApiKey | None:
-        return next((k for k in self.read() if k.hash == key_hash), None)
+        return next((k for k in self._keys if k.hash == key_hash), None)
 
     async def revoke(self, key_id: str) -> bool:
         keys = self.read()
@@ -76,6 +88,7 @@ class FileKeyStore:
             json.dump({"keys": [k.to_json() for k in keys]}, out, indent=1)
         os.chmod(tmp, 0o600)  # hashes only, but nobody else needs to read them
         os.replace(tmp, self.path)
+        self._keys, self._stamp = keys, self.version()  # what this store wrote, it knows
 
 
 class RedisKeyStore:

@@ -9,7 +9,7 @@ from gateway.domain import Outcome, Price
 
 
 class OpenAccess:
-    async def authenticate(self, secret: str | None) -> ApiKey | None:
+    async def authenticate(self, secret: str | None, *, look_up: bool = True) -> ApiKey | None:
         return None
 
     async def authorize(self, key: ApiKey | None, model: str) -> Grant:

@@ -12,8 +12,12 @@ from one route table before the route reads a byte of its body.
 A declared Content-Length over the limit is refused (413) before any of the body is read; a
 chunked body is read up to the limit and refused once past it, then handed on whole. Keys and
 the admin key are checked before the route parses anything (a refused admin request never has
-its body validated). The table must name every route the app serves (``RouteTable.covering``
-at app build), so a new route cannot go unguarded; a path not in the table needs an API key.
+its body validated). Past ``access.failed_auth_per_min`` failures from one client address in a
+minute (``FailedAuthLimit``), its unknown keys and admin attempts are 429 without a look-up,
+while its valid API keys keep working (they are found in memory, and are 32 random bytes: a
+right guess is not a risk, unlike an operator's admin key). The table must name every route the
+app serves (``RouteTable.covering`` at app build), so a new route cannot go unguarded; a path not
+in the table needs an API key.
 """
 
 from __future__ import annotations
@@ -21,14 +25,16 @@ from __future__ import annotations
 import enum
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from gateway.access.failures import FailedAuthLimit
 from gateway.access.keys import ApiKey, bearer_token, matches_admin_key
 from gateway.api.asgi import App, Message, Receive, Scope, Send
 from gateway.api.errors import send_request_error
 from gateway.config.types import AccessSettings, ServerSettings
-from gateway.errors import AuthenticationFailed, BodyTooLarge, PermissionDenied, RequestError
+from gateway.errors import AuthenticationFailed, BodyTooLarge, PermissionDenied, RateLimited, RequestError
 from gateway.runtime import Gateway
 
 # Every route but the proxy's takes a small JSON body at most (a new key's name and tier).
@@ -116,6 +122,7 @@ class Gate:
         self.app = app
         self.table = table
         self._gateway = gateway
+        self.failures = FailedAuthLimit()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -135,11 +142,28 @@ class Gate:
         if length is not None and length > limit:
             raise BodyTooLarge(f"The request body is larger than the limit of {limit} bytes.")
         guard = Guard(config.server.metrics) if route.guard is Guard.METRICS else route.guard
-        if guard is Guard.KEY:
-            scope[_KEY] = await gateway.access.authenticate(bearer_token(authorization))
-        elif guard is Guard.ADMIN:
-            check_admin(config.access, authorization)
+        if guard is not Guard.OPEN:
+            scope[_KEY] = await self._authenticate(guard, gateway, authorization, scope)
         return await _read_capped(receive, limit) if chunked else receive
+
+    async def _authenticate(self, guard: Guard, gateway: Gateway, authorization: str | None, scope: Scope) -> ApiKey | None:
+        """The request's API key (None: keys off, or an admin route), with failures counted per
+        client address and, past the limit, refused unchecked."""
+        client = scope["client"][0] if scope.get("client") else "unknown"
+        now = time.monotonic()
+        locked = self.failures.retry_after(client, gateway.current.config.access.failed_auth_per_min, now)
+        try:
+            if guard is Guard.KEY:
+                return await gateway.access.authenticate(bearer_token(authorization), look_up=locked is None)
+            if locked is None:
+                check_admin(gateway.current.config.access, authorization)
+                return None
+        except AuthenticationFailed:
+            if locked is None:
+                self.failures.fail(client, now)
+                raise
+        raise RateLimited("Too many failed authentications from this address; try again later.",
+                          code="too_many_failed_authentications", retry_after_s=locked)
 
 
 def check_admin(settings: AccessSettings, authorization: str | None) -> None:

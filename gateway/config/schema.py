@@ -97,6 +97,9 @@ class AccessSection(Strict):
     keys_file: str = default_of(AccessSettings, "keys_file")
     # The environment variable holding the admin key; admin routes are off while it is unset.
     admin_key_env: str = default_of(AccessSettings, "admin_key_env")
+    # Failed authentications per client address and minute before its unknown keys are refused
+    # with 429 unchecked (its valid keys keep working); 0 turns the limit off.
+    failed_auth_per_min: Annotated[int, Field(ge=0)] = default_of(AccessSettings, "failed_auth_per_min")
     tiers: dict[Name, TierSection] = Field(default_factory=dict)
 
 

@@ -73,6 +73,9 @@ class AccessSettings:
     tiers: Mapping[str, Tier] = field(default_factory=dict)
     # False when the config has no access section (an open gateway that nobody asked for: logged).
     explicit: bool = False
+    # Failed authentications one client address may make in a minute before its unknown keys
+    # (and any admin attempt) are refused with 429 without a look-up; 0: no limit.
+    failed_auth_per_min: int = 30
 
 
 @dataclass(frozen=True, slots=True)

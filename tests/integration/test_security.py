@@ -5,6 +5,7 @@ and prompts. Recording replicas show exactly what reaches upstream."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -12,10 +13,12 @@ import socket
 import stat
 import threading
 import uuid
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 
 from gateway.access import keys as keys_module
@@ -34,8 +37,10 @@ UPSTREAM_HEADERS = {"host", "content-type", "content-length", "x-request-id", "x
 MAX_BODY = 128 * 1024
 
 
-def with_keys(raw: dict[str, Any]) -> None:
-    raw["access"] = {"require_keys": True, "keys_file": "keys.json",
+def with_keys(raw: dict[str, Any], failed_auth_per_min: int = 10_000) -> None:
+    """Keys on; this module's tests present many wrong keys from one address, so the failed-auth
+    limit is set out of their way (its own test sets it)."""
+    raw["access"] = {"require_keys": True, "keys_file": "keys.json", "failed_auth_per_min": failed_auth_per_min,
                      "tiers": {"basic": {"max_concurrent_requests": 2}, "batch": {"priority": "batch"}}}
     raw["server"].update({"max_body_bytes": MAX_BODY, "metrics": "admin"})
 
@@ -196,6 +201,39 @@ def test_metrics_set_to_admin_need_the_admin_key(keyed):
     gateway, _, _ = keyed
     assert httpx.get(gateway.url + "/metrics", timeout=10).status_code == 401
     assert b"duet_requests" in httpx.get(gateway.url + "/metrics", headers=auth(ADMIN_KEY), timeout=10).content
+
+
+def test_a_flood_of_bad_keys_costs_flat_cpu_and_memory_and_real_keys_keep_working(tmp_path):
+    """3,000 unknown keys from one address, in two rounds: 30 are told 401 (the limit), the rest
+    429 with Retry-After unchecked; the second round costs the gateway no more CPU than the first
+    and no memory, and a real key from the same address is served throughout."""
+    edit = functools.partial(with_keys, failed_auth_per_min=30)
+    with gateway_over_recorders(tmp_path, edit=edit, env={"DUET_ADMIN_KEY": ADMIN_KEY}) as (gateway, _):
+        key, _ = make_key(gateway)
+        assert gateway.process is not None
+        process = psutil.Process(gateway.process.pid)
+        with httpx.Client(base_url=gateway.url, timeout=10) as client:
+            def flood(first: int) -> tuple[Counter[int], float]:
+                before = process.cpu_times()
+                seen: Counter[int] = Counter()
+                for i in range(first, first + 1500):
+                    reply = client.post("/v1/chat/completions", json=BODY, headers=auth(f"sk-duet-flood-{i:06d}"))
+                    seen[reply.status_code] += 1
+                    assert reply.status_code == 401 or int(reply.headers["retry-after"]) >= 1
+                after = process.cpu_times()
+                return seen, (after.user + after.system) - (before.user + before.system)
+
+            first, cpu_first = flood(0)
+            assert first == {401: 30, 429: 1470}
+            assert client.post("/v1/chat/completions", json=BODY, headers=auth(key)).status_code == 200
+            rss = process.memory_info().rss
+            second, cpu_second = flood(1500)
+            assert second == {429: 1500}
+            print(f"bad-key flood: gateway CPU {cpu_first / 1.5:.3f} then {cpu_second / 1.5:.3f} ms per "
+                  f"request; RSS {process.memory_info().rss - rss:+d} bytes")
+            assert cpu_second <= cpu_first * 1.5 + 0.3
+            assert process.memory_info().rss - rss < 8 * 1024 * 1024
+            assert client.post("/v1/chat/completions", json=BODY, headers=auth(key)).status_code == 200
 
 
 # --- where requests go, and what goes with them --------------------------------------------------

@@ -76,11 +76,54 @@ def test_keys_are_required_and_checked(tmp_path: Path) -> None:
     assert grant.key is not None and grant.key.name == "k-two"
 
 
-def test_a_key_made_after_the_last_load_works_at_once(tmp_path: Path) -> None:
-    gate, _ = access(tmp_path)
+def test_bad_keys_never_make_the_file_store_read_its_file_and_a_new_key_comes_with_the_refresh(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate, secrets = access(tmp_path)
+    store = gate.keys
+    assert isinstance(store, FileKeyStore)
+    reads = []
+    real_read = store.read
+    monkeypatch.setattr(store, "read", lambda: reads.append(1) or real_read())
+
+    async def flood() -> int:
+        refused = 0
+        for i in range(2000):
+            try:
+                await gate.authenticate(f"sk-duet-bad-{i}")
+            except AuthenticationFailed:
+                refused += 1
+        await gate.refresh_keys()  # the file has not changed: a stat, no read
+        return refused
+
+    assert asyncio.run(flood()) == 2000 and reads == []
+    assert asyncio.run(admit(gate, auth(secrets["two"]), "smollm2")).key is not None
+    # A key made by another process (duet keys create) works once the background refresh saw the file change.
     secret, record = new_key("late", "two", 2.0)
     asyncio.run(FileKeyStore(config(tmp_path).access.keys_file).add(record))
-    assert asyncio.run(admit(gate, auth(secret), "smollm2")).key == record
+    with pytest.raises(AuthenticationFailed):
+        asyncio.run(gate.authenticate(secret))
+    asyncio.run(gate.refresh_keys())
+    assert reads == [1] and asyncio.run(gate.authenticate(secret)) == record
+
+
+def test_an_unknown_key_is_asked_of_the_store_once_then_refused_from_memory(tmp_path: Path) -> None:
+    gate, _ = access(tmp_path)
+    asked = []
+
+    async def find(key_hash: str) -> None:
+        asked.append(key_hash)
+
+    gate.keys.find = find  # type: ignore[method-assign]
+
+    async def repeat() -> None:
+        for _ in range(100):
+            with pytest.raises(AuthenticationFailed):
+                await gate.authenticate("sk-duet-repeated")
+        with pytest.raises(AuthenticationFailed):  # look_up=False: refused without asking
+            await gate.authenticate("sk-duet-other", look_up=False)
+
+    asyncio.run(repeat())
+    assert len(asked) == 1
 
 
 def test_the_limit_answers_429_naming_it_with_retry_after(tmp_path: Path) -> None:
