@@ -243,7 +243,8 @@ class RequestProfile:
     task_source: str
     input_tokens: int
     # The client's max_tokens (None: up to the context); and what the router plans for: the
-    # forced length (min_tokens / ignore_eos) or min(max_tokens, the task's typical output).
+    # forced length (min_tokens / ignore_eos) or min(max_tokens, the task's typical output: learned
+    # from finished requests, or the configured one until enough have finished).
     max_output_tokens: int | None
     expected_output_tokens: int
     has_tools: bool = False

@@ -67,12 +67,15 @@ class Trace:
 
 @dataclass(frozen=True, slots=True)
 class Arrival:
-    """A request to send ``at_s`` wall seconds after the replay starts, as task ``task``."""
+    """A request to send ``at_s`` wall seconds after the replay starts, as task ``task``.
+    ``output_tokens`` is how long its answer runs (the world's, not the client's knowledge);
+    ``max_tokens`` is the ceiling its client asks for (None: the client sends none)."""
 
     at_s: float
     task: str
     input_tokens: int
     output_tokens: int
+    max_tokens: int | None = None
 
 
 def _parse_time(text: str) -> float:
@@ -168,15 +171,27 @@ def replay_arrivals(
     than wall time: ``time_scale`` compresses the whole experiment (the simulated replicas run that
     much faster too), ``rate_scale`` multiplies the arrival rate against the replicas. The window
     starts ``start_s`` trace-seconds in and wraps around to the trace's start if it runs past the end.
+
+    Each arrival's ``max_tokens`` is its trace's longest answer (``client_ceiling``), fitted to
+    the context left after its prompt.
     """
     speed = time_scale * rate_scale
     span = duration_s * speed
-    arrivals = [
-        Arrival(offset / speed, task, *clip_lengths(r.input_tokens, r.output_tokens, max_context))
-        for task, trace in traces.items()
-        for offset, r in _window(trace, start_s, span)
-    ]
+    arrivals = []
+    for task, trace in traces.items():
+        ceiling = client_ceiling(trace, max_context)
+        for offset, r in _window(trace, start_s, span):
+            prompt, output = clip_lengths(r.input_tokens, r.output_tokens, max_context)
+            arrivals.append(Arrival(offset / speed, task, prompt, output, min(ceiling, max_context - prompt - 64)))
     return tuple(sorted(arrivals, key=lambda a: a.at_s))
+
+
+def client_ceiling(trace: Trace, max_context: int) -> int:
+    """The ``max_tokens`` a trace's clients send: its longest answer, as one ceiling for every
+    request. Traces show such ceilings (Azure conv's answers stop at 1,000 tokens, Mooncake's at
+    2,000); one per trace says nothing about any single request's length."""
+    longest = max((r.output_tokens for r in trace.requests), default=1)
+    return clip_lengths(1, longest, max_context)[1]
 
 
 def _window(trace: Trace, start_s: float, span_s: float) -> Sequence[tuple[float, TraceRequest]]:

@@ -72,6 +72,19 @@ class StateKeeper:
         await self._store.finish(with_prediction(outcome, attempt.prediction, attempt.stalled_ms))
 
 
+class LengthKeeper:
+    """Every answer that ended well teaches the store how long its task's answers run (an answer
+    cut at max_tokens counts at that length: within that ceiling it is what the client got)."""
+
+    def __init__(self, store: StateStore) -> None:
+        self._store = store
+
+    def done(self, exchange: Exchange, outcome: Outcome) -> None:
+        if outcome.ok and outcome.output_tokens > 0:
+            profile = exchange.plan.profile
+            self._store.record_output(profile.model, profile.task, outcome.output_tokens)
+
+
 class WakeKeeper:
     """A finished request may have freed a slot: the best waiter re-checks."""
 
@@ -154,7 +167,7 @@ def routing_hooks(backlog: PrefillBacklog, decodes: DecodeLedger, store: StateSt
         first_token=[backlog_keeper.first_token],
         # The ledger's stall first: the state keeper's latency learner reads it.
         attempt_ended=[backlog_keeper.attempt_ended, decode_keeper.attempt_ended, StateKeeper(store).attempt_ended],
-        done=[WakeKeeper(waiting).done],
+        done=[WakeKeeper(waiting).done, LengthKeeper(store).done],
     )
 
 

@@ -12,6 +12,7 @@ from gateway.config.types import DuetConfig, ModelSpec
 from gateway.domain import Budget, Priority, RequestProfile
 from gateway.errors import InvalidRequest, ModelNotFound
 from gateway.flow.body import ChatBody, CompletionBody
+from gateway.state.lengths import NO_ESTIMATES, LengthEstimates
 from gateway.tokens import message_texts
 
 TASK_HEADER = "x-duet-task"
@@ -95,8 +96,10 @@ def classify(
     target: Target,
     policy: Policy,
     input_tokens: int,
+    lengths: LengthEstimates = NO_ESTIMATES,
 ) -> RequestProfile:
-    """``headers`` must have lower-case names."""
+    """``headers`` must have lower-case names. ``lengths``: the output lengths learned from finished
+    requests, which replace the task's configured typical length once known."""
     tools = bool(getattr(body, "tools", None))
     explicit = headers.get(TASK_HEADER)
     if explicit is not None:
@@ -114,13 +117,14 @@ def classify(
         if value is not None:
             budgets[field] = value
     max_output = body.max_completion_tokens or body.max_tokens
+    typical = lengths.expected(target.model.name, task) or defaults.expected_output_tokens
     return RequestProfile(
         model=target.model.name,
         task=task,
         task_source=source,
         input_tokens=input_tokens,
         max_output_tokens=max_output,
-        expected_output_tokens=_expected_output(body, max_output, defaults.expected_output_tokens),
+        expected_output_tokens=_expected_output(body, max_output, typical),
         has_tools=tools,
         stream=bool(body.stream),
         pinned_variant=target.pinned_variant,
@@ -131,7 +135,7 @@ def classify(
 
 def _expected_output(body: ChatBody | CompletionBody, max_output: int | None, typical: int) -> int:
     """A forced length (ignore_eos, or min_tokens) is what will be generated; otherwise the task's
-    typical length, capped by max_tokens."""
+    typical length (learned, or configured), capped by max_tokens."""
     if body.ignore_eos and max_output:
         return max_output
     planned = typical if max_output is None else min(max_output, typical)

@@ -164,7 +164,7 @@ class Director:
     def _plan(self, inbound: Inbound, grant: Grant, explain: bool) -> Plan:
         active = self._active()
         view = View(grant.visible(self._store.snapshot(), active.config), self._ledgers.backlog.tokens,
-                    self._ledgers.decodes.least_slack)
+                    self._ledgers.decodes.least_slack, self._store.lengths())
         return plan_request(active.config, active.counters, inbound, view, explain=explain)
 
     async def _wait(self, exchange: Exchange, ruling: Ruling, remaining_s: float, limit_s: float) -> None:

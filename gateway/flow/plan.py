@@ -15,6 +15,7 @@ from gateway.flow.classify import Target, classify, resolve_model
 from gateway.routing.predictors import prefill_ms
 from gateway.routing.router import route
 from gateway.state.decodes import DecodeClaim
+from gateway.state.lengths import NO_ESTIMATES, LengthEstimates
 from gateway.tokens import TokenCounter, count_chat_tokens, count_prompt_tokens
 
 
@@ -36,11 +37,12 @@ class Plan:
 class View:
     """What routing sees of the replicas for one request: the store's snapshot (already narrowed
     to what the caller may use), this gateway's pending prefill tokens and its in-flight
-    requests' least decode slack, by replica id."""
+    requests' least decode slack, by replica id; and the output lengths learned per task."""
 
     snapshot: Mapping[str, ReplicaState]
     backlog: Mapping[str, int] = dataclasses.field(default_factory=dict)
     slack: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    lengths: LengthEstimates = NO_ESTIMATES
 
 
 def candidates_for(model: ModelSpec, view: View) -> tuple[Candidate, ...]:
@@ -93,7 +95,7 @@ def plan_request(config: DuetConfig, counters: Mapping[str, TokenCounter], inbou
     tokens = inbound.prompt_tokens
     if tokens is None:
         tokens = count_input_tokens(inbound.body, counters[target.model.name])
-    profile = classify(inbound.body, inbound.headers, target, config.policy, tokens)
+    profile = classify(inbound.body, inbound.headers, target, config.policy, tokens, view.lengths)
     candidates = candidates_for(target.model, view)
     decision = route(profile, candidates, config.policy.profile_for(profile.task), explain=explain)
     return Plan(target, profile, candidates, decision)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from gateway.domain import BreakerState, Health, Outcome, ReplicaState
 from gateway.state import redis_scripts as scripts
 from gateway.state.breaker import Breaker
+from gateway.state.lengths import LengthEstimates
 from gateway.state.observations import time_per_output_token
 from gateway.state.outcomes import classify
 from gateway.state.redis_link import Arg, RedisLink, StoreUnavailable
@@ -171,6 +172,14 @@ class RedisStateStore:
         self._known.add(replica_id)
         await self._local.record_health(replica_id, healthy, at)
         self._link.send(scripts.HEALTH, [self._record_key(replica_id)], [1 if healthy else 0, at])
+
+    def record_output(self, model: str, task: str, tokens: int) -> None:
+        # Output lengths are this gateway's own (not shared through Redis yet): each gateway
+        # learns them from the answers it relays, a few hundred of which are enough.
+        self._local.record_output(model, task, tokens)
+
+    def lengths(self) -> LengthEstimates:
+        return self._local.lengths()
 
     async def record_stats(self, replica_id: str, stats: VllmStats, at: float) -> None:
         self._known.add(replica_id)

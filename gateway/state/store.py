@@ -21,6 +21,7 @@ from typing import Protocol
 from gateway.domain import Health, Outcome, ReplicaState
 from gateway.state import breaker as breakers
 from gateway.state.breaker import Breaker, BreakerPolicy, Permit
+from gateway.state.lengths import LengthEstimates, LengthSettings, OutputLengths
 from gateway.state.observations import Observations, observe
 from gateway.state.outcomes import OutcomeKind, classify
 from gateway.state.vllm_metrics import VllmStats
@@ -49,6 +50,7 @@ class StoreSettings:
     stale_after_s: float = 5.0
     half_life_s: float = 30.0
     breaker: BreakerPolicy = field(default_factory=BreakerPolicy)
+    lengths: LengthSettings = field(default_factory=LengthSettings)
 
 
 class StateStore(Protocol):
@@ -84,6 +86,14 @@ class StateStore(Protocol):
 
     async def forget(self, replica_id: str) -> None:
         """Drop a replica that left the config (its late outcomes are then ignored)."""
+        ...
+
+    def record_output(self, model: str, task: str, tokens: int) -> None:
+        """A finished answer's output length, for the task's length estimate (never waits)."""
+        ...
+
+    def lengths(self) -> LengthEstimates:
+        """Each (model, task)'s expected output length, learned from ``record_output``."""
         ...
 
     async def aclose(self) -> None:
@@ -127,6 +137,7 @@ class InMemoryStateStore:
         self._settings = settings or StoreSettings()
         self._clock = clock
         self._records: dict[str, _Record] = {}
+        self._lengths = OutputLengths(self._settings.lengths)
 
     def now(self) -> float:
         return self._clock()
@@ -174,6 +185,12 @@ class InMemoryStateStore:
 
     async def forget(self, replica_id: str) -> None:
         self._records.pop(replica_id, None)
+
+    def record_output(self, model: str, task: str, tokens: int) -> None:
+        self._lengths.add(model, task, tokens)
+
+    def lengths(self) -> OutputLengths:
+        return self._lengths
 
     async def aclose(self) -> None:
         self._records.clear()

@@ -24,6 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--duration", type=float, default=3600.0, help="seconds of trace to replay")
     parser.add_argument("--start", type=float, default=0.0, help="trace second to start at")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--forced-length", action="store_true",
+                        help="requests force their trace's output length (min_tokens = max_tokens, ignore_eos), which "
+                             "tells the router the true length: an oracle, for comparison")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.set_defaults(run=run)
 
@@ -45,18 +48,23 @@ def run(args: argparse.Namespace) -> int:
     summaries: dict[str, dict[str, Any]] = {}
     for policy, config in configs.items():
         started = time.perf_counter()
-        results = Replay(config, cluster.profiles(), seed=args.seed).run(schedule)
+        results = Replay(config, cluster.profiles(), seed=args.seed, forced_length=args.forced_length).run(schedule)
         summaries[_name(policy)] = {**summarize(results, args.duration), "wall_s": round(time.perf_counter() - started, 2)}
         if not args.json:
             print(f"  {_name(policy)}: {len(results)} requests in {summaries[_name(policy)]['wall_s']} s", file=sys.stderr)
     meta = {"trace": args.trace, "replicas": args.replicas, "rate_scale": args.rate_scale, "duration_s": args.duration,
-            "start_s": args.start, "requests": len(schedule)}
+            "start_s": args.start, "seed": args.seed, "requests": len(schedule), "output_length": _length_mode(args)}
     if args.json:
         print(json.dumps({**meta, "policies": summaries}))
     else:
-        print(f"{len(schedule)} requests, {args.duration:g} s of {args.trace} x{args.rate_scale:g} on {args.replicas}")
+        print(f"{len(schedule)} requests, {args.duration:g} s of {args.trace} x{args.rate_scale:g} on {args.replicas}, "
+              f"output length {meta['output_length']}")
         print(table(summaries))
     return 0
+
+
+def _length_mode(args: argparse.Namespace) -> str:
+    return "forced (the router knows it: oracle)" if args.forced_length else "learned (max_tokens only)"
 
 
 def _name(policy: str) -> str:

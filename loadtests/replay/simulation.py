@@ -6,6 +6,7 @@ simulator engine advanced in virtual time, not a server."""
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import math
@@ -58,11 +59,14 @@ class RequestResult:
     predicted: Prediction | None = None
     budget: Budget = Budget()
     cost_usd: float = 0.0
-    # Duet's step-model prediction on the replica that served it (see Replay), for every policy.
+    # Duet's step-model prediction on the replica that served it (see Replay), for every policy,
+    # given the true output length (``predicted`` is the policy's own, with the length it expected).
     step_model: Prediction | None = None
     # Why routing chose the variant (``x-duet-route``), or the HTTP status a rejected request got.
     route: str = ""
     refusal_status: int | None = None
+    # The output length the router planned with (forced, learned, or the task's typical one).
+    expected_output_tokens: int | None = None
 
     @property
     def tpot_s(self) -> float | None:
@@ -122,8 +126,9 @@ class _EngineTransport:
         replay, arrival = self._replay, self._arrival
         engine = replay.engines[replica.id]
         replay.collect(engine.advance(replay.now))  # bring its queue up to date before it admits
-        request = SimRequest(self._request_id, arrival.input_tokens, arrival.output_tokens,
-                             min_tokens=arrival.output_tokens, ignore_eos=True, task=arrival.task)
+        # The engine generates the trace's length either way: the model stops there on its own.
+        request = SimRequest(self._request_id, arrival.input_tokens, arrival.max_tokens or arrival.output_tokens,
+                             natural_tokens=arrival.output_tokens, task=arrival.task)
         if engine.submit(request, replay.now) is None:
             return _Accepted(replica)
         return AttemptFailure(replica.id, 503, "the engine refused the request", 0.0)
@@ -145,11 +150,17 @@ class _Waiter:
 
 
 class Replay:
-    """One policy over one replica set. ``profiles``: variant name -> simulator profile."""
+    """One policy over one replica set. ``profiles``: variant name -> simulator profile.
+
+    ``forced_length``: each request forces its trace's output length (min_tokens = max_tokens,
+    ignore_eos), which the router then knows exactly: the oracle the replay ran with before
+    issue #16, kept to measure what not knowing costs. Otherwise a request sends only its
+    client's ``max_tokens`` ceiling and the router plans with the lengths it learned."""
 
     def __init__(self, config: DuetConfig, profiles: Mapping[str, Profile], *, seed: int = 0,
-                 scrape_interval_s: float = 1.0) -> None:
+                 scrape_interval_s: float = 1.0, forced_length: bool = False) -> None:
         (self._model,) = config.models.values()
+        self._forced_length = forced_length
         self.now = 0.0
         self._store = InMemoryStateStore(StoreSettings(stale_after_s=max(5.0, 5 * scrape_interval_s)), clock=lambda: self.now)
         self.engines = {
@@ -212,12 +223,14 @@ class Replay:
             run_now(self._store.record_stats(replica_id, stats, now))
 
     def _arrive(self, arrival: Arrival, request_id: str) -> None:
-        """The request as a client would send it: the task named in ``x-duet-task``, max_tokens
-        and the trace's output length forced (min_tokens, ignore_eos), the prompt's length known."""
-        body = CompletionBody.model_validate({
-            "model": self._model.name, "prompt": "", "max_tokens": arrival.output_tokens,
-            "min_tokens": arrival.output_tokens, "ignore_eos": True,
-        })
+        """The request as a client would send it: the task named in ``x-duet-task``, its client's
+        max_tokens (or, with ``forced_length``, the trace's length forced), the prompt's length known."""
+        fields: dict[str, Any] = {"model": self._model.name, "prompt": ""}
+        if self._forced_length:
+            fields.update(max_tokens=arrival.output_tokens, min_tokens=arrival.output_tokens, ignore_eos=True)
+        elif arrival.max_tokens is not None:
+            fields.update(max_tokens=arrival.max_tokens)
+        body = CompletionBody.model_validate(fields)
         inbound = Inbound(body, {"x-duet-task": arrival.task}, prompt_tokens=arrival.input_tokens)
         exchange = self._director.open(inbound, request_id)
         self._step(self._serve(exchange, arrival), None)
@@ -234,8 +247,9 @@ class Replay:
             return
         candidate = exchange.plan.candidate(accepted.replica.id)
         assert candidate is not None
-        self._pending[exchange.request_id] = _Pending(arrival, exchange,
-                                                      self._step_model.predict(exchange.plan.profile, candidate))
+        # Told the true length, so that its error is the latency model's, not the length estimate's.
+        profile = dataclasses.replace(exchange.plan.profile, expected_output_tokens=arrival.output_tokens)
+        self._pending[exchange.request_id] = _Pending(arrival, exchange, self._step_model.predict(profile, candidate))
 
     def _step(self, coroutine: Coroutine[Any, Any, None], value: bool | None) -> None:
         """Runs a request's coroutine until it ends or waits in the virtual waiting room."""
@@ -288,5 +302,5 @@ class Replay:
             pending.arrival.at_s, exchange.plan.profile.task, "ok" if ok else "failed", variant.name,
             event.prompt_tokens, event.output_tokens, ttft_s, waited_s + event.e2e_s, attempt.prediction,
             exchange.plan.profile.budget, variant.price.cost_usd(event.prompt_tokens, event.output_tokens),
-            pending.step_model, exchange.route,
+            pending.step_model, exchange.route, expected_output_tokens=exchange.plan.profile.expected_output_tokens,
         ))

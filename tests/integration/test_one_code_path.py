@@ -44,7 +44,8 @@ def _replayed(config_path: str) -> list[tuple[str, str | None, str | None]]:
     # 60 s apart in virtual time: each request has long finished before the next arrives.
     arrivals = [Arrival(60.0 * (i + 1), task, n_in, n_out) for i, (task, n_in, n_out) in enumerate(REQUESTS)]
     decisions = []
-    for result in Replay(config, profiles).run(arrivals):
+    # Forced lengths, as the HTTP requests send them.
+    for result in Replay(config, profiles, forced_length=True).run(arrivals):
         if result.status == "ok":
             decisions.append(("ok", result.variant, result.route))
         else:

@@ -76,6 +76,25 @@ def test_expected_output_tokens(fields, expected):
     assert profile(chat(**fields)).expected_output_tokens == expected
 
 
+class Learned:
+    def expected(self, model, task):
+        return {("smollm2", "chat"): 300}.get((model, task))
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [({}, 300), ({"max_tokens": 1000}, 300), ({"max_tokens": 200}, 200), ({"max_tokens": 1000, "ignore_eos": True}, 1000),
+     ({"max_tokens": 1000, "min_tokens": 700}, 700)],
+)
+def test_a_learned_length_replaces_the_typical_one_within_max_tokens(fields, expected):
+    body = chat(**fields)
+    assert classify(body, {}, resolve_model(CONFIG, "smollm2"), CONFIG.policy, 10, Learned()).expected_output_tokens == expected
+    # Tasks with no estimate yet keep their configured typical length.
+    coding = classify(body, {"x-duet-task": "coding"}, resolve_model(CONFIG, "smollm2"), CONFIG.policy, 10, Learned())
+    assert coding.expected_output_tokens == classify(body, {"x-duet-task": "coding"}, resolve_model(CONFIG, "smollm2"),
+                                                     CONFIG.policy, 10).expected_output_tokens
+
+
 def test_completions_prompt_with_code():
     body = CompletionBody.model_validate({"model": "smollm2", "prompt": "import os\nos.listdir()"})
     assert profile(body).task == "coding"

@@ -19,6 +19,7 @@ from gateway.errors import InvalidRequest, RateLimited
 from gateway.flow import Director, Exchange, Hooks, Inbound, Ledgers, WaitingRoom, routing_hooks
 from gateway.flow.body import ChatBody, validate_body
 from gateway.state.decodes import DecodeLedger
+from gateway.state.lengths import LengthSettings
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.store import InMemoryStateStore
 
@@ -177,5 +178,29 @@ def test_a_sheddable_request_is_refused_at_once_when_every_replica_is_full() -> 
         with pytest.raises(RateLimited):
             await rig.director.admit(rig.open(CHAT, {"x-duet-priority": "sheddable"}))
         assert refused == [429]
+
+    asyncio.run(scenario())
+
+
+def test_finished_answers_teach_the_next_plans_their_tasks_output_length() -> None:
+    """The length keeper (a ``done`` subscriber) records each good answer's length; once enough
+    have finished, a request without a forced length is planned with it (within max_tokens)."""
+
+    async def scenario() -> None:
+        rig = Rig()
+        await rig.up()
+        body = {**CHAT, "max_tokens": 1500}
+        typical = rig.open(body).plan.profile.expected_output_tokens
+        for _ in range(LengthSettings().min_samples):
+            exchange = rig.open(body)
+            served = exchange.plan.decision.ranked[0].id
+            await rig.director.dispatch(exchange, Script({}))
+            await rig.director.finish(exchange, Outcome(served, True, 200, 0.05, 2.0, 100, 700))
+        failed = rig.open(body)
+        await rig.director.dispatch(failed, Script({}))
+        await rig.director.finish(failed, Outcome(failed.attempt.replica.id, False, 502, None, 0.1, 100, 5))
+        learned = rig.open(body).plan.profile.expected_output_tokens
+        assert typical != learned and abs(learned - 700) <= 0.1 * 700
+        assert rig.open({**CHAT, "max_tokens": 300}).plan.profile.expected_output_tokens == 300
 
     asyncio.run(scenario())

@@ -107,3 +107,25 @@ def test_replay_takes_a_trace_file_and_names_what_it_cannot_use(tmp_path, capsys
     assert "task 'poetry' (from --trace) is not a task type of policy 'duet'" in capsys.readouterr().err
     assert main(["replay", "--trace", str(tmp_path / "none.csv"), "--duration", "10"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_without_forced_lengths_the_router_learns_each_tasks_median_output():
+    """No oracle: requests send their client's max_tokens only; after a few hundred answers per
+    task the length the router plans with is within 20% of the task's median (the engine still
+    generates the trace's lengths, so the forced and the learned replay serve the same tokens)."""
+    import statistics
+
+    cluster = parse_cluster("h100-70b:standard=1,fast=3")
+    schedule = arrivals(["code", "conv"], 900, 0.35, cluster)
+    config = policy_config(cluster, "duet")
+    learned = Replay(config, cluster.profiles()).run(schedule)
+    for task in ("chat", "coding"):
+        done = [r for r in learned if r.task == task and r.status == "ok"]
+        median = statistics.median(r.output_tokens for r in done)
+        assert len(done) > 300
+        # The estimate follows recent answers (the trace drifts): its median over the last 200 plans.
+        planned = statistics.median(r.expected_output_tokens for r in done[-200:])
+        assert abs(planned - median) <= 0.2 * median
+    forced = Replay(config, cluster.profiles(), forced_length=True).run(schedule[:200])
+    assert all(r.expected_output_tokens == r.output_tokens for r in forced if r.status == "ok")
+    assert [r.output_tokens for r in forced] == [r.output_tokens for r in learned[:200]]
