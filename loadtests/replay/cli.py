@@ -27,19 +27,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--forced-length", action="store_true",
                         help="requests force their trace's output length (min_tokens = max_tokens, ignore_eos), which "
                              "tells the router the true length: an oracle, for comparison")
+    parser.add_argument("--prior-error", type=float, default=0.3,
+                        help="the router's speed priors are off by this fraction per variant (prefill and decode, "
+                             "each too fast or too slow by a seeded coin), for the online learner to correct; 0: "
+                             "the simulator's own profiles, exactly")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from loadtests.replay.report import summarize, table
-    from loadtests.replay.setup import arrivals, check_tasks, parse_cluster, policy_config
+    from loadtests.replay.setup import PriorError, arrivals, check_tasks, parse_cluster, policy_config
     from loadtests.replay.simulation import Replay
 
     try:
         cluster = parse_cluster(args.replicas)
         policies = [p for p in COMPARED if p != args.policy] + [args.policy] if args.compare else [args.policy]
-        configs = {p: policy_config(cluster, p) for p in policies}
+        prior_error = PriorError.draw([v.name for v in cluster.replica_set.variants], args.prior_error, args.seed)
+        configs = {p: policy_config(cluster, p, prior_error) for p in policies}
         schedule = arrivals(args.trace.split(","), args.duration, args.rate_scale, cluster, args.start)
         check_tasks(schedule, configs)
     except (ValueError, OSError) as exc:
@@ -53,12 +58,13 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"  {_name(policy)}: {len(results)} requests in {summaries[_name(policy)]['wall_s']} s", file=sys.stderr)
     meta = {"trace": args.trace, "replicas": args.replicas, "rate_scale": args.rate_scale, "duration_s": args.duration,
-            "start_s": args.start, "seed": args.seed, "requests": len(schedule), "output_length": _length_mode(args)}
+            "start_s": args.start, "seed": args.seed, "requests": len(schedule), "output_length": _length_mode(args),
+            "prior_error": {v: {"prefill": p, "decode": d} for v, (p, d) in prior_error.factors.items()}}
     if args.json:
         print(json.dumps({**meta, "policies": summaries}))
     else:
         print(f"{len(schedule)} requests, {args.duration:g} s of {args.trace} x{args.rate_scale:g} on {args.replicas}, "
-              f"output length {meta['output_length']}")
+              f"output length {meta['output_length']}, speed priors off by {args.prior_error:.0%}")
         print(table(summaries))
     return 0
 

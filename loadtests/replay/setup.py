@@ -3,8 +3,10 @@ trace's arrivals."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import yaml
 
@@ -51,8 +53,43 @@ def parse_cluster(spec: str) -> Cluster:
     return Cluster(replica_set, counts)
 
 
-def policy_config(cluster: Cluster, policy: str) -> DuetConfig:
-    return parse_config(yaml.safe_dump(duet_config(cluster.replica_set, cluster.urls, policy, 1.0)), source=policy)
+# Speed prior fields that are times (the variant is slower when they grow); prefill is a rate.
+_DECODE_TIMES = ("decode_s_per_token", "step_s_per_seq", "kv_read_s_per_token", "frontend_s", "draft_s_per_step",
+                 "draft_s_per_seq")
+
+
+@dataclass(frozen=True, slots=True)
+class PriorError:
+    """How wrong the router's speed priors are, per variant: its prefill rate is divided and its
+    decode step times multiplied by their factor (1.3: the variant looks 30% slower than it is)."""
+
+    factors: Mapping[str, tuple[float, float]]  # variant -> (prefill, decode)
+
+    @classmethod
+    def draw(cls, variants: Sequence[str], error: float, seed: int) -> PriorError:
+        """Each variant off by ``error``, slower or faster by a seeded coin (prefill and decode
+        alike: a calibration on the wrong machine is off in one direction)."""
+        rng = random.Random(f"prior-error:{seed}")
+        signs = {v: rng.choice((-1, 1)) for v in variants}
+        return cls({v: (1 + sign * error, 1 + sign * error) for v, sign in signs.items()})
+
+    def apply(self, speed: Mapping[str, Any], variant: str) -> dict[str, Any]:
+        prefill, decode = self.factors.get(variant, (1.0, 1.0))
+        wrong = dict(speed)
+        wrong["prefill_tokens_per_s"] = speed["prefill_tokens_per_s"] / prefill
+        for key in _DECODE_TIMES:
+            if key in speed:
+                wrong[key] = speed[key] * decode
+        return wrong
+
+
+def policy_config(cluster: Cluster, policy: str, prior_error: PriorError | None = None) -> DuetConfig:
+    """``policy`` over the cluster, its speed priors the profiles' own or off by ``prior_error``."""
+    raw = duet_config(cluster.replica_set, cluster.urls, policy, 1.0)
+    if prior_error is not None:
+        for name, variant in raw["models"][cluster.replica_set.model]["variants"].items():
+            variant["speed"] = prior_error.apply(variant["speed"], name)
+    return parse_config(yaml.safe_dump(raw), source=policy)
 
 
 def arrivals(

@@ -129,3 +129,39 @@ def test_without_forced_lengths_the_router_learns_each_tasks_median_output():
     forced = Replay(config, cluster.profiles(), forced_length=True).run(schedule[:200])
     assert all(r.expected_output_tokens == r.output_tokens for r in forced if r.status == "ok")
     assert [r.output_tokens for r in forced] == [r.output_tokens for r in learned[:200]]
+
+
+@pytest.mark.parametrize("factor", [0.7, 1.3])
+def test_a_30_percent_prior_error_is_learned_away(factor):
+    """Speed priors 30% off (every variant too fast, or too slow): after two minutes Duet's latency
+    predictions on the variants it serves are within 5 points of MAPE of the exact priors'."""
+    from loadtests.replay.report import predictor_mape
+    from loadtests.replay.setup import PriorError
+
+    cluster = parse_cluster("h100-70b:standard=1,fast=3")
+    schedule = arrivals(["code", "conv"], 600, 0.35, cluster)
+
+    def mape(error):
+        config = policy_config(cluster, "duet", error)
+        # Forced lengths: the error measured is the latency model's, not the length estimate's.
+        results = [r for r in Replay(config, cluster.profiles(), forced_length=True).run(schedule) if r.arrival_s > 120]
+        served = {v for v in ("standard", "fast") if sum(r.variant == v for r in results) >= 30}
+        return {v: m for v, m in predictor_mape(results).items() if v in served}
+
+    exact, wrong = mape(None), mape(PriorError({"standard": (factor, factor), "fast": (factor, factor)}))
+    assert "fast" in exact and set(wrong) == set(exact)
+    for variant, metrics in exact.items():
+        for metric in ("ttft", "e2e"):
+            assert wrong[variant][metric] <= metrics[metric] + 0.05
+
+
+def test_prior_errors_are_seeded_and_move_rates_and_times_apart():
+    from loadtests.replay.setup import PriorError
+
+    draws = [PriorError.draw(["standard", "fast"], 0.3, seed).factors for seed in range(8)]
+    assert draws == [PriorError.draw(["standard", "fast"], 0.3, seed).factors for seed in range(8)]
+    assert {f for d in draws for pair in d.values() for f in pair} == {0.7, 1.3}
+    speed = {"prefill_tokens_per_s": 1000.0, "decode_s_per_token": 0.01, "frontend_s": 0.002, "max_num_seqs": 8}
+    wrong = PriorError({"fast": (2.0, 1.5)}).apply(speed, "fast")
+    assert wrong == {"prefill_tokens_per_s": 500.0, "decode_s_per_token": 0.015, "frontend_s": 0.003, "max_num_seqs": 8}
+    assert PriorError({"fast": (2.0, 1.5)}).apply(speed, "standard") == speed
