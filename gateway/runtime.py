@@ -24,6 +24,7 @@ from gateway.flow.director import Director, Ledgers
 from gateway.flow.waiting_room import WaitingRoom
 from gateway.proxy.forward import UpstreamCall, UpstreamRequest
 from gateway.proxy.http1 import Pool
+from gateway.proxy.tls import UpstreamTls
 from gateway.state.breaker import BreakerPolicy
 from gateway.state.decodes import DecodeLedger
 from gateway.state.monitor import MonitorSettings, ReplicaMonitor
@@ -89,7 +90,9 @@ class Gateway:
         self.access = build_access(lambda: self.current.config, self._link, self.telemetry)
         self.telemetry.watch_replicas(lambda: self.current.config.replicas, self.store.snapshot)
         server = config.server
-        self._pool = Pool(connect_timeout_s=server.upstream_connect_timeout_s, idle_timeout_s=server.upstream_idle_timeout_s)
+        self._tls = UpstreamTls(lambda: self.current.config)
+        self._pool = Pool(connect_timeout_s=server.upstream_connect_timeout_s, idle_timeout_s=server.upstream_idle_timeout_s,
+                          tls=self._tls.context_for)
         backlog, decodes, waiting_room = PrefillBacklog(), DecodeLedger(), WaitingRoom(server.max_queued)
         hooks = gateway_hooks(routing_hooks(backlog, decodes, self.store, waiting_room), self.access, self.telemetry)
         self.director = Director(lambda: self.current, self.store, Ledgers(backlog, decodes), waiting_room, hooks,
@@ -112,7 +115,7 @@ class Gateway:
         self._monitor = ReplicaMonitor(
             config.replicas, self.store,
             settings=MonitorSettings(config.state.health_interval_s, config.state.scrape_interval_s, config.state.timeout_s),
-            client=self._session,
+            client=self._session, tls=self._tls.context_for,
         )
         await self._monitor.start()
         if self._discovery_loop is not None:

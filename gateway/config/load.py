@@ -69,7 +69,7 @@ def _config_error(exc: ValidationError, prefix: str = "") -> ConfigError:
 
 def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
     tasks = set(parsed.routing.tasks)
-    models = {name: _model(name, section, tasks) for name, section in parsed.models.items()}
+    models = {name: _model(name, section, tasks, source) for name, section in parsed.models.items()}
     return DuetConfig(
         server=ServerSettings(**parsed.server.model_dump()),
         state=StateSettings(
@@ -128,13 +128,16 @@ def _tier(name: str, t: schema.TierSection, models: Mapping[str, ModelSpec], pat
     )
 
 
-def _model(name: str, section: schema.ModelSection, tasks: set[str]) -> ModelSpec:
+def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str) -> ModelSpec:
     variants: dict[str, Variant] = {}
     replicas: list[Replica] = []
     served_names: dict[str, str] = {}
+    ca_bundles: dict[str, str] = {}
     for variant_name, v in section.variants.items():
         path = f"models.{name}.variants.{variant_name}"
         variants[variant_name] = _variant(name, variant_name, v, tasks, path)
+        if v.ca_bundle is not None:
+            ca_bundles[variant_name] = _ca_bundle(v.ca_bundle, source, f"{path}.ca_bundle")
         if v.served_model_name in served_names:
             raise ConfigError(f"{path}.served_model_name", f"also used by variant '{served_names[v.served_model_name]}'")
         served_names[v.served_model_name] = variant_name
@@ -146,7 +149,17 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str]) -> ModelSpe
         if section.tokenizer == "approx"
         else TokenizerSpec("hf_tokenizer_json", section.tokenizer.hf_tokenizer_json)
     )
-    return ModelSpec(name, variants, tuple(replicas), tokenizer, _pins(name, variants))
+    return ModelSpec(name, variants, tuple(replicas), tokenizer, _pins(name, variants), ca_bundles)
+
+
+def _ca_bundle(written: str, source: str, path: str) -> str:
+    """The CA bundle's path (relative to the config file), which must be a readable file."""
+    bundle = Path(written)
+    if not bundle.is_absolute() and source != "<memory>":
+        bundle = Path(source).parent / bundle
+    if not bundle.is_file():
+        raise ConfigError(path, f"no such file: {bundle}")
+    return str(bundle)
 
 
 def _variant(model: str, name: str, v: schema.VariantSection, tasks: set[str], path: str) -> Variant:

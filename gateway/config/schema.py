@@ -160,6 +160,9 @@ class VariantSection(Strict):
     allowed_tasks_source: str | None = None
     launch_profile: str | None = None
     replicas: list[ReplicaSection] = Field(default_factory=list)
+    # For https:// replicas: a PEM file of the CAs that sign their certificates (relative to the
+    # config file); default: the system's CAs. Certificates and host names are always verified.
+    ca_bundle: str | None = None
     # Instead of static ``replicas``: find them at run time (Kubernetes).
     discovery: DiscoverySection | None = None
 

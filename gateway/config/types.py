@@ -94,6 +94,9 @@ class ModelSpec:
     tokenizer: TokenizerSpec
     # Pinned names ("smollm2:fast") -> variant name.
     pins: Mapping[str, str]
+    # Variant name -> the CA bundle (PEM path) its https:// replicas' certificates are checked
+    # against; a variant not named uses the system's CAs.
+    ca_bundles: Mapping[str, str] = field(default_factory=dict)
 
     def variant_of(self, replica: Replica) -> Variant:
         return self.variants[replica.variant]

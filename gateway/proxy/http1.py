@@ -2,16 +2,18 @@
 streamed bodies with back-pressure, idle timeouts.
 
 Why not aiohttp: the proxy spent ~30% of its CPU per request inside aiohttp's client (headers
-multidicts, timeouts as tasks, tracing hooks). Replicas speak plain HTTP/1.1 on a private network,
-so a client that writes one buffer and parses with the same C parser uvicorn uses is enough.
+multidicts, timeouts as tasks, tracing hooks). Replicas speak plain HTTP/1.1, so a client that
+writes one buffer and parses with the same C parser uvicorn uses is enough. ``https://`` replicas
+are spoken to over TLS (the event loop's own), with the context ``gateway.proxy.tls`` gives.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from urllib.parse import urlsplit
 
 import httptools
@@ -30,10 +32,14 @@ class UpstreamTimeout(UpstreamError, TimeoutError):
     """No byte from the replica for the idle timeout (or no connection within the connect timeout)."""
 
 
+# Where a connection goes: host, port, and the TLS context (None: plain TCP).
+Endpoint = tuple[str, int, ssl.SSLContext | None]
+
+
 class _Connection(asyncio.Protocol):
     """One TCP connection to a replica, carrying one exchange at a time."""
 
-    def __init__(self, pool: Pool, key: tuple[str, int]) -> None:
+    def __init__(self, pool: Pool, key: Endpoint) -> None:
         self._pool = pool
         self.key = key
         self.transport: asyncio.Transport | None = None
@@ -234,15 +240,22 @@ class Response:
         self.release()
 
 
-class Pool:
-    """Keep-alive connections to every replica, keyed by base URL."""
+def _plain(_: str) -> ssl.SSLContext | None:
+    return None
 
-    def __init__(self, *, connect_timeout_s: float, idle_timeout_s: float, max_idle_per_host: int = 256) -> None:
+
+class Pool:
+    """Keep-alive connections to every replica, keyed by base URL. ``tls`` gives the TLS context
+    for a base URL (None: plain TCP), asked once per URL."""
+
+    def __init__(self, *, connect_timeout_s: float, idle_timeout_s: float, max_idle_per_host: int = 256,
+                 tls: Callable[[str], ssl.SSLContext | None] = _plain) -> None:
         self._connect_timeout_s = connect_timeout_s
         self._idle_timeout_s = idle_timeout_s
         self._max_idle = max_idle_per_host
-        self._idle: dict[tuple[str, int], list[_Connection]] = {}
-        self._hosts: dict[str, tuple[str, int, bytes]] = {}
+        self._tls = tls
+        self._idle: dict[Endpoint, list[_Connection]] = {}
+        self._hosts: dict[str, tuple[Endpoint, bytes]] = {}
         # The loop the pool runs on, looked up once: on Python 3.11 every
         # asyncio.get_running_loop() is a getpid() syscall (a fork check).
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -250,14 +263,14 @@ class Pool:
     async def post(self, base_url: str, path: str, body: bytes, headers: bytes = b"") -> Response:
         """POST ``body`` (JSON) and return once the status line and headers arrived. ``headers`` are
         extra raw header lines, each ending in CRLF."""
-        host, port, host_header = self._host(base_url)
+        endpoint, host_header = self._host(base_url)
         head = (
             b"POST " + path.encode() + b" HTTP/1.1\r\nHost: " + host_header
             + b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(body)).encode()
             + b"\r\n" + headers + b"\r\n"
         )
         for attempt in range(2):
-            conn, reused = await self._acquire(host, port)
+            conn, reused = await self._acquire(endpoint)
             response = Response(conn, self._running_loop(), self._idle_timeout_s)
             conn.response = response
             assert conn.transport is not None
@@ -275,17 +288,18 @@ class Pool:
                     raise
         raise UpstreamError("unreachable")
 
-    def _host(self, base_url: str) -> tuple[str, int, bytes]:
+    def _host(self, base_url: str) -> tuple[Endpoint, bytes]:
         known = self._hosts.get(base_url)
         if known is None:
             parts = urlsplit(base_url)
             host = parts.hostname or "127.0.0.1"
             port = parts.port or (443 if parts.scheme == "https" else 80)
-            known = self._hosts[base_url] = (host, port, f"{host}:{port}".encode())
+            known = self._hosts[base_url] = ((host, port, self._tls(base_url)), f"{host}:{port}".encode())
         return known
 
-    async def _acquire(self, host: str, port: int) -> tuple[_Connection, bool]:
-        idle = self._idle.get((host, port))
+    async def _acquire(self, endpoint: Endpoint) -> tuple[_Connection, bool]:
+        host, port, tls = endpoint
+        idle = self._idle.get(endpoint)
         now = time.monotonic()
         while idle:
             conn = idle.pop()
@@ -295,7 +309,9 @@ class Pool:
         loop = self._running_loop()
         try:
             async with asyncio.timeout(self._connect_timeout_s):
-                _, conn = await loop.create_connection(lambda: _Connection(self, (host, port)), host, port)
+                # With a context, the handshake (SNI: ``host``; certificate and host name verified)
+                # is part of connecting, inside the same timeout.
+                _, conn = await loop.create_connection(lambda: _Connection(self, endpoint), host, port, ssl=tls)
         except TimeoutError as exc:
             raise UpstreamTimeout(f"no connection to {host}:{port} within {self._connect_timeout_s:g} s") from exc
         except OSError as exc:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
@@ -56,12 +57,15 @@ class ReplicaMonitor:
         settings: MonitorSettings,
         client: aiohttp.ClientSession,
         rng: random.Random | None = None,
+        tls: Callable[[str], ssl.SSLContext | None] | None = None,
     ) -> None:
         self._replicas = {replica.id: replica for replica in replicas}
         self._store = store
         self._settings = settings
         self._timeout = aiohttp.ClientTimeout(total=settings.timeout_s)
         self._client = client
+        # The TLS context an https:// replica is checked with (the proxy's own: same CAs).
+        self._tls = tls or (lambda _: None)
         self._rng = rng or random.Random()
         self._tasks: dict[str, tuple[asyncio.Task[None], ...]] = {}
         # Last state logged per (replica, check): logging happens only when it changes.
@@ -107,7 +111,8 @@ class ReplicaMonitor:
     async def check_health(self, replica: Replica) -> None:
         """GET ``/health`` once and record whether it answered 200 within the timeout."""
         try:
-            async with self._client.get(f"{replica.url}/health", timeout=self._timeout) as resp:
+            async with self._client.get(f"{replica.url}/health", timeout=self._timeout,
+                                        ssl=self._tls(replica.url) or True) as resp:
                 await resp.read()
                 healthy, detail = resp.status == 200, f"HTTP {resp.status}"
         except _EXPECTED as exc:
@@ -122,7 +127,8 @@ class ReplicaMonitor:
     async def scrape(self, replica: Replica) -> None:
         """GET ``/metrics`` once; record the parsed stats if it answered 200 within the timeout."""
         try:
-            async with self._client.get(f"{replica.url}/metrics", timeout=self._timeout) as resp:
+            async with self._client.get(f"{replica.url}/metrics", timeout=self._timeout,
+                                        ssl=self._tls(replica.url) or True) as resp:
                 text = await resp.text()
                 failure = None if resp.status == 200 else f"HTTP {resp.status}"
         except _EXPECTED as exc:

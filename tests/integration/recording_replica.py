@@ -20,6 +20,7 @@ import yaml
 
 from loadtests.gateway_process import GatewayProcess
 from serving.ports import free_port
+from tests.tls_certs import TlsFiles
 
 from .cluster import demo_config
 
@@ -53,14 +54,16 @@ def _stream(model: str) -> bytes:
 class RecordingReplica:
     """uvicorn in a thread on a free loopback port; ``requests`` lists the inference calls."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: TlsFiles | None = None) -> None:
+        """``tls``: serve https://localhost:port with that certificate instead of plain HTTP."""
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://127.0.0.1:{self.port}" if tls is None else f"https://localhost:{self.port}"
         self.requests: list[Recorded] = []
         # Seconds to wait before answering an inference call (to hold requests open).
         self.delay_s = 0.0
+        certificate = {} if tls is None else {"ssl_certfile": str(tls.cert), "ssl_keyfile": str(tls.key)}
         config = uvicorn.Config(self._app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off",
-                                interface="asgi3")
+                                interface="asgi3", **certificate)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
@@ -113,10 +116,12 @@ class RecordingReplica:
 
 @contextmanager
 def gateway_over_recorders(tmp: Path, edit: Callable[[dict[str, Any]], None] | None = None,
-                           env: dict[str, str] | None = None) -> Iterator[tuple[GatewayProcess, dict[str, RecordingReplica]]]:
-    """The demo config with a recording replica behind each variant, and a gateway in front."""
+                           env: dict[str, str] | None = None, tls: TlsFiles | None = None,
+                           ) -> Iterator[tuple[GatewayProcess, dict[str, RecordingReplica]]]:
+    """The demo config with a recording replica behind each variant (over TLS with ``tls``), and a
+    gateway in front."""
     with ExitStack() as stack:
-        replicas = {v: stack.enter_context(RecordingReplica()) for v in ("standard", "fast")}
+        replicas = {v: stack.enter_context(RecordingReplica(tls)) for v in ("standard", "fast")}
         raw = demo_config({v: r.url for v, r in replicas.items()})
         if edit is not None:
             edit(raw)

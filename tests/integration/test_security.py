@@ -25,6 +25,7 @@ from gateway.access import keys as keys_module
 from gateway.access.keys import KeyRing, new_key
 from gateway.api.app import create_fastapi, served_routes
 from gateway.api.gate import ROUTES, SMALL_BODY_BYTES, Guard, Route
+from tests.tls_certs import make_certificates
 
 from .recording_replica import RecordingReplica, gateway_over_recorders
 
@@ -234,6 +235,24 @@ def test_a_flood_of_bad_keys_costs_flat_cpu_and_memory_and_real_keys_keep_workin
             assert cpu_second <= cpu_first * 1.5 + 0.3
             assert process.memory_info().rss - rss < 8 * 1024 * 1024
             assert client.post("/v1/chat/completions", json=BODY, headers=auth(key)).status_code == 200
+
+
+def test_https_replicas_are_served_over_verified_tls(tmp_path):
+    """Both variants' replicas behind TLS with a CA made for the test: the gateway checks them
+    healthy and proxies to them over TLS (non-stream and stream) once the config names the CA."""
+    files = make_certificates(tmp_path)
+
+    def trust(raw: dict[str, Any]) -> None:
+        for variant in raw["models"]["smollm2"]["variants"].values():
+            variant["ca_bundle"] = str(files.ca)
+
+    with gateway_over_recorders(tmp_path, edit=trust, tls=files) as (gateway, replicas):
+        assert all(r.url.startswith("https://localhost:") for r in replicas.values())
+        for pinned in ("smollm2:standard", "smollm2:fast"):
+            assert post(gateway, {**BODY, "model": pinned}, {}).status_code == 200
+            streamed = post(gateway, {**BODY, "model": pinned, "stream": True}, {})
+            assert streamed.status_code == 200 and streamed.text.endswith("data: [DONE]\n\n")
+        assert all(len(r.requests) == 2 for r in replicas.values())
 
 
 # --- where requests go, and what goes with them --------------------------------------------------
