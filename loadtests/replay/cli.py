@@ -54,12 +54,14 @@ def run(args: argparse.Namespace) -> int:
     for policy, config in configs.items():
         started = time.perf_counter()
         results = Replay(config, cluster.profiles(), seed=args.seed, forced_length=args.forced_length).run(schedule)
-        summaries[_name(policy)] = {**summarize(results, args.duration), "wall_s": round(time.perf_counter() - started, 2)}
+        summaries[_name(policy)] = {**summarize(results, args.duration, cluster.parity),
+                                    "wall_s": round(time.perf_counter() - started, 2)}
         if not args.json:
             print(f"  {_name(policy)}: {len(results)} requests in {summaries[_name(policy)]['wall_s']} s", file=sys.stderr)
     meta = {"trace": args.trace, "replicas": args.replicas, "rate_scale": args.rate_scale, "duration_s": args.duration,
             "start_s": args.start, "seed": args.seed, "requests": len(schedule), "output_length": _length_mode(args),
-            "prior_error": {v: {"prefill": p, "decode": d} for v, (p, d) in prior_error.factors.items()}}
+            "prior_error": {v: {"prefill": p, "decode": d} for v, (p, d) in prior_error.factors.items()},
+            "parity": {v: "all" if tasks is None else sorted(tasks) for v, tasks in cluster.parity.items()}}
     if args.json:
         print(json.dumps({**meta, "policies": summaries}))
     else:

@@ -37,6 +37,11 @@ class Cluster:
     def profiles(self) -> dict[str, Profile]:
         return {v.name: load_profile(v.profile) for v in self.replica_set.variants}
 
+    @property
+    def parity(self) -> dict[str, frozenset[str] | None]:
+        """variant -> the task types parity allows on it (None: all): what every policy is scored by."""
+        return {v.name: None if v.allowed_tasks is None else frozenset(v.allowed_tasks) for v in self.replica_set.variants}
+
 
 def parse_cluster(spec: str) -> Cluster:
     """``h100-70b`` (one replica per variant) or ``h100-70b:standard=1,fast=3``."""

@@ -2,7 +2,7 @@ import pytest
 import yaml
 
 from gateway.config.load import parse_config
-from loadtests.policies import DUET_POLICIES, REPLICA_SETS, duet_config, litellm_config, policy_path, variant_map
+from loadtests.policies import DUET_POLICIES, POLICY_DIR, REPLICA_SETS, duet_config, litellm_config, policy_path, variant_map
 
 URLS = {"standard": ["http://127.0.0.1:9001"], "fast": ["http://127.0.0.1:9002"]}
 OBJECTIVES = {"always-standard": "fixed-order", "always-fast": "fixed-order", "round-robin": "round-robin",
@@ -39,3 +39,14 @@ def test_litellm_gets_every_replica_under_one_name_with_latency_routing():
     assert [d["litellm_params"]["api_base"] for d in config["model_list"]] == ["http://127.0.0.1:9001/v1", "http://127.0.0.1:9002/v1"]
     assert {d["model_name"] for d in config["model_list"]} == {"duet-70b"}
     assert variant_map(REPLICA_SETS["h100-70b"], URLS)["http://127.0.0.1:9002/v1"] == "fast"
+
+
+@pytest.mark.parametrize("path", sorted(POLICY_DIR.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_benchmark_policy_carries_the_fast_variants_parity_verdicts(path):
+    """The same allowed tasks in every policy's config: FP8 keeps long documents off the fast
+    variant, whichever policy routes (the score holds every policy to them too)."""
+    config = parse_config(yaml.safe_dump(duet_config(REPLICA_SETS["h100-70b"], URLS, str(path), time_scale=1.0)))
+    variants = config.models["duet-70b"].variants
+    assert variants["fast"].allowed_tasks == frozenset({"chat", "coding", "agent", "extraction"})
+    assert variants["standard"].allowed_tasks is None
+    assert "long-context" in config.policy.tasks
