@@ -129,7 +129,8 @@ class Telemetry:
         self.stream_errors_by = Series(self.stream_errors)
 
     def key_usage(self, key: str, charge: Charge) -> None:
-        """Count one settled request of the API key named ``key``."""
+        """Count one settled request of the API key labelled ``key`` (its opaque id, or its name
+        when the operator opted in with ``access.metrics_key_names``)."""
         model, variant = charge.model, charge.variant
         self.key_requests.labels(key, model, variant, charge.task).inc()
         self.key_tokens.labels(key, model, variant, "input").inc(charge.input_tokens)

@@ -175,7 +175,7 @@ class KeyedAccess:
         cost = price.cost_usd(tokens_in, tokens_out)
         charge = Charge(grant.key.id, model, variant, task, tokens_in, tokens_out, cost)
         await self.quotas.settle(charge, time.time())
-        self._telemetry.key_usage(grant.key.name, charge)
+        self._telemetry.key_usage(grant.key.name if self.settings.metrics_key_names else grant.key.id, charge)
 
     def release(self, grant: Grant) -> None:
         if grant.key is not None:

@@ -11,6 +11,7 @@ The gate (``gateway.api.gate``) checks the key before a route parses its body:
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -28,6 +29,8 @@ from gateway.access.ledger import month_of
 from gateway.api.errors import error_body
 from gateway.errors import InvalidRequest
 from gateway.runtime import Gateway
+
+log = logging.getLogger(__name__)
 
 
 class NewKey(BaseModel):
@@ -52,7 +55,8 @@ def keyed(gateway: Gateway) -> KeyedAccess:
 
 
 async def _unavailable(request: Request, exc: Exception) -> Response:
-    body = error_body(f"The shared store cannot answer: {exc}", "service_unavailable", None, "store_unavailable")
+    log.warning("admin route %s: the shared store cannot answer (%s: %s)", request.url.path, type(exc).__name__, exc)
+    body = error_body("The shared store cannot answer.", "service_unavailable", None, "store_unavailable")
     return Response(body, status_code=503, media_type="application/json", headers={"retry-after": "1"})
 
 

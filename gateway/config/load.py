@@ -107,7 +107,7 @@ def _access(section: schema.AccessSection | None, models: Mapping[str, ModelSpec
     if section.require_keys and not tiers:
         raise ConfigError("access.tiers", "require_keys needs at least one tier for keys to belong to")
     return AccessSettings(section.require_keys, str(keys_file), section.admin_key_env, tiers, explicit=True,
-                          failed_auth_per_min=section.failed_auth_per_min)
+                          failed_auth_per_min=section.failed_auth_per_min, metrics_key_names=section.metrics_key_names)
 
 
 def _tier(name: str, t: schema.TierSection, models: Mapping[str, ModelSpec], path: str) -> Tier:

@@ -100,6 +100,8 @@ class AccessSection(Strict):
     # Failed authentications per client address and minute before its unknown keys are refused
     # with 429 unchecked (its valid keys keep working); 0 turns the limit off.
     failed_auth_per_min: Annotated[int, Field(ge=0)] = default_of(AccessSettings, "failed_auth_per_min")
+    # Per-key metrics are labelled with the key's opaque id; true: with its name.
+    metrics_key_names: bool = default_of(AccessSettings, "metrics_key_names")
     tiers: dict[Name, TierSection] = Field(default_factory=dict)
 
 

@@ -76,6 +76,9 @@ class AccessSettings:
     # Failed authentications one client address may make in a minute before its unknown keys
     # (and any admin attempt) are refused with 429 without a look-up; 0: no limit.
     failed_auth_per_min: int = 30
+    # Label per-key metrics with the key's name (chosen by people: may say who a customer is)
+    # instead of its opaque id.
+    metrics_key_names: bool = False
 
 
 @dataclass(frozen=True, slots=True)

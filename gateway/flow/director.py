@@ -10,6 +10,7 @@ engines in virtual time), the clock and the waiting room.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -27,6 +28,8 @@ from gateway.flow.waiting_room import RECHECK_S, Waiting
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.store import StateStore
+
+log = logging.getLogger(__name__)
 
 AnswerT = TypeVar("AnswerT")
 AnswerT_co = TypeVar("AnswerT_co", covariant=True)
@@ -133,7 +136,7 @@ class Director:
                 continue
             exchange.failed_attempts = len(failures)
             return answer
-        error = _exhausted(failures, tried)
+        error = _exhausted(failures, tried, exchange.request_id)
         self.refused(exchange, error)
         raise error
 
@@ -202,12 +205,17 @@ class Director:
         return self._limits[1]
 
 
-def _exhausted(failures: list[AttemptFailure], tried: int) -> RequestError:
+def _exhausted(failures: list[AttemptFailure], tried: int, request_id: str) -> RequestError:
+    """The client's error once every replica tried failed: a generic message with the request id.
+    What each replica said (its id, address, status and body) goes to the log, never to the
+    client."""
     if tried == 0:
         return NoHealthyReplica("No replica could take the request (all circuit breakers open).", retry_after_s=1.0)
-    summary = "; ".join(f"{f.replica_id}: {f.status} {f.detail}" for f in failures)
+    log.warning("request %s: every replica tried failed: %s", request_id,
+                "; ".join(f"{f.replica_id}: {f.status} {f.detail}" for f in failures))
+    see = f"(request id {request_id}; the gateway's log has the details)"
     if all(f.status == 429 for f in failures):
-        return RateLimited(f"Every replica is overloaded ({summary}).", retry_after_s=1.0)
+        return RateLimited(f"Every replica is overloaded {see}.", retry_after_s=1.0)
     if all(f.status == 504 for f in failures):
-        return DeadlineExceeded(f"No replica answered in time ({summary}).")
-    return UpstreamFailed(f"Every replica tried failed ({summary}).")
+        return DeadlineExceeded(f"No replica answered in time {see}.")
+    return UpstreamFailed(f"Every replica tried failed {see}.")

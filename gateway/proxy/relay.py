@@ -11,6 +11,7 @@ per stream (a stream is ~20 events).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from gateway.proxy.sse import (
     usage_of,
     usage_position,
 )
+
+log = logging.getLogger(__name__)
 
 OnDone = Callable[[Outcome], Awaitable[None]]
 # Sends one piece of the client's stream; ``last``: it ends the stream.
@@ -123,7 +126,8 @@ async def relay_stream(answer: Answer, options: StreamOptions, write: Write, on_
             ok, status = True, 499  # we closed the upstream because the client left
             return
         status = 504 if isinstance(exc, UpstreamTimeout) else 502
-        await write(error_event(f"The replica failed mid-stream: {exc}.") + DONE, True)
+        log.warning("the stream from replica %s failed mid-stream: %s", answer.replica.id, exc)  # not to the client
+        await write(error_event("The replica failed mid-stream.") + DONE, True)
     except asyncio.CancelledError:
         ok = True
         if not tally.done_seen:

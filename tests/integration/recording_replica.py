@@ -61,6 +61,8 @@ class RecordingReplica:
         self.requests: list[Recorded] = []
         # Seconds to wait before answering an inference call (to hold requests open).
         self.delay_s = 0.0
+        # (status, body) to answer inference calls with instead of a completion (a failing replica).
+        self.failure: tuple[int, bytes] | None = None
         certificate = {} if tls is None else {"ssl_certfile": str(tls.cert), "ssl_keyfile": str(tls.key)}
         config = uvicorn.Config(self._app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off",
                                 interface="asgi3", **certificate)
@@ -82,6 +84,8 @@ class RecordingReplica:
         self.requests.append(Recorded(scope["method"], scope["path"], headers, body))
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
+        if self.failure is not None:
+            return await self._reply(send, self.failure[0], self.failure[1], b"text/plain")
         data = orjson.loads(body) if body else {}
         model = str(data.get("model", ""))
         if data.get("stream"):

@@ -27,6 +27,7 @@ from gateway.api.app import create_fastapi, served_routes
 from gateway.api.gate import ROUTES, SMALL_BODY_BYTES, Guard, Route
 from tests.tls_certs import make_certificates
 
+from .cluster import wait_until
 from .recording_replica import RecordingReplica, gateway_over_recorders
 
 ADMIN_KEY = "admin-" + uuid.uuid4().hex
@@ -311,6 +312,29 @@ def test_an_untidy_request_id_is_replaced_not_echoed_or_forwarded(keyed, claimed
     assert reply.headers["x-request-id"] != claimed and len(reply.headers["x-request-id"]) == 24
     tidy = post(gateway, BODY, {**auth(key), "x-request-id": "req-42.a:b"})
     assert tidy.headers["x-request-id"] == "req-42.a:b"
+
+
+def test_an_upstream_failure_reaches_the_client_as_a_generic_error_with_the_request_id(keyed):
+    """Both replicas answer 500 with text naming an address: the client's 502 names neither the
+    replicas, their addresses nor what they said, only the request id; the log has the details."""
+    gateway, replicas, _ = keyed
+    key, _ = make_key(gateway)
+    canary = f"CANARY-UPSTREAM-{uuid.uuid4().hex} db at 10.1.2.3:5432"
+    for replica in replicas.values():
+        replica.failure = (500, canary.encode())
+    try:
+        reply = post(gateway, BODY, {**auth(key), "x-request-id": "req-leak-1"})
+    finally:
+        for replica in replicas.values():
+            replica.failure = None
+    assert reply.status_code == 502, reply.text
+    message = reply.json()["error"]["message"]
+    assert "req-leak-1" in message
+    for secret in ("CANARY", "10.1.2.3", "smollm2/", "127.0.0.1", *(r.url for r in replicas.values()),
+                   *(str(r.port) for r in replicas.values())):
+        assert secret not in reply.text, secret
+    wait_until(lambda: canary in gateway.log_path.read_text(), what="the upstream's text in the log")
+    assert "req-leak-1" in gateway.log_path.read_text()
 
 
 # --- limits --------------------------------------------------------------------------------------

@@ -179,6 +179,25 @@ def test_settle_charges_the_ledger_at_the_variant_price(tmp_path: Path) -> None:
     assert row.cost_usd == pytest.approx((1000 * 1.0 + 500 * 2.0) / 1e6)
 
 
+@pytest.mark.parametrize("names", [False, True])
+def test_per_key_metrics_are_labelled_by_the_keys_id_unless_names_are_opted_in(tmp_path: Path, names: bool) -> None:
+    gate, secrets = access(tmp_path)
+    cfg = config(tmp_path)
+    cfg = dataclasses.replace(cfg, access=dataclasses.replace(cfg.access, metrics_key_names=names))
+    gate._config = lambda: cfg
+
+    async def main() -> Grant:
+        grant = await admit(gate, auth(secrets["two"]), "smollm2")
+        await gate.settle(grant, "smollm2", "fast", "chat", Outcome("smollm2/fast/0", True, 200, 0.01, 0.1, 10, 5),
+                          Price(1.0, 2.0))
+        return grant
+
+    grant = asyncio.run(main())
+    assert grant.key is not None
+    labels = {s.labels["key"] for m in gate._telemetry.registry.collect() if m.name == "duet_key_requests" for s in m.samples}
+    assert labels == {grant.key.name if names else grant.key.id}
+
+
 @pytest.mark.parametrize(("failure", "admitted"), [("open", True), ("closed", False)])
 def test_quotas_fail_open_or_closed_when_redis_is_down(tmp_path: Path, failure: str, admitted: bool) -> None:
     gate, secrets = access(tmp_path, DownQuotas(), failure)
