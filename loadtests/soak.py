@@ -9,9 +9,10 @@ and restarted, checking that nothing is lost and nothing leaks.
    completions, pinned variants, tight budgets and deliberately invalid requests.
 4. Chaos: every ``--kill-every-s`` one replica is SIGKILLed, and restarted on its port
    ``--down-s`` later.
-5. Every request ends as ``ok``, ``clear_error`` (an HTTP error with an OpenAI error body, or a
-   stream that ends with an error event and ``[DONE]``) or ``lost`` (anything else: a reset
-   connection, a stream cut without [DONE], a client timeout). The gateway's RSS and open file
+5. Every request ends as ``ok``, ``clear_error`` (a 4xx with an OpenAI error body, such as a 429
+   with Retry-After, or a stream that ends with an error event and ``[DONE]``) or ``lost``
+   (anything else: any 5xx from the gateway, a reset connection, a stream cut without [DONE], a
+   client timeout). The gateway's RSS and open file
    descriptors are sampled every ``--sample-s``.
 The summary (JSON) goes to ``<out>/summary.json`` and is printed.
 """
@@ -82,15 +83,23 @@ def request_mix(rng: random.Random) -> tuple[str, str, dict[str, Any], dict[str,
     return "invalid", chat, {"model": "smollm2", "messages": messages, "max_tokens": -1}, {}
 
 
+def error_verdict(kind: str, status: int, error: object) -> str:
+    """How a non-200 answer counts: the invalid request's 400 is ``ok``; a 4xx with an OpenAI
+    error body (message and type) a ``clear_error``; a 5xx, the gateway failing the request
+    however clearly it says so, or a body without an error, is ``lost``."""
+    if kind == "invalid" and status == 400:
+        return "ok"
+    clear = isinstance(error, dict) and bool(error.get("message")) and bool(error.get("type"))
+    return "clear_error" if clear and status < 500 else "lost"
+
+
 async def one_request(session: aiohttp.ClientSession, url: str, rng: random.Random, tally: Tally) -> None:
     kind, path, body, headers = request_mix(rng)
     try:
         async with session.post(url + path, json=body, headers=headers) as response:
             if response.status != 200:
                 error = (await response.json(content_type=None)).get("error", {})
-                clear = isinstance(error, dict) and bool(error.get("message")) and bool(error.get("type"))
-                expected = kind == "invalid" and response.status == 400
-                tally.record(kind, "ok" if expected else ("clear_error" if clear else "lost"), f"HTTP {response.status}")
+                tally.record(kind, error_verdict(kind, response.status, error), f"HTTP {response.status}")
                 return
             if not body.get("stream"):
                 answer = await response.json(content_type=None)

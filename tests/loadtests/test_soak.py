@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from loadtests.soak import Tally, request_mix, summarise
+from loadtests.soak import Tally, error_verdict, request_mix, summarise
 
 
 def test_the_mix_draws_every_kind_and_only_invalid_requests_are_invalid() -> None:
@@ -32,3 +32,14 @@ def test_summary_measures_growth_after_warm_up_and_counts_the_lost() -> None:
     assert summary["rss_growth_pct"] == pytest.approx(5.0)
     assert summary["lost"] == 1 and summary["lost_examples"] == ["chat: reset"]
     assert summary["fds_after_warmup"] == summary["fds_at_end"] == 90
+
+
+@pytest.mark.parametrize(("kind", "status", "error", "verdict"), [
+    ("invalid", 400, {"message": "m", "type": "invalid_request_error"}, "ok"),
+    ("chat", 429, {"message": "m", "type": "rate_limit_error"}, "clear_error"),
+    ("chat", 502, {"message": "m", "type": "upstream_error"}, "lost"),  # a gateway 5xx is lost, however clear
+    ("chat", 503, {"message": "m", "type": "service_unavailable"}, "lost"),
+    ("chat", 404, {}, "lost"),
+])
+def test_a_gateway_5xx_is_lost_and_a_clear_4xx_is_not(kind: str, status: int, error: object, verdict: str) -> None:
+    assert error_verdict(kind, status, error) == verdict

@@ -143,7 +143,7 @@ def test_llmcompressor_parses_each_recipe_and_knows_its_presets() -> None:
     result = subprocess.run(
         [str(QUANTIZE_PYTHON), "-c", script, json.dumps(sorted(PRESET_SCHEMES)), *recipe_names()],
         cwd=REPO, env={"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=270,  # under pytest's 300 s: a hang is reported with its output
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "w8a8-int8 ['SmoothQuantModifier', 'GPTQModifier']" in result.stdout
