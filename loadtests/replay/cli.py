@@ -32,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                              "each too fast or too slow by a seeded coin), for the online learner to correct; 0: "
                              "the simulator's own profiles, exactly")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--out", help="also write the JSON object (with the command that made it) to this file")
     parser.set_defaults(run=run)
 
 
@@ -62,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
             "start_s": args.start, "seed": args.seed, "requests": len(schedule), "output_length": _length_mode(args),
             "prior_error": {v: {"prefill": p, "decode": d} for v, (p, d) in prior_error.factors.items()},
             "parity": {v: "all" if tasks is None else sorted(tasks) for v, tasks in cluster.parity.items()}}
+    if args.out:
+        with open(args.out, "w") as handle:
+            json.dump({"command": command(args), **meta, "policies": summaries}, handle, indent=1)
+            handle.write("\n")
     if args.json:
         print(json.dumps({**meta, "policies": summaries}))
     else:
@@ -69,6 +74,15 @@ def run(args: argparse.Namespace) -> int:
               f"output length {meta['output_length']}, speed priors off by {args.prior_error:.0%}")
         print(table(summaries))
     return 0
+
+
+def command(args: argparse.Namespace) -> str:
+    """The ``duet replay`` command line that reruns this replay (every option spelled out)."""
+    flags = [f"--trace {args.trace}", f"--replicas {args.replicas}", f"--policy {args.policy}",
+             "--compare" if args.compare else "", f"--rate-scale {args.rate_scale:g}", f"--duration {args.duration:g}",
+             f"--start {args.start:g}", f"--seed {args.seed}", f"--prior-error {args.prior_error:g}",
+             "--forced-length" if args.forced_length else ""]
+    return " ".join(["duet replay", *filter(None, flags)])
 
 
 def _length_mode(args: argparse.Namespace) -> str:

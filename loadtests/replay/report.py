@@ -94,10 +94,11 @@ def table(summaries: dict[str, dict[str, Any]]) -> str:
         mape = ", ".join(f"{v} {m.get('e2e', 0):.0%}" for v, m in s["step_model_mape"].items()) or "—"
         cells = [name, f"{s['slo_attainment']:.2%}", f"{s['good_fraction']:.2%}", str(s["quality_misses"]),
                  *[f"{s['slo_attainment_by_task'].get(t, 0):.1%}" for t in tasks], f"{s['cost_usd']:.2f}",
-                 f"{s['cost_per_1k_requests_usd']:.3f}", _triple(s["ttft_ms"]), _triple(s["tpot_ms"]), mix, mape]
+                 f"{s['cost_per_1k_requests_usd']:.3f}", latency_cells(s["ttft_ms"]), latency_cells(s["tpot_ms"]), mix, mape]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def _triple(p: Mapping[str, float | None]) -> str:
+def latency_cells(p: Mapping[str, float | None]) -> str:
+    """p50/p90/p99 as one table cell, in whole milliseconds."""
     return "/".join("—" if p[k] is None else f"{p[k]:.0f}" for k in ("p50", "p90", "p99"))

@@ -1,0 +1,117 @@
+"""The held-out replay section of docs/benchmarks.md, rendered from the committed results
+(``docs/results/replay/*.json``, written by ``duet replay --compare --out``), so the tables and the
+files cannot disagree: ``python -m loadtests.replay.results`` rewrites the section, and a test
+checks the committed docs hold exactly what the files render to.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from loadtests.replay.report import latency_cells
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS_DIR = ROOT / "docs" / "results" / "replay"
+DOCS = ROOT / "docs" / "benchmarks.md"
+START = "<!-- replay-heldout:start (written by `python -m loadtests.replay.results` from docs/results/replay/*.json) -->"
+END = "<!-- replay-heldout:end -->"
+BASELINE = "least-loaded"
+# file stem -> what the setting is; in this order. The tuning window is the hour (x0.35: trace
+# seconds 0-1,260) the policy was tuned on over several rounds; the others it never saw.
+SETTINGS: Sequence[tuple[str, str]] = (
+    ("tuning-oracle", "Tuning window, with the oracle (forced output lengths, exact speed priors): as published before"),
+    ("tuning", "Tuning window, no oracle: learned output lengths, speed priors off by 30%"),
+    ("heldout-azure-1260", "Held out: the next window of the Azure traces (trace seconds 1,260-2,520)"),
+    ("heldout-azure-2340", "Held out: the last window of the Azure traces (trace seconds 2,340-3,600)"),
+    ("heldout-conv-1.7", "Held out: the conversation trace alone at 1.7x its rate"),
+    ("heldout-longcontext", "Held out: conversation (Azure) with long-context documents (Mooncake), parity keeping "
+                            "long-context off the fast variant"),
+)
+
+
+def load(results_dir: Path = RESULTS_DIR) -> list[tuple[str, str, dict[str, Any]]]:
+    """(stem, title, result) for each setting whose file exists, in ``SETTINGS`` order."""
+    found = []
+    for stem, title in SETTINGS:
+        path = results_dir / f"{stem}.json"
+        if path.exists():
+            found.append((stem, title, json.loads(path.read_text())))
+    return found
+
+
+def verdict(policies: Mapping[str, Mapping[str, Any]]) -> str:
+    """Whether Duet serves more good requests than least-loaded and than the best other policy,
+    at equal or lower cost."""
+    duet = policies["duet"]
+    others = {name: s for name, s in policies.items() if name != "duet"}
+    best_name = max(others, key=lambda name: (others[name]["good_fraction"], -others[name]["cost_usd"]))
+    lines = []
+    for label, name in (("least-loaded", BASELINE), (f"the best other policy ({best_name})", best_name)):
+        other = policies[name]
+        gap = 100 * (duet["good_fraction"] - other["good_fraction"])
+        cheaper = duet["cost_usd"] <= other["cost_usd"]
+        met = gap > 0 and cheaper
+        lines.append(f"Duet against {label}: good requests {duet['good_fraction']:.2%} vs {other['good_fraction']:.2%} "
+                     f"({gap:+.2f} points), cost ${duet['cost_usd']:.2f} vs ${other['cost_usd']:.2f}: "
+                     f"**{'beats it at equal or lower cost' if met else 'does not beat it at equal or lower cost'}**.")
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def _table(policies: Mapping[str, Mapping[str, Any]]) -> str:
+    head = ["policy", "budgets met", "good", "quality misses", "rejected", "cost $", "TTFT p50/p90/p99 ms",
+            "TPOT p50/p90/p99 ms", "variant mix"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, s in policies.items():
+        mix = ", ".join(f"{v} {p:.0%}" for v, p in s["variant_mix"].items())
+        cells = [name, f"{s['slo_attainment']:.2%}", f"{s['good_fraction']:.2%}", str(s["quality_misses"]),
+                 str(s["rejected"]), f"{s['cost_usd']:.2f}", latency_cells(s["ttft_ms"]), latency_cells(s["tpot_ms"]), mix]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def render(results: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
+    """The section, markers included."""
+    parts = [START, "## Routing without the oracle, on traffic it was not tuned on (`duet replay`)", "",
+             "Generated from the committed results in `docs/results/replay/` (one file per setting, written by the "
+             "command above its table). *Good* = the request met its budgets on a variant whose parity verdicts "
+             "allow its task; a request served where parity refuses its task is a *quality miss*. Every policy "
+             "carries the same verdicts (the FP8 variant: chat, coding, agent, extraction) and is scored by them. "
+             "Traces: Azure LLM inference trace 2023 (CC-BY 4.0; Patel et al., \"Splitwise\", ISCA 2024) and the "
+             "Mooncake FAST'25 conversation trace (Apache-2.0; Qin et al., \"Mooncake\", FAST 2025).", ""]
+    for stem, title, result in results:
+        parts += [f"### {title}", "", "```sh", result["command"], "```", "",
+                  f"{result['requests']} requests; output length {result['output_length']}; speed prior factors "
+                  f"{_factors(result['prior_error'])} (`{stem}.json`).", "", _table(result["policies"]), "",
+                  verdict(result["policies"]), ""]
+    parts.append(END)
+    return "\n".join(parts)
+
+
+def _factors(prior_error: Mapping[str, Mapping[str, float]]) -> str:
+    return ", ".join(f"{v} x{f['decode']:g}" if f["prefill"] == f["decode"] else f"{v} prefill x{f['prefill']:g} "
+                     f"decode x{f['decode']:g}" for v, f in prior_error.items())
+
+
+def section(text: str) -> str:
+    """The section as it stands in ``text`` (markers included), or '' when there is none."""
+    if START not in text:
+        return ""
+    head, _, rest = text.partition(START)
+    body, _, _ = rest.partition(END)
+    return START + body + END
+
+
+def write(docs: Path = DOCS) -> None:
+    """Replace the section in ``docs`` (or append it) with the committed results rendered."""
+    text = docs.read_text()
+    new = render(load())
+    old = section(text)
+    docs.write_text(text.replace(old, new) if old else text.rstrip("\n") + "\n\n" + new + "\n")
+
+
+if __name__ == "__main__":
+    write(Path(sys.argv[1]) if len(sys.argv) > 1 else DOCS)

@@ -1,0 +1,48 @@
+"""The held-out replay section of docs/benchmarks.md is the committed results rendered."""
+
+from __future__ import annotations
+
+import json
+
+from loadtests.replay.results import DOCS, END, START, load, render, section, verdict, write
+
+
+def test_the_docs_section_is_the_committed_results_rendered():
+    results = load()
+    assert {stem for stem, _, _ in results} >= {"tuning-oracle", "tuning", "heldout-azure-1260"}
+    assert section(DOCS.read_text()) == render(results)
+
+
+def policy(good, cost):
+    return {"good_fraction": good, "cost_usd": cost}
+
+
+def test_the_verdict_needs_more_good_requests_at_equal_or_lower_cost():
+    beats = verdict({"duet": policy(0.99, 6.5), "least-loaded": policy(0.98, 7.2), "always-fast": policy(0.97, 6.4)})
+    assert beats.count("**beats it at equal or lower cost**") == 2 and "best other policy (least-loaded)" in beats
+    dearer = verdict({"duet": policy(0.99, 7.5), "least-loaded": policy(0.98, 7.2)})
+    assert dearer.count("**does not beat it") == 2
+    fewer = verdict({"duet": policy(0.97, 6.5), "least-loaded": policy(0.98, 7.2)})
+    assert "(-1.00 points)" in fewer and "**does not beat it" in fewer
+
+
+def test_write_replaces_the_section_and_keeps_the_rest(tmp_path):
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text(f"# Benchmarks\n\nbefore\n\n{START}\nstale\n{END}\n\nafter\n")
+    write(docs)
+    text = docs.read_text()
+    assert text.startswith("# Benchmarks\n\nbefore\n\n") and text.endswith(f"{END}\n\nafter\n")
+    assert "stale" not in text and section(text) == render(load())
+
+
+def test_replay_out_writes_the_json_with_the_command_that_reruns_it(tmp_path, capsys):
+    from gateway.cli import main
+
+    out = tmp_path / "r.json"
+    assert main(["replay", "--duration", "20", "--rate-scale", "0.2", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["command"] == ("duet replay --trace code,conv --replicas h100-70b:standard=1,fast=3 --policy duet "
+                                 "--rate-scale 0.2 --duration 20 --start 0 --seed 0 --prior-error 0.3")
+    assert result["output_length"].startswith("learned") and set(result["prior_error"]) == {"standard", "fast"}
+    assert result["parity"]["fast"] == ["agent", "chat", "coding", "extraction"]
+    assert {"good_fraction", "quality_misses", "ttft_ms", "tpot_ms"} <= set(result["policies"]["duet"])
