@@ -116,20 +116,19 @@ class TelemetryKeeper:
     def __init__(self, telemetry: Telemetry) -> None:
         self._telemetry = telemetry
 
-    def dispatched(self, exchange: Exchange, attempt: Attempt) -> None:
-        overhead_s = exchange.overhead_s
-        if exchange.attempts == 1 and overhead_s is not None:
-            self._telemetry.overhead.observe(overhead_s)
-
     def refused(self, exchange: Exchange | None, error: RequestError) -> None:
         if exchange is not None:
             profile = exchange.plan.profile
             self._telemetry.requests_by(profile.model, "none", profile.task, str(error.status)).inc()
+            if (overhead_s := exchange.overhead_s) is not None:  # it was dispatched, and every attempt failed
+                self._telemetry.overhead.observe(overhead_s)
 
     def done(self, exchange: Exchange, outcome: Outcome) -> None:
         assert exchange.attempt is not None
         telemetry, profile = self._telemetry, exchange.plan.profile
         model, variant = profile.model, exchange.attempt.variant
+        if (overhead_s := exchange.overhead_s) is not None:
+            telemetry.overhead.observe(overhead_s)
         telemetry.requests_by(model, variant.name, profile.task, str(outcome.status)).inc()
         telemetry.decisions_by(model, variant.name, exchange.plan.decision.reason).inc()
         telemetry.e2e_by(model, variant.name).observe(outcome.duration_s)
@@ -177,7 +176,7 @@ def gateway_hooks(routing: Hooks, access: Access, telemetry: Telemetry) -> Hooks
     """``routing``'s subscribers, then quota settlement and telemetry, as the HTTP gateway runs."""
     telemetry_keeper = TelemetryKeeper(telemetry)
     return Hooks(
-        dispatched=[*routing.dispatched, telemetry_keeper.dispatched],
+        dispatched=list(routing.dispatched),
         first_token=list(routing.first_token),
         attempt_ended=list(routing.attempt_ended),
         done=[*routing.done, QuotaKeeper(access).done, telemetry_keeper.done],

@@ -17,6 +17,7 @@ from typing import Protocol, TypeVar
 
 from gateway.access.guard import OPEN, Grant
 from gateway.config.active import ActiveConfig
+from gateway.config.types import DuetConfig
 from gateway.domain import AttemptFailure, Outcome, Replica
 from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, RequestError, UpstreamFailed
 from gateway.flow.admission import Action, AdmissionLimits, Ruling, assess, limits_for
@@ -73,16 +74,19 @@ class Director:
         """A new request, planned. ``received_at``: when it arrived on the director's clock (default:
         now). Raises the client's error (unknown model, bad header)."""
         received_at = self._clock() if received_at is None else received_at
+        active = self._active()
         try:
-            plan = self._plan(inbound, grant, explain)
+            plan = self._plan(inbound, grant, explain, active)
         except RequestError as error:
             self.refused(None, error)
             raise
-        return Exchange(inbound, request_id, received_at, plan, grant)
+        return Exchange(inbound, request_id, received_at, plan, active.config, grant)
 
     def replan(self, exchange: Exchange) -> None:
-        """Plan the request again on the replicas as they are now."""
-        exchange.plan = self._plan(exchange.inbound, exchange.grant, False)
+        """Plan the request again on the replicas as they are now (and with the config as it is now)."""
+        active = self._active()
+        exchange.plan = self._plan(exchange.inbound, exchange.grant, False, active)
+        exchange.config = active.config
         exchange.claim = None
 
     def assess(self, exchange: Exchange) -> Ruling:
@@ -92,7 +96,7 @@ class Director:
         if not plan.decision.ranked:
             raise refuse(plan)
         states = {c.replica.id: c.state for c in plan.candidates}
-        return assess(plan.profile, plan.decision, states, self._admission_limits())
+        return assess(plan.profile, plan.decision, states, self._admission_limits(exchange.config))
 
     async def admit(self, exchange: Exchange) -> None:
         """Returns when the request may be dispatched, after waiting in the waiting room (and being
@@ -100,7 +104,7 @@ class Director:
         no replica can serve it, or RateLimited when it is shed or its deadline passes."""
         try:
             started = self._clock()
-            wait_limit = exchange.plan.profile.budget.deadline_s(self._active().config.server.max_queue_wait_s)
+            wait_limit = exchange.plan.profile.budget.deadline_s(exchange.config.server.max_queue_wait_s)
             while (ruling := self.assess(exchange)).action is not Action.FORWARD:
                 await self._wait(exchange, ruling, wait_limit - (self._clock() - started), wait_limit)
                 self.replan(exchange)
@@ -113,7 +117,7 @@ class Director:
         skipped, one that fails is left for the next, up to ``server.max_attempts`` tries."""
         failures: list[AttemptFailure] = []
         tried = 0
-        max_attempts = self._active().config.server.max_attempts
+        max_attempts = exchange.config.server.max_attempts
         plan = exchange.plan
         for replica in plan.decision.ranked:
             if tried >= max_attempts:
@@ -173,8 +177,7 @@ class Director:
         for hook in self._hooks.refused:
             hook(exchange, error)
 
-    def _plan(self, inbound: Inbound, grant: Grant, explain: bool) -> Plan:
-        active = self._active()
+    def _plan(self, inbound: Inbound, grant: Grant, explain: bool, active: ActiveConfig) -> Plan:
         view = View(grant.visible(self._store.snapshot(), active.config), self._ledgers.backlog.tokens,
                     self._ledgers.decodes.least_slack, self._store.lengths())
         return plan_request(active.config, active.counters, inbound, view, explain=explain)
@@ -194,9 +197,8 @@ class Director:
             if (pending := hook(exchange, attempt, outcome)) is not None:
                 await pending
 
-    def _admission_limits(self) -> AdmissionLimits:
-        """Slots per variant of the running config (rebuilt when the config changes)."""
-        config = self._active().config
+    def _admission_limits(self, config: DuetConfig) -> AdmissionLimits:
+        """Slots per variant of ``config`` (rebuilt when the config changes)."""
         if self._limits is None or self._limits[0] is not config:
             variants = [v for model in config.models.values() for v in model.variants.values()]
             self._limits = (config, limits_for(variants))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.access.guard import OPEN, Grant
+from gateway.config.types import DuetConfig
 from gateway.domain import Outcome, Prediction, Replica, Variant
 from gateway.flow.plan import Inbound, Plan
 from gateway.state.decodes import DecodeClaim
@@ -36,6 +37,8 @@ class Exchange:
     request_id: str
     received_at: float
     plan: Plan
+    # The config the request was planned with (its server settings: attempts, queue wait).
+    config: DuetConfig
     grant: Grant = OPEN
     attempt: Attempt | None = None
     attempts: int = 0
