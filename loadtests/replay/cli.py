@@ -31,6 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="the router's speed priors are off by this fraction per variant (prefill and decode, "
                              "each too fast or too slow by a seeded coin), for the online learner to correct; 0: "
                              "the simulator's own profiles, exactly")
+    parser.add_argument("--length-quantile", type=float, default=0.5,
+                        help="which quantile of each task's learned output lengths the router plans with")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--out", help="also write the JSON object (with the command that made it) to this file")
     parser.set_defaults(run=run)
@@ -54,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     summaries: dict[str, dict[str, Any]] = {}
     for policy, config in configs.items():
         started = time.perf_counter()
-        results = Replay(config, cluster.profiles(), seed=args.seed, forced_length=args.forced_length).run(schedule)
+        results = Replay(config, cluster.profiles(), seed=args.seed, forced_length=args.forced_length,
+                         length_quantile=args.length_quantile).run(schedule)
         summaries[_name(policy)] = {**summarize(results, args.duration, cluster.parity),
                                     "wall_s": round(time.perf_counter() - started, 2)}
         if not args.json:
@@ -81,12 +84,16 @@ def command(args: argparse.Namespace) -> str:
     flags = [f"--trace {args.trace}", f"--replicas {args.replicas}", f"--policy {args.policy}",
              "--compare" if args.compare else "", f"--rate-scale {args.rate_scale:g}", f"--duration {args.duration:g}",
              f"--start {args.start:g}", f"--seed {args.seed}", f"--prior-error {args.prior_error:g}",
-             "--forced-length" if args.forced_length else ""]
+             "--forced-length" if args.forced_length else "",
+             f"--length-quantile {args.length_quantile:g}" if args.length_quantile != 0.5 else ""]
     return " ".join(["duet replay", *filter(None, flags)])
 
 
 def _length_mode(args: argparse.Namespace) -> str:
-    return "forced (the router knows it: oracle)" if args.forced_length else "learned (max_tokens only)"
+    if args.forced_length:
+        return "forced (the router knows it: oracle)"
+    median = args.length_quantile == 0.5
+    return "learned (max_tokens only)" if median else f"learned (max_tokens only), planned at its p{args.length_quantile * 100:g}"
 
 
 def _name(policy: str) -> str:

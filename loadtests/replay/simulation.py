@@ -155,14 +155,19 @@ class Replay:
     ``forced_length``: each request forces its trace's output length (min_tokens = max_tokens,
     ignore_eos), which the router then knows exactly: the oracle the replay ran with before
     issue #16, kept to measure what not knowing costs. Otherwise a request sends only its
-    client's ``max_tokens`` ceiling and the router plans with the lengths it learned."""
+    client's ``max_tokens`` ceiling and the router plans with the lengths it learned, read at
+    ``length_quantile`` (the store's setting: the median unless given)."""
 
     def __init__(self, config: DuetConfig, profiles: Mapping[str, Profile], *, seed: int = 0,
-                 scrape_interval_s: float = 1.0, forced_length: bool = False) -> None:
+                 scrape_interval_s: float = 1.0, forced_length: bool = False,
+                 length_quantile: float | None = None) -> None:
         (self._model,) = config.models.values()
         self._forced_length = forced_length
         self.now = 0.0
-        self._store = InMemoryStateStore(StoreSettings(stale_after_s=max(5.0, 5 * scrape_interval_s)), clock=lambda: self.now)
+        settings = StoreSettings(stale_after_s=max(5.0, 5 * scrape_interval_s))
+        if length_quantile is not None:
+            settings = dataclasses.replace(settings, lengths=dataclasses.replace(settings.lengths, quantile=length_quantile))
+        self._store = InMemoryStateStore(settings, clock=lambda: self.now)
         self.engines = {
             replica.id: Engine(profiles[replica.variant], seed=seed + i, token_events=False)
             for i, replica in enumerate(self._model.replicas)

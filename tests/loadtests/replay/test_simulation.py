@@ -131,6 +131,15 @@ def test_without_forced_lengths_the_router_learns_each_tasks_median_output():
     assert [r.output_tokens for r in forced] == [r.output_tokens for r in learned[:200]]
 
 
+def test_the_router_plans_with_the_quantile_of_learned_lengths_it_is_given():
+    cluster = parse_cluster("h100-70b:standard=1,fast=3")
+    schedule = arrivals(["code"], 600, 0.35, cluster)
+    config = policy_config(cluster, "duet")
+    planned = {q: sorted(r.expected_output_tokens for r in Replay(config, cluster.profiles(), length_quantile=q)
+                         .run(schedule)[-100:]) for q in (0.25, 0.5)}
+    assert planned[0.25][50] < planned[0.5][50]
+
+
 @pytest.mark.parametrize("factor", [0.7, 1.3])
 def test_a_30_percent_prior_error_is_learned_away(factor):
     """Speed priors 30% off (every variant too fast, or too slow): after two minutes Duet's latency
