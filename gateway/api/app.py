@@ -19,7 +19,7 @@ from gateway.api.fastpath import ENDPOINTS, FastPath
 from gateway.api.gate import ROUTES, Gate, key_of
 from gateway.domain import Health
 from gateway.errors import RequestError
-from gateway.flow import ChatBody, CompletionBody, Inbound, explain_plan, parse_any_body
+from gateway.flow import ChatBody, Inbound, RequestBody, explain_plan, parse_any_body
 from gateway.runtime import Gateway
 
 JSON = "application/json"
@@ -29,7 +29,7 @@ def _json(payload: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(payload), status_code=status, media_type=JSON)
 
 
-def _openapi_body(schema: type[ChatBody] | type[CompletionBody]) -> dict[str, Any]:
+def _openapi_body(schema: type[RequestBody]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {JSON: {"schema": schema.model_json_schema()}}}}
 
 
@@ -109,19 +109,16 @@ def create_fastapi(build: Callable[[], Gateway]) -> FastAPI:
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
-    """FastAPI's document plus the two endpoints the fast path serves outside FastAPI's router."""
+    """FastAPI's document plus the endpoints the fast path serves outside FastAPI's router."""
     if app.openapi_schema is None:
         from fastapi.openapi.utils import get_openapi
 
         schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
-        for path, body, summary in (
-            ("/v1/chat/completions", ChatBody, "Create a chat completion (OpenAI-compatible; stream with SSE)"),
-            ("/v1/completions", CompletionBody, "Create a completion (OpenAI-compatible; stream with SSE)"),
-        ):
+        for path, endpoint in ENDPOINTS.items():
             schema["paths"][path] = {"post": {
-                "summary": summary,
+                "summary": endpoint.summary,
                 "operationId": path.strip("/").replace("/", "_"),
-                **_openapi_body(body),
+                **_openapi_body(endpoint.schema),
                 "responses": {
                     "200": {"description": "The replica's answer (JSON, or text/event-stream when stream is true)"},
                     "400": {"description": "Invalid request (OpenAI error body)"},

@@ -1,6 +1,7 @@
-"""POST /v1/chat/completions and /v1/completions as raw ASGI (see ``gateway.api.fastpath``): read
-and parse the body, hand the request to the director (``gateway.flow``), and write the answer or
-the stream back. Everything between arrival and outcome is the director's."""
+"""The proxied endpoints as raw ASGI (see ``gateway.api.fastpath``): chat and completions,
+embeddings, tokenize and detokenize. Read and parse the body, hand the request to the director
+(``gateway.flow``), and write the answer or the stream back. Everything between arrival and
+outcome is the director's."""
 
 from __future__ import annotations
 
@@ -12,11 +13,24 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from gateway.api.asgi import Receive, Scope, Send
 from gateway.api.gate import key_of
 from gateway.domain import Outcome
-from gateway.flow import ChatBody, CompletionBody, Exchange, Inbound, parse_body, upstream_request
+from gateway.flow import (
+    ChatBody,
+    CompletionBody,
+    EmbeddingsBody,
+    Exchange,
+    Inbound,
+    RequestBody,
+    TokenizeBody,
+    parse_body,
+    parse_tokenize_body,
+    upstream_request,
+)
+from gateway.flow.demand import demand_of
 from gateway.proxy.forward import Answer
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import DONE, ModelRewrite, error_event
@@ -25,8 +39,18 @@ from gateway.runtime import Gateway
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
+    """A proxied route. ``tracked``: admitted, bookkept, counted and limited like chat; else only
+    routed and passed through (tokenize: no budget, no quota)."""
+
     path: str
-    schema: type[ChatBody] | type[CompletionBody]
+    schema: type[RequestBody]
+    summary: str
+    tracked: bool = True
+
+    def parse(self, raw: bytes) -> tuple[dict[str, Any], RequestBody]:
+        if self.schema is TokenizeBody:
+            return parse_tokenize_body(raw)
+        return parse_body(raw, self.schema)
 
 
 class RequestIds:
@@ -51,8 +75,11 @@ class Reply:
     started: bool = False
 
 
-CHAT = Endpoint("/v1/chat/completions", ChatBody)
-COMPLETIONS = Endpoint("/v1/completions", CompletionBody)
+CHAT = Endpoint("/v1/chat/completions", ChatBody, "Create a chat completion (OpenAI-compatible; stream with SSE)")
+COMPLETIONS = Endpoint("/v1/completions", CompletionBody, "Create a completion (OpenAI-compatible; stream with SSE)")
+EMBEDDINGS = Endpoint("/v1/embeddings", EmbeddingsBody, "Create embeddings (the model's embedding variants when it has some)")
+TOKENIZE = Endpoint("/tokenize", TokenizeBody, "Tokenize a prompt or chat messages on a replica of the model", tracked=False)
+DETOKENIZE = Endpoint("/detokenize", TokenizeBody, "Detokenize token ids on a replica of the model", tracked=False)
 
 
 async def read_body(receive: Receive) -> bytes:
@@ -95,13 +122,18 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
     received = time.perf_counter()
     headers = request_headers(scope)
     raw = await read_body(receive)
-    data, body = parse_body(raw, endpoint.schema)
-    grant = await gateway.access.authorize(key_of(scope), body.model)
+    data, body = endpoint.parse(raw)
+    grant = await gateway.access.authorize(key_of(scope), body.model, demand_of(body, len(raw)))
     try:
         grant.cap_priority(headers)
         director = gateway.director
         exchange = director.open(Inbound(body, headers), request_id_of(headers, reply.ids), grant=grant,
                                  received_at=received)
+        if not endpoint.tracked:
+            untracked = await director.forward(exchange, gateway.upstream(upstream_request(exchange, endpoint.path, data)))
+            reply.started = True
+            await _send_whole(untracked, untracked.body, _headers(exchange, untracked), send)
+            return
         await director.admit(exchange)
         answer = await director.dispatch(exchange, gateway.upstream(upstream_request(exchange, endpoint.path, data)))
         director.first_token(exchange)
@@ -122,14 +154,7 @@ async def _respond(gateway: Gateway, exchange: Exchange, answer: Answer, receive
     assert exchange.attempt is not None
     variant = exchange.attempt.variant
     rewrite = model_rewrite(variant.served_model_name, body.model)
-    overhead_ms = (exchange.overhead_s or 0.0) * 1e3
-    response_headers = [
-        (b"x-duet-variant", variant.name.encode()),
-        (b"x-duet-replica", answer.replica.id.encode()),
-        (b"x-duet-route", exchange.route.encode()),
-        (b"x-duet-overhead-ms", f"{overhead_ms:.3f}".encode()),
-        (b"x-request-id", exchange.request_id.encode("latin-1")),
-    ]
+    response_headers = _headers(exchange, answer)
 
     async def on_done(outcome: Outcome) -> None:
         await gateway.director.finish(exchange, outcome)
@@ -142,14 +167,30 @@ async def _respond(gateway: Gateway, exchange: Exchange, answer: Answer, receive
         await _send_stream(answer, options, on_done, response_headers, receive, send)
         return
     payload, outcome = finish_body(answer, rewrite, input_tokens)
-    content_type = answer.response.header(b"content-type") or b"application/json"
-    response_headers += [(b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
     reply.started = True
     try:
-        await send({"type": "http.response.start", "status": answer.status, "headers": response_headers})
-        await send({"type": "http.response.body", "body": payload})
+        await _send_whole(answer, payload, response_headers, send)
     finally:
         await on_done(outcome)
+
+
+def _headers(exchange: Exchange, answer: Answer) -> list[tuple[bytes, bytes]]:
+    """What the gateway tells the client about how its request was served."""
+    overhead_ms = (exchange.overhead_s or 0.0) * 1e3
+    return [
+        (b"x-duet-variant", answer.replica.variant.encode()),
+        (b"x-duet-replica", answer.replica.id.encode()),
+        (b"x-duet-route", exchange.route.encode()),
+        (b"x-duet-overhead-ms", f"{overhead_ms:.3f}".encode()),
+        (b"x-request-id", exchange.request_id.encode("latin-1")),
+    ]
+
+
+async def _send_whole(answer: Answer, payload: bytes, headers: list[tuple[bytes, bytes]], send: Send) -> None:
+    content_type = answer.response.header(b"content-type") or b"application/json"
+    headers = [*headers, (b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
 
 
 async def _send_stream(

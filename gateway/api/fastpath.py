@@ -1,6 +1,7 @@
 """The proxy endpoints as raw ASGI in front of the FastAPI app.
 
-POST /v1/chat/completions and /v1/completions carry all the traffic; routing them through
+POST /v1/chat/completions and /v1/completions carry most of the traffic (the other proxied
+routes, ``ENDPOINTS``, take the same path); routing them through
 FastAPI/Starlette (request objects, middleware stack, a task group per streaming response) cost
 about a third of the gateway's CPU per request. Every other route (models, health, metrics, admin,
 the OpenAPI document) stays in FastAPI, which also owns the lifespan.
@@ -13,13 +14,23 @@ import logging
 from fastapi import FastAPI
 
 from gateway.api.asgi import Receive, Scope, Send
-from gateway.api.completions import CHAT, COMPLETIONS, Endpoint, Reply, RequestIds, proxy_completion
+from gateway.api.completions import (
+    CHAT,
+    COMPLETIONS,
+    DETOKENIZE,
+    EMBEDDINGS,
+    TOKENIZE,
+    Endpoint,
+    Reply,
+    RequestIds,
+    proxy_completion,
+)
 from gateway.api.errors import error_body, send_error, send_request_error
 from gateway.errors import RequestError
 
 log = logging.getLogger(__name__)
 
-ENDPOINTS: dict[str, Endpoint] = {CHAT.path: CHAT, COMPLETIONS.path: COMPLETIONS}
+ENDPOINTS: dict[str, Endpoint] = {e.path: e for e in (CHAT, COMPLETIONS, EMBEDDINGS, TOKENIZE, DETOKENIZE)}
 
 
 class FastPath:

@@ -149,7 +149,12 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
         if section.tokenizer == "approx"
         else TokenizerSpec("hf_tokenizer_json", section.tokenizer.hf_tokenizer_json)
     )
-    return ModelSpec(name, variants, tuple(replicas), tokenizer, _pins(name, variants), ca_bundles)
+    for i, variant_name in enumerate(section.embedding_variants):
+        if variant_name not in variants:
+            raise ConfigError(f"models.{name}.embedding_variants.{i}",
+                              f"unknown variant '{variant_name}' (known: {sorted(variants)})")
+    return ModelSpec(name, variants, tuple(replicas), tokenizer, _pins(name, variants), ca_bundles,
+                     frozenset(section.embedding_variants))
 
 
 def _ca_bundle(written: str, source: str, path: str) -> str:

@@ -176,6 +176,8 @@ class HfTokenizer(Strict):
 class ModelSection(Strict):
     tokenizer: Literal["approx"] | HfTokenizer = "approx"
     variants: dict[Name, VariantSection] = Field(min_length=1)
+    # The variants that serve /v1/embeddings, and only that; none: every variant may embed.
+    embedding_variants: list[Name] = Field(default_factory=list)
 
 
 class TaskSection(Strict):

@@ -100,6 +100,8 @@ class ModelSpec:
     # Variant name -> the CA bundle (PEM path) its https:// replicas' certificates are checked
     # against; a variant not named uses the system's CAs.
     ca_bundles: Mapping[str, str] = field(default_factory=dict)
+    # The variants kept for /v1/embeddings (empty: every variant serves every endpoint).
+    embedding_variants: frozenset[str] = frozenset()
 
     def variant_of(self, replica: Replica) -> Variant:
         return self.variants[replica.variant]

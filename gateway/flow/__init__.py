@@ -29,7 +29,16 @@ from gateway.domain import (
 )
 from gateway.errors import RequestError
 from gateway.flow.admission import Action, Ruling
-from gateway.flow.body import ChatBody, CompletionBody, parse_any_body, parse_body
+from gateway.flow.body import (
+    ChatBody,
+    CompletionBody,
+    EmbeddingsBody,
+    RequestBody,
+    TokenizeBody,
+    parse_any_body,
+    parse_body,
+    parse_tokenize_body,
+)
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
 from gateway.flow.director import Director, Ledgers, Transport
 from gateway.flow.exchange import Attempt, Exchange
@@ -47,7 +56,9 @@ from gateway.tokens import ApproxTokenCounter, HfTokenCounter, TokenCounter, cou
 
 __all__ = [
     "Action", "ActiveConfig", "ApproxTokenCounter", "Attempt", "AttemptFailure", "Budget", "Candidate", "ChatBody",
-    "CompletionBody", "Decision", "DecodeLedger", "Director", "DuetConfig", "Exchange", "Health", "HfTokenCounter",
+    "CompletionBody", "Decision",
+    "EmbeddingsBody", "RequestBody", "TokenizeBody", "parse_tokenize_body",
+    "DecodeLedger", "Director", "DuetConfig", "Exchange", "Health", "HfTokenCounter",
     "HistogramTotals", "Hooks", "InMemoryStateStore", "Inbound", "Ledgers", "ModelSpec", "Outcome", "Plan",
     "Prediction", "PrefillBacklog", "Price", "Priority", "RECHECK_S", "Replica", "ReplicaState", "RequestError",
     "RequestProfile", "Ruling", "StateStore", "StoreSettings", "TokenCounter", "Transport", "View", "VllmStats",

@@ -25,6 +25,10 @@ class _Body(BaseModel):
     ignore_eos: bool | None = None
     n: Annotated[int, Field(ge=1, le=128)] | None = None
 
+    def output_limit(self) -> int | None:
+        """The most tokens the answer may have (None: up to the context)."""
+        return self.max_completion_tokens or self.max_tokens
+
 
 class ChatBody(_Body):
     messages: Annotated[list[dict[str, Any]], Field(min_length=1)]
@@ -34,6 +38,29 @@ class ChatBody(_Body):
 
 class CompletionBody(_Body):
     prompt: str | list[Any]
+
+
+class TokenizeBody(CompletionBody):
+    """/tokenize with a prompt, and /detokenize (its ``tokens`` pass through as an extra field);
+    /tokenize with ``messages`` is a ChatBody."""
+
+    prompt: str | list[Any] = ""
+
+
+class EmbeddingsBody(_Body):
+    """/v1/embeddings: ``input`` is a string, token ids, or a batch of either."""
+
+    input: str | list[Any]
+
+    @property
+    def prompt(self) -> str | list[Any]:
+        return self.input
+
+    def output_limit(self) -> int | None:
+        return 1  # an embedding is one forward pass: nothing is decoded
+
+
+RequestBody = ChatBody | CompletionBody | EmbeddingsBody
 
 
 def decode_json_object(raw: bytes) -> dict[str, Any]:
@@ -61,6 +88,14 @@ def parse_any_body(raw: bytes) -> tuple[dict[str, Any], ChatBody | CompletionBod
     if "messages" in data:
         return validate_body(data, ChatBody)
     return validate_body(data, CompletionBody)
+
+
+def parse_tokenize_body(raw: bytes) -> tuple[dict[str, Any], ChatBody | TokenizeBody]:
+    """/tokenize and /detokenize: a chat body when it has ``messages``, else a prompt (or tokens)."""
+    data = decode_json_object(raw)
+    if "messages" in data:
+        return validate_body(data, ChatBody)
+    return validate_body(data, TokenizeBody)
 
 
 def validate_body(data: dict[str, Any], schema: type[BodyT]) -> tuple[dict[str, Any], BodyT]:

@@ -11,7 +11,7 @@ from gateway.config.policy import Policy, Signal, TaskRule
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.domain import Budget, Priority, RequestProfile
 from gateway.errors import InvalidRequest, ModelNotFound
-from gateway.flow.body import ChatBody, CompletionBody
+from gateway.flow.body import ChatBody, RequestBody
 from gateway.state.lengths import NO_ESTIMATES, LengthEstimates
 from gateway.tokens import message_texts
 
@@ -91,7 +91,7 @@ def _header_number(headers: Mapping[str, str], name: str) -> float | None:
 
 
 def classify(
-    body: ChatBody | CompletionBody,
+    body: RequestBody,
     headers: Mapping[str, str],
     target: Target,
     policy: Policy,
@@ -116,7 +116,7 @@ def classify(
         value = _header_number(headers, header)
         if value is not None:
             budgets[field] = value
-    max_output = body.max_completion_tokens or body.max_tokens
+    max_output = body.output_limit()
     typical = lengths.expected(target.model.name, task) or defaults.expected_output_tokens
     return RequestProfile(
         model=target.model.name,
@@ -133,7 +133,7 @@ def classify(
     )
 
 
-def _expected_output(body: ChatBody | CompletionBody, max_output: int | None, typical: int) -> int:
+def _expected_output(body: RequestBody, max_output: int | None, typical: int) -> int:
     """A forced length (ignore_eos, or min_tokens) is what will be generated; otherwise the task's
     typical length (learned, or configured), capped by max_tokens."""
     if body.ignore_eos and max_output:

@@ -151,6 +151,20 @@ class Director:
         self.refused(exchange, error)
         raise error
 
+    async def forward(self, exchange: Exchange, transport: Transport[AnswerT]) -> AnswerT:
+        """An untracked request (/tokenize, /detokenize): the first of the model's replicas, ranked
+        ones first, that answers. No admission, hooks or ledgers: it costs a replica no decode."""
+        plan = exchange.plan
+        ranked = plan.decision.ranked
+        order = [*ranked, *(c.replica for c in plan.candidates if c.replica not in ranked)]
+        failures: list[AttemptFailure] = []
+        for replica in order[:exchange.config.server.max_attempts]:
+            answer = await transport.attempt(replica)
+            if not isinstance(answer, AttemptFailure):
+                return answer
+            failures.append(answer)
+        raise _exhausted(failures, len(failures), exchange.request_id)
+
     def first_token(self, exchange: Exchange) -> None:
         """The replica serving the request prefilled its prompt."""
         attempt = exchange.attempt

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gateway.config.types import DuetConfig, ModelSpec
-from gateway.domain import Candidate, Decision, ReplicaState, RequestProfile
-from gateway.flow.body import ChatBody, CompletionBody
+from gateway.domain import Candidate, Decision, Replica, ReplicaState, RequestProfile
+from gateway.flow.body import ChatBody, EmbeddingsBody, RequestBody
 from gateway.flow.classify import Target, classify, resolve_model
 from gateway.routing.predictors import prefill_ms
 from gateway.routing.router import route
@@ -45,11 +45,11 @@ class View:
     lengths: LengthEstimates = NO_ESTIMATES
 
 
-def candidates_for(model: ModelSpec, view: View) -> tuple[Candidate, ...]:
-    """The model's replicas with their state as ``view`` shows them (see ``gateway.state.decodes``
-    and ``gateway.state.prefill`` for the two ledgers)."""
+def candidates_for(model: ModelSpec, view: View, replicas: tuple[Replica, ...] | None = None) -> tuple[Candidate, ...]:
+    """``replicas`` (default: all the model's) with their state as ``view`` shows them (see
+    ``gateway.state.decodes`` and ``gateway.state.prefill`` for the two ledgers)."""
     candidates = []
-    for replica in model.replicas:
+    for replica in model.replicas if replicas is None else replicas:
         state = view.snapshot.get(replica.id) or ReplicaState(replica.id)
         if pending := view.backlog.get(replica.id):
             state = dataclasses.replace(state, prefill_backlog_tokens=pending)
@@ -71,7 +71,7 @@ def decode_claim(plan: Plan) -> DecodeClaim:
     return DecodeClaim(slack, prefill)
 
 
-def count_input_tokens(body: ChatBody | CompletionBody, counter: TokenCounter) -> int:
+def count_input_tokens(body: RequestBody, counter: TokenCounter) -> int:
     if isinstance(body, ChatBody):
         return count_chat_tokens(counter, body.messages, body.tools)
     return count_prompt_tokens(counter, body.prompt)
@@ -82,9 +82,19 @@ class Inbound:
     """A request as it arrived: its validated body, lower-cased headers, and its prompt length
     when the caller knows it exactly (a replayed trace does; the HTTP path counts it)."""
 
-    body: ChatBody | CompletionBody
+    body: RequestBody
     headers: Mapping[str, str]
     prompt_tokens: int | None = None
+
+
+def serving_replicas(model: ModelSpec, inbound: Inbound) -> tuple[Replica, ...]:
+    """The replicas that may serve this request: the model's embedding variants' for embeddings
+    and only those when it has some (``embedding_variants``), else every replica."""
+    pool = model.embedding_variants
+    if not pool:
+        return model.replicas
+    embeds = isinstance(inbound.body, EmbeddingsBody)
+    return tuple(r for r in model.replicas if (r.variant in pool) == embeds)
 
 
 def plan_request(config: DuetConfig, counters: Mapping[str, TokenCounter], inbound: Inbound, view: View,
@@ -96,6 +106,6 @@ def plan_request(config: DuetConfig, counters: Mapping[str, TokenCounter], inbou
     if tokens is None:
         tokens = count_input_tokens(inbound.body, counters[target.model.name])
     profile = classify(inbound.body, inbound.headers, target, config.policy, tokens, view.lengths)
-    candidates = candidates_for(target.model, view)
+    candidates = candidates_for(target.model, view, serving_replicas(target.model, inbound))
     decision = route(profile, candidates, config.policy.profile_for(profile.task), explain=explain)
     return Plan(target, profile, candidates, decision)

@@ -11,11 +11,12 @@ from gateway.flow.exchange import Exchange
 from gateway.proxy.forward import UpstreamRequest
 
 
-def upstream_request(exchange: Exchange, path: str, data: dict[str, Any]) -> UpstreamRequest:
+def upstream_request(exchange: Exchange, path: str, data: dict[str, Any], *, stream_usage: bool = True) -> UpstreamRequest:
     """What each attempt sends: the client's body with the replica's served model name (encoded
-    once per variant), usage always asked for on streams (the gateway counts tokens from it)."""
+    once per variant), usage asked for on OpenAI streams (``stream_usage``: the gateway counts
+    tokens from it; the Messages and Responses streams always carry it)."""
     body = exchange.inbound.body
-    if body.stream:
+    if body.stream and stream_usage:
         data["stream_options"] = {**(body.stream_options or {}), "include_usage": True}
     model = exchange.plan.target.model
     encoded: dict[str, bytes] = {}

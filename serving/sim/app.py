@@ -6,10 +6,11 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import orjson
 
-from serving.sim import asgi, responses
+from serving.sim import asgi, pooling, responses
 from serving.sim.api_request import BadRequest, parse_call
 from serving.sim.completions import CompletionService
 from serving.sim.engine import Engine
@@ -47,6 +48,8 @@ class SimApp:
             ("POST", "/v1/completions"): self._completion,
             ("GET", "/v1/models"): self._models,
             ("POST", "/tokenize"): self._tokenize,
+            ("POST", "/detokenize"): self._detokenize,
+            ("POST", "/v1/embeddings"): self._embeddings,
             ("GET", "/health"): self._health,
             ("GET", "/load"): self._load,
             ("GET", "/version"): self._version,
@@ -98,6 +101,29 @@ class SimApp:
         text = chat_prompt_text(body["messages"]) if chat else call.prompt_text
         ids = token_ids_of_length(text, call.prompt_tokens)
         await asgi.respond(send, 200, responses.tokenize(ids, self.profile.engine.max_model_len))
+
+    async def _detokenize(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
+        await self._pooled(receive, send, lambda body: pooling.detokenize(body))
+
+    async def _embeddings(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
+        hex_id = f"{random.getrandbits(64):016x}"
+        await self._pooled(receive, send, lambda body: pooling.embeddings(body, self.served_name, hex_id))
+
+    async def _pooled(self, receive: asgi.Receive, send: asgi.Send, answer: Callable[[dict[str, Any]], bytes]) -> None:
+        """A whole-body route that checks the model name as vLLM does."""
+        try:
+            body = orjson.loads(await asgi.read_body(receive) or b"{}")
+            if not isinstance(body, dict):
+                raise BadRequest("Input should be a valid dictionary")
+            if body.get("model") not in (None, self.served_name):
+                raise BadRequest(f"The model `{body['model']}` does not exist.", "model")
+            payload = answer(body)
+        except orjson.JSONDecodeError as exc:
+            return await asgi.respond(send, 400, responses.error(400, f"JSON decode error: {exc}"))
+        except BadRequest as exc:
+            status = 404 if exc.param == "model" else 400
+            return await asgi.respond(send, status, responses.error(status, str(exc), exc.param))
+        await asgi.respond(send, 200, payload)
 
     async def _health(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
         if self.faults.current.hang:

@@ -44,6 +44,7 @@ ERROR_CASES = [
     ("duplicate plugin", lambda r: r["routing"]["plugins"].append({"type": "healthy", "name": "healthy"}), "routing.plugins.8.name", "duplicate"),
     ("rule to unknown task", lambda r: r["routing"]["rules"].append({"if": "has_code", "task": "nope"}), "routing.rules.3.task", "unknown task"),
     ("unknown default profile", lambda r: r["routing"].update(default_profile="x"), "routing.default_profile", "undefined profile"),
+    ("unknown embedding variant", lambda r: r["models"]["smollm2"].update(embedding_variants=["fast", "embed"]), "models.smollm2.embedding_variants.1", "unknown variant 'embed'"),
     ("duplicate served name", lambda r: r["models"]["smollm2"]["variants"]["fast"].update(served_model_name="smollm2-standard"), "models.smollm2.variants.fast.served_model_name", "also used"),
 ]
 
