@@ -178,6 +178,14 @@ $(BENCH_ROUTER_VENV)/.installed:
 
 bench-overhead: $(STAMP) bench-overhead-tools $(BENCH_LITELLM_VENV)/.installed $(BENCH_ROUTER_VENV)/.installed
 	$(BIN)/python -m loadtests.overhead --command-label "make bench-overhead" --wait-quiet-s 300 $(ARGS)
+# Duet's instructions per request under valgrind's callgrind: repeatable where req/s are not (they
+# moved 20% between identical runs on this VM), for comparing a change before and after.
+# ARGS="--tree /path/to/other/checkout" measures another checkout with this venv. ~2 min per mode.
+.PHONY: bench-instructions
+bench-instructions: $(STAMP)
+	@command -v valgrind >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq valgrind; }
+	$(BIN)/python -m loadtests.overhead.instructions $(ARGS)
+	$(BIN)/python -m loadtests.overhead.instructions --stream $(ARGS)
 # ---- end bench-overhead ----
 
 # ---- bench-slo (issue #6): SLO attainment, goodput and cost per routing policy, with locust ----
