@@ -30,7 +30,6 @@ from gateway.flow import (
     parse_tokenize_body,
     upstream_request,
 )
-from gateway.flow.demand import demand_of
 from gateway.proxy.forward import Answer
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import DONE, ModelRewrite, error_event
@@ -123,7 +122,7 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
     headers = request_headers(scope)
     raw = await read_body(receive)
     data, body = endpoint.parse(raw)
-    grant = await gateway.access.authorize(key_of(scope), body.model, demand_of(body, len(raw)))
+    grant = await gateway.access.authorize(key_of(scope), body.model)
     try:
         grant.cap_priority(headers)
         director = gateway.director
