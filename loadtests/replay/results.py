@@ -43,9 +43,13 @@ def load(results_dir: Path = RESULTS_DIR) -> list[tuple[str, str, dict[str, Any]
     return found
 
 
+GOAL_POINTS = 2.0  # issue #16: Duet's good requests at least the best baseline's + 2 points
+
+
 def verdict(policies: Mapping[str, Mapping[str, Any]]) -> str:
     """Whether Duet serves more good requests than least-loaded and than the best other policy,
-    at equal or lower cost."""
+    at equal or lower cost, and whether it does so by the goal's ``GOAL_POINTS`` (with their 95%
+    intervals when the results span several seeds)."""
     duet = policies["duet"]
     others = {name: s for name, s in policies.items() if name != "duet"}
     best_name = max(others, key=lambda name: (others[name]["good_fraction"], -others[name]["cost_usd"]))
@@ -55,10 +59,25 @@ def verdict(policies: Mapping[str, Mapping[str, Any]]) -> str:
         gap = 100 * (duet["good_fraction"] - other["good_fraction"])
         cheaper = duet["cost_usd"] <= other["cost_usd"]
         met = gap > 0 and cheaper
-        lines.append(f"Duet against {label}: good requests {duet['good_fraction']:.2%} vs {other['good_fraction']:.2%} "
-                     f"({gap:+.2f} points), cost ${duet['cost_usd']:.2f} vs ${other['cost_usd']:.2f}: "
+        lines.append(f"Duet against {label}: good requests {_good(duet)} vs {_good(other)} "
+                     f"({gap:+.2f} points), cost {_cost(duet)} vs {_cost(other)}: "
                      f"**{'beats it at equal or lower cost' if met else 'does not beat it at equal or lower cost'}**.")
+    best = policies[best_name]
+    gap = 100 * (duet["good_fraction"] - best["good_fraction"])
+    goal = gap >= GOAL_POINTS and duet["cost_usd"] <= best["cost_usd"]
+    lines.append(f"Goal (at least +{GOAL_POINTS:g} points of good requests over the best other policy at equal or lower "
+                 f"cost): **{'met' if goal else 'not met'}** ({gap:+.2f} points).")
     return "\n".join(f"- {line}" for line in lines)
+
+
+def _good(s: Mapping[str, Any]) -> str:
+    ci = s.get("good_fraction_ci95")
+    return f"{s['good_fraction']:.2%}" if ci is None else f"{s['good_fraction']:.2%} ± {ci:.2%}"
+
+
+def _cost(s: Mapping[str, Any]) -> str:
+    ci = s.get("cost_usd_ci95")
+    return f"${s['cost_usd']:.2f}" if ci is None else f"${s['cost_usd']:.2f} ± {ci:.2f}"
 
 
 def _table(policies: Mapping[str, Mapping[str, Any]]) -> str:
@@ -67,8 +86,8 @@ def _table(policies: Mapping[str, Mapping[str, Any]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, s in policies.items():
         mix = ", ".join(f"{v} {p:.0%}" for v, p in s["variant_mix"].items())
-        cells = [name, f"{s['slo_attainment']:.2%}", f"{s['good_fraction']:.2%}", str(s["quality_misses"]),
-                 str(s["rejected"]), f"{s['cost_usd']:.2f}", latency_cells(s["ttft_ms"]), latency_cells(s["tpot_ms"]), mix]
+        cells = [name, f"{s['slo_attainment']:.2%}", _good(s), f"{s['quality_misses']:g}",
+                 f"{s['rejected']:g}", _cost(s).lstrip("$"), latency_cells(s["ttft_ms"]), latency_cells(s["tpot_ms"]), mix]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -84,11 +103,19 @@ def render(results: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
              "Mooncake FAST'25 conversation trace (Apache-2.0; Qin et al., \"Mooncake\", FAST 2025).", ""]
     for stem, title, result in results:
         parts += [f"### {title}", "", "```sh", result["command"], "```", "",
-                  f"{result['requests']} requests; output length {result['output_length']}; speed prior factors "
+                  f"{_seeds(result)}{result['requests']} requests; output length {result['output_length']}; speed prior factors "
                   f"{_factors(result['prior_error'])} (`{stem}.json`).", "", _table(result["policies"]), "",
                   verdict(result["policies"]), ""]
     parts.append(END)
     return "\n".join(parts)
+
+
+def _seeds(result: Mapping[str, Any]) -> str:
+    seeds = result.get("seeds")
+    if seeds is None:
+        return "One seed (no interval). "
+    return (f"{seeds['count']} seeds, each window {seeds['shift_s']:+g} trace seconds from the last: means with 95% "
+            f"Student-t intervals (±) over seeds, latency percentiles and mix averaged over seeds; first seed: ")
 
 
 def _factors(prior_error: Mapping[str, Mapping[str, float]]) -> str:
