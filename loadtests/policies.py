@@ -20,9 +20,10 @@ from serving.sim.prior import speed_prior
 from serving.sim.profile import load_profile
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"
-DUET_POLICIES = ("always-standard", "always-fast", "round-robin", "least-loaded", "duet")
+DUET_POLICIES = ("always-standard", "always-fast", "round-robin", "least-loaded", "static-split", "llm-d-default",
+                 "duet")
 LITELLM_POLICY = "litellm-latency"
-ALL_POLICIES = (*DUET_POLICIES[:4], LITELLM_POLICY, DUET_POLICIES[4])
+ALL_POLICIES = (*DUET_POLICIES[:-1], LITELLM_POLICY, DUET_POLICIES[-1])
 
 
 @dataclass(frozen=True, slots=True)

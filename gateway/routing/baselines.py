@@ -1,5 +1,5 @@
-"""Baseline objectives that Duet's policy is compared with (``duet bench slo``): round-robin
-across variants, and least-loaded across variants.
+"""Baseline objectives that Duet's policy is compared with (``duet bench slo``, ``duet replay``):
+round-robin across variants, least-loaded (or any score) across variants, and a static split.
 
 Routing is pure and synchronous, so round-robin cannot keep a counter: a rotating index would be
 mutable state shared by every request (and, with several gateways, by every process). Instead the
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gateway.domain import RequestProfile
-from gateway.routing.plugin import Option, VariantOrder
+from gateway.routing.plugin import Option, VariantOrder, expected_cost_usd
 
 
 def request_hash(request: RequestProfile) -> int:
@@ -55,3 +55,19 @@ class BestScoreObjective:
         ranked = sorted(best, key=lambda o: (-o.score, o.candidate.variant.name))
         variants = tuple(o.candidate.variant.name for o in ranked)
         return VariantOrder(variants, "best-score", request.budget.fits(ranked[0].prediction))
+
+
+@dataclass(frozen=True, slots=True)
+class StaticSplitObjective:
+    """A static split: variants by the request's expected price, cheapest first (ties: by name),
+    whatever their load or the budget. After the ``task-allowed`` filter each task is pinned to
+    its cheapest allowed variant, as an operator's fixed task -> deployment table would. Inputs:
+    prompt and expected output tokens, the variants' prices."""
+
+    name: str = "static-split"
+    type: ClassVar[str] = "static-split"
+
+    def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
+        ranked = sorted(best, key=lambda o: (expected_cost_usd(request, o), o.candidate.variant.name))
+        variants = tuple(o.candidate.variant.name for o in ranked)
+        return VariantOrder(variants, "static-split", request.budget.fits(ranked[0].prediction))

@@ -59,6 +59,15 @@ class Scorer(Protocol):
     def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float: ...
 
 
+class PoolScorer(Scorer, Protocol):
+    """A scorer whose value for one candidate depends on the others (llm-d's scorers see every
+    endpoint at once, e.g. to normalise queue lengths between their minimum and maximum): the
+    router calls ``score_pool`` on all surviving candidates of every variant together (each
+    value in [0, 1], in their order); ``score`` is one candidate alone."""
+
+    def score_pool(self, request: RequestProfile, candidates: Sequence[Candidate]) -> Sequence[float]: ...
+
+
 class Objective(Protocol):
     """Orders the variants that have at least one surviving replica."""
 

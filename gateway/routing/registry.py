@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from gateway.routing.baselines import BestScoreObjective, RoundRobinObjective
+from gateway.routing.baselines import BestScoreObjective, RoundRobinObjective, StaticSplitObjective
 from gateway.routing.filters import (
     ContextFitsFilter,
     ErrorRateFilter,
@@ -16,6 +16,7 @@ from gateway.routing.filters import (
     TaskAllowedFilter,
     ToolsSupportedFilter,
 )
+from gateway.routing.llmd import LlmdKvCacheUtilizationScorer, LlmdQueueScorer
 from gateway.routing.objectives import CheapestWithinBudgetObjective, FastestObjective, FixedOrderObjective
 from gateway.routing.predictors import QueueAwareLatencyPredictor, StepModelPredictor
 from gateway.routing.scorers import (
@@ -44,7 +45,8 @@ def _table(kinds: Mapping[PluginKind, tuple[type, ...]]) -> Mapping[str, PluginT
 PLUGIN_TYPES: Mapping[str, PluginType] = _table({
     "filter": (HealthyFilter, ContextFitsFilter, ToolsSupportedFilter, TaskAllowedFilter, ErrorRateFilter),
     "predictor": (QueueAwareLatencyPredictor, StepModelPredictor),
-    "scorer": (LeastLoadedScorer, DecodeSlackScorer, PredictedLatencyScorer, LowErrorScorer, ObservedTtftScorer),
+    "scorer": (LeastLoadedScorer, DecodeSlackScorer, PredictedLatencyScorer, LowErrorScorer, ObservedTtftScorer,
+               LlmdQueueScorer, LlmdKvCacheUtilizationScorer),
     "objective": (CheapestWithinBudgetObjective, FastestObjective, FixedOrderObjective, RoundRobinObjective,
-                  BestScoreObjective),
+                  BestScoreObjective, StaticSplitObjective),
 })

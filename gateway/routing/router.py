@@ -16,7 +16,7 @@ from gateway.routing.plugin import Filter, Objective, Option, Predictor, Scorer
 
 @dataclass(frozen=True, slots=True)
 class WeightedScorer:
-    scorer: Scorer
+    scorer: Scorer  # or a PoolScorer, which the router asks about every candidate at once
     weight: float
 
 
@@ -51,7 +51,8 @@ def route(
             model=request.model, variant=None, ranked=(), reason=f"no-candidate:{blocker.name}",
             meets_budget=False, verdicts=tuple(verdicts), profile=profile.name, blocked_by=blocker,
         )
-    options = [_option(request, c, profile, verdicts if explain else None) for c in survivors]
+    pooled = _pool_scores(request, survivors, profile.scorers)
+    options = [_option(request, c, profile, pooled, verdicts if explain else None) for c in survivors]
     by_variant: dict[str, list[Option]] = {}
     for option in options:
         by_variant.setdefault(option.candidate.variant.name, []).append(option)
@@ -98,14 +99,31 @@ def _blocker(rejected_by: Counter[Filter]) -> Blocker:
     return Blocker(plugin.name, plugin.type)
 
 
+def _pool_scores(
+    request: RequestProfile, survivors: Sequence[Candidate], scorers: Sequence[WeightedScorer]
+) -> dict[int, dict[str, float]]:
+    """Scorer index -> replica id -> score, for the scorers that score all candidates at once."""
+    pooled = {}
+    for index, weighted in enumerate(scorers):
+        score_pool = getattr(weighted.scorer, "score_pool", None)  # PoolScorer; no Protocol isinstance per request
+        if score_pool is not None:
+            values = score_pool(request, survivors)
+            pooled[index] = {c.replica.id: value for c, value in zip(survivors, values, strict=True)}
+    return pooled
+
+
 def _option(
-    request: RequestProfile, candidate: Candidate, profile: RoutingProfile, verdicts: list[Verdict] | None
+    request: RequestProfile, candidate: Candidate, profile: RoutingProfile, pooled: dict[int, dict[str, float]],
+    verdicts: list[Verdict] | None,
 ) -> Option:
     prediction = profile.predictor.predict(request, candidate)
     total_weight = sum(w.weight for w in profile.scorers) or 1.0
     score = 0.0
-    for weighted in profile.scorers:
-        value = weighted.scorer.score(request, candidate, prediction)
+    for index, weighted in enumerate(profile.scorers):
+        if index in pooled:
+            value = pooled[index][candidate.replica.id]
+        else:
+            value = weighted.scorer.score(request, candidate, prediction)
         score += weighted.weight * value
         if verdicts is not None:
             verdicts.append(Verdict(weighted.scorer.name, candidate.replica.id, True, value, ""))

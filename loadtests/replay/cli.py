@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from loadtests.replay.setup import Cluster, PriorError
     from loadtests.traces import Arrival
 
-COMPARED = ("always-standard", "always-fast", "round-robin", "least-loaded", "litellm-style", "duet")
+COMPARED = ("always-standard", "always-fast", "round-robin", "least-loaded", "litellm-style", "static-split",
+            "llm-d-default", "duet")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

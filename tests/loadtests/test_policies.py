@@ -6,7 +6,8 @@ from loadtests.policies import DUET_POLICIES, POLICY_DIR, REPLICA_SETS, duet_con
 
 URLS = {"standard": ["http://127.0.0.1:9001"], "fast": ["http://127.0.0.1:9002"]}
 OBJECTIVES = {"always-standard": "fixed-order", "always-fast": "fixed-order", "round-robin": "round-robin",
-              "least-loaded": "best-score", "duet": "cheapest-within-budget"}
+              "least-loaded": "best-score", "static-split": "static-split", "llm-d-default": "best-score",
+              "duet": "cheapest-within-budget"}
 
 
 @pytest.mark.parametrize("policy", DUET_POLICIES)

@@ -77,3 +77,15 @@ def test_best_score_orders_variants_by_best_option_score(options, order):
     result = BestScoreObjective().order(request(), options)
     assert result.variants == order
     assert result.reason == "best-score"
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ([option(STANDARD, e2e_ms=10), option(FAST, e2e_ms=9000)], ("fast", "standard")),  # cheaper wins, however slow
+    ([option(FAST)], ("fast",)),  # after task-allowed, the cheapest allowed variant
+    ([option(STANDARD)], ("standard",)),
+])
+def test_static_split_orders_variants_by_price_whatever_their_speed(options, expected):
+    from gateway.routing.baselines import StaticSplitObjective
+
+    result = StaticSplitObjective().order(request(), options)
+    assert result.variants == expected and result.reason == "static-split"
