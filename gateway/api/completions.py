@@ -24,6 +24,7 @@ from gateway.flow import (
     EmbeddingsBody,
     Exchange,
     Inbound,
+    MessagesBody,
     RequestBody,
     TokenizeBody,
     parse_body,
@@ -31,8 +32,9 @@ from gateway.flow import (
     upstream_request,
 )
 from gateway.proxy.forward import Answer
+from gateway.proxy.framing import MESSAGES, OPENAI, Framing
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
-from gateway.proxy.sse import DONE, ModelRewrite, error_event
+from gateway.proxy.sse import ModelRewrite
 from gateway.runtime import Gateway
 
 
@@ -45,6 +47,9 @@ class Endpoint:
     schema: type[RequestBody]
     summary: str
     tracked: bool = True
+    # How its streams end; whether Duet asks an OpenAI stream for usage (the other APIs' streams carry it).
+    framing: Framing = OPENAI
+    stream_usage: bool = True
 
     def parse(self, raw: bytes) -> tuple[dict[str, Any], RequestBody]:
         if self.schema is TokenizeBody:
@@ -68,9 +73,11 @@ class RequestIds:
 
 @dataclass(slots=True)
 class Reply:
-    """One proxied request's response as the ASGI layer sees it. ``started``: its head was sent."""
+    """One proxied request's response as the ASGI layer sees it: the endpoint it answers, new
+    request ids, and ``started``: its head was sent."""
 
     ids: RequestIds
+    endpoint: Endpoint
     started: bool = False
 
 
@@ -79,6 +86,8 @@ COMPLETIONS = Endpoint("/v1/completions", CompletionBody, "Create a completion (
 EMBEDDINGS = Endpoint("/v1/embeddings", EmbeddingsBody, "Create embeddings (the model's embedding variants when it has some)")
 TOKENIZE = Endpoint("/tokenize", TokenizeBody, "Tokenize a prompt or chat messages on a replica of the model", tracked=False)
 DETOKENIZE = Endpoint("/detokenize", TokenizeBody, "Detokenize token ids on a replica of the model", tracked=False)
+MESSAGES_API = Endpoint("/v1/messages", MessagesBody, "Create a message (Anthropic's Messages API; stream with SSE)",
+                        framing=MESSAGES, stream_usage=False)
 
 
 async def read_body(receive: Receive) -> bytes:
@@ -116,9 +125,9 @@ def request_id_of(headers: dict[str, str], ids: RequestIds) -> str:
     return ids.new()
 
 
-async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send,
-                           reply: Reply) -> None:
+async def proxy_completion(gateway: Gateway, scope: Scope, receive: Receive, send: Send, reply: Reply) -> None:
     received = time.perf_counter()
+    endpoint = reply.endpoint
     headers = request_headers(scope)
     raw = await read_body(receive)
     data, body = endpoint.parse(raw)
@@ -134,7 +143,8 @@ async def proxy_completion(gateway: Gateway, endpoint: Endpoint, scope: Scope, r
             await _send_whole(untracked, untracked.body, _headers(exchange, untracked), send)
             return
         await director.admit(exchange)
-        answer = await director.dispatch(exchange, gateway.upstream(upstream_request(exchange, endpoint.path, data)))
+        request = upstream_request(exchange, endpoint.path, data, stream_usage=endpoint.stream_usage)
+        answer = await director.dispatch(exchange, gateway.upstream(request))
         director.first_token(exchange)
         try:
             await _respond(gateway, exchange, answer, receive, send, reply)
@@ -160,8 +170,10 @@ async def _respond(gateway: Gateway, exchange: Exchange, answer: Answer, receive
 
     input_tokens = exchange.plan.profile.input_tokens
     if body.stream and answer.status == 200:
-        client_wants_usage = bool((body.stream_options or {}).get("include_usage"))
-        options = StreamOptions(rewrite, strip_usage=not client_wants_usage, input_tokens_estimate=input_tokens)
+        endpoint = reply.endpoint
+        strip_usage = endpoint.stream_usage and not (body.stream_options or {}).get("include_usage")
+        options = StreamOptions(rewrite, strip_usage=strip_usage, input_tokens_estimate=input_tokens,
+                                framing=endpoint.framing)
         reply.started = True
         await _send_stream(answer, options, on_done, response_headers, receive, send)
         return
@@ -232,8 +244,8 @@ async def _send_stream(
             await send({"type": "http.response.body", "body": b"", "more_body": False})
     except asyncio.CancelledError:
         if not finished and not answer.client_gone:
-            cut = error_event("The gateway is shutting down; the stream was cut at its drain timeout.",
-                              "service_unavailable", "gateway_shutting_down") + DONE
+            cut = options.framing.cut("The gateway is shutting down; the stream was cut at its drain timeout.",
+                                      "service_unavailable", "gateway_shutting_down")
             await send({"type": "http.response.body", "body": cut, "more_body": False})
         raise
     finally:

@@ -19,6 +19,7 @@ from gateway.api.completions import (
     COMPLETIONS,
     DETOKENIZE,
     EMBEDDINGS,
+    MESSAGES_API,
     TOKENIZE,
     Endpoint,
     Reply,
@@ -30,7 +31,7 @@ from gateway.errors import RequestError
 
 log = logging.getLogger(__name__)
 
-ENDPOINTS: dict[str, Endpoint] = {e.path: e for e in (CHAT, COMPLETIONS, EMBEDDINGS, TOKENIZE, DETOKENIZE)}
+ENDPOINTS: dict[str, Endpoint] = {e.path: e for e in (CHAT, COMPLETIONS, EMBEDDINGS, TOKENIZE, DETOKENIZE, MESSAGES_API)}
 
 
 class FastPath:
@@ -46,9 +47,9 @@ class FastPath:
         # Whether the response started (an error can then no longer become an error response):
         # set by proxy_completion, rather than by wrapping ``send``, which would add a coroutine
         # call to every piece of a stream.
-        reply = Reply(self.request_ids)
+        reply = Reply(self.request_ids, endpoint)
         try:
-            await proxy_completion(self.app.state.gateway, endpoint, scope, receive, send, reply)
+            await proxy_completion(self.app.state.gateway, scope, receive, send, reply)
         except RequestError as exc:
             if not reply.started:
                 await send_request_error(send, exc)

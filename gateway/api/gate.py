@@ -3,7 +3,7 @@ from one route table before the route reads a byte of its body.
 
     route                                    who                           body at most
     POST /v1/chat/completions, /v1/completions,
-         /v1/embeddings, /tokenize, /detokenize,
+         /v1/embeddings, /tokenize, /detokenize, /v1/messages,
          /v1/duet/route                      an API key (when keys are on)  server.max_body_bytes
     GET  /v1/models                          an API key (when keys are on)  SMALL_BODY_BYTES
     /admin/*, /v1/duet/usage                 the admin key                  SMALL_BODY_BYTES
@@ -97,6 +97,7 @@ ROUTES = RouteTable((
     Route("POST", "/v1/embeddings", Guard.KEY, large_body=True),
     Route("POST", "/tokenize", Guard.KEY, large_body=True),
     Route("POST", "/detokenize", Guard.KEY, large_body=True),
+    Route("POST", "/v1/messages", Guard.KEY, large_body=True),
     Route("POST", "/v1/duet/route", Guard.KEY, large_body=True),
     Route("GET", "/v1/models", Guard.KEY),
     Route("GET", "/v1/duet/usage", Guard.ADMIN),
@@ -181,7 +182,7 @@ def check_admin(settings: AccessSettings, authorization: str | None) -> None:
 
 def _framing(headers: Iterable[tuple[bytes, bytes]]) -> tuple[int | None, bool, str | None]:
     """Content-Length (None: absent or not a number, which the server's parser refuses),
-    whether the body is chunked, and the Authorization header."""
+    whether the body is chunked, and the Authorization header (or an ``x-api-key`` as one)."""
     length: int | None = None
     chunked = False
     authorization: str | None = None
@@ -192,6 +193,8 @@ def _framing(headers: Iterable[tuple[bytes, bytes]]) -> tuple[int | None, bool, 
             chunked = True
         elif name == b"authorization":
             authorization = value.decode("latin-1")
+        elif name == b"x-api-key" and authorization is None:  # how Anthropic's clients send a key
+            authorization = "Bearer " + value.decode("latin-1")
     return length, chunked, authorization
 
 

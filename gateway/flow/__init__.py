@@ -33,6 +33,7 @@ from gateway.flow.body import (
     ChatBody,
     CompletionBody,
     EmbeddingsBody,
+    MessagesBody,
     RequestBody,
     TokenizeBody,
     parse_any_body,
@@ -57,7 +58,7 @@ from gateway.tokens import ApproxTokenCounter, HfTokenCounter, TokenCounter, cou
 __all__ = [
     "Action", "ActiveConfig", "ApproxTokenCounter", "Attempt", "AttemptFailure", "Budget", "Candidate", "ChatBody",
     "CompletionBody", "Decision",
-    "EmbeddingsBody", "RequestBody", "TokenizeBody", "parse_tokenize_body",
+    "EmbeddingsBody", "MessagesBody", "RequestBody", "TokenizeBody", "parse_tokenize_body",
     "DecodeLedger", "Director", "DuetConfig", "Exchange", "Health", "HfTokenCounter",
     "HistogramTotals", "Hooks", "InMemoryStateStore", "Inbound", "Ledgers", "ModelSpec", "Outcome", "Plan",
     "Prediction", "PrefillBacklog", "Price", "Priority", "RECHECK_S", "Replica", "ReplicaState", "RequestError",

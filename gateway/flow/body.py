@@ -36,6 +36,14 @@ class ChatBody(_Body):
     tool_choice: str | dict[str, Any] | None = None
 
 
+class MessagesBody(ChatBody):
+    """/v1/messages (Anthropic's Messages API): ``max_tokens`` is required, the system prompt is
+    its own field, tools carry an ``input_schema``; content blocks' text is read like chat's."""
+
+    max_tokens: PositiveTokens
+    system: str | list[dict[str, Any]] | None = None
+
+
 class CompletionBody(_Body):
     prompt: str | list[Any]
 

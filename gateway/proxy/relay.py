@@ -18,12 +18,10 @@ from dataclasses import dataclass
 
 from gateway.domain import Outcome
 from gateway.proxy.forward import Answer
+from gateway.proxy.framing import OPENAI, Framing
 from gateway.proxy.http1 import UpstreamError, UpstreamTimeout
 from gateway.proxy.sse import (
-    DONE,
     ModelRewrite,
-    error_event,
-    has_done,
     has_usage,
     is_usage_only,
     split_events,
@@ -44,6 +42,8 @@ class StreamOptions:
     # The client did not ask for usage: Duet asked for it (to count tokens) and strips it again.
     strip_usage: bool
     input_tokens_estimate: int
+    # What ends the API's stream (chat's [DONE], the Messages and Responses APIs' last events).
+    framing: Framing = OPENAI
 
 
 def finish_body(answer: Answer, rewrite: ModelRewrite, input_tokens_estimate: int) -> tuple[bytes, Outcome]:
@@ -73,7 +73,7 @@ class _Tally:
         """The bytes to send the client for a block of complete upstream events."""
         usage_at = usage_position(block)
         if usage_at < 0:
-            if has_done(block):
+            if self.options.framing.ends(block):
                 self.done_seen = True
             return self.options.rewrite.apply_to_events(block)
         # Only the events from the first one carrying usage on are split and looked at (a read
@@ -88,7 +88,7 @@ class _Tally:
             self.usage = usage_of(event) or self.usage
             if self.options.strip_usage and is_usage_only(event):
                 return b""
-        elif event == DONE:
+        if self.options.framing.ends(event):  # the Responses API's last event carries the usage
             self.done_seen = True
         return self.options.rewrite.apply(event)
 
@@ -117,7 +117,8 @@ async def relay_stream(answer: Answer, options: StreamOptions, write: Write, on_
         if not ok:
             # The connection ended without [DONE]: the replica went away mid-answer.
             status = 502
-            await write(error_event("The replica closed the stream before it finished.") + DONE, True)
+            await write(options.framing.cut("The replica closed the stream before it finished.", "upstream_error",
+                                            "upstream_failed"), True)
     except UpstreamError as exc:
         if tally.done_seen:
             ok = True  # broke after the answer was complete: the client has all of it
@@ -127,7 +128,7 @@ async def relay_stream(answer: Answer, options: StreamOptions, write: Write, on_
             return
         status = 504 if isinstance(exc, UpstreamTimeout) else 502
         log.warning("the stream from replica %s failed mid-stream: %s", answer.replica.id, exc)  # not to the client
-        await write(error_event("The replica failed mid-stream.") + DONE, True)
+        await write(options.framing.cut("The replica failed mid-stream.", "upstream_error", "upstream_failed"), True)
     except asyncio.CancelledError:
         ok = True
         if not tally.done_seen:

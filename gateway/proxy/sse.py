@@ -129,12 +129,23 @@ def is_usage_only(event: bytes) -> bool:
 
 
 def usage_of(event_or_body: bytes) -> tuple[int, int] | None:
-    """(prompt_tokens, completion_tokens) from a chunk or a whole response, if it reports usage."""
+    """(prompt_tokens, completion_tokens) from a chunk or a whole response, if it reports usage:
+    OpenAI's ``prompt_tokens``/``completion_tokens``, or the Messages and Responses APIs'
+    ``input_tokens``/``output_tokens`` (the Responses stream's under ``response``)."""
     if not has_usage(event_or_body):
         return None
-    payload = event_or_body[6:] if event_or_body.startswith(b"data: ") else event_or_body
+    payload = event_or_body
+    if payload.startswith(b"event: "):  # a named event: its data line follows the name
+        payload = payload[payload.find(b"\ndata: ") + 1 :]
+    if payload.startswith(b"data: "):
+        payload = payload[6:]
     try:
-        usage = orjson.loads(payload).get("usage") or {}
+        document = orjson.loads(payload)
     except orjson.JSONDecodeError:
         return None
+    if not isinstance(document, dict):
+        return None
+    usage = document.get("usage") or (document.get("response") or {}).get("usage") or {}
+    if "input_tokens" in usage:
+        return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
     return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)

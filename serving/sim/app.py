@@ -10,7 +10,8 @@ from typing import Any
 
 import orjson
 
-from serving.sim import asgi, pooling, responses
+from serving.sim import asgi, dialect, pooling, responses
+from serving.sim.anthropic import Messages
 from serving.sim.api_request import BadRequest, parse_call
 from serving.sim.completions import CompletionService
 from serving.sim.engine import Engine
@@ -50,6 +51,7 @@ class SimApp:
             ("POST", "/tokenize"): self._tokenize,
             ("POST", "/detokenize"): self._detokenize,
             ("POST", "/v1/embeddings"): self._embeddings,
+            ("POST", "/v1/messages"): self._messages,
             ("GET", "/health"): self._health,
             ("GET", "/load"): self._load,
             ("GET", "/version"): self._version,
@@ -86,6 +88,9 @@ class SimApp:
 
     async def _completion(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
         await self.completions.handle(scope, receive, send, chat=False)
+
+    async def _messages(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
+        await dialect.serve(Messages(), self.completions, scope, receive, send)
 
     async def _models(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
         await asgi.respond(send, 200, responses.models(self.profile, self.served_name, self.created, self._perm_id))

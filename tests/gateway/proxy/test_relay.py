@@ -10,6 +10,7 @@ import pytest
 
 from gateway.domain import Outcome, Replica
 from gateway.proxy.forward import Answer, UpstreamCall, UpstreamRequest
+from gateway.proxy.framing import MESSAGES, OPENAI, RESPONSES, Framing
 from gateway.proxy.http1 import Pool
 from gateway.proxy.relay import StreamOptions, relay_stream
 from gateway.proxy.sse import DONE, ModelRewrite
@@ -44,7 +45,8 @@ def _chunked(writes: list[bytes], end: bool) -> list[bytes]:
     return [head, *body, b"0\r\n\r\n"] if end else [head, *body]
 
 
-async def _relay(writes: list[bytes], strip_usage: bool) -> tuple[list[tuple[bytes, bool]], list[Outcome]]:
+async def _relay(writes: list[bytes], strip_usage: bool,
+                 framing: Framing = OPENAI) -> tuple[list[tuple[bytes, bool]], list[Outcome]]:
     async def handler(reader, writer):
         await read_request(reader)
         for piece in writes:
@@ -62,7 +64,7 @@ async def _relay(writes: list[bytes], strip_usage: bool) -> tuple[list[tuple[byt
         async def on_done(outcome: Outcome) -> None:
             outcomes.append(outcome)
 
-        options = StreamOptions(ModelRewrite.between("smollm2-fast", "smollm2"), strip_usage, 5)
+        options = StreamOptions(ModelRewrite.between("smollm2-fast", "smollm2"), strip_usage, 5, framing)
         pieces: list[tuple[bytes, bool]] = []
 
         async def write(piece: bytes, last: bool) -> None:
@@ -108,3 +110,40 @@ def test_stream_arriving_in_one_read_is_one_piece(strip_usage):
     assert last and events[-1] == DONE and len(events) == (4 if strip_usage else 5)
     assert b"smollm2-fast" not in piece
     assert (outcomes[0].status, outcomes[0].input_tokens, outcomes[0].output_tokens) == (200, 7, 3)
+
+
+def _named(name: str, payload: dict) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+
+
+MESSAGES_STREAM = [
+    _named("message_start", {"type": "message_start", "message": {"id": "m", "model": "smollm2-fast",
+                                                                   "usage": {"input_tokens": 7, "output_tokens": 0}}}),
+    _named("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a"}}),
+    _named("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                             "usage": {"input_tokens": 7, "output_tokens": 3}}),
+]
+RESPONSES_STREAM = [
+    _named("response.created", {"type": "response.created", "response": {"model": "smollm2-fast", "usage": None}}),
+    _named("response.output_text.delta", {"type": "response.output_text.delta", "delta": "a"}),
+]
+
+
+@pytest.mark.parametrize(("framing", "events", "last"), [
+    (MESSAGES, MESSAGES_STREAM, _named("message_stop", {"type": "message_stop"})),
+    (RESPONSES, RESPONSES_STREAM, _named("response.completed", {"type": "response.completed", "response": {
+        "model": "smollm2-fast", "usage": {"input_tokens": 7, "output_tokens": 3, "total_tokens": 10}}})),
+])
+def test_named_event_streams_end_on_their_last_event_and_are_counted(framing, events, last):
+    pieces, outcomes = asyncio.run(_relay(_chunked([*events, last], end=True), strip_usage=False, framing=framing))
+    assert pieces[-1][1] and b"".join(p for p, _ in pieces) == b"".join([*events, last]).replace(b"smollm2-fast", b"smollm2")
+    [outcome] = outcomes
+    assert (outcome.ok, outcome.status, outcome.input_tokens, outcome.output_tokens) == (True, 200, 7, 3)
+
+
+@pytest.mark.parametrize(("framing", "events"), [(MESSAGES, MESSAGES_STREAM), (RESPONSES, RESPONSES_STREAM)])
+def test_named_event_stream_cut_short_ends_with_the_apis_error_event(framing, events):
+    pieces, outcomes = asyncio.run(_relay(_chunked(events, end=False), strip_usage=False, framing=framing))
+    last, is_last = pieces[-1]
+    assert is_last and last.startswith(b"event: error\ndata: ") and DONE not in last
+    assert (outcomes[0].ok, outcomes[0].status) == (False, 502)

@@ -1,0 +1,96 @@
+"""Serving another API over the chat engine, as vLLM does for Anthropic's Messages API
+(``vllm/entrypoints/anthropic/serving.py`` turns the request into a chat request and the chat
+answer or stream back into its own shape). A ``Dialect`` says how; ``serve`` runs it through
+the simulator's chat endpoint, so timing, faults and scripted answers are chat's."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import orjson
+
+from serving.sim import asgi, responses
+from serving.sim.api_request import BadRequest
+from serving.sim.completions import CompletionService
+
+
+class StreamTranslator(Protocol):
+    def feed(self, chunk: dict[str, Any] | None) -> bytes:
+        """The dialect's events for one chat chunk (None: the chat stream's ``[DONE]``)."""
+
+
+class Dialect(Protocol):
+    def chat_request(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The chat request that answers ``body``; raises BadRequest."""
+
+    def full(self, chat: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        """The dialect's whole answer from chat's."""
+
+    def stream(self, body: dict[str, Any]) -> StreamTranslator: ...
+
+
+async def serve(dialect: Dialect, completions: CompletionService, scope: asgi.Scope, receive: asgi.Receive,
+                send: asgi.Send) -> None:
+    try:
+        body = orjson.loads(await asgi.read_body(receive) or b"{}")
+        if not isinstance(body, dict):
+            raise BadRequest("Input should be a valid dictionary")
+        chat = dialect.chat_request(body)
+    except orjson.JSONDecodeError as exc:
+        return await asgi.respond(send, 400, responses.error(400, f"JSON decode error: {exc}"))
+    except BadRequest as exc:
+        return await asgi.respond(send, 400, responses.error(400, str(exc), exc.param))
+    pending = [{"type": "http.request", "body": orjson.dumps(chat), "more_body": False}]
+
+    async def chat_receive() -> asgi.Message:
+        return pending.pop() if pending else await receive()
+
+    await completions.handle(scope, chat_receive, _Translating(dialect, body, send), chat=True)
+
+
+class _Translating:
+    """An ASGI ``send`` that turns the chat endpoint's answer into the dialect's."""
+
+    def __init__(self, dialect: Dialect, body: dict[str, Any], send: asgi.Send) -> None:
+        self.dialect, self.body, self.send = dialect, body, send
+        self.start: asgi.Message | None = None
+        self.translator: StreamTranslator | None = None
+        self.buffer = b""
+
+    async def __call__(self, message: asgi.Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = dict(message.get("headers", []))
+            if message["status"] == 200 and headers.get(b"content-type", b"").startswith(b"text/event-stream"):
+                self.translator = self.dialect.stream(self.body)
+                await self.send(message)
+            else:
+                self.start = message
+            return
+        self.buffer += message.get("body", b"")
+        more = message.get("more_body", False)
+        if self.translator is not None:
+            await self.send({"type": "http.response.body", "body": self._events(), "more_body": more})
+        elif not more:
+            await self._whole()
+
+    def _events(self) -> bytes:
+        assert self.translator is not None
+        end = self.buffer.rfind(b"\n\n") + 2
+        complete, self.buffer = self.buffer[:end], self.buffer[end:]
+        out = []
+        for event in complete.split(b"\n\n")[:-1]:
+            data = event[6:] if event.startswith(b"data: ") else event
+            out.append(self.translator.feed(None if data == b"[DONE]" else orjson.loads(data)))
+        return b"".join(out)
+
+    async def _whole(self) -> None:
+        assert self.start is not None
+        payload = self.buffer
+        if self.start["status"] == 200:
+            payload = orjson.dumps(self.dialect.full(orjson.loads(payload), self.body))
+        await asgi.respond(self.send, self.start["status"], payload)
+
+
+def event(name: str, data: dict[str, Any]) -> bytes:
+    """One named server-sent event, as vLLM writes them for these APIs."""
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
