@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,10 +20,11 @@ from typing import IO, Any
 
 import orjson
 
+from loadtests.fit import FALLBACK_CONTEXT, ContextUnknown, FitTally, fetch_context
 from loadtests.prompts import synthesizer
 from loadtests.scenarios import ScenarioSettings
 from loadtests.slo import RequestRecord, parse_slos
-from loadtests.traces import TRACE_TASKS, Arrival, Trace, clip_lengths, load_trace, replay_arrivals
+from loadtests.traces import TRACE_TASKS, Arrival, Trace, load_trace, replay_arrivals
 
 
 def add_options(parser: Any) -> None:
@@ -41,7 +43,9 @@ def add_options(parser: Any) -> None:
     group.add_argument("--duet-step-users", type=int, default=10, help="step shape: users added per step")
     group.add_argument("--duet-step-seconds", type=float, default=30.0, help="step shape: seconds per step")
     group.add_argument("--duet-ramp-seconds", type=float, default=60.0, help="ramp shape: seconds to reach -u")
-    group.add_argument("--duet-max-context", type=int, default=32768, help="clip prompt + output to this window")
+    group.add_argument("--duet-max-context", type=int, default=0,
+                       help="clip prompt + output to this window; 0: the model's max_model_len from the gateway's "
+                            f"/v1/models ({FALLBACK_CONTEXT} if it does not say)")
     group.add_argument("--duet-slos", default="", help="TASK=TTFT_MS/TPOT_MS,... over the defaults (model time)")
     group.add_argument("--duet-tokenizer", default="", help="a tokenizer.json for exact prompt lengths")
     group.add_argument("--duet-records", default="", help="write one JSON line per request here")
@@ -91,6 +95,8 @@ class LoadContext:
     variant_map: dict[str, str]
     sink: RecordSink
     rng: random.Random
+    tally: FitTally  # closed-loop users' draws, reported at test stop
+    host: str | None = None  # the gateway whose /v1/models gave the window (None: not asked)
     seeds: Iterator[int] = field(default_factory=itertools.count)
     started: float = field(default_factory=time.perf_counter)
     arrivals: Iterator[Arrival] = field(default_factory=lambda: iter(()))
@@ -98,7 +104,7 @@ class LoadContext:
     in_flight: int = 0
 
     @classmethod
-    def from_options(cls, options: argparse.Namespace) -> LoadContext:
+    def from_options(cls, options: argparse.Namespace, host: str | None = None) -> LoadContext:
         settings = ScenarioSettings(
             model=options.duet_model,
             synthesizer=synthesizer(options.duet_tokenizer or None),
@@ -109,14 +115,28 @@ class LoadContext:
         traces = {TRACE_TASKS.get(name, name): load_trace(name) for name in names}
         handle = Path(options.duet_records).open("ab") if options.duet_records else None
         return cls(options, settings, traces, parse_variant_map(options.duet_variant_map), RecordSink(handle),
-                   random.Random(options.duet_seed))
+                   random.Random(options.duet_seed), FitTally(max_context(options, host)), host)
+
+    def fit_to(self, host: str | None) -> None:
+        """Ask ``host`` for the window when it was not known at start-up (the web UI takes the
+        host after locust starts); closed-loop draws are counted afresh."""
+        if host and host != self.host and not self.options.duet_max_context:
+            self.tally, self.host = FitTally(max_context(self.options, host)), host
+
+    @property
+    def max_context(self) -> int:
+        return self.tally.max_context
 
     def start_test(self) -> None:
         """Rebuild the replay schedule and restart the clock (each test start)."""
         o = self.options
         self.started = time.perf_counter()
+        tally = FitTally(self.max_context)
         schedule = replay_arrivals(self.traces, duration_s=o.duet_duration, time_scale=o.duet_time_scale,
-                                   rate_scale=o.duet_rate_scale, start_s=o.duet_trace_start, max_context=o.duet_max_context)
+                                   rate_scale=o.duet_rate_scale, start_s=o.duet_trace_start,
+                                   max_context=self.max_context, fit=tally.fit)
+        if o.duet_shape == "trace":
+            print(tally.report("trace replay schedule"), file=sys.stderr)
         self.arrivals = iter(schedule)
         self.last_arrival_s = schedule[-1].at_s if schedule else 0.0
 
@@ -127,4 +147,21 @@ class LoadContext:
         """(input, output) tokens drawn from the task's trace (closed-loop users)."""
         trace = self.traces.get(task) or next(iter(self.traces.values()))
         request = trace.sample(self.rng)
-        return clip_lengths(request.input_tokens, request.output_tokens, self.options.duet_max_context)
+        return self.tally.fit(task, request.input_tokens, request.output_tokens)
+
+
+def max_context(options: argparse.Namespace, host: str | None) -> int:
+    """``--duet-max-context`` when given, else the model's window as the gateway at ``host`` says."""
+    if options.duet_max_context > 0:
+        return int(options.duet_max_context)
+    if not host:
+        print(f"duet: no --host yet, so requests are fitted to {FALLBACK_CONTEXT:,} tokens", file=sys.stderr)
+        return FALLBACK_CONTEXT
+    try:
+        window = fetch_context(host, options.duet_model, options.duet_api_key)
+    except ContextUnknown as exc:
+        print(f"duet: {exc}; requests are fitted to {FALLBACK_CONTEXT:,} tokens", file=sys.stderr)
+        return FALLBACK_CONTEXT
+    window = window or FALLBACK_CONTEXT
+    print(f"duet: {options.duet_model} takes {window:,} tokens (/v1/models): requests are fitted to that", file=sys.stderr)
+    return window

@@ -37,17 +37,20 @@ def _options(parser: Any) -> None:
 
 
 def _context(environment: Any, **_: Any) -> None:
-    environment.duet = LoadContext.from_options(environment.parsed_options)
+    environment.duet = LoadContext.from_options(environment.parsed_options, environment.host)
     # Built now too, since a shape's first tick comes before test_start; rebuilt there.
     environment.duet.start_test()
 
 
 def _start(environment: Any, **_: Any) -> None:
+    environment.duet.fit_to(environment.host)
     environment.duet.start_test()
 
 
 def _stop(environment: Any, **_: Any) -> None:
     environment.duet.sink.flush()
+    if environment.duet.tally.drawn:
+        print(environment.duet.tally.report("users' requests"), file=sys.stderr)
 
 
 events.init_command_line_parser.add_listener(_options)  # type: ignore[no-untyped-call]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -164,6 +164,7 @@ def replay_arrivals(
     rate_scale: float = 1.0,
     start_s: float = 0.0,
     max_context: int = 32768,
+    fit: Callable[[str, int, int], tuple[int, int]] | None = None,
 ) -> tuple[Arrival, ...]:
     """The arrivals of the first ``duration_s`` wall seconds of a replay, merged across traces.
 
@@ -173,15 +174,17 @@ def replay_arrivals(
     starts ``start_s`` trace-seconds in and wraps around to the trace's start if it runs past the end.
 
     Each arrival's ``max_tokens`` is its trace's longest answer (``client_ceiling``), fitted to
-    the context left after its prompt.
+    the context left after its prompt. ``fit(task, prompt, output)`` fits each request's lengths
+    into the window (default: ``clip_lengths``; a load test passes one that also counts them).
     """
+    fit = fit or (lambda task, prompt, output: clip_lengths(prompt, output, max_context))
     speed = time_scale * rate_scale
     span = duration_s * speed
     arrivals = []
     for task, trace in traces.items():
         ceiling = client_ceiling(trace, max_context)
         for offset, r in _window(trace, start_s, span):
-            prompt, output = clip_lengths(r.input_tokens, r.output_tokens, max_context)
+            prompt, output = fit(task, r.input_tokens, r.output_tokens)
             arrivals.append(Arrival(offset / speed, task, prompt, output, min(ceiling, max_context - prompt - 64)))
     return tuple(sorted(arrivals, key=lambda a: a.at_s))
 

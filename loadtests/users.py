@@ -141,13 +141,17 @@ class AgentUser(DuetUser):
     @task
     def solve(self) -> None:
         inputs, outputs = self.load.lengths("chat")
+        # Both turns fit the window: the question, the tool's result and the answer a quarter each at most
+        # (the rest is the tool schema, the call and the chat template).
+        quarter = self.load.max_context // 4
         seed = self.next_seed()
-        first = agent_first_turn(self.load.settings, min(inputs, 2000), seed)
+        first = agent_first_turn(self.load.settings, min(inputs, 2000, quarter), seed)
         result = self.send(first)
         if result.error:
             return
-        result_tokens = self.load.rng.randint(200, 1500)
-        self.send(agent_second_turn(self.load.settings, first, result.tool_calls, result_tokens, outputs, seed))
+        result_tokens = self.load.rng.randint(min(200, quarter), min(1500, quarter))
+        answer = min(outputs, quarter)
+        self.send(agent_second_turn(self.load.settings, first, result.tool_calls, result_tokens, answer, seed))
 
 
 class ExtractionUser(DuetUser):
@@ -158,7 +162,7 @@ class ExtractionUser(DuetUser):
 
     @task
     def extract(self) -> None:
-        window = self.load.options.duet_max_context
+        window = self.load.max_context
         inputs = self.load.rng.randint(window // 4, window // 2)
         outputs = self.load.rng.randint(64, 384)
         self.send(single_turn(self.load.settings, "extraction", inputs, outputs, self.next_seed()))

@@ -50,12 +50,14 @@ def test_every_task_user_under_plain_users_and_run_time(tmp_path):
     with replicas(SMOKE, 1.0, 0) as urls, gateway("duet", SMOKE, urls, 1.0, tmp_path, None, "sk-duet") as url:
         command = [
             sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--host", url, "-u", "8", "-r", "8",
-            "-t", "8s", "--duet-model", SMOKE.model, "--duet-max-context", str(SMOKE.max_context),
+            "-t", "8s", "--duet-model", SMOKE.model,  # no --duet-max-context: read from /v1/models
             "--duet-variant-map", ",".join(f"{k}={v}" for k, v in variant_map(SMOKE, urls).items()),
             "--csv", str(tmp_path / "users"), "--only-summary", "--loglevel", "WARNING",
         ]
         done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=LOCUSTFILE.parents[1])
     assert done.returncode == 0, done.stderr[-2000:]
+    assert f"{SMOKE.model} takes {SMOKE.max_context:,} tokens (/v1/models)" in done.stderr
+    assert "trace entries scaled down to fit the 4,096-token context" in done.stderr
     rows = stats_rows(tmp_path / "users")
     assert int(next(r for r in rows if r["Name"] == "Aggregated")["Failure Count"]) == 0
     posts = requests_of(rows, "POST")
