@@ -19,11 +19,12 @@ from redis.exceptions import RedisError
 from gateway.access.concurrency import OpenRequests
 from gateway.access.keys import ApiKey, KeyRing, hash_secret
 from gateway.access.keystore import KeyStore
-from gateway.access.ledger import Charge
+from gateway.access.ledger import Charge, month_of
 from gateway.access.quotas import QuotaBook, Refusal
+from gateway.access.reservation import Demand, Hold, Reservation
 from gateway.access.unknown import UnknownKeys
-from gateway.config.types import AccessSettings, DuetConfig, Tier
-from gateway.domain import Outcome, Price, Priority, ReplicaState
+from gateway.config.types import AccessSettings, DuetConfig, ModelSpec, Tier
+from gateway.domain import Outcome, Price, Priority, ReplicaState, Variant
 from gateway.errors import AuthenticationFailed, KeyStoreUnavailable, ModelNotFound, PermissionDenied, RateLimited
 from gateway.state.redis_link import StoreUnavailable
 from gateway.telemetry import Telemetry
@@ -42,10 +43,12 @@ _LIMIT_NAMES = {
 
 @dataclass(frozen=True, slots=True)
 class Grant:
-    """Who a request is and what its tier lets it do. ``key is None``: an open gateway."""
+    """Who a request is and what its tier lets it do. ``key is None``: an open gateway.
+    ``reservation``: what the request holds of its key's budget until it ends."""
 
     key: ApiKey | None = None
     tier: Tier | None = None
+    reservation: Reservation | None = None
 
     def cap_priority(self, headers: dict[str, str]) -> None:
         """Hold the request's ``x-duet-priority`` at or below the tier's class: a higher claim,
@@ -84,17 +87,21 @@ class Access(Protocol):
         False: a key missing from memory fails without asking the key store."""
         ...
 
-    async def authorize(self, key: ApiKey | None, model: str) -> Grant:
+    async def authorize(self, key: ApiKey | None, model: str, demand: Demand | None = None) -> Grant:
         """Check and charge one request of ``key`` (from ``authenticate``) for ``model`` (the
-        name the client sent)."""
+        name the client sent); with a ``demand``, hold its most expensive cost against the key's
+        monthly budget (``gateway.access.reservation``). None: the request spends nothing (the
+        dry run)."""
         ...
 
     async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:
-        """Charge a finished request's tokens and cost (called once, when the response ended)."""
+        """Charge a finished request's tokens and cost, in place of what it held (called at most
+        once, when the response ended)."""
         ...
 
     def release(self, grant: Grant) -> None:
-        """The request ``authorize`` granted has ended, however it ended (called exactly once)."""
+        """The request ``authorize`` granted has ended, however it ended (called exactly once,
+        after ``settle`` if that was called): what it still holds is given back."""
         ...
 
 
@@ -146,17 +153,21 @@ class KeyedAccess:
             raise AuthenticationFailed(message)
         return key
 
-    async def authorize(self, key: ApiKey | None, model: str) -> Grant:
+    async def authorize(self, key: ApiKey | None, model: str, demand: Demand | None = None) -> Grant:
         if key is None:
             raise AuthenticationFailed("No API key provided (Authorization: Bearer ...).")
         tier = self.settings.tiers.get(key.tier)
         if tier is None:
             raise PermissionDenied(f"The key's tier '{key.tier}' is not configured.", code="unknown_tier")
-        _check_model(self._config(), tier, model)
+        variants = _allowed_variants(self._config(), tier, model)
+        now = time.time()
+        hold = None
+        if demand is not None and tier.monthly_budget_usd is not None:
+            hold = Hold(key.id, month_of(now), demand.cost_usd(variants))
         if self._open.claim(key.id, tier.max_concurrent_requests):
-            refusal = await self._charge_claimed(key, tier)
+            refusal, held = await self._charge_claimed(key, tier, now, hold)
         else:
-            refusal = Refusal("max_concurrent_requests", 1.0)
+            refusal, held = Refusal("max_concurrent_requests", 1.0), None
         if refusal is not None:
             self._telemetry.rate_limited.labels(refusal.limit).inc()
             raise RateLimited(
@@ -165,7 +176,7 @@ class KeyedAccess:
                 param=refusal.limit, code="insufficient_quota" if refusal.limit == "monthly_budget_usd" else None,
                 retry_after_s=refusal.retry_after_s,
             )
-        return Grant(key, tier)
+        return Grant(key, tier, None if held is None else Reservation(held))
 
     async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:
         if grant.key is None:
@@ -174,12 +185,14 @@ class KeyedAccess:
         tokens_in, tokens_out = (outcome.input_tokens, outcome.output_tokens) if served else (0, 0)
         cost = price.cost_usd(tokens_in, tokens_out)
         charge = Charge(grant.key.id, model, variant, task, tokens_in, tokens_out, cost)
-        await self.quotas.settle(charge, time.time())
+        await self.quotas.settle(charge, time.time(), grant.reservation.take() if grant.reservation else None)
         self._telemetry.key_usage(grant.key.name if self.settings.metrics_key_names else grant.key.id, charge)
 
     def release(self, grant: Grant) -> None:
         if grant.key is not None:
             self._open.release(grant.key.id)
+        if grant.reservation is not None and (hold := grant.reservation.take()) is not None:
+            self.quotas.release(hold)  # refused after admission, or cut short: it spent nothing
 
     async def _look_up(self, digest: str) -> ApiKey | None:
         """A key missing from the ring may be newer than the last load: ask the store once, so a
@@ -205,27 +218,29 @@ class KeyedAccess:
         self._ring = self._ring.with_key(key)
         return key
 
-    async def _charge_claimed(self, key: ApiKey, tier: Tier) -> Refusal | None:
+    async def _charge_claimed(self, key: ApiKey, tier: Tier, now: float, hold: Hold | None) -> tuple[Refusal | None, Hold | None]:
         """``_charge`` for a request that holds a concurrency slot: the slot is given back when
         the request is refused (or the charge fails), as it never opens."""
         try:
-            refusal = await self._charge(key, tier)
+            refusal, held = await self._charge(key, tier, now, hold)
         except BaseException:
             self._open.release(key.id)
             raise
         if refusal is not None:
             self._open.release(key.id)
-        return refusal
+        return refusal, held
 
-    async def _charge(self, key: ApiKey, tier: Tier) -> Refusal | None:
+    async def _charge(self, key: ApiKey, tier: Tier, now: float, hold: Hold | None) -> tuple[Refusal | None, Hold | None]:
+        """The quota book's ruling, and the hold it took (None when it refused, or could not
+        be asked: nothing was held then)."""
         try:
-            refusal = await self.quotas.admit(key.id, tier, time.time())
+            refusal = await self.quotas.admit(key.id, tier, now, hold)
         except StoreUnavailable as exc:
-            return self._quota_unavailable(exc)
+            return self._quota_unavailable(exc), None
         if self._quota_down:
             self._quota_down = False
             log.warning("quotas enforced again (redis reachable)")
-        return refusal
+        return refusal, None if refusal is not None else hold
 
     def _quota_unavailable(self, exc: StoreUnavailable) -> Refusal | None:
         decision = "open" if self._fail_open else "closed"
@@ -245,8 +260,9 @@ class KeyedAccess:
                             type(exc).__name__, exc, len(self._ring))
 
 
-def _check_model(config: DuetConfig, tier: Tier, requested: str) -> None:
-    """403 when the tier does not allow the model, or the variant the client pinned."""
+def _allowed_variants(config: DuetConfig, tier: Tier, requested: str) -> list[Variant]:
+    """The variants the request may be served by; 403 when the tier does not allow the model,
+    or the variant the client pinned."""
     name, _, pinned = requested.partition(":")
     model = config.models.get(name)
     if model is None:
@@ -256,6 +272,13 @@ def _check_model(config: DuetConfig, tier: Tier, requested: str) -> None:
     variant = model.pins.get(requested) if pinned else None
     if variant is not None and tier.variants is not None and variant not in tier.variants:
         raise PermissionDenied(f"Tier '{tier.name}' may not use variant '{variant}'.", param="model", code="variant_not_allowed")
+    return _variants_of(model, variant, tier)
+
+
+def _variants_of(model: ModelSpec, pinned: str | None, tier: Tier) -> list[Variant]:
+    if pinned is not None:
+        return [model.variants[pinned]]
+    return [v for name, v in model.variants.items() if tier.variants is None or name in tier.variants]
 
 
 def _limit_value(tier: Tier, limit: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gateway.access.guard import OPEN, Grant
 from gateway.access.keys import ApiKey
+from gateway.access.reservation import Demand
 from gateway.domain import Outcome, Price
 
 
@@ -12,7 +13,7 @@ class OpenAccess:
     async def authenticate(self, secret: str | None, *, look_up: bool = True) -> ApiKey | None:
         return None
 
-    async def authorize(self, key: ApiKey | None, model: str) -> Grant:
+    async def authorize(self, key: ApiKey | None, model: str, demand: Demand | None = None) -> Grant:
         return OPEN
 
     async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:

@@ -1,78 +1,123 @@
 """``QuotaBook`` in Redis: the same limits as ``quotas.InMemoryQuotaBook``, exact across every
 gateway because each check-and-charge is one Lua script. Admission is the hot path's one round
-trip before forwarding; settling is queued on the link (the next pipeline carries it).
+trip before forwarding; settling and releasing are queued on the link (the next pipeline carries
+them).
 
-Layout (``{p}`` = prefix): ``{p}rpm:{key}`` sorted set of admission times (member: a unique id);
-``{p}tpm:{key}`` hash second -> tokens; ``{p}spend:{key}:{YYYY-MM}`` the month's USD;
+Layout (``{p}`` = prefix): ``{p}win:rpm:{key}`` and ``{p}win:tpm:{key}`` the per-minute windows
+(``WINDOW``: a hash of one-second buckets with a running total, as ``gateway.access.window``);
+``{p}spend:{key}:{YYYY-MM}`` the month's USD, settled plus held by requests in flight;
 ``{p}usage:{YYYY-MM}`` hash ``key<TAB>model<TAB>variant<TAB>task<TAB>metric`` -> total.
-Token usage is kept per whole second, so the token window is exact to one second.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 from gateway.access.ledger import Charge, UsageRow, month_of, rows_from_fields, seconds_to_month_end
 from gateway.access.quotas import Refusal
+from gateway.access.reservation import Hold
 from gateway.config.types import Tier
 from gateway.state.redis_link import Arg, RedisLink, Script
 
-# KEYS: rpm zset, tpm hash, spend. ARGV: now, rpm, tpm, budget (-1: none), member, s to month end.
-# Returns {'ok'} or {limit, retry-after seconds as a string} (Lua numbers would be truncated).
-ADMIT = Script("admit", """
-local now, window = tonumber(ARGV[1]), 60
+# A minute in one-second buckets: the running total in 'sum', the oldest and newest seconds that
+# may hold an amount in 'old' and 'new', one field per second. A read drops the seconds that left
+# since the last one (each second is dropped once: O(1) per request amortized, at most 60 fields
+# at a time), where summing every field cost O(fields) per request.
+WINDOW = """
+local function window_total(key, now)
+  local state = redis.call('HMGET', key, 'sum', 'old', 'new')
+  if not state[1] then return 0 end
+  local sum, old, new = tonumber(state[1]), tonumber(state[2]), tonumber(state[3])
+  local cut = math.floor(now) - 60
+  if new <= cut then redis.call('DEL', key); return 0 end
+  if old <= cut then
+    local gone = {}
+    for s = old, cut do gone[#gone + 1] = s end
+    for _, amount in ipairs(redis.call('HMGET', key, unpack(gone))) do
+      if amount then sum = sum - tonumber(amount) end
+    end
+    redis.call('HDEL', key, unpack(gone))
+    redis.call('HSET', key, 'sum', sum, 'old', cut + 1)
+  end
+  return sum
+end
+
+-- Call after window_total(key, now). A gateway whose clock is behind counts in the oldest second.
+local function window_add(key, now, amount)
+  local second = math.floor(now)
+  local state = redis.call('HMGET', key, 'old', 'new')
+  local old, new = tonumber(state[1]), tonumber(state[2])
+  if not old then redis.call('HSET', key, 'old', second, 'new', second)
+  elseif second < old then second = old
+  elseif second > new then redis.call('HSET', key, 'new', second) end
+  redis.call('HINCRBY', key, second, amount)
+  redis.call('HINCRBY', key, 'sum', amount)
+  redis.call('PEXPIRE', key, 61000)
+end
+
+-- Seconds until the total drops below limit (only when it refuses: at most 60 reads).
+local function window_retry(key, now, limit)
+  local left = window_total(key, now)
+  local state = redis.call('HMGET', key, 'old', 'new')
+  local old, new = tonumber(state[1]), tonumber(state[2])
+  if old then
+    for s = old, new do
+      left = left - tonumber(redis.call('HGET', key, s) or '0')
+      if left < limit then return math.max(0, s + 60 - now) end
+    end
+  end
+  return 60
+end
+"""
+
+# KEYS: rpm window, tpm window, spend. ARGV: now, rpm, tpm, budget (-1: none), s to month end, USD
+# to hold. Returns {'ok'} or {limit, retry-after seconds as a string} (Lua numbers would be truncated).
+ADMIT = Script("admit", WINDOW + """
+local now = tonumber(ARGV[1])
 local budget = tonumber(ARGV[4])
 if budget >= 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= budget then
-  return {'monthly_budget_usd', ARGV[6]}
+  return {'monthly_budget_usd', ARGV[5]}
 end
 local tpm = tonumber(ARGV[3])
-if tpm >= 0 then
-  local flat = redis.call('HGETALL', KEYS[2])
-  local seconds, used = {}, 0
-  for i = 1, #flat, 2 do
-    local sec = tonumber(flat[i])
-    if sec <= now - window then redis.call('HDEL', KEYS[2], flat[i])
-    else seconds[#seconds + 1] = {sec, tonumber(flat[i + 1])}; used = used + tonumber(flat[i + 1]) end
-  end
-  if used >= tpm then
-    table.sort(seconds, function(a, b) return a[1] < b[1] end)
-    for _, pair in ipairs(seconds) do
-      used = used - pair[2]
-      if used < tpm then return {'tokens_per_min', tostring(math.max(0, pair[1] + window - now))} end
-    end
-    return {'tokens_per_min', tostring(window)}
-  end
+if tpm >= 0 and window_total(KEYS[2], now) >= tpm then
+  return {'tokens_per_min', tostring(window_retry(KEYS[2], now, tpm))}
 end
 local rpm = tonumber(ARGV[2])
 if rpm >= 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-  if redis.call('ZCARD', KEYS[1]) >= rpm then
-    local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-    local retry = window
-    if oldest[2] then retry = math.max(0, tonumber(oldest[2]) + window - now) end
-    return {'requests_per_min', tostring(retry)}
+  if window_total(KEYS[1], now) >= rpm then
+    return {'requests_per_min', tostring(window_retry(KEYS[1], now, rpm))}
   end
-  redis.call('ZADD', KEYS[1], now, ARGV[5])
-  redis.call('PEXPIRE', KEYS[1], (window + 1) * 1000)
+  window_add(KEYS[1], now, 1)
+end
+if tonumber(ARGV[6]) > 0 then
+  redis.call('INCRBYFLOAT', KEYS[3], ARGV[6])
+  redis.call('EXPIRE', KEYS[3], 40 * 86400)
 end
 return {'ok'}
 """)
 
-# KEYS: tpm hash, spend, usage. ARGV: now, tokens, cost, entry, input, output.
-SETTLE = Script("settle", """
+# KEYS: tpm window, spend, usage, spend the hold was taken from. ARGV: now, tokens, cost, entry,
+# input, output, USD held (0: none).
+SETTLE = Script("settle", WINDOW + """
 local now, tokens, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 if tokens > 0 then
-  redis.call('HINCRBY', KEYS[1], math.floor(now), tokens)
-  redis.call('EXPIRE', KEYS[1], 120)
+  window_total(KEYS[1], now)
+  window_add(KEYS[1], now, tokens)
 end
 redis.call('INCRBYFLOAT', KEYS[2], cost)
 redis.call('EXPIRE', KEYS[2], 40 * 86400)
+if tonumber(ARGV[7]) > 0 then redis.call('INCRBYFLOAT', KEYS[4], '-' .. ARGV[7]) end
 local entry = ARGV[4] .. '\\t'
 redis.call('HINCRBY', KEYS[3], entry .. 'requests', 1)
 redis.call('HINCRBY', KEYS[3], entry .. 'input_tokens', ARGV[5])
 redis.call('HINCRBY', KEYS[3], entry .. 'output_tokens', ARGV[6])
 redis.call('HINCRBYFLOAT', KEYS[3], entry .. 'cost_usd', cost)
+return 1
+""")
+
+# KEYS: the spend the hold was taken from. ARGV: USD held.
+RELEASE = Script("release", """
+redis.call('INCRBYFLOAT', KEYS[1], '-' .. ARGV[1])
 return 1
 """)
 
@@ -84,25 +129,27 @@ class RedisQuotaBook:
     def __init__(self, link: RedisLink, prefix: str) -> None:
         self._link = link
         self._prefix = prefix
-        self._member = os.urandom(4).hex()  # unique admission ids: this gateway's tag + a counter
-        self._count = 0
 
-    async def admit(self, key_id: str, tier: Tier, now: float) -> Refusal | None:
-        self._count += 1
+    async def admit(self, key_id: str, tier: Tier, now: float, hold: Hold | None = None) -> Refusal | None:
         p = self._prefix
-        keys = [f"{p}rpm:{key_id}", f"{p}tpm:{key_id}", f"{p}spend:{key_id}:{month_of(now)}"]
-        args: list[Arg] = [now, _limit(tier.requests_per_min), _limit(tier.tokens_per_min), _limit(tier.monthly_budget_usd),
-                f"{self._member}:{self._count}", seconds_to_month_end(now)]
+        keys = [f"{p}win:rpm:{key_id}", f"{p}win:tpm:{key_id}", f"{p}spend:{key_id}:{month_of(now)}"]
+        args: list[Arg] = [now, _limit(tier.requests_per_min), _limit(tier.tokens_per_min),
+                           _limit(tier.monthly_budget_usd), seconds_to_month_end(now), _usd(hold)]
         reply = await self._link.call(ADMIT, keys, args)
         if reply[0] == b"ok":
             return None
         return Refusal(reply[0].decode(), float(reply[1]))
 
-    async def settle(self, charge: Charge, now: float) -> None:
-        p = self._prefix
-        keys = [f"{p}tpm:{charge.key_id}", f"{p}spend:{charge.key_id}:{month_of(now)}", f"{p}usage:{month_of(now)}"]
-        args: list[Arg] = [now, charge.tokens, charge.cost_usd, charge.entry, charge.input_tokens, charge.output_tokens]
+    async def settle(self, charge: Charge, now: float, hold: Hold | None = None) -> None:
+        p, month = self._prefix, month_of(now)
+        held_in = f"{p}spend:{charge.key_id}:{hold.month if hold is not None else month}"
+        keys = [f"{p}win:tpm:{charge.key_id}", f"{p}spend:{charge.key_id}:{month}", f"{p}usage:{month}", held_in]
+        args: list[Arg] = [now, charge.tokens, charge.cost_usd, charge.entry, charge.input_tokens, charge.output_tokens,
+                           _usd(hold)]
         self._link.send(SETTLE, keys, args)
+
+    def release(self, hold: Hold) -> None:
+        self._link.send(RELEASE, [f"{self._prefix}spend:{hold.key_id}:{hold.month}"], [_usd(hold)])
 
     async def usage(self, month: str, key_id: str | None = None) -> Sequence[UsageRow]:
         fields = await self._link.client.hgetall(f"{self._prefix}usage:{month}")
@@ -111,6 +158,11 @@ class RedisQuotaBook:
 
 def _limit(value: float | None) -> float:
     return -1 if value is None else value
+
+
+def _usd(hold: Hold | None) -> str:
+    """A hold's USD as Redis reads a float exactly enough (repr: no rounding to 12 digits)."""
+    return "0" if hold is None else repr(hold.usd)
 
 
 def _text(value: bytes | str) -> str:

@@ -18,6 +18,7 @@ from gateway.access.keystore import FileKeyStore
 from gateway.access.ledger import Charge, UsageRow, month_of
 from gateway.access.off import OpenAccess
 from gateway.access.quotas import InMemoryQuotaBook, Refusal
+from gateway.access.reservation import Hold
 from gateway.config import parse_config
 from gateway.config.types import DuetConfig, Tier
 from gateway.domain import Outcome, Price, Priority, ReplicaState
@@ -40,7 +41,7 @@ def config(tmp: Path) -> DuetConfig:
 
 
 class DownQuotas(InMemoryQuotaBook):
-    async def admit(self, key_id: str, tier: Tier, now: float) -> Refusal | None:
+    async def admit(self, key_id: str, tier: Tier, now: float, hold: Hold | None = None) -> Refusal | None:
         raise StoreUnavailable("redis is down")
 
 

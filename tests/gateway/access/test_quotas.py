@@ -123,3 +123,47 @@ def test_the_ledger_sums_per_key_model_variant_task(kind: str, redis: RedisServe
             assert await quotas.usage("1999-01") == []
 
     asyncio.run(main())
+
+
+def lines_per_request(rate_per_s: float, seconds: int = 120) -> float:
+    """Python lines the in-memory book runs per admitted-and-settled request (every limit set), in
+    its second minute at ``rate_per_s``: counted, not timed."""
+    import sys
+
+    from gateway.access import quotas as quotas_module
+    from gateway.access import window as window_module
+
+    files = {quotas_module.__file__, window_module.__file__}
+    lines = 0
+
+    def trace(frame, event, arg):  # type: ignore[no-untyped-def]
+        nonlocal lines
+        if frame.f_code.co_filename not in files:
+            return None
+        if event == "line":
+            lines += 1
+        return trace
+
+    async def main() -> float:
+        nonlocal lines
+        quotas = InMemoryQuotaBook()
+        tier = Tier("t", requests_per_min=10**9, tokens_per_min=10**12, monthly_budget_usd=10**6)
+        count = int(rate_per_s * seconds)
+        for i in range(count):
+            now = T0 + i / rate_per_s
+            if i == count // 2:
+                lines = 0
+                sys.settrace(trace)
+            assert await quotas.admit("k1", tier, now) is None
+            await quotas.settle(charge(tokens_out=100, cost=1e-6), now)
+        sys.settrace(None)
+        return lines / (count - count // 2)
+
+    return asyncio.run(main())
+
+
+def test_a_quota_checks_cost_does_not_grow_with_the_request_rate() -> None:
+    """A log of every charge was summed on every request: 50x the rate was 50x the lines."""
+    slow, fast = lines_per_request(10), lines_per_request(500)
+    assert fast <= slow * 1.1, (slow, fast)
+    assert fast < 80
