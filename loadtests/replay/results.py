@@ -100,7 +100,10 @@ def render(results: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
              "allow its task; a request served where parity refuses its task is a *quality miss*. Every policy "
              "carries the same verdicts (the FP8 variant: chat, coding, agent, extraction) and is scored by them. "
              "Traces: Azure LLM inference trace 2023 (CC-BY 4.0; Patel et al., \"Splitwise\", ISCA 2024) and the "
-             "Mooncake FAST'25 conversation trace (Apache-2.0; Qin et al., \"Mooncake\", FAST 2025).", ""]
+             "Mooncake FAST'25 conversation trace (Apache-2.0; Qin et al., \"Mooncake\", FAST 2025). Baselines "
+             "(docs/routing.md, Baselines) include `static-split` and `llm-d-default` (llm-d's default queue and "
+             "KV-cache scorers; its prefix-cache scorer waits for the prompt-cache issue).", "",
+             *summary(results), ""]
     for stem, title, result in results:
         parts += [f"### {title}", "", "```sh", result["command"], "```", "",
                   f"{_seeds(result)}{result['requests']} requests; output length {result['output_length']}; speed prior factors "
@@ -108,6 +111,23 @@ def render(results: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
                   verdict(result["policies"]), ""]
     parts.append(END)
     return "\n".join(parts)
+
+
+def summary(results: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[str]:
+    """The goal, setting by setting: Duet's good requests against the best other policy's."""
+    lines = ["| setting | Duet good | best other policy | its good | gap (points) | Duet cost | its cost | "
+             f"goal (+{GOAL_POINTS:g} points, equal or lower cost) |", "|---|---|---|---|---|---|---|---|"]
+    for stem, _, result in results:
+        policies = result["policies"]
+        duet = policies["duet"]
+        others = {name: s for name, s in policies.items() if name != "duet"}
+        best_name = max(others, key=lambda name: (others[name]["good_fraction"], -others[name]["cost_usd"]))
+        best = others[best_name]
+        gap = 100 * (duet["good_fraction"] - best["good_fraction"])
+        met = gap >= GOAL_POINTS and duet["cost_usd"] <= best["cost_usd"]
+        lines.append(f"| `{stem}` | {_good(duet)} | {best_name} | {_good(best)} | {gap:+.2f} | {_cost(duet)} | "
+                     f"{_cost(best)} | {'met' if met else 'not met'} |")
+    return lines
 
 
 def _seeds(result: Mapping[str, Any]) -> str:

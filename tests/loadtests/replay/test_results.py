@@ -46,3 +46,26 @@ def test_replay_out_writes_the_json_with_the_command_that_reruns_it(tmp_path, ca
     assert result["output_length"].startswith("learned") and set(result["prior_error"]) == {"standard", "fast"}
     assert result["parity"]["fast"] == ["agent", "chat", "coding", "extraction"]
     assert {"good_fraction", "quality_misses", "ttft_ms", "tpot_ms"} <= set(result["policies"]["duet"])
+
+
+def test_the_goal_needs_two_points_over_the_best_other_policy_at_equal_or_lower_cost():
+    from loadtests.replay.results import summary
+
+    def result(duet, best):
+        return {"policies": {"duet": duet, "least-loaded": policy(0.95, 7.0), "always-fast": best}}
+
+    rows = summary([
+        ("a", "", result(policy(0.99, 6.0), policy(0.97, 6.0))),  # +2 points, same cost: met
+        ("b", "", result(policy(0.99, 6.1), policy(0.97, 6.0))),  # dearer
+        ("c", "", result(policy(0.985, 5.0), policy(0.97, 6.0))),  # +1.5 points only
+    ])
+    assert [row.rsplit("|", 2)[1].strip() for row in rows[2:]] == ["met", "not met", "not met"]
+    assert "| always-fast |" in rows[2] and "+2.00" in rows[2]
+    assert "Goal (at least +2 points" in verdict(result(policy(0.99, 6.0), policy(0.97, 6.0))["policies"])
+
+
+def test_several_seeds_show_their_intervals():
+    from loadtests.replay.results import _good
+
+    assert _good({"good_fraction": 0.9912, "good_fraction_ci95": 0.0021}) == "99.12% ± 0.21%"
+    assert _good({"good_fraction": 0.9912}) == "99.12%"
