@@ -19,6 +19,7 @@ from gateway.config.watch import ConfigWatcher
 from gateway.discovery.api import ApiSettings, KubernetesApi
 from gateway.discovery.loop import DiscoveryLoop, refresh_interval_s
 from gateway.discovery.resolve import Discovery
+from gateway.flow.affinity import ResponseHomes
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
 from gateway.flow.director import Director, Ledgers
 from gateway.flow.waiting_room import WaitingRoom
@@ -95,6 +96,8 @@ class Gateway:
                           tls=self._tls.context_for)
         backlog, decodes, waiting_room = PrefillBacklog(), DecodeLedger(), WaitingRoom(server.max_queued)
         hooks = gateway_hooks(routing_hooks(backlog, decodes, self.store, waiting_room), self.access, self.telemetry)
+        self.response_homes = ResponseHomes()
+        hooks.done.append(self.response_homes.done)
         self.director = Director(lambda: self.current, self.store, Ledgers(backlog, decodes), waiting_room, hooks,
                                  time.perf_counter)
         # Health checks and scrapes use their own client: they must never queue behind proxied streams.

@@ -26,14 +26,14 @@ from gateway.flow import (
     Inbound,
     MessagesBody,
     RequestBody,
+    ResponsesBody,
     TokenizeBody,
     parse_body,
     parse_tokenize_body,
     upstream_request,
 )
-from gateway.flow.demand import demand_of
 from gateway.proxy.forward import Answer
-from gateway.proxy.framing import MESSAGES, OPENAI, Framing
+from gateway.proxy.framing import MESSAGES, OPENAI, RESPONSES, Framing
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import ModelRewrite
 from gateway.runtime import Gateway
@@ -87,6 +87,8 @@ COMPLETIONS = Endpoint("/v1/completions", CompletionBody, "Create a completion (
 EMBEDDINGS = Endpoint("/v1/embeddings", EmbeddingsBody, "Create embeddings (the model's embedding variants when it has some)")
 TOKENIZE = Endpoint("/tokenize", TokenizeBody, "Tokenize a prompt or chat messages on a replica of the model", tracked=False)
 DETOKENIZE = Endpoint("/detokenize", TokenizeBody, "Detokenize token ids on a replica of the model", tracked=False)
+RESPONSES_API = Endpoint("/v1/responses", ResponsesBody, "Create a response (OpenAI's Responses API; stream with SSE)",
+                         framing=RESPONSES, stream_usage=False)
 MESSAGES_API = Endpoint("/v1/messages", MessagesBody, "Create a message (Anthropic's Messages API; stream with SSE)",
                         framing=MESSAGES, stream_usage=False)
 
@@ -132,12 +134,12 @@ async def proxy_completion(gateway: Gateway, scope: Scope, receive: Receive, sen
     headers = request_headers(scope)
     raw = await read_body(receive)
     data, body = endpoint.parse(raw)
-    grant = await gateway.access.authorize(key_of(scope), body.model, demand_of(body, len(raw)))
+    grant = await gateway.access.authorize(key_of(scope), body.model)
     try:
         grant.cap_priority(headers)
         director = gateway.director
-        exchange = director.open(Inbound(body, headers), request_id_of(headers, reply.ids), grant=grant,
-                                 received_at=received)
+        inbound = Inbound(body, headers, home=gateway.response_homes.home_of(body))
+        exchange = director.open(inbound, request_id_of(headers, reply.ids), grant=grant, received_at=received)
         if not endpoint.tracked:
             untracked = await director.forward(exchange, gateway.upstream(upstream_request(exchange, endpoint.path, data)))
             reply.started = True

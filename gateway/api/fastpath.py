@@ -20,6 +20,7 @@ from gateway.api.completions import (
     DETOKENIZE,
     EMBEDDINGS,
     MESSAGES_API,
+    RESPONSES_API,
     TOKENIZE,
     Endpoint,
     Reply,
@@ -31,7 +32,9 @@ from gateway.errors import RequestError
 
 log = logging.getLogger(__name__)
 
-ENDPOINTS: dict[str, Endpoint] = {e.path: e for e in (CHAT, COMPLETIONS, EMBEDDINGS, TOKENIZE, DETOKENIZE, MESSAGES_API)}
+ENDPOINTS: dict[str, Endpoint] = {
+    e.path: e for e in (CHAT, COMPLETIONS, EMBEDDINGS, TOKENIZE, DETOKENIZE, MESSAGES_API, RESPONSES_API)
+}
 
 
 class FastPath:

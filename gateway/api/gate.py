@@ -4,6 +4,7 @@ from one route table before the route reads a byte of its body.
     route                                    who                           body at most
     POST /v1/chat/completions, /v1/completions,
          /v1/embeddings, /tokenize, /detokenize, /v1/messages,
+         /v1/responses,
          /v1/duet/route                      an API key (when keys are on)  server.max_body_bytes
     GET  /v1/models                          an API key (when keys are on)  SMALL_BODY_BYTES
     /admin/*, /v1/duet/usage                 the admin key                  SMALL_BODY_BYTES
@@ -98,6 +99,7 @@ ROUTES = RouteTable((
     Route("POST", "/tokenize", Guard.KEY, large_body=True),
     Route("POST", "/detokenize", Guard.KEY, large_body=True),
     Route("POST", "/v1/messages", Guard.KEY, large_body=True),
+    Route("POST", "/v1/responses", Guard.KEY, large_body=True),
     Route("POST", "/v1/duet/route", Guard.KEY, large_body=True),
     Route("GET", "/v1/models", Guard.KEY),
     Route("GET", "/v1/duet/usage", Guard.ADMIN),

@@ -29,12 +29,14 @@ from gateway.domain import (
 )
 from gateway.errors import RequestError
 from gateway.flow.admission import Action, Ruling
+from gateway.flow.affinity import ResponseHomes
 from gateway.flow.body import (
     ChatBody,
     CompletionBody,
     EmbeddingsBody,
     MessagesBody,
     RequestBody,
+    ResponsesBody,
     TokenizeBody,
     parse_any_body,
     parse_body,
@@ -58,7 +60,7 @@ from gateway.tokens import ApproxTokenCounter, HfTokenCounter, TokenCounter, cou
 __all__ = [
     "Action", "ActiveConfig", "ApproxTokenCounter", "Attempt", "AttemptFailure", "Budget", "Candidate", "ChatBody",
     "CompletionBody", "Decision",
-    "EmbeddingsBody", "MessagesBody", "RequestBody", "TokenizeBody", "parse_tokenize_body",
+    "EmbeddingsBody", "MessagesBody", "RequestBody", "ResponsesBody", "ResponseHomes", "TokenizeBody", "parse_tokenize_body",
     "DecodeLedger", "Director", "DuetConfig", "Exchange", "Health", "HfTokenCounter",
     "HistogramTotals", "Hooks", "InMemoryStateStore", "Inbound", "Ledgers", "ModelSpec", "Outcome", "Plan",
     "Prediction", "PrefillBacklog", "Price", "Priority", "RECHECK_S", "Replica", "ReplicaState", "RequestError",

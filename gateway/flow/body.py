@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any, TypeVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gateway.errors import InvalidRequest
 
@@ -42,6 +42,45 @@ class MessagesBody(ChatBody):
 
     max_tokens: PositiveTokens
     system: str | list[dict[str, Any]] | None = None
+
+
+class ResponsesBody(ChatBody):
+    """/v1/responses (OpenAI's Responses API). ``input`` and ``instructions`` are read as chat
+    ``messages`` (for classification and counting only: the body goes upstream as sent);
+    ``previous_response_id`` names a response stored on one replica; ``request_id`` (a vLLM
+    extra) becomes the new response's id."""
+
+    input: str | list[Any]
+    instructions: str | None = None
+    max_output_tokens: PositiveTokens | None = None
+    previous_response_id: str | None = None
+    request_id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_as_chat(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "messages" not in data and "input" in data:
+            data = {**data, "messages": response_messages(data.get("instructions"), data["input"])}
+        return data
+
+    def output_limit(self) -> int | None:
+        return self.max_output_tokens
+
+
+def response_messages(instructions: Any, items: Any) -> list[dict[str, Any]]:
+    """The Responses API's instructions and input items as chat messages (text only), never empty."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": instructions}] if isinstance(instructions, str) else []
+    if isinstance(items, str):
+        return [*messages, {"role": "user", "content": items}]
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        if "content" in item:
+            messages.append({"role": item.get("role", "user"), "content": item["content"]})
+        elif "output" in item or "arguments" in item:  # a function call's result, or the call
+            text = item.get("output", item.get("arguments"))
+            messages.append({"role": "tool", "content": text if isinstance(text, str) else ""})
+    return messages or [{"role": "user", "content": ""}]
 
 
 class CompletionBody(_Body):

@@ -85,11 +85,16 @@ class Inbound:
     body: RequestBody
     headers: Mapping[str, str]
     prompt_tokens: int | None = None
+    # The replica holding the state the request continues (``gateway.flow.affinity``).
+    home: str | None = None
 
 
 def serving_replicas(model: ModelSpec, inbound: Inbound) -> tuple[Replica, ...]:
-    """The replicas that may serve this request: the model's embedding variants' for embeddings
-    and only those when it has some (``embedding_variants``), else every replica."""
+    """The replicas that may serve this request: the one holding its state, when it has a home
+    the model still lists; else the model's embedding variants' for embeddings and only those
+    when it has some (``embedding_variants``); else every replica."""
+    if inbound.home is not None and (home := [r for r in model.replicas if r.id == inbound.home]):
+        return tuple(home)
     pool = model.embedding_variants
     if not pool:
         return model.replicas

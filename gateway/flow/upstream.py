@@ -7,6 +7,8 @@ from typing import Any
 import orjson
 
 from gateway.domain import Replica
+from gateway.flow.affinity import response_id
+from gateway.flow.body import ResponsesBody
 from gateway.flow.exchange import Exchange
 from gateway.proxy.forward import UpstreamRequest
 
@@ -16,6 +18,8 @@ def upstream_request(exchange: Exchange, path: str, data: dict[str, Any], *, str
     once per variant), usage asked for on OpenAI streams (``stream_usage``: the gateway counts
     tokens from it; the Messages and Responses streams always carry it)."""
     body = exchange.inbound.body
+    if isinstance(body, ResponsesBody) and body.request_id is None:
+        data["request_id"] = response_id(exchange)  # known before it is answered: its home is remembered
     if body.stream and stream_usage:
         data["stream_options"] = {**(body.stream_options or {}), "include_usage": True}
     model = exchange.plan.target.model

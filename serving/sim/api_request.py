@@ -49,7 +49,7 @@ class Call:
     task: str
     temperature: float | None = None
     output_tokens: int | None = None  # the answer's natural length, if the request says
-    last_user_message: str = ""  # what scripted answers match on (serving.sim.script)
+    last_user_message: str = ""  # the last user or tool message: what scripted answers match on (serving.sim.script)
 
 
 def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: ChatTemplate) -> Call:
@@ -108,7 +108,8 @@ def _chat_prompt(body: dict[str, Any], template: ChatTemplate) -> tuple[str, int
 
 
 def _last_user_message(body: dict[str, Any]) -> str:
-    users = [m for m in body["messages"] if m.get("role") == "user"]
+    """The last user message, or a tool's result sent after it: what the model answers next."""
+    users = [m for m in body["messages"] if m.get("role") in ("user", "tool")]
     return message_text(users[-1].get("content")) if users else ""
 
 

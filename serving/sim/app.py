@@ -18,6 +18,7 @@ from serving.sim.engine import Engine
 from serving.sim.faults import FaultError, Faults, FaultSwitch
 from serving.sim.metrics import SimMetrics
 from serving.sim.profile import Profile
+from serving.sim.responses_api import Responses
 from serving.sim.runtime import EngineRuntime
 from serving.sim.script import AnswerScript
 from serving.sim.tokens import chat_prompt_text, token_ids_of_length
@@ -42,6 +43,7 @@ class SimApp:
         self.engine.slowdown = self.faults.current.slowdown
         self.completions = CompletionService(profile, self.served_name, self.runtime, self.metrics, self.faults, seed,
                                              script)
+        self.responses_api = Responses()
         self.created = int(time.time())
         self._perm_id = f"modelperm-{random.Random(seed).getrandbits(64):016x}"
         self.routes: dict[tuple[str, str], Handler] = {
@@ -52,6 +54,7 @@ class SimApp:
             ("POST", "/detokenize"): self._detokenize,
             ("POST", "/v1/embeddings"): self._embeddings,
             ("POST", "/v1/messages"): self._messages,
+            ("POST", "/v1/responses"): self._responses,
             ("GET", "/health"): self._health,
             ("GET", "/load"): self._load,
             ("GET", "/version"): self._version,
@@ -91,6 +94,9 @@ class SimApp:
 
     async def _messages(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
         await dialect.serve(Messages(), self.completions, scope, receive, send)
+
+    async def _responses(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
+        await dialect.serve(self.responses_api, self.completions, scope, receive, send)
 
     async def _models(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
         await asgi.respond(send, 200, responses.models(self.profile, self.served_name, self.created, self._perm_id))

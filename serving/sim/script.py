@@ -2,7 +2,7 @@
 says, while the engine still decides how long it takes and how many tokens it counts.
 
 The file (YAML or JSON) is a list of rules, or ``{"rules": [...]}``. A rule matches the last
-user message, exactly (``equals``) or by ``re.search`` (``match``), and answers with ``text`` or
+user message (or a tool's result sent after it, so an agent's loop can be scripted), exactly (``equals``) or by ``re.search`` (``match``), and answers with ``text`` or
 a ``tool_call`` (``{"name": ..., "arguments": {...}}``, used when the request offers tools).
 The first matching rule wins (exact rules are looked up first); unmatched requests get the
 simulator's usual generated words. Parity tests use it to make one endpoint wrong on purpose.

@@ -5,8 +5,12 @@ scripts the tool call and the answer (``duet sim --answers``)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import anthropic
 import httpx
+import openai
 import pytest
 import yaml
 
@@ -69,7 +73,6 @@ def test_anthropic_tools_are_an_agent_request_and_the_tool_round_trip_finishes(c
     follow_up = [*question, {"role": "assistant", "content": [use.model_dump(include={"type", "id", "name", "input"})]},
                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "Sunny, 24 C"}]}]
     # The tool result is what the script matches on: the scripted answer ends the turn.
-    follow_up[-1]["content"].append({"type": "text", "text": "Sunny, 24 C"})
     answer = claude.messages.create(model="smollm2", max_tokens=64, tools=[WEATHER_TOOL], messages=follow_up)
     assert answer.content[0].text == "It is sunny in Paris."
 
@@ -87,3 +90,90 @@ def test_messages_with_tools_are_classified_as_agent(demo, claude):
                            messages=[{"role": "user", "content": "Which tool would you use?"}])
     metrics = httpx.get(demo.url + "/metrics").text.splitlines()
     assert any(line.startswith("duet_requests_total{") and 'task="agent"' in line for line in metrics)
+
+
+@pytest.fixture(scope="module")
+def client(demo):
+    with openai.OpenAI(base_url=demo.url + "/v1", api_key="unused", max_retries=0, timeout=20) as c:
+        yield c
+
+
+FUNCTION_TOOL = {"type": "function", "name": "get_weather", "description": "The weather in a city",
+                 "parameters": WEATHER_TOOL["input_schema"]}
+
+
+def test_openai_chat_completions_and_streams(client):
+    chat = client.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "Say hi."}], max_tokens=8)
+    assert chat.model == "smollm2" and chat.choices[0].message.content
+    chunks = list(client.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "Say hi."}],
+                                                 max_tokens=8, stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    completion = client.completions.create(model="smollm2", prompt="Once upon a time", max_tokens=8)
+    assert completion.choices[0].text
+
+
+def test_openai_response_and_its_stream(client):
+    response = client.responses.create(model="smollm2", input="Say hello.", instructions="Be brief.", max_output_tokens=12)
+    assert response.model == "smollm2" and response.output_text
+    assert response.usage.input_tokens > 0 and response.usage.output_tokens > 0
+    with client.responses.stream(model="smollm2", input="Say hello.", max_output_tokens=12) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert "response.output_text.delta" in kinds and final.output_text and final.model == "smollm2"
+
+
+def test_openai_response_function_tool_stream_and_not(client):
+    question = "What is the weather in Paris?"
+    response = client.responses.create(model="smollm2", input=question, tools=[FUNCTION_TOOL])
+    [call] = [item for item in response.output if item.type == "function_call"]
+    assert call.name == "get_weather" and json.loads(call.arguments) == {"city": "Paris"}
+    with client.responses.stream(model="smollm2", input=question, tools=[FUNCTION_TOOL]) as stream:
+        [streamed] = [item for item in stream.get_final_response().output if item.type == "function_call"]
+    assert json.loads(streamed.arguments) == {"city": "Paris"}
+    answer = client.responses.create(model="smollm2", tools=[FUNCTION_TOOL], input=[
+        {"role": "user", "content": question}, call.model_dump(exclude_none=True),
+        {"type": "function_call_output", "call_id": call.call_id, "output": "Sunny, 24 C"}])
+    assert answer.output_text == "It is sunny in Paris."
+
+
+def test_previous_response_id_goes_to_the_replica_that_holds_it(client):
+    usual = client.responses.with_raw_response.create(model="smollm2", input="Hi.", max_output_tokens=4)
+    other = {"standard": "fast", "fast": "standard"}[usual.headers["x-duet-variant"]]
+    # The conversation starts where the router would not send it (pinned): only its home can continue it.
+    first = client.responses.with_raw_response.create(model=f"smollm2:{other}", input="Remember this.", max_output_tokens=4)
+    home = first.headers["x-duet-replica"]
+    previous = first.parse().id
+    for _ in range(6):
+        raw = client.responses.with_raw_response.create(model="smollm2", input="And then?", max_output_tokens=4,
+                                                        previous_response_id=previous)
+        assert raw.headers["x-duet-replica"] == home
+        previous = raw.parse().id
+
+
+def test_unknown_previous_response_is_the_replicas_404(client):
+    with pytest.raises(openai.NotFoundError):
+        client.responses.create(model="smollm2", input="x", previous_response_id="resp_unknown", max_output_tokens=4)
+
+
+def test_an_agents_sdk_agent_with_a_function_tool_runs_to_its_answer(demo):
+    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+
+    set_tracing_disabled(True)
+    called: list[str] = []
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        called.append(city)
+        return "Sunny, 24 C"
+
+    async def run() -> str:
+        async with openai.AsyncOpenAI(base_url=demo.url + "/v1", api_key="unused", max_retries=0) as client:
+            agent = Agent(name="weather", instructions="Answer with the weather.", tools=[get_weather],
+                          model=OpenAIResponsesModel(model="smollm2", openai_client=client))
+            result = await Runner.run(agent, "What is the weather in Paris?")
+            return str(result.final_output)
+
+    assert asyncio.run(run()) == "It is sunny in Paris."
+    assert called == ["Paris"]

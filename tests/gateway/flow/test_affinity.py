@@ -1,0 +1,49 @@
+"""Which replica holds each stored response: remembered on success, bounded, and only asked
+for requests that continue a response."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from gateway.domain import Outcome
+from gateway.flow.affinity import ResponseHomes
+from gateway.flow.body import ChatBody, ResponsesBody, validate_body
+
+
+def _responses(**fields):
+    return validate_body({"model": "m", "input": "hi", **fields}, ResponsesBody)[1]
+
+
+def _done(homes, request_id, replica, body=None, status=200):
+    exchange = SimpleNamespace(inbound=SimpleNamespace(body=body or _responses()), request_id=request_id)
+    homes.done(exchange, Outcome(replica, status < 500, status, None, 0.1, 1, 1))
+
+
+def test_a_follow_up_finds_the_replica_that_answered():
+    homes = ResponseHomes()
+    _done(homes, "a1", "m/fast/0")
+    _done(homes, "a2", "m/standard/0", body=_responses(request_id="resp_mine"))
+    assert homes.home_of(_responses(previous_response_id="resp_a1")) == "m/fast/0"
+    assert homes.home_of(_responses(previous_response_id="resp_mine")) == "m/standard/0"
+    assert homes.home_of(_responses(previous_response_id="resp_other")) is None
+    assert homes.home_of(_responses()) is None
+
+
+def test_failures_and_other_apis_are_not_remembered_and_the_map_is_bounded():
+    homes = ResponseHomes(capacity=2)
+    _done(homes, "bad", "r", status=502)
+    chat = validate_body({"model": "m", "messages": [{"role": "user", "content": "x"}]}, ChatBody)[1]
+    _done(homes, "chat", "r", body=chat)
+    for i in range(3):
+        _done(homes, f"r{i}", f"replica{i}")
+    found = [homes.home_of(_responses(previous_response_id=f"resp_{rid}")) for rid in ("bad", "chat", "r0", "r1", "r2")]
+    assert found == [None, None, None, "replica1", "replica2"]
+
+
+def test_a_responses_body_reads_as_chat_for_classification_but_is_forwarded_as_sent():
+    data = {"model": "m", "instructions": "Be brief.", "max_output_tokens": 5,
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": "def f(): pass"}]},
+                      {"type": "function_call_output", "call_id": "c", "output": "42"}]}
+    raw, body = validate_body(data, ResponsesBody)
+    assert "messages" not in raw and body.output_limit() == 5
+    assert [m["role"] for m in body.messages] == ["system", "user", "tool"]
