@@ -177,3 +177,15 @@ def test_an_agents_sdk_agent_with_a_function_tool_runs_to_its_answer(demo):
 
     assert asyncio.run(run()) == "It is sunny in Paris."
     assert called == ["Paris"]
+
+
+def test_langchain_chat_openai_invoke_stream_and_tools(demo):
+    from langchain_openai import ChatOpenAI
+
+    llm = ChatOpenAI(model="smollm2", base_url=demo.url + "/v1", api_key="unused", max_tokens=8, max_retries=0)
+    assert llm.invoke("Say hi.").content
+    assert "".join(str(chunk.content) for chunk in llm.stream("Say hi."))
+    llm = ChatOpenAI(model="smollm2", base_url=demo.url + "/v1", api_key="unused", max_tokens=64, max_retries=0)
+    tools = llm.bind_tools([{"type": "function", "function": {k: v for k, v in FUNCTION_TOOL.items() if k != "type"}}])
+    [call] = tools.invoke("What is the weather in Paris?").tool_calls
+    assert call["name"] == "get_weather" and call["args"] == {"city": "Paris"}
