@@ -94,7 +94,9 @@ class Gateway:
         self._tls = UpstreamTls(lambda: self.current.config)
         self._pool = Pool(connect_timeout_s=server.upstream_connect_timeout_s, idle_timeout_s=server.upstream_idle_timeout_s,
                           tls=self._tls.context_for)
-        backlog, decodes, waiting_room = PrefillBacklog(), DecodeLedger(), WaitingRoom(server.max_queued)
+        backlog, decodes = PrefillBacklog(), DecodeLedger()
+        waiting_room = WaitingRoom(server.max_queued, waited=self.telemetry.queue_wait.observe)
+        self.telemetry.watch_waiting(lambda: len(waiting_room))
         hooks = gateway_hooks(routing_hooks(backlog, decodes, self.store, waiting_room), self.access, self.telemetry)
         self.response_homes = ResponseHomes()
         hooks.done.append(self.response_homes.done)

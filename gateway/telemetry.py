@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import Collector
@@ -117,6 +117,10 @@ class Telemetry:
             ["decision"], registry=r,
         )
         self.redis_errors = Counter("duet_redis_errors", "Redis failures and dropped writes.", ["kind"], registry=r)
+        self.queue_wait = Histogram(
+            "duet_queue_wait_seconds", "How long requests that found every replica full waited in the waiting room.",
+            buckets=LATENCY_BUCKETS, registry=r,
+        )
         # The children every answered request updates, cached (see Series).
         self.requests_by = Series(self.requests)
         self.decisions_by = Series(self.decisions)
@@ -141,6 +145,11 @@ class Telemetry:
         self, replicas: Callable[[], Iterable[Replica]], snapshot: Callable[[], Mapping[str, ReplicaState]]
     ) -> None:
         self.registry.register(ReplicaCollector(replicas, snapshot))
+
+    def watch_waiting(self, depth: Callable[[], int]) -> None:
+        """duet_waiting_requests: the waiting room's depth, read at scrape time."""
+        gauge = Gauge("duet_waiting_requests", "Requests waiting in the waiting room for a slot.", registry=self.registry)
+        gauge.set_function(lambda: float(depth()))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

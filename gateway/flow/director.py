@@ -10,6 +10,7 @@ engines in virtual time), the clock and the waiting room.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, plan_request
 from gateway.flow.refusal import refuse
-from gateway.flow.waiting_room import RECHECK_S, Waiting
+from gateway.flow.waiting_room import Waiting, place_in_line
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.store import StateStore
@@ -64,6 +65,7 @@ class Director:
         self._hooks = hooks
         self._clock = clock
         self._limits: tuple[object, AdmissionLimits] | None = None
+        self._arrivals = itertools.count()  # places in the waiting room's line
 
     @property
     def hooks(self) -> Hooks:
@@ -105,8 +107,11 @@ class Director:
         try:
             started = self._clock()
             wait_limit = exchange.plan.profile.budget.deadline_s(exchange.config.server.max_queue_wait_s)
+            place: int | None = None  # kept each time the request steps back into the line
             while (ruling := self.assess(exchange)).action is not Action.FORWARD:
-                await self._wait(exchange, ruling, wait_limit - (self._clock() - started), wait_limit)
+                if place is None:
+                    place = place_in_line(exchange.plan.profile.priority.rank, next(self._arrivals))
+                await self._wait(exchange, ruling, place, wait_limit - (self._clock() - started), wait_limit)
                 self.replan(exchange)
         except RequestError as error:
             self.refused(exchange, error)
@@ -196,15 +201,16 @@ class Director:
                     self._ledgers.decodes.least_slack, self._store.lengths())
         return plan_request(active.config, active.counters, inbound, view, explain=explain)
 
-    async def _wait(self, exchange: Exchange, ruling: Ruling, remaining_s: float, limit_s: float) -> None:
-        """Wait in the waiting room for a slot, or raise why the request cannot wait."""
+    async def _wait(self, exchange: Exchange, ruling: Ruling, place: int, remaining_s: float, limit_s: float) -> None:
+        """Wait in the waiting room for a slot (a wake, or the deadline), or raise why the request
+        cannot wait."""
         profile = exchange.plan.profile
         if ruling.action is Action.SHED:
             raise RateLimited(f"Request shed ({ruling.reason}) for priority '{profile.priority.value}'.", retry_after_s=1.0)
         if remaining_s <= 0:
             raise RateLimited(f"No replica could start this request within its deadline ({limit_s:.1f} s); "
                               "retry later.", retry_after_s=max(1.0, limit_s))
-        await self._waiting.wait(profile.priority.rank, min(remaining_s, RECHECK_S))
+        await self._waiting.wait(place, remaining_s)
 
     async def _end_attempt(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
         for hook in self._hooks.attempt_ended:

@@ -3,7 +3,7 @@ import asyncio
 import pytest
 
 from gateway.errors import RateLimited
-from gateway.flow.waiting_room import WaitingRoom
+from gateway.flow.waiting_room import WaitingRoom, place_in_line
 
 
 def test_higher_priority_is_woken_first_then_fifo():
@@ -15,7 +15,8 @@ def test_higher_priority_is_woken_first_then_fifo():
             await queue.wait(rank, 5.0)
             order.append(name)
 
-        tasks = [asyncio.create_task(waiter(n, r)) for n, r in (("batch-1", 1), ("inter-1", 0), ("batch-2", 1), ("inter-2", 0))]
+        arrivals = (("batch-1", 1), ("inter-1", 0), ("batch-2", 1), ("inter-2", 0))
+        tasks = [asyncio.create_task(waiter(n, place_in_line(r, i))) for i, (n, r) in enumerate(arrivals)]
         while len(queue) < 4:
             await asyncio.sleep(0)
         for _ in range(4):
@@ -42,8 +43,62 @@ def test_full_queue_refuses_at_once():
         first = asyncio.create_task(queue.wait(0, 5.0))
         await asyncio.sleep(0)
         with pytest.raises(RateLimited, match="queue is full"):
-            await queue.wait(0, 5.0)
+            await queue.wait(1, 5.0)
         queue.wake()
         await first
+
+    asyncio.run(scenario())
+
+
+def test_only_the_first_in_line_re_checks_on_the_timer_and_a_wake_it_cannot_use_moves_down_the_line():
+    async def scenario():
+        waited = []
+        queue = WaitingRoom(max_waiting=10, waited=waited.append, recheck_s=0.01)
+        woken = []
+
+        async def waiter(place, steps_back):
+            """Woken ``steps_back`` times before it finds a slot (it steps back into its place)."""
+            while True:
+                if await queue.wait(place, 5.0):
+                    woken.append(place)
+                    if steps_back == 0:
+                        return
+                    steps_back -= 1
+
+        tasks = [asyncio.create_task(waiter(place_in_line(0, i), 10**6 if i == 0 else 0)) for i in range(3)]
+        while len(queue) < 3:
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.1)  # ten re-checks: each wakes the first in line only, which stays
+        assert set(woken) == {place_in_line(0, 0)} and len(queue) == 3
+        before = len(woken)
+        # A finish: the first re-checks and stays (its slot was elsewhere), the wake goes on to the second.
+        queue.wake()
+        await asyncio.wait_for(tasks[1], 1.0)
+        assert woken[before:before + 2] == [place_in_line(0, 0), place_in_line(0, 1)]
+        assert not tasks[2].done() and len(waited) == 1
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert len(queue) == 0 and len(waited) == 3
+
+    asyncio.run(scenario())
+
+
+def test_the_depth_gauge_and_the_wait_histogram():
+    from gateway.telemetry import Telemetry
+
+    async def scenario():
+        telemetry = Telemetry()
+        queue = WaitingRoom(max_waiting=10, waited=telemetry.queue_wait.observe)
+        telemetry.watch_waiting(lambda: len(queue))
+        waiter = asyncio.create_task(queue.wait(place_in_line(0, 0), 5.0))
+        while len(queue) < 1:
+            await asyncio.sleep(0)
+        assert b"duet_waiting_requests 1.0" in telemetry.render()
+        queue.wake()
+        await waiter
+        await asyncio.sleep(0)  # it did not step back: it left the line
+        text = telemetry.render()
+        assert b"duet_waiting_requests 0.0" in text and b"duet_queue_wait_seconds_count 1.0" in text
 
     asyncio.run(scenario())
