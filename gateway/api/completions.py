@@ -32,6 +32,7 @@ from gateway.flow import (
     parse_tokenize_body,
     upstream_request,
 )
+from gateway.flow.demand import demand_of
 from gateway.proxy.forward import Answer
 from gateway.proxy.framing import MESSAGES, OPENAI, RESPONSES, Framing
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
@@ -134,7 +135,7 @@ async def proxy_completion(gateway: Gateway, scope: Scope, receive: Receive, sen
     headers = request_headers(scope)
     raw = await read_body(receive)
     data, body = endpoint.parse(raw)
-    grant = await gateway.access.authorize(key_of(scope), body.model)
+    grant = await gateway.access.authorize(key_of(scope), body.model, demand_of(body, len(raw)))
     try:
         grant.cap_priority(headers)
         director = gateway.director
