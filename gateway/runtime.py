@@ -9,6 +9,7 @@ import logging
 import os
 import socket
 import time
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -30,7 +31,7 @@ from gateway.state.breaker import BreakerPolicy
 from gateway.state.decodes import DecodeLedger
 from gateway.state.monitor import MonitorSettings, ReplicaMonitor
 from gateway.state.prefill import PrefillBacklog
-from gateway.state.redis_link import LinkSettings, RedisLink
+from gateway.state.redis_link import LinkSettings, LinkStatus, RedisLink
 from gateway.state.redis_store import RedisStateStore
 from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
 from gateway.telemetry import Telemetry
@@ -80,6 +81,8 @@ class Gateway:
         self.config_path = config_path
         self.telemetry = Telemetry()
         self._link = build_link(config, self.telemetry)
+        if (link := self._link) is not None:
+            self.telemetry.watch_redis(lambda: link.status.up)
         self._shared_store: RedisStateStore | None = None
         if store is None and self._link is not None:
             gateway_id = f"{socket.gethostname()}-{os.getpid()}-{os.urandom(3).hex()}"
@@ -111,6 +114,7 @@ class Gateway:
         config = self.current.config
         if self._link is not None:
             self._link.start()
+            await self._connect_store(self._link, config)
         if self._shared_store is not None:
             await self._shared_store.start()
         await self.access.start()
@@ -152,6 +156,10 @@ class Gateway:
         if self._monitor is not None:
             await self._monitor.update_replicas(config.replicas)
 
+    def store_status(self) -> LinkStatus | None:
+        """Whether the shared store answers (None: no shared store is configured)."""
+        return None if self._link is None else self._link.status
+
     def upstream(self, request: UpstreamRequest) -> UpstreamCall:
         """The transport that sends ``request`` to the replicas the director tries."""
         return UpstreamCall(self._pool, request)
@@ -160,6 +168,16 @@ class Gateway:
         if self._watcher is None:
             return False
         return await self._watcher.reload()
+
+    async def _connect_store(self, link: RedisLink, config: DuetConfig) -> None:
+        """Know at start whether the configured Redis answers: a mistyped redis_url must not pass
+        for N independent gateways with unenforced limits and one log line."""
+        status = await link.connect()
+        if not status.up:
+            url = urlsplit(config.state.redis_url)
+            log.error("redis at %s:%s did not answer at start (%s): /ready says not ready until it does; meanwhile "
+                      "routing uses this gateway's own state and quotas fail %s (state.quota_failure)",
+                      url.hostname, url.port or 6379, status.problem, config.state.quota_failure)
 
     async def _start_discovery(self, declared: DuetConfig, session: aiohttp.ClientSession) -> DuetConfig:
         """Resolve the replicas once before the monitor's first round (so /ready counts them), and

@@ -151,5 +151,11 @@ class Telemetry:
         gauge = Gauge("duet_waiting_requests", "Requests waiting in the waiting room for a slot.", registry=self.registry)
         gauge.set_function(lambda: float(depth()))
 
+    def watch_redis(self, up: Callable[[], bool]) -> None:
+        """duet_redis_up: 1 while the shared store answers (0: routing on local state, quotas
+        failing open or closed as state.quota_failure says), read at scrape time."""
+        gauge = Gauge("duet_redis_up", "The shared store (Redis) answers (1) or not (0).", registry=self.registry)
+        gauge.set_function(lambda: 1.0 if up() else 0.0)
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -247,7 +247,11 @@ class KeyedAccess:
         self._telemetry.quota_unavailable.labels(decision).inc()
         if not self._quota_down:
             self._quota_down = True
-            log.warning("quotas unavailable (%s): failing %s until redis answers", exc, decision)
+            if self._fail_open:  # the operator's choice (state.quota_failure: open), said out loud
+                log.error("quotas unavailable (%s): requests are NOT limited until redis answers "
+                          "(state.quota_failure: open; duet_quota_unavailable counts them)", exc)
+            else:
+                log.warning("quotas unavailable (%s): refusing keyed requests until redis answers", exc)
         return None if self._fail_open else Refusal("quota_unavailable", 1.0)
 
     async def _refresh_forever(self) -> None:

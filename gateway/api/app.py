@@ -159,4 +159,10 @@ def readiness(gateway: Gateway) -> dict[str, Any]:
     for model in gateway.current.config.models.values():
         healthy = [r.id for r in model.replicas if (s := snapshot.get(r.id)) is not None and s.health is Health.UP and s.routable]
         models[model.name] = {"healthy_replicas": healthy, "ready": bool(healthy)}
-    return {"ready": all(m["ready"] for m in models.values()), "models": models}
+    report: dict[str, Any] = {"ready": all(m["ready"] for m in models.values()), "models": models}
+    if (store := gateway.store_status()) is not None:
+        # Never reached since start: not ready (a wrong redis_url, or Redis down at a rollout). Lost
+        # after it answered: still ready, degraded to local state (docs/shared-state.md says why).
+        report["store"] = {"kind": "redis", "ready": store.reached, "shared": store.up, "reason": store.problem}
+        report["ready"] = report["ready"] and store.reached
+    return report

@@ -63,6 +63,17 @@ class LinkSettings:
     max_queue: int = 10_000
 
 
+@dataclass(frozen=True, slots=True)
+class LinkStatus:
+    """Whether Redis answers, for /ready. ``reached``: it answered at least once since start (a
+    link that never reached it is a misconfiguration or an outage at start: not ready);
+    ``problem``: why it is not answering now (an error's type: no address, no password)."""
+
+    up: bool
+    reached: bool
+    problem: str | None = None
+
+
 @dataclass(slots=True)
 class _Command:
     script: Script
@@ -100,15 +111,32 @@ class RedisLink:
         self._backoff_s = 0.0
         self._flusher: asyncio.Task[None] | None = None
         self._closed = False
+        self._reached = False
+        self._problem: str | None = None
 
     @property
     def up(self) -> bool:
         """Whether the last exchange with Redis worked (or none was tried yet)."""
         return self._backoff_s == 0.0
 
+    @property
+    def status(self) -> LinkStatus:
+        return LinkStatus(self.up and self._reached, self._reached, self._problem)
+
     def start(self) -> None:
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush_forever(), name="duet-redis-flusher")
+
+    async def connect(self) -> LinkStatus:
+        """One PING at start, so that a Redis that cannot be reached is known at once (the link
+        is then down, backing off, and ``status`` says why), not at the first request."""
+        try:
+            await asyncio.wait_for(self._client.ping(), self._settings.timeout_s * 2)
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._went_down(exc)
+        else:
+            self._came_up()
+        return self.status
 
     async def call(self, script: Script, keys: Sequence[str], args: Sequence[Arg]) -> Any:
         """Run ``script`` in the next pipeline and return its reply. Raises StoreUnavailable."""
@@ -233,6 +261,7 @@ class RedisLink:
 
     def _went_down(self, exc: BaseException) -> None:
         first = self._backoff_s == 0.0
+        self._problem = f"redis unreachable ({type(exc).__name__})"
         self._backoff_s = min(self._settings.max_backoff_s, max(self._settings.min_backoff_s, self._backoff_s * 2))
         self._down_until = time.monotonic() + self._backoff_s
         self._on_error("unavailable")
@@ -242,6 +271,8 @@ class RedisLink:
     def _came_up(self) -> None:
         if self._backoff_s:
             log.warning("redis reachable again; shared state resumes")
+        self._reached = True
+        self._problem = None
         self._backoff_s = 0.0
         self._down_until = 0.0
 
