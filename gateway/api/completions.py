@@ -147,7 +147,8 @@ async def proxy_completion(gateway: Gateway, scope: Scope, receive: Receive, sen
             await _send_whole(untracked, untracked.body, _headers(exchange, untracked), send)
             return
         await director.admit(exchange)
-        request = upstream_request(exchange, endpoint.path, data, stream_usage=endpoint.stream_usage)
+        request = upstream_request(exchange, endpoint.path, data, stream_usage=endpoint.stream_usage,
+                                   trace_headers=gateway.tracing.upstream_headers(exchange))
         answer = await director.dispatch(exchange, gateway.upstream(request))
         director.first_token(exchange)
         try:

@@ -54,6 +54,9 @@ class ServerSection(Strict):
     max_queue_wait_s: PositiveFloat = default_of(ServerSettings, "max_queue_wait_s")
     # Who may read /metrics: open (anyone who reaches the port) or admin (the admin key).
     metrics: Literal["open", "admin"] = default_of(ServerSettings, "metrics")
+    # OpenTelemetry: spans exported over OTLP/HTTP to this URL (a collector's /v1/traces); off when unset.
+    otlp_traces_endpoint: str | None = None
+    otlp_service_name: str = default_of(ServerSettings, "otlp_service_name")
 
 
 class BreakerSection(Strict):

@@ -25,6 +25,9 @@ class ServerSettings:
     max_queue_wait_s: float = 30.0
     # Who may read /metrics: anyone who reaches the port (open) or the admin key's holder (admin).
     metrics: str = "open"
+    # OpenTelemetry spans to a collector's OTLP/HTTP traces URL (None: tracing off).
+    otlp_traces_endpoint: str | None = None
+    otlp_service_name: str = "duet"
 
 
 @dataclass(frozen=True, slots=True)

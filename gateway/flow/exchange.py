@@ -48,6 +48,8 @@ class Exchange:
     outcome: Outcome | None = None
     # What the decode ledger needs of this plan (built at the first dispatch, once per plan).
     claim: DecodeClaim | None = None
+    # What a tracing subscriber keeps for the request (``gateway.flow.tracing``; None when off).
+    trace: object | None = None
 
     @property
     def overhead_s(self) -> float | None:

@@ -13,10 +13,12 @@ from gateway.flow.exchange import Exchange
 from gateway.proxy.forward import UpstreamRequest
 
 
-def upstream_request(exchange: Exchange, path: str, data: dict[str, Any], *, stream_usage: bool = True) -> UpstreamRequest:
+def upstream_request(exchange: Exchange, path: str, data: dict[str, Any], *, stream_usage: bool = True,
+                     trace_headers: bytes = b"") -> UpstreamRequest:
     """What each attempt sends: the client's body with the replica's served model name (encoded
     once per variant), usage asked for on OpenAI streams (``stream_usage``: the gateway counts
-    tokens from it; the Messages and Responses streams always carry it)."""
+    tokens from it; the Messages and Responses streams always carry it), and ``trace_headers``
+    (the trace context, ``gateway.flow.tracing``)."""
     body = exchange.inbound.body
     if isinstance(body, ResponsesBody) and body.request_id is None:
         data["request_id"] = response_id(exchange)  # known before it is answered: its home is remembered
@@ -32,5 +34,6 @@ def upstream_request(exchange: Exchange, path: str, data: dict[str, Any], *, str
             encoded[served] = orjson.dumps(data)
         return encoded[served]
 
-    headers = f"x-request-id: {exchange.request_id}\r\nx-duet-task: {exchange.plan.profile.task}\r\n".encode("latin-1")
+    ids = f"x-request-id: {exchange.request_id}\r\nx-duet-task: {exchange.plan.profile.task}\r\n".encode("latin-1")
+    headers = ids + trace_headers
     return UpstreamRequest(path, body_for, headers, bool(body.stream))
