@@ -23,6 +23,7 @@ from gateway.discovery.resolve import Discovery
 from gateway.flow.affinity import ResponseHomes
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
 from gateway.flow.director import Director, Ledgers
+from gateway.flow.tracing_off import NO_TRACING, Tracing
 from gateway.flow.waiting_room import WaitingRoom
 from gateway.proxy.forward import UpstreamCall, UpstreamRequest
 from gateway.proxy.http1 import Pool
@@ -52,6 +53,16 @@ def with_state_url(config: DuetConfig, state_url: str | None) -> DuetConfig:
     if state_url is None:
         return config
     return dataclasses.replace(config, state=dataclasses.replace(config.state, store="redis", redis_url=state_url))
+
+
+def build_tracing(config: DuetConfig) -> Tracing:
+    """OpenTelemetry when the config names a collector, else the null object (set at start)."""
+    endpoint = config.server.otlp_traces_endpoint
+    if endpoint is None:
+        return NO_TRACING
+    from gateway.flow.tracing import OtelTracing  # OpenTelemetry is imported only when it is used
+
+    return OtelTracing.otlp(endpoint, config.server.otlp_service_name)
 
 
 def build_link(config: DuetConfig, telemetry: Telemetry) -> RedisLink | None:
@@ -103,6 +114,8 @@ class Gateway:
         hooks = gateway_hooks(routing_hooks(backlog, decodes, self.store, waiting_room), self.access, self.telemetry)
         self.response_homes = ResponseHomes()
         hooks.done.append(self.response_homes.done)
+        self.tracing = build_tracing(config)
+        self.tracing.subscribe(hooks)
         self.director = Director(lambda: self.current, self.store, Ledgers(backlog, decodes), waiting_room, hooks,
                                  time.perf_counter)
         # Health checks and scrapes use their own client: they must never queue behind proxied streams.
@@ -145,6 +158,7 @@ class Gateway:
         await self.access.stop()
         self._pool.close()
         await self.store.aclose()
+        self.tracing.shutdown()  # exports the spans still batched
 
     async def apply(self, config: DuetConfig) -> None:
         """Switch to a new, already validated config."""
