@@ -167,3 +167,40 @@ def test_a_quota_checks_cost_does_not_grow_with_the_request_rate() -> None:
     slow, fast = lines_per_request(10), lines_per_request(500)
     assert fast <= slow * 1.1, (slow, fast)
     assert fast < 80
+
+
+def redis_commands_per_request(redis: RedisServer, rate_per_s: float, seconds: int = 70) -> tuple[float, int]:
+    """Redis commands the quota scripts run per admitted-and-settled request (every limit set) at
+    ``rate_per_s``, from Redis's own command counts, and the most fields a window hash held."""
+    import redis as redis_py
+
+    admin = redis_py.Redis.from_url(redis.url)
+
+    def calls() -> int:
+        return sum(int(stats["calls"]) for name, stats in admin.info("commandstats").items()
+                   if name not in ("cmdstat_info", "cmdstat_evalsha", "cmdstat_hlen", "cmdstat_ping"))
+
+    async def main() -> tuple[float, int]:
+        async with book("redis", redis) as quotas:
+            tier = Tier("t", requests_per_min=10**9, tokens_per_min=10**12, monthly_budget_usd=10**6)
+            count, widest, before = int(rate_per_s * seconds), 0, calls()
+            for i in range(count):
+                now = T0 + i / rate_per_s
+                assert await quotas.admit("k1", tier, now) is None
+                await quotas.settle(charge(tokens_out=100, cost=1e-6), now)
+                if i % int(rate_per_s) == 0:
+                    keys = admin.keys("*win:*")
+                    widest = max([widest, *(admin.hlen(k) for k in keys)])
+            await asyncio.sleep(0.05)
+            return (calls() - before) / count, widest
+
+    return asyncio.run(main())
+
+
+def test_a_redis_quota_checks_commands_do_not_grow_with_the_request_rate(redis: RedisServer) -> None:
+    """Each second is dropped from a window once, whatever the rate; a window holds at most 60
+    seconds (plus its total and bounds), where the old sorted set held every admission."""
+    slow, slow_widest = redis_commands_per_request(redis, 5)
+    fast, fast_widest = redis_commands_per_request(redis, 60)
+    assert fast <= slow, (slow, fast)
+    assert slow_widest <= 63 and fast_widest <= 63
