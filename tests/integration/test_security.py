@@ -43,8 +43,17 @@ def with_keys(raw: dict[str, Any], failed_auth_per_min: int = 10_000) -> None:
     """Keys on; this module's tests present many wrong keys from one address, so the failed-auth
     limit is set out of their way (its own test sets it)."""
     raw["access"] = {"require_keys": True, "keys_file": "keys.json", "failed_auth_per_min": failed_auth_per_min,
-                     "tiers": {"basic": {"max_concurrent_requests": 2}, "batch": {"priority": "batch"}}}
+                     "tiers": {"basic": {"max_concurrent_requests": 2}, "batch": {"priority": "batch"},
+                               "thrifty": {"monthly_budget_usd": 2.5 * hold_usd(raw)}}}
     raw["server"].update({"max_body_bytes": MAX_BODY, "metrics": "admin"})
+
+
+def hold_usd(raw: dict[str, Any]) -> float:
+    """What one request of ``BODY`` holds of its key's budget: its ceiling cost at the dearest
+    variant (``gateway.access.reservation``: body bytes / 4 input tokens, max_tokens output)."""
+    prices = [v["price"] for v in raw["models"]["smollm2"]["variants"].values()]
+    input_tokens = -(-len(json.dumps(BODY).encode()) // 4)
+    return max(input_tokens * p["input_per_mtok"] + BODY["max_tokens"] * p["output_per_mtok"] for p in prices) / 1e6
 
 
 @pytest.fixture(scope="module")
@@ -384,6 +393,27 @@ def test_a_key_may_hold_only_its_tiers_number_of_concurrent_requests(keyed):
         again = list(pool.map(lambda _: httpx.post(gateway.url + "/v1/chat/completions", json=BODY, headers=auth(key),
                                                    timeout=30).status_code, range(2)))
     assert again == [200, 200]
+
+
+def test_requests_in_flight_together_hold_their_cost_against_the_budget(keyed):
+    """A budget of 2.5 requests' estimates: of six sent at once, three are admitted (each holding
+    its estimate while the replicas take 2 s) and three are 429 on the budget; checked against
+    spend so far (nothing yet), all six would pass."""
+    gateway, replicas, _ = keyed
+    key, _ = make_key(gateway, "thrifty")
+    raw = json.dumps(BODY).encode()
+    for replica in replicas.values():
+        replica.delay_s = 2.0
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(lambda _: httpx.post(
+                gateway.url + "/v1/chat/completions", content=raw, timeout=30,
+                headers={**auth(key), "content-type": "application/json"}), range(6)))
+    finally:
+        for replica in replicas.values():
+            replica.delay_s = 0.0
+    assert sorted(a.status_code for a in answers) == [200] * 3 + [429] * 3
+    assert all(a.json()["error"]["param"] == "monthly_budget_usd" for a in answers if a.status_code == 429)
 
 
 # --- logs ----------------------------------------------------------------------------------------
