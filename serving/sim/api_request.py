@@ -49,6 +49,8 @@ class Call:
     task: str
     temperature: float | None = None
     output_tokens: int | None = None  # the answer's natural length, if the request says
+    # The last message is a tool's result: a simulated model answers it rather than calling again.
+    after_tool: bool = False
     last_user_message: str = ""  # the last user or tool message: what scripted answers match on (serving.sim.script)
 
 
@@ -89,6 +91,7 @@ def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: Cha
         task=_task(headers, xargs),
         temperature=body.get("temperature") if isinstance(body.get("temperature"), int | float) else None,
         output_tokens=_int(xargs, "sim_output_tokens", None, 1),
+        after_tool=chat and body["messages"][-1].get("role") == "tool",
         last_user_message=_last_user_message(body) if chat else text,
     )
 

@@ -192,7 +192,9 @@ class CompletionService:
     def _tool_plan(self, call: Call, scripted: ScriptedAnswer | None = None) -> ToolPlan | None:
         if scripted is not None:
             return self._scripted_tool_plan(call, scripted)
-        tool = chosen_tool(list(call.tools), call.tool_choice) if call.chat else None
+        # "auto" after a tool's result: the simulated model answers it (an agent's loop ends).
+        answers = call.after_tool and call.tool_choice == "auto"
+        tool = chosen_tool(list(call.tools), call.tool_choice) if call.chat and not answers else None
         if tool is None:
             return None
         name, schema, named = tool

@@ -186,3 +186,14 @@ def _statuses_of_streams_held_open(url: str, count: int) -> list[int]:
         for response in responses:
             response.close()
     return [r.status_code for r in responses]
+
+
+def test_a_tool_result_is_answered_with_words_not_another_call(client: openai.OpenAI) -> None:
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    messages = [{"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "Sunny"}]
+    answer = client.chat.completions.create(model="sim-model", messages=messages, tools=tools, max_tokens=8)
+    assert answer.choices[0].message.tool_calls is None and answer.choices[0].message.content
