@@ -57,6 +57,7 @@ class WaitingRoom:
         self._waiters: dict[int, asyncio.Future[bool]] = {}  # result: pass the wake on if unused
         self._since: dict[int, float] = {}  # when each place first came in
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
 
     def __len__(self) -> int:
         return len(self._places)
@@ -117,8 +118,9 @@ class WaitingRoom:
             self._waited(time.monotonic() - since)
 
     def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._timer is None and self._places:
-            self._timer = loop.call_later(self._recheck_s, self._recheck, loop)
+        """Start the re-check timer unless it runs (on this loop: one left on a closed loop never fires)."""
+        if (self._timer is None or self._timer_loop is not loop) and self._places:
+            self._timer, self._timer_loop = loop.call_later(self._recheck_s, self._recheck, loop), loop
 
     def _recheck(self, loop: asyncio.AbstractEventLoop) -> None:
         """The first in line re-checks; its wake is not passed on (that would re-plan the whole

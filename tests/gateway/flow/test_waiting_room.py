@@ -102,3 +102,18 @@ def test_the_depth_gauge_and_the_wait_histogram():
         assert b"duet_waiting_requests 0.0" in text and b"duet_queue_wait_seconds_count 1.0" in text
 
     asyncio.run(scenario())
+
+
+def test_the_re_check_timer_runs_on_each_event_loop_the_room_is_used_in():
+    queue = WaitingRoom(max_waiting=10, recheck_s=0.01)
+
+    async def head_re_checks() -> bool:
+        return await queue.wait(place_in_line(0, 0), 5.0)
+
+    async def abandoned() -> None:
+        waiter = asyncio.create_task(queue.wait(place_in_line(0, 1), 5.0))
+        await asyncio.sleep(0)
+        waiter.cancel()  # the loop ends with the timer armed
+
+    asyncio.run(abandoned())
+    assert asyncio.run(head_re_checks()) is True
