@@ -1,10 +1,14 @@
 """Duet under test: its config for the run (one model, one ``full`` variant, the fast backend as
-its only replica) and its ``duet serve`` command, with in-memory state or, later, a Redis store.
+its only replica) and its ``duet serve`` command, with in-memory state or a Redis store; and the
+production path (``duet-production``, issue #19): keys on with every limit set, the reference's
+two variants with two replicas each (all on the one backend), the reference's rules.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from loadtests.overhead.canned import LOGICAL_MODEL, SERVED_MODEL_NAME
+from loadtests.overhead.canned import API_KEY, LOGICAL_MODEL, SERVED_MODEL_NAME
 from loadtests.overhead.launch import GatewayLaunch, Unavailable, distribution_version
 
 REFERENCE_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "config" / "demo.yaml"
@@ -33,6 +37,36 @@ def duet_config(reference: dict[str, Any], backend_url: str, host: str, port: in
     config["server"] = {**config.get("server", {}), "host": host, "port": port}
     config["models"] = {LOGICAL_MODEL: {**model, "variants": {name: variant}}}
     return config
+
+
+# Limits set on every request's path but never reached in a run: the point is what checking and
+# charging them costs (issue #19 measured 4x fewer requests per second with tokens_per_min set).
+PRODUCTION_TIER = {"requests_per_min": 100_000_000, "tokens_per_min": 10_000_000_000, "monthly_budget_usd": 1_000_000.0}
+REPLICAS_PER_VARIANT = 2
+
+
+def production_config(reference: dict[str, Any], backend_url: str, host: str, port: int) -> dict[str, Any]:
+    """The production path's duet.yaml: the reference config's model with all its variants, each
+    with ``REPLICAS_PER_VARIANT`` replicas on the backend, its routing and rules as they are, and
+    API keys required (``keys.json`` beside the config) for a tier with every limit set."""
+    model = copy.deepcopy(reference["models"][LOGICAL_MODEL])
+    for variant in model["variants"].values():
+        if variant["kind"] == "full":  # the backend's canned answers name it; the other keeps its own
+            variant["served_model_name"] = SERVED_MODEL_NAME
+        variant["replicas"] = [{"url": backend_url} for _ in range(REPLICAS_PER_VARIANT)]
+    config = copy.deepcopy(reference)
+    config["server"] = {**config.get("server", {}), "host": host, "port": port}
+    config["models"] = {LOGICAL_MODEL: model}
+    config["access"] = {"require_keys": True, "keys_file": "keys.json", "tiers": {"bench": PRODUCTION_TIER}}
+    return config
+
+
+def write_keys_file(path: Path) -> None:
+    """The benchmark's one key (``API_KEY``, which every gateway is sent) in Duet's keys-file
+    format (``gateway.access.keys.ApiKey``: only the key's SHA-256 is stored)."""
+    record = {"id": "key_bench", "name": "bench", "tier": "bench", "hash": hashlib.sha256(API_KEY.encode()).hexdigest(),
+              "created_at": 0.0, "revoked": False}
+    path.write_text(json.dumps({"keys": [record]}))
 
 
 def duet_executable() -> Path:
@@ -62,12 +96,13 @@ def quiet_flags(duet: Path) -> list[str]:
 
 
 def duet_launch(
-    run_dir: Path, backend_url: str, port: int, name: str = "duet", state_url: str | None = None
+    run_dir: Path, backend_url: str, port: int, name: str = "duet", state_url: str | None = None,
+    production: bool = False,
 ) -> GatewayLaunch | Unavailable:
     """Duet's launch for this run, or why it is unavailable.
 
     ``state_url`` (``redis://...``) selects the shared Redis store instead of the in-memory one;
-    the option's exact spelling is to be settled with the gateway (issue #5).
+    ``production``: the production path's config (``production_config``) and its keys file.
     """
     duet = duet_executable()
     missing = serve_missing_reason(duet)
@@ -75,7 +110,10 @@ def duet_launch(
         return Unavailable(name, missing)
     config_path = run_dir / f"{name}.yaml"
     reference = yaml.safe_load(REFERENCE_CONFIG.read_text())
-    config_path.write_text(yaml.safe_dump(duet_config(reference, backend_url, "127.0.0.1", port), sort_keys=False))
+    build = production_config if production else duet_config
+    config_path.write_text(yaml.safe_dump(build(reference, backend_url, "127.0.0.1", port), sort_keys=False))
+    if production:
+        write_keys_file(run_dir / "keys.json")
     command = [str(duet), "serve", "--config", str(config_path), "--host", "127.0.0.1", "--port", str(port),
                *quiet_flags(duet)]
     if state_url:

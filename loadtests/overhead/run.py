@@ -26,8 +26,9 @@ from loadtests.overhead.wrk import WrkResult, render_script
 from serving.ports import free_port
 
 # duet-redis: Duet with its state in Redis (`duet serve --state redis://...`, issue #5), the
-# redis-server pinned to the load core beside the backend.
-GATEWAYS = ("duet", "duet-redis", "vllm-router", "litellm")
+# redis-server pinned to the load core beside the backend. duet-production: keys on with every
+# limit set, two variants with two replicas each, the reference config's rules (issue #19).
+GATEWAYS = ("duet", "duet-production", "duet-redis", "vllm-router", "litellm")
 OPTIONAL_GATEWAYS: tuple[str, ...] = ()
 
 
@@ -106,6 +107,7 @@ def _launchers(
     run_dir = settings.run_dir
     return {
         "duet": lambda: duet_launch(run_dir, backend_url, free_port()),
+        "duet-production": lambda: duet_launch(run_dir, backend_url, free_port(), name="duet-production", production=True),
         "duet-redis": lambda: _duet_redis(settings, backend_url, cleanup),
         "litellm": lambda: litellm_launch(settings.litellm_venv, run_dir, backend_url, free_port()),
         "vllm-router": lambda: vllm_router_launch(settings.vllm_router_venv, backend_url, free_port(), free_port()),

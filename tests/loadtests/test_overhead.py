@@ -175,3 +175,27 @@ def test_busy_fractions_come_per_core_from_proc_stat() -> None:
 
     fractions = busy_fractions(core_jiffies(STAT_BEFORE), core_jiffies(STAT_AFTER))
     assert fractions == {"cpu0": pytest.approx(1.0), "cpu1": pytest.approx(0.0)}
+
+
+def test_the_production_path_has_keys_every_limit_and_two_variants_of_two_replicas(tmp_path: Path) -> None:
+    import asyncio
+    import hashlib
+
+    from gateway.access.keystore import FileKeyStore
+    from gateway.config.load import parse_config
+    from loadtests.overhead.canned import API_KEY
+    from loadtests.overhead.duet import production_config, write_keys_file
+
+    reference = yaml.safe_load(REFERENCE_CONFIG.read_text())
+    raw = production_config(reference, "http://127.0.0.1:18999", "127.0.0.1", 18000)
+    (tmp_path / "duet.yaml").write_text(yaml.safe_dump(raw))
+    write_keys_file(tmp_path / "keys.json")
+    config = parse_config(yaml.safe_dump(raw), source=str(tmp_path / "duet.yaml"))
+    (tier,) = config.access.tiers.values()
+    assert config.access.require_keys and None not in (tier.requests_per_min, tier.tokens_per_min, tier.monthly_budget_usd)
+    model = config.models["smollm2"]
+    assert len(model.variants) == 2 and len(model.replicas) == 4
+    assert config.policy == parse_config(REFERENCE_CONFIG.read_text()).policy
+    keys = asyncio.run(FileKeyStore(config.access.keys_file).load())
+    assert [k.tier for k in keys] == [tier.name]
+    assert keys[0].hash == hashlib.sha256(API_KEY.encode()).hexdigest()
