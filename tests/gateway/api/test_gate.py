@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from gateway.api.asgi import Message
-from gateway.api.gate import ROUTES, Guard, _read_capped
+from gateway.api.gate import ROUTES, Guard, _framing, _read_capped
 from gateway.errors import BodyTooLarge
 
 
@@ -52,3 +52,12 @@ def test_a_chunked_body_within_the_limit_is_handed_on_whole_then_what_follows() 
 def test_a_chunked_body_past_the_limit_is_refused_while_reading() -> None:
     with pytest.raises(BodyTooLarge):
         replay(messages(b"abc", b"def", b"never read"), limit=5)
+
+
+@pytest.mark.parametrize(("headers", "authorization"), [
+    ([(b"x-api-key", b"k1")], "Bearer k1"),  # Anthropic's clients
+    ([(b"authorization", b"Bearer k2"), (b"x-api-key", b"k1")], "Bearer k2"),
+    ([], None),
+])
+def test_an_x_api_key_is_taken_as_the_bearer_key_unless_authorization_came_first(headers, authorization) -> None:
+    assert _framing(headers)[2] == authorization
