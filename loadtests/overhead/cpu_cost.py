@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadtests.overhead.canned import API_KEY, request_body
-from loadtests.overhead.duet import duet_launch
+from loadtests.overhead.duet import CONFIGS, duet_launch
 from loadtests.overhead.launch import Unavailable
 from loadtests.overhead.measure import MODES, run_wrk
 from loadtests.overhead.processes import start_pinned, tree_cpu_seconds, wait_until
@@ -98,11 +98,11 @@ def _profile_command(pid: int, seconds: float, out: Path) -> list[str]:
 
 
 def run(run_dir: Path, modes: Sequence[str], seconds: float, connections: int, gateway_core: int,
-        load_core: int, profile_dir: Path | None) -> list[CpuCost]:
+        load_core: int, profile_dir: Path | None, config: str = "bench") -> list[CpuCost]:
     backend, backend_url = start_backend(run_dir, load_core)
     costs = []
     try:
-        launch = duet_launch(run_dir, backend_url, free_port())
+        launch = duet_launch(run_dir, backend_url, free_port(), config=config)
         if isinstance(launch, Unavailable):
             raise SystemExit(f"duet unavailable: {launch.reason}")
         process = start_pinned("duet", launch.command, gateway_core, run_dir / "duet.log", launch.env)
@@ -140,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--gateway-core", type=int, default=1)
     parser.add_argument("--load-core", type=int, default=0)
     parser.add_argument("--profile", type=Path, default=None, help="record with py-spy; write DIR/<mode>.top.txt")
+    parser.add_argument("--config", choices=sorted(CONFIGS), default="bench",
+                        help="bench: one replica, keys off; production: keys on with every limit, 2 variants x 2 replicas")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
@@ -147,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown mode(s) {unknown}; known: {list(MODES)}")
     with tempfile.TemporaryDirectory(prefix="duet-cpu-cost-") as tmp:
         Path(tmp).chmod(0o755)  # nginx's worker (user nobody when started as root) reads its Lua files here
-        costs = run(Path(tmp), modes, args.seconds, args.connections, args.gateway_core, args.load_core, args.profile)
+        costs = run(Path(tmp), modes, args.seconds, args.connections, args.gateway_core, args.load_core, args.profile,
+                    args.config)
     for cost in costs:
         print(f"{cost.mode:>10}: {cost.us_per_request:7.1f} us CPU/request  (ceiling {cost.ceiling_rps:6.0f} req/s on one core; "
               f"{cost.requests} requests, {cost.errors} errors, {cost.wall_rps:.0f} req/s wall)")

@@ -45,10 +45,11 @@ PRODUCTION_TIER = {"requests_per_min": 100_000_000, "tokens_per_min": 10_000_000
 REPLICAS_PER_VARIANT = 2
 
 
-def production_config(reference: dict[str, Any], backend_url: str, host: str, port: int) -> dict[str, Any]:
+def production_config(reference: dict[str, Any], backend_url: str, host: str, port: int, keys: bool = True) -> dict[str, Any]:
     """The production path's duet.yaml: the reference config's model with all its variants, each
     with ``REPLICAS_PER_VARIANT`` replicas on the backend, its routing and rules as they are, and
-    API keys required (``keys.json`` beside the config) for a tier with every limit set."""
+    API keys required (``keys.json`` beside the config) for a tier with every limit set (``keys``
+    False: the same without keys, to see what keys and limits cost)."""
     model = copy.deepcopy(reference["models"][LOGICAL_MODEL])
     for variant in model["variants"].values():
         if variant["kind"] == "full":  # the backend's canned answers name it; the other keeps its own
@@ -57,8 +58,17 @@ def production_config(reference: dict[str, Any], backend_url: str, host: str, po
     config = copy.deepcopy(reference)
     config["server"] = {**config.get("server", {}), "host": host, "port": port}
     config["models"] = {LOGICAL_MODEL: model}
-    config["access"] = {"require_keys": True, "keys_file": "keys.json", "tiers": {"bench": PRODUCTION_TIER}}
+    if keys:
+        config["access"] = {"require_keys": True, "keys_file": "keys.json", "tiers": {"bench": PRODUCTION_TIER}}
     return config
+
+
+def _production_keys_off(reference: dict[str, Any], backend_url: str, host: str, port: int) -> dict[str, Any]:
+    return production_config(reference, backend_url, host, port, keys=False)
+
+
+# The configs Duet can be measured with, by name: the benchmark's one replica, the production path.
+CONFIGS = {"bench": duet_config, "production": production_config, "production-keys-off": _production_keys_off}
 
 
 def write_keys_file(path: Path) -> None:
@@ -97,12 +107,12 @@ def quiet_flags(duet: Path) -> list[str]:
 
 def duet_launch(
     run_dir: Path, backend_url: str, port: int, name: str = "duet", state_url: str | None = None,
-    production: bool = False,
+    config: str = "bench",
 ) -> GatewayLaunch | Unavailable:
     """Duet's launch for this run, or why it is unavailable.
 
     ``state_url`` (``redis://...``) selects the shared Redis store instead of the in-memory one;
-    ``production``: the production path's config (``production_config``) and its keys file.
+    ``config``: which of ``CONFIGS`` (the production path's comes with its keys file).
     """
     duet = duet_executable()
     missing = serve_missing_reason(duet)
@@ -110,9 +120,8 @@ def duet_launch(
         return Unavailable(name, missing)
     config_path = run_dir / f"{name}.yaml"
     reference = yaml.safe_load(REFERENCE_CONFIG.read_text())
-    build = production_config if production else duet_config
-    config_path.write_text(yaml.safe_dump(build(reference, backend_url, "127.0.0.1", port), sort_keys=False))
-    if production:
+    config_path.write_text(yaml.safe_dump(CONFIGS[config](reference, backend_url, "127.0.0.1", port), sort_keys=False))
+    if config == "production":
         write_keys_file(run_dir / "keys.json")
     command = [str(duet), "serve", "--config", str(config_path), "--host", "127.0.0.1", "--port", str(port),
                *quiet_flags(duet)]

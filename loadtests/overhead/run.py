@@ -107,7 +107,7 @@ def _launchers(
     run_dir = settings.run_dir
     return {
         "duet": lambda: duet_launch(run_dir, backend_url, free_port()),
-        "duet-production": lambda: duet_launch(run_dir, backend_url, free_port(), name="duet-production", production=True),
+        "duet-production": lambda: duet_launch(run_dir, backend_url, free_port(), name="duet-production", config="production"),
         "duet-redis": lambda: _duet_redis(settings, backend_url, cleanup),
         "litellm": lambda: litellm_launch(settings.litellm_venv, run_dir, backend_url, free_port()),
         "vllm-router": lambda: vllm_router_launch(settings.vllm_router_venv, backend_url, free_port(), free_port()),
