@@ -50,35 +50,53 @@ def test_full_queue_refuses_at_once():
     asyncio.run(scenario())
 
 
-def test_only_the_first_in_line_re_checks_on_the_timer_and_a_wake_it_cannot_use_moves_down_the_line():
+async def _until(condition):
+    while not condition():
+        await asyncio.sleep(0.001)
+
+
+async def _steps_back(queue, place, woken, times=10**6):
+    """A waiter woken ``times`` times before it finds a slot (it steps back into its place)."""
+    while True:
+        if await queue.wait(place, 5.0):
+            woken.append(place)
+            if times == 0:
+                return
+            times -= 1
+
+
+def test_only_the_first_in_line_re_checks_on_the_timer():
     async def scenario():
-        waited = []
-        queue = WaitingRoom(max_waiting=10, waited=waited.append, recheck_s=0.01)
+        queue = WaitingRoom(max_waiting=10, recheck_s=0.01)
         woken = []
-
-        async def waiter(place, steps_back):
-            """Woken ``steps_back`` times before it finds a slot (it steps back into its place)."""
-            while True:
-                if await queue.wait(place, 5.0):
-                    woken.append(place)
-                    if steps_back == 0:
-                        return
-                    steps_back -= 1
-
-        tasks = [asyncio.create_task(waiter(place_in_line(0, i), 10**6 if i == 0 else 0)) for i in range(3)]
-        while len(queue) < 3:
-            await asyncio.sleep(0)
-        await asyncio.sleep(0.1)  # ten re-checks: each wakes the first in line only, which stays
-        assert set(woken) == {place_in_line(0, 0)} and len(queue) == 3
-        before = len(woken)
-        # A finish: the first re-checks and stays (its slot was elsewhere), the wake goes on to the second.
-        queue.wake()
-        await asyncio.wait_for(tasks[1], 1.0)
-        assert woken[before:before + 2] == [place_in_line(0, 0), place_in_line(0, 1)]
-        assert not tasks[2].done() and len(waited) == 1
+        tasks = [asyncio.create_task(_steps_back(queue, place_in_line(0, i), woken)) for i in range(3)]
+        await _until(lambda: len(woken) >= 10)  # ten re-checks, each of the first in line only
+        assert set(woken) == {place_in_line(0, 0)}
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        assert len(queue) == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_wake_the_first_cannot_use_moves_down_the_line():
+    async def scenario():
+        waited = []
+        queue = WaitingRoom(max_waiting=10, waited=waited.append, recheck_s=60.0)
+        woken = []
+        first = asyncio.create_task(_steps_back(queue, place_in_line(0, 0), woken))
+        second = asyncio.create_task(_steps_back(queue, place_in_line(0, 1), woken, times=0))
+        third = asyncio.create_task(_steps_back(queue, place_in_line(0, 2), woken, times=0))
+        await _until(lambda: len(queue) == 3)
+        # A finish: the first re-checks and stays (its slot was elsewhere), the wake goes on to the second.
+        queue.wake()
+        await asyncio.wait_for(second, 1.0)
+        assert woken == [place_in_line(0, 0), place_in_line(0, 1)]
+        assert not third.done() and len(waited) == 1 and len(queue) == 2
+        for task in (first, third):
+            task.cancel()
+        await asyncio.gather(first, third, return_exceptions=True)
         assert len(queue) == 0 and len(waited) == 3
 
     asyncio.run(scenario())
