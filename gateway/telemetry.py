@@ -131,15 +131,18 @@ class Telemetry:
         self.cost_by = Series(self.cost)
         self.tokens_by = Series(self.tokens)
         self.stream_errors_by = Series(self.stream_errors)
+        self.key_requests_by = Series(self.key_requests)
+        self.key_tokens_by = Series(self.key_tokens)
+        self.key_cost_by = Series(self.key_cost)
 
     def key_usage(self, key: str, charge: Charge) -> None:
         """Count one settled request of the API key labelled ``key`` (its opaque id, or its name
         when the operator opted in with ``access.metrics_key_names``)."""
         model, variant = charge.model, charge.variant
-        self.key_requests.labels(key, model, variant, charge.task).inc()
-        self.key_tokens.labels(key, model, variant, "input").inc(charge.input_tokens)
-        self.key_tokens.labels(key, model, variant, "output").inc(charge.output_tokens)
-        self.key_cost.labels(key, model, variant).inc(charge.cost_usd)
+        self.key_requests_by(key, model, variant, charge.task).inc()
+        self.key_tokens_by(key, model, variant, "input").inc(charge.input_tokens)
+        self.key_tokens_by(key, model, variant, "output").inc(charge.output_tokens)
+        self.key_cost_by(key, model, variant).inc(charge.cost_usd)
 
     def watch_replicas(
         self, replicas: Callable[[], Iterable[Replica]], snapshot: Callable[[], Mapping[str, ReplicaState]]

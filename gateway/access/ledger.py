@@ -4,6 +4,7 @@ requests, input and output tokens, and cost at the serving variant's price."""
 from __future__ import annotations
 
 import calendar
+import functools
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -53,7 +54,14 @@ class UsageRow:
 
 def month_of(now: float) -> str:
     """``YYYY-MM`` of a wall-clock time, in UTC."""
-    return time.strftime("%Y-%m", time.gmtime(now))
+    return _month_of_hour(int(now // 3600))
+
+
+@functools.lru_cache(maxsize=8)
+def _month_of_hour(hour: int) -> str:
+    """Months start on a whole UTC hour, so the hour decides the month: asked three times a
+    request, ``strftime`` once an hour."""
+    return time.strftime("%Y-%m", time.gmtime(hour * 3600))
 
 
 def seconds_to_month_end(now: float) -> float:
