@@ -204,3 +204,10 @@ def test_a_redis_quota_checks_commands_do_not_grow_with_the_request_rate(redis: 
     fast, fast_widest = redis_commands_per_request(redis, 60)
     assert fast <= slow, (slow, fast)
     assert slow_widest <= 63 and fast_widest <= 63
+
+
+def test_the_month_changes_on_the_first_second_of_the_utc_month() -> None:
+    import calendar
+
+    start = calendar.timegm((2026, 10, 1, 0, 0, 0))
+    assert [month_of(start - 0.001), month_of(start), month_of(start + 3599.9)] == ["2026-09", "2026-10", "2026-10"]
