@@ -57,7 +57,8 @@ def test_ready_follows_redis_from_unreachable_at_start_to_up_to_lost(caplog: pyt
     with caplog.at_level(logging.ERROR, logger="gateway.runtime"):
         at_start, up, lost, metrics = asyncio.run(main())
     assert at_start["ready"] is False
-    assert at_start["store"] == {"kind": "redis", "ready": False, "shared": False, "reason": "redis unreachable (ConnectionError)"}
+    reason = "redis unreachable (ConnectionError)"
+    assert at_start["store"] == {"kind": "redis", "ready": False, "shared": False, "reason": reason}
     assert any("did not answer at start" in r.getMessage() and "quotas fail open" in r.getMessage() for r in caplog.records)
     assert up["store"] == {"kind": "redis", "ready": True, "shared": True, "reason": None}
     assert lost["store"]["ready"] is True and lost["store"]["shared"] is False and "unreachable" in lost["store"]["reason"]
