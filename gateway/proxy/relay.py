@@ -126,9 +126,14 @@ async def relay_stream(answer: Answer, options: StreamOptions, write: Write, on_
         if answer.client_gone:
             ok, status = True, 499  # we closed the upstream because the client left
             return
-        status = 504 if isinstance(exc, UpstreamTimeout) else 502
+        timed_out = isinstance(exc, UpstreamTimeout)
+        status = 504 if timed_out else 502
         log.warning("the stream from replica %s failed mid-stream: %s", answer.replica.id, exc)  # not to the client
-        await write(options.framing.cut("The replica failed mid-stream.", "upstream_error", "upstream_failed"), True)
+        # The client learns what kind of failure cut its stream (a stall is not a crash), never where.
+        cut = (options.framing.cut("The replica stopped sending mid-stream; the stream was cut at the idle timeout.",
+                                   "upstream_error", "upstream_timeout") if timed_out else
+               options.framing.cut("The replica failed mid-stream.", "upstream_error", "upstream_failed"))
+        await write(cut, True)
     except asyncio.CancelledError:
         ok = True
         if not tally.done_seen:

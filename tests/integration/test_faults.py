@@ -81,7 +81,7 @@ def test_a_replica_that_stops_mid_stream_ends_the_stream_with_an_error_at_the_id
         assert len(events) > 3, (response.status_code, response.headers, events)
         assert time.monotonic() - stalled < 10
         assert events[-1] == "[DONE]"
-        assert "no data from the replica" in events[-2] and '"error"' in events[-2]
+        assert "stopped sending" in events[-2] and '"upstream_timeout"' in events[-2] and '"error"' in events[-2]
         metrics = httpx.get(c.url + "/metrics").text
         assert 'duet_stream_errors_total{model="smollm2",variant="fast"} 1.0' in metrics
         assert 'duet_requests_total{model="smollm2",status="504",task="chat",variant="fast"} 1.0' in metrics
