@@ -39,9 +39,7 @@ class BacklogKeeper:
             self._backlog.done(attempt.replica.id, exchange.plan.profile.input_tokens)
 
     def attempt_ended(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
-        if not attempt.prefilled:  # failed before its first token: it left the queue all the same
-            attempt.prefilled = True
-            self._backlog.done(attempt.replica.id, exchange.plan.profile.input_tokens)
+        self.first_token(exchange, attempt)  # prefilled or failed: either way it left the queue
 
 
 class DecodeKeeper:

@@ -123,20 +123,13 @@ class Director:
         failures: list[AttemptFailure] = []
         tried = 0
         max_attempts = exchange.config.server.max_attempts
-        plan = exchange.plan
-        for replica in plan.decision.ranked:
+        for replica in exchange.plan.decision.ranked:
             if tried >= max_attempts:
                 break
             if not (await self._store.begin(replica.id)).entered:
                 continue
             tried += 1
-            attempt = Attempt(replica, plan.target.model.variant_of(replica), plan.decision.predictions.get(replica.id))
-            exchange.attempt = attempt
-            exchange.attempts += 1
-            if exchange.dispatched_at is None:
-                exchange.dispatched_at = self._clock()
-            for hook in self._hooks.dispatched:
-                hook(exchange, attempt)
+            attempt = self._start_attempt(exchange, replica)
             try:
                 answer = await transport.attempt(replica)
             except BaseException as exc:
@@ -184,9 +177,7 @@ class Director:
         if exchange.outcome is not None or attempt is None:
             return
         exchange.outcome = outcome
-        for ended in self._hooks.attempt_ended:  # inlined: one coroutine less per request
-            if (pending := ended(exchange, attempt, outcome)) is not None:
-                await pending
+        await self._end_attempt(exchange, attempt, outcome)
         for hook in self._hooks.done:
             if (pending := hook(exchange, outcome)) is not None:
                 await pending
@@ -211,6 +202,17 @@ class Director:
             raise RateLimited(f"No replica could start this request within its deadline ({limit_s:.1f} s); "
                               "retry later.", retry_after_s=max(1.0, limit_s))
         await self._waiting.wait(place, remaining_s)
+
+    def _start_attempt(self, exchange: Exchange, replica: Replica) -> Attempt:
+        plan = exchange.plan
+        attempt = Attempt(replica, plan.target.model.variant_of(replica), plan.decision.predictions.get(replica.id))
+        exchange.attempt = attempt
+        exchange.attempts += 1
+        if exchange.dispatched_at is None:
+            exchange.dispatched_at = self._clock()
+        for hook in self._hooks.dispatched:
+            hook(exchange, attempt)
+        return attempt
 
     async def _end_attempt(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
         for hook in self._hooks.attempt_ended:
