@@ -193,9 +193,10 @@ def predicted_fastest(up: Up, headers: dict[str, str], max_tokens: int) -> str:
 
 def test_budgets_route_by_cost_and_predicted_speed_and_reasoning_to_standard(up: Up) -> None:
     """Within budget the cheaper fast variant serves; under a budget nobody meets, the variant
-    predicted fastest does. With fast-int4 (AVX-512) that is the fast variant; with fast-spec on an
-    AVX2 CPU, where n-gram speculation measured no faster than bf16, the calibrated priors say
-    standard -- and the gateway must follow its prediction, not the variant's name."""
+    predicted fastest does. Which one that is depends on the CPU and on what the gateway has measured
+    so far (on AVX-512, bf16 prefills faster than W4A16 and decodes slower, so a short request can go
+    either way; CI saw both), so the test holds the gateway to its own prediction, not to a variant's
+    name."""
     assert ask(up, GENEROUS)[0] == FAST
     # On AVX2 the two variants' predictions are close, and each observation and scrape moves them
     # (CI once saw the GENEROUS request's observation land between the dry run and the request):
@@ -209,8 +210,6 @@ def test_budgets_route_by_cost_and_predicted_speed_and_reasoning_to_standard(up:
     raw = client(up).chat.completions.with_raw_response.create(
         model="smollm2", messages=[{"role": "user", "content": "hi"}], max_tokens=8, extra_headers=TIGHT)
     assert (raw.headers["x-duet-variant"], raw.headers["x-duet-route"]) == (fastest, "fastest-none-within-budget")
-    if FAST == "fast-int4":
-        assert fastest == FAST
     assert ask(up, {"x-duet-task": "reasoning", **GENEROUS})[0] == "standard"
 
 
