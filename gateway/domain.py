@@ -169,6 +169,32 @@ class SpeedPrior:
         return table.get(task, table.get("default", 1.0))
 
 
+class RolloutStage(StrEnum):
+    """How far a variant is rolled out: SHADOW serves only pinned requests (the rest of its
+    traffic is shadow checks), CANARY a share of each task's live requests, FULL all it allows."""
+
+    SHADOW = "shadow"
+    CANARY = "canary"
+    FULL = "full"
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """A variant's rollout stage and, for a canary, the share of each task type's live requests
+    it may take (0..1; a task type not listed gets none)."""
+
+    stage: RolloutStage = RolloutStage.FULL
+    canary_shares: tuple[tuple[str, float], ...] = ()
+
+    def share(self, task: str) -> float:
+        """The share of ``task``'s live requests the variant may serve, in [0, 1]."""
+        if self.stage is RolloutStage.FULL:
+            return 1.0
+        if self.stage is RolloutStage.SHADOW:
+            return 0.0
+        return dict(self.canary_shares).get(task, 0.0)
+
+
 @dataclass(frozen=True, slots=True)
 class Variant:
     """One served version of a logical model (its replicas are listed separately)."""
@@ -183,6 +209,7 @@ class Variant:
     speed: SpeedPrior
     # None means every task type is allowed; otherwise the task types parity has proven.
     allowed_tasks: frozenset[str] | None = None
+    rollout: Rollout = Rollout()
 
     @property
     def key(self) -> str:
@@ -253,6 +280,9 @@ class RequestProfile:
     # From headers, else the task's defaults.
     budget: Budget = Budget()
     priority: Priority = Priority.INTERACTIVE
+    # A number in [0, 1) from the request id's hash: a canary's share is compared with it, so one
+    # request always routes alike (in a dry run, a replay and the gateway) and routing stays pure.
+    draw: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,9 +24,10 @@ from gateway.config.types import (
     Tier,
     TokenizerSpec,
 )
-from gateway.domain import Price, Priority, Replica, SpeedPrior, Variant, VariantKind
+from gateway.domain import Price, Priority, Replica, Rollout, RolloutStage, SpeedPrior, Variant, VariantKind
 from gateway.errors import ConfigError
 from gateway.routing.registry import PLUGIN_TYPES, PluginKind
+from gateway.routing.rollout import ROLLOUT_STAGE
 from gateway.routing.router import RoutingProfile, WeightedScorer
 
 
@@ -70,6 +71,8 @@ def _config_error(exc: ValidationError, prefix: str = "") -> ConfigError:
 def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
     tasks = set(parsed.routing.tasks)
     models = {name: _model(name, section, tasks, source) for name, section in parsed.models.items()}
+    policy = _policy(parsed.routing)
+    _require_rollout_filter(models, policy)
     return DuetConfig(
         server=ServerSettings(**parsed.server.model_dump()),
         state=StateSettings(
@@ -77,7 +80,7 @@ def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
             breaker=BreakerSettings(**parsed.state.breaker.model_dump()),
         ),
         models=models,
-        policy=_policy(parsed.routing),
+        policy=policy,
         source=source,
         access=_access(parsed.access, models, source),
         discovery=_discovery(parsed),
@@ -178,7 +181,34 @@ def _variant(model: str, name: str, v: schema.VariantSection, tasks: set[str], p
         price=Price(v.price.input_per_mtok, v.price.output_per_mtok),
         speed=SpeedPrior(**{**v.speed.model_dump(), "tokens_per_step": tuple(sorted(v.speed.tokens_per_step.items()))}),
         allowed_tasks=allowed,
+        rollout=_rollout(v.rollout, tasks, f"{path}.rollout"),
     )
+
+
+def _rollout(section: schema.RolloutSection, tasks: set[str], path: str) -> Rollout:
+    stage = RolloutStage(section.stage)
+    if stage is RolloutStage.CANARY and not section.canary_shares:
+        raise ConfigError(f"{path}.canary_shares", "a canary needs the share of at least one task type")
+    if stage is not RolloutStage.CANARY and section.canary_shares:
+        raise ConfigError(f"{path}.canary_shares", f"only a canary takes shares (the stage is {stage.value})")
+    for task in sorted(section.canary_shares):
+        if task not in tasks:
+            raise ConfigError(f"{path}.canary_shares.{task}",
+                              f"unknown task type '{task}' (routing.tasks defines {sorted(tasks)})")
+    return Rollout(stage, tuple(sorted(section.canary_shares.items())))
+
+
+def _require_rollout_filter(models: Mapping[str, ModelSpec], policy: Policy) -> None:
+    """A variant staged short of full is held back only by the ``rollout-stage`` filter: without
+    it in every routing profile the stage would be silently ignored, so refuse such a config."""
+    staged = [(m.name, v.name) for m in models.values() for v in m.variants.values() if v.rollout.stage is not RolloutStage.FULL]
+    if not staged:
+        return
+    lacking = sorted(name for name, p in policy.profiles.items() if not any(f.type == ROLLOUT_STAGE for f in p.filters))
+    if lacking:
+        model, variant = staged[0]
+        raise ConfigError(f"models.{model}.variants.{variant}.rollout.stage",
+                          f"needs a '{ROLLOUT_STAGE}' filter in every routing profile (lacking: {', '.join(lacking)})")
 
 
 def _base_url(url: str) -> str:

@@ -153,6 +153,15 @@ class DiscoverySection(Strict):
     kubernetes: KubernetesDiscoverySection
 
 
+class RolloutSection(Strict):
+    """How far the variant is rolled out (gateway.domain.Rollout; the ``rollout-stage`` filter
+    applies it): ``shadow`` serves pinned requests only, ``canary`` the listed share of each task
+    type's live requests, ``full`` all its allowed task types."""
+
+    stage: Literal["shadow", "canary", "full"] = "full"
+    canary_shares: dict[Name, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
+
+
 class VariantSection(Strict):
     kind: Literal["full", "quantized", "speculative"]
     served_model_name: str
@@ -163,6 +172,7 @@ class VariantSection(Strict):
     allowed_tasks: Literal["all"] | list[Name] = "all"
     # Where the allowed tasks came from (a parity report's date and hash), for humans.
     allowed_tasks_source: str | None = None
+    rollout: RolloutSection = RolloutSection()
     launch_profile: str | None = None
     replicas: list[ReplicaSection] = Field(default_factory=list)
     # For https:// replicas: a PEM file of the CAs that sign their certificates (relative to the

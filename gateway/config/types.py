@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gateway.config.policy import Policy
-from gateway.domain import Priority, Replica, Variant
+from gateway.domain import Priority, Replica, RolloutStage, Variant
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +108,11 @@ class ModelSpec:
 
     def variant_of(self, replica: Replica) -> Variant:
         return self.variants[replica.variant]
+
+    @property
+    def has_canary(self) -> bool:
+        """Whether a variant takes a share of live traffic (routing then reads the request's draw)."""
+        return any(v.rollout.stage is RolloutStage.CANARY for v in self.variants.values())
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, plan_request
 from gateway.flow.refusal import refuse
 from gateway.flow.waiting_room import Waiting, place_in_line
+from gateway.routing.rollout import request_draw
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.store import StateStore
@@ -78,7 +79,7 @@ class Director:
         received_at = self._clock() if received_at is None else received_at
         active = self._active()
         try:
-            plan = self._plan(inbound, grant, explain, active)
+            plan = self._plan(inbound, grant, request_draw(request_id), active, explain)
         except RequestError as error:
             self.refused(None, error)
             raise
@@ -87,7 +88,7 @@ class Director:
     def replan(self, exchange: Exchange) -> None:
         """Plan the request again on the replicas as they are now (and with the config as it is now)."""
         active = self._active()
-        exchange.plan = self._plan(exchange.inbound, exchange.grant, False, active)
+        exchange.plan = self._plan(exchange.inbound, exchange.grant, request_draw(exchange.request_id), active)
         exchange.config = active.config
         exchange.claim = None
 
@@ -187,10 +188,11 @@ class Director:
         for hook in self._hooks.refused:
             hook(exchange, error)
 
-    def _plan(self, inbound: Inbound, grant: Grant, explain: bool, active: ActiveConfig) -> Plan:
+    def _plan(self, inbound: Inbound, grant: Grant, draw: float, active: ActiveConfig, explain: bool = False) -> Plan:
+        """``draw``: the request's number in [0, 1) that a canary's share is compared with."""
         view = View(grant.visible(self._store.snapshot(), active.config), self._ledgers.backlog.tokens,
                     self._ledgers.decodes.least_slack, self._store.lengths())
-        return plan_request(active.config, active.counters, inbound, view, explain=explain)
+        return plan_request(active.config, active.counters, inbound, view, explain=explain, draw=draw)
 
     async def _wait(self, exchange: Exchange, ruling: Ruling, place: int, remaining_s: float, limit_s: float) -> None:
         """Wait in the waiting room for a slot (a wake, or the deadline), or raise why the request

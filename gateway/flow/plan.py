@@ -103,14 +103,17 @@ def serving_replicas(model: ModelSpec, inbound: Inbound) -> tuple[Replica, ...]:
 
 
 def plan_request(config: DuetConfig, counters: Mapping[str, TokenCounter], inbound: Inbound, view: View,
-                 *, explain: bool = False) -> Plan:
+                 *, explain: bool = False, draw: float = 0.0) -> Plan:
     """Classify and route. Raises ModelNotFound / InvalidRequest for the client's mistakes; an
-    empty decision is returned as is (``gateway.flow.refusal`` turns it into the client's error)."""
+    empty decision is returned as is (``gateway.flow.refusal`` turns it into the client's error).
+    ``draw``: the request's number in [0, 1) (``gateway.routing.rollout.request_draw``)."""
     target = resolve_model(config, inbound.body.model)
     tokens = inbound.prompt_tokens
     if tokens is None:
         tokens = count_input_tokens(inbound.body, counters[target.model.name])
     profile = classify(inbound.body, inbound.headers, target, config.policy, tokens, view.lengths)
+    if draw and target.model.has_canary:  # only a canary reads the draw: spare the copy otherwise
+        profile = dataclasses.replace(profile, draw=draw)
     candidates = candidates_for(target.model, view, serving_replicas(target.model, inbound))
     decision = route(profile, candidates, config.policy.profile_for(profile.task), explain=explain)
     return Plan(target, profile, candidates, decision)

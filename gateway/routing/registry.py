@@ -19,6 +19,7 @@ from gateway.routing.filters import (
 from gateway.routing.llmd import LlmdKvCacheUtilizationScorer, LlmdQueueScorer
 from gateway.routing.objectives import CheapestWithinBudgetObjective, FastestObjective, FixedOrderObjective
 from gateway.routing.predictors import QueueAwareLatencyPredictor, StepModelPredictor
+from gateway.routing.rollout import RolloutStageFilter
 from gateway.routing.scorers import (
     DecodeSlackScorer,
     LeastLoadedScorer,
@@ -43,7 +44,8 @@ def _table(kinds: Mapping[PluginKind, tuple[type, ...]]) -> Mapping[str, PluginT
 
 
 PLUGIN_TYPES: Mapping[str, PluginType] = _table({
-    "filter": (HealthyFilter, ContextFitsFilter, ToolsSupportedFilter, TaskAllowedFilter, ErrorRateFilter),
+    "filter": (HealthyFilter, ContextFitsFilter, ToolsSupportedFilter, TaskAllowedFilter, ErrorRateFilter,
+               RolloutStageFilter),
     "predictor": (QueueAwareLatencyPredictor, StepModelPredictor),
     "scorer": (LeastLoadedScorer, DecodeSlackScorer, PredictedLatencyScorer, LowErrorScorer, ObservedTtftScorer,
                LlmdQueueScorer, LlmdKvCacheUtilizationScorer),
