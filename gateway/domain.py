@@ -255,6 +255,11 @@ class ReplicaState:
     # Learned corrections of the latency model: recent actual / predicted (1 = unbiased).
     ttft_bias: float = 1.0
     tpot_bias: float = 1.0
+    # When the replica's vLLM process started (Unix seconds, its /metrics): a change means a
+    # restart, which empties its prompt cache.
+    started_at: float | None = None
+    # Fraction of prompt tokens vLLM found in its prefix cache, between the last two scrapes.
+    prefix_cache_hit_rate: float | None = None
 
     @property
     def routable(self) -> bool:
@@ -292,6 +297,9 @@ class Candidate:
     replica: Replica
     variant: Variant
     state: ReplicaState
+    # Prompt tokens of this request the replica is believed to hold in its prefix cache (the
+    # gateway's prefix index): their prefill is skipped there.
+    cached_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,12 @@ class HfTokenCounter:
         self._tokenizer = Tokenizer.from_file(path)
 
     def count_text(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return len(self.token_ids(text))
+
+    def token_ids(self, text: str) -> list[int]:
+        """The text's token ids (what the prefix index cuts into exact blocks)."""
+        ids: list[int] = self._tokenizer.encode(text, add_special_tokens=False).ids
+        return ids
 
 
 def message_texts(messages: Iterable[Any]) -> Iterable[str]:

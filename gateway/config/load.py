@@ -12,7 +12,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from gateway.config import schema
-from gateway.config.policy import Policy, Signal, TaskDefaults, TaskRule
+from gateway.config.policy import Policy, PrefixCacheSettings, SessionSettings, Signal, TaskDefaults, TaskRule
 from gateway.config.types import (
     AccessSettings,
     BreakerSettings,
@@ -244,7 +244,8 @@ def _policy(routing: schema.RoutingSection) -> Policy:
         _require_task(task, tasks, f"routing.task_profiles.{task}")
         if profile not in profiles:
             raise ConfigError(f"routing.task_profiles.{task}", f"references undefined profile '{profile}'")
-    return Policy(tasks, rules, routing.default_task, profiles, routing.default_profile, dict(routing.task_profiles))
+    return Policy(tasks, rules, routing.default_task, profiles, routing.default_profile, dict(routing.task_profiles),
+                  PrefixCacheSettings(**routing.prefix_cache.model_dump()), SessionSettings(**routing.sessions.model_dump()))
 
 
 def _require_task(task: str, tasks: Mapping[str, TaskDefaults], path: str) -> None:

@@ -40,6 +40,25 @@ class TaskDefaults:
 
 
 @dataclass(frozen=True, slots=True)
+class PrefixCacheSettings:
+    """How the gateway's prefix index cuts prompts: ``block_tokens`` tokens per block (a replayed
+    Mooncake trace names 512-token blocks, so its policy says 512), and how many blocks it
+    remembers per replica (least recently routed forgotten first)."""
+
+    block_tokens: int = 64
+    blocks_per_replica: int = 31_250
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """Whether a conversation keeps its variant (and replica) from turn to turn, and how many
+    sessions the gateway remembers (least recently seen forgotten first)."""
+
+    enabled: bool = True
+    remembered: int = 100_000
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     tasks: Mapping[str, TaskDefaults]
     rules: tuple[TaskRule, ...]
@@ -47,6 +66,8 @@ class Policy:
     profiles: Mapping[str, RoutingProfile]
     default_profile: str
     task_profiles: Mapping[str, str]
+    prefix_cache: PrefixCacheSettings = PrefixCacheSettings()
+    sessions: SessionSettings = SessionSettings()
 
     def profile_for(self, task: str) -> RoutingProfile:
         return self.profiles[self.task_profiles.get(task, self.default_profile)]

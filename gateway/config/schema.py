@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl
 
-from gateway.config.policy import TaskDefaults
+from gateway.config.policy import PrefixCacheSettings, SessionSettings, TaskDefaults
 from gateway.config.types import AccessSettings, BreakerSettings, KubernetesDiscovery, ServerSettings, StateSettings
 from gateway.domain import SpeedPrior
 
@@ -228,6 +228,16 @@ class ProfileSection(Strict):
     objective: Name
 
 
+class PrefixCacheSection(Strict):
+    block_tokens: PositiveInt = default_of(PrefixCacheSettings, "block_tokens")
+    blocks_per_replica: PositiveInt = default_of(PrefixCacheSettings, "blocks_per_replica")
+
+
+class SessionsSection(Strict):
+    enabled: bool = default_of(SessionSettings, "enabled")
+    remembered: PositiveInt = default_of(SessionSettings, "remembered")
+
+
 class RoutingSection(Strict):
     tasks: dict[Name, TaskSection] = Field(min_length=1)
     rules: list[RuleSection] = Field(default_factory=list)
@@ -236,6 +246,8 @@ class RoutingSection(Strict):
     profiles: dict[Name, ProfileSection] = Field(min_length=1)
     default_profile: Name = "default"
     task_profiles: dict[Name, Name] = Field(default_factory=dict)
+    prefix_cache: PrefixCacheSection = PrefixCacheSection()
+    sessions: SessionsSection = SessionsSection()
 
 
 class ConfigFile(Strict):

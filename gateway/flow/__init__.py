@@ -12,6 +12,7 @@ re-exported here, so the gateway's inside can move without breaking them.
 
 from gateway.config.active import ActiveConfig
 from gateway.config.load import load_config, parse_config
+from gateway.config.policy import PrefixCacheSettings
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.domain import (
     AttemptFailure,
@@ -53,6 +54,8 @@ from gateway.flow.waiting_room import RECHECK_S, Waiting, WaitingRoom
 from gateway.routing.router import route
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
+from gateway.state.prefix_blocks import text_block_ids, token_block_ids
+from gateway.state.prefix_index import InMemoryPrefixIndex, PrefixIndex
 from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
 from gateway.state.vllm_metrics import HistogramTotals, VllmStats
 from gateway.tokens import ApproxTokenCounter, HfTokenCounter, TokenCounter, count_prompt_tokens
@@ -67,4 +70,7 @@ __all__ = [
     "RequestProfile", "Ruling", "StateStore", "StoreSettings", "TokenCounter", "Transport", "View", "VllmStats",
     "Waiting", "WaitingRoom", "candidates_for", "count_prompt_tokens", "explain_plan", "gateway_hooks", "load_config",
     "parse_any_body", "parse_body", "parse_config", "plan_request", "route", "routing_hooks", "upstream_request",
+    # The prompt cache: Inbound.prefix_blocks, the index routing reads (Ledgers.prefixes, routing_hooks' prefixes)
+    # and its block size (DuetConfig.policy.prefix_cache.block_tokens).
+    "InMemoryPrefixIndex", "PrefixCacheSettings", "PrefixIndex", "text_block_ids", "token_block_ids",
 ]

@@ -18,6 +18,7 @@ from gateway.flow.waiting_room import Waiting
 from gateway.state.decodes import DecodeLedger
 from gateway.state.observations import with_prediction
 from gateway.state.prefill import PrefillBacklog
+from gateway.state.prefix_index import PrefixIndex
 from gateway.state.store import StateStore
 from gateway.telemetry import Telemetry
 
@@ -58,6 +59,16 @@ class DecodeKeeper:
         if attempt.decode_ticket is not None:
             attempt.stalled_ms = self._decodes.done(attempt.replica.id, attempt.decode_ticket)
             attempt.decode_ticket = None
+
+
+class PrefixKeeper:
+    """A request sent to a replica leaves its prompt's blocks in that replica's cache."""
+
+    def __init__(self, prefixes: PrefixIndex) -> None:
+        self._prefixes = prefixes
+
+    def dispatched(self, exchange: Exchange, attempt: Attempt) -> None:
+        self._prefixes.learn(attempt.replica.id, exchange.plan.prefix_blocks)
 
 
 class StateKeeper:
@@ -158,11 +169,14 @@ def access_fields(exchange: Exchange, outcome: Outcome) -> dict[str, Any]:
     }
 
 
-def routing_hooks(backlog: PrefillBacklog, decodes: DecodeLedger, store: StateStore, waiting: Waiting) -> Hooks:
-    """The subscribers whose bookkeeping routing reads: a replay needs exactly these."""
+def routing_hooks(backlog: PrefillBacklog, decodes: DecodeLedger, store: StateStore, waiting: Waiting,
+                  prefixes: PrefixIndex | None = None) -> Hooks:
+    """The subscribers whose bookkeeping routing reads: a replay needs exactly these (and
+    ``prefixes``, the prefix index, when it routes with one)."""
     backlog_keeper, decode_keeper = BacklogKeeper(backlog), DecodeKeeper(decodes)
+    learners = [] if prefixes is None else [PrefixKeeper(prefixes).dispatched]
     return Hooks(
-        dispatched=[backlog_keeper.dispatched, decode_keeper.dispatched],
+        dispatched=[backlog_keeper.dispatched, decode_keeper.dispatched, *learners],
         first_token=[backlog_keeper.first_token],
         # The ledger's stall first: the state keeper's latency learner reads it.
         attempt_ended=[backlog_keeper.attempt_ended, decode_keeper.attempt_ended, StateKeeper(store).attempt_ended],

@@ -30,6 +30,7 @@ from gateway.flow.waiting_room import Waiting, place_in_line
 from gateway.routing.rollout import request_draw
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
+from gateway.state.prefix_index import PrefixIndex
 from gateway.state.store import StateStore
 
 log = logging.getLogger(__name__)
@@ -47,10 +48,12 @@ class Transport(Protocol[AnswerT_co]):
 
 @dataclass(frozen=True, slots=True)
 class Ledgers:
-    """This gateway's per-replica ledgers that routing reads (the hooks write them)."""
+    """This gateway's per-replica ledgers that routing reads (the hooks write them). ``prefixes``:
+    the prefix index (None: no prompt-cache awareness, and no prompt hashing)."""
 
     backlog: PrefillBacklog
     decodes: DecodeLedger
+    prefixes: PrefixIndex | None = None
 
 
 class Director:
@@ -190,8 +193,11 @@ class Director:
 
     def _plan(self, inbound: Inbound, grant: Grant, draw: float, active: ActiveConfig, explain: bool = False) -> Plan:
         """``draw``: the request's number in [0, 1) that a canary's share is compared with."""
-        view = View(grant.visible(self._store.snapshot(), active.config), self._ledgers.backlog.tokens,
-                    self._ledgers.decodes.least_slack, self._store.lengths())
+        snapshot = self._store.snapshot()
+        if (prefixes := self._ledgers.prefixes) is not None:
+            prefixes.watch(snapshot)  # a restarted replica's cache is gone before we route on it
+        view = View(grant.visible(snapshot, active.config), self._ledgers.backlog.tokens,
+                    self._ledgers.decodes.least_slack, self._store.lengths(), prefixes)
         return plan_request(active.config, active.counters, inbound, view, explain=explain, draw=draw)
 
     async def _wait(self, exchange: Exchange, ruling: Ruling, place: int, remaining_s: float, limit_s: float) -> None:

@@ -12,10 +12,12 @@ from gateway.config.types import DuetConfig, ModelSpec
 from gateway.domain import Candidate, Decision, Replica, ReplicaState, RequestProfile
 from gateway.flow.body import ChatBody, EmbeddingsBody, RequestBody
 from gateway.flow.classify import Target, classify, resolve_model
+from gateway.flow.prefix import PromptPrefix, prompt_blocks
 from gateway.routing.predictors import prefill_ms
 from gateway.routing.router import route
 from gateway.state.decodes import DecodeClaim
 from gateway.state.lengths import NO_ESTIMATES, LengthEstimates
+from gateway.state.prefix_index import PrefixLookup
 from gateway.tokens import TokenCounter, count_chat_tokens, count_prompt_tokens
 
 
@@ -28,6 +30,8 @@ class Plan:
     profile: RequestProfile
     candidates: tuple[Candidate, ...]
     decision: Decision
+    # The prompt's chained block ids (empty without a prefix index): what its replica learns.
+    prefix_blocks: tuple[int, ...] = ()
 
     def candidate(self, replica_id: str) -> Candidate | None:
         return next((c for c in self.candidates if c.replica.id == replica_id), None)
@@ -37,17 +41,21 @@ class Plan:
 class View:
     """What routing sees of the replicas for one request: the store's snapshot (already narrowed
     to what the caller may use), this gateway's pending prefill tokens and its in-flight
-    requests' least decode slack, by replica id; and the output lengths learned per task."""
+    requests' least decode slack, by replica id; the output lengths learned per task; and the
+    prefix index (None: prompt caches unknown, every replica cold)."""
 
     snapshot: Mapping[str, ReplicaState]
     backlog: Mapping[str, int] = dataclasses.field(default_factory=dict)
     slack: Mapping[str, float] = dataclasses.field(default_factory=dict)
     lengths: LengthEstimates = NO_ESTIMATES
+    prefixes: PrefixLookup | None = None
 
 
-def candidates_for(model: ModelSpec, view: View, replicas: tuple[Replica, ...] | None = None) -> tuple[Candidate, ...]:
+def candidates_for(model: ModelSpec, view: View, replicas: tuple[Replica, ...] | None = None,
+                   prefix: PromptPrefix | None = None) -> tuple[Candidate, ...]:
     """``replicas`` (default: all the model's) with their state as ``view`` shows them (see
-    ``gateway.state.decodes`` and ``gateway.state.prefill`` for the two ledgers)."""
+    ``gateway.state.decodes`` and ``gateway.state.prefill`` for the two ledgers), and the tokens
+    of ``prefix`` the view's prefix index believes each holds."""
     candidates = []
     for replica in model.replicas if replicas is None else replicas:
         state = view.snapshot.get(replica.id) or ReplicaState(replica.id)
@@ -55,7 +63,10 @@ def candidates_for(model: ModelSpec, view: View, replicas: tuple[Replica, ...] |
             state = dataclasses.replace(state, prefill_backlog_tokens=pending)
         if (least := view.slack.get(replica.id)) is not None:
             state = dataclasses.replace(state, decode_slack_ms=least)
-        candidates.append(Candidate(replica, model.variant_of(replica), state))
+        cached = 0
+        if prefix is not None and view.prefixes is not None and prefix.blocks:
+            cached = view.prefixes.cached_blocks(replica.id, prefix.blocks) * prefix.block_tokens
+        candidates.append(Candidate(replica, model.variant_of(replica), state, cached))
     return tuple(candidates)
 
 
@@ -67,7 +78,9 @@ def decode_claim(plan: Plan) -> DecodeClaim:
     for replica in decision.ranked:
         prediction = decision.predictions.get(replica.id)
         slack[replica.id] = None if prediction is None else profile.budget.slack_ms(prediction, profile.expected_output_tokens)
-        prefill[replica.id] = prefill_ms(profile, plan.target.model.variant_of(replica))
+        candidate = plan.candidate(replica.id)
+        cached = 0 if candidate is None else candidate.cached_tokens
+        prefill[replica.id] = prefill_ms(profile, plan.target.model.variant_of(replica), cached)
     return DecodeClaim(slack, prefill)
 
 
@@ -87,6 +100,10 @@ class Inbound:
     prompt_tokens: int | None = None
     # The replica holding the state the request continues (``gateway.flow.affinity``).
     home: str | None = None
+    # The prompt's chained block ids at the prefix index's block size (``routing.prefix_cache.
+    # block_tokens``) when the caller knows them: a replayed trace does; else the gateway
+    # computes them from the prompt (``gateway.flow.prefix``).
+    prefix_blocks: tuple[int, ...] | None = None
 
 
 def serving_replicas(model: ModelSpec, inbound: Inbound) -> tuple[Replica, ...]:
@@ -114,6 +131,17 @@ def plan_request(config: DuetConfig, counters: Mapping[str, TokenCounter], inbou
     profile = classify(inbound.body, inbound.headers, target, config.policy, tokens, view.lengths)
     if draw and target.model.has_canary:  # only a canary reads the draw: spare the copy otherwise
         profile = dataclasses.replace(profile, draw=draw)
-    candidates = candidates_for(target.model, view, serving_replicas(target.model, inbound))
+    prefix = None
+    if view.prefixes is not None:
+        prefix = prompt_prefix(inbound, counters[target.model.name], config.policy.prefix_cache.block_tokens)
+    candidates = candidates_for(target.model, view, serving_replicas(target.model, inbound), prefix)
     decision = route(profile, candidates, config.policy.profile_for(profile.task), explain=explain)
-    return Plan(target, profile, candidates, decision)
+    return Plan(target, profile, candidates, decision, () if prefix is None else prefix.blocks)
+
+
+def prompt_prefix(inbound: Inbound, counter: TokenCounter, block_tokens: int) -> PromptPrefix:
+    """The blocks the caller gave (a replay's trace ids), else the prompt's, computed."""
+    blocks = inbound.prefix_blocks
+    if blocks is None:
+        blocks = prompt_blocks(inbound.body, counter, block_tokens)
+    return PromptPrefix(blocks, block_tokens)

@@ -1,9 +1,11 @@
 """llm-d's default scheduler scoring, as a baseline: the Gateway API Inference Extension's EPP
-default profile (``config/charts/inferencepool``: ``queue-scorer`` weight 2,
-``kv-cache-utilization-scorer`` weight 2, ``prefix-cache-scorer`` weight 3, highest total score
-picked over every endpoint of the pool). The two load scorers are re-implemented here from their
-documented behaviour; the prefix-cache scorer waits for Duet's prompt-cache issue (the replayed
-traces carry no prompt reuse, so it would score every endpoint alike).
+default profile (``config/charts/inferencepool/templates/epp-config.yaml`` in
+kubernetes-sigs/gateway-api-inference-extension, profile ``default`` without the latency
+predictor: ``queue-scorer`` weight 2, ``kv-cache-utilization-scorer`` weight 2,
+``prefix-cache-scorer`` weight 3, highest total score picked over every endpoint of the pool).
+The three scorers are re-implemented here from their documented behaviour; the prefix-cache
+scorer reads the gateway's prefix index, which, like llm-d's approximate scorer, learns from the
+scheduler's own past decisions (its ``lruCapacityPerServer`` default 31,250 blocks).
 
 The queue scorer sees every candidate replica of every variant at once (a ``PoolScorer``), as
 llm-d's scorers see every endpoint: the pool is one set of endpoints, whatever variant serves
@@ -50,3 +52,19 @@ class LlmdKvCacheUtilizationScorer:
 
     def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
         return min(1.0, max(0.0, 1.0 - (candidate.state.kv_cache_usage or 0.0)))
+
+
+@dataclass(frozen=True, slots=True)
+class LlmdPrefixCacheScorer:
+    """llm-d's ``prefix-cache-scorer``: the prompt's blocks the endpoint is believed to hold, as
+    a fraction of all its blocks, in [0, 1] (llm-d: matched blocks / total blocks; here the
+    matched tokens ``Candidate.cached_tokens`` / prompt tokens, the same ratio in tokens).
+    Inputs: prompt tokens, the prefix index's cached tokens."""
+
+    name: str = "llm-d-prefix-cache"
+    type: ClassVar[str] = "llm-d-prefix-cache"
+
+    def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
+        if request.input_tokens <= 0:
+            return 0.0
+        return min(1.0, max(0, candidate.cached_tokens) / request.input_tokens)

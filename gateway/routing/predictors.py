@@ -8,6 +8,12 @@ from typing import ClassVar
 from gateway.domain import Candidate, Prediction, RequestProfile, Variant
 
 
+def uncached_tokens(request: RequestProfile, candidate: Candidate) -> int:
+    """The prompt tokens the replica must prefill: those it is not believed to hold in its prefix
+    cache. vLLM always computes a prompt's last token (it needs its logits), so at least one."""
+    return max(min(1, request.input_tokens), request.input_tokens - candidate.cached_tokens)
+
+
 def replica_load(candidate: Candidate) -> int:
     """Sequences on the replica: the larger of the gateway's own in-flight count and vLLM's
     running + waiting (scraped, so possibly a second old, and blind to other gateways' latest)."""
@@ -23,7 +29,7 @@ class QueueAwareLatencyPredictor:
 
     - time per output token = decode_s_per_token x (1 + decode_slowdown_per_seq x running sequences),
       blended with the observed EWMA (weight ``observed_weight``) when there is one;
-    - TTFT = queueing + prefill (prompt tokens / prefill rate) + one decode step, where queueing
+    - TTFT = queueing + prefill (uncached prompt tokens / prefill rate) + one decode step, where queueing
       assumes the waiting requests look like this one and a batch slot frees every
       service time / running sequences; the observed EWMA TTFT only ever raises it, since it was
       measured on other prompts and must not hide this prompt's length;
@@ -41,7 +47,7 @@ class QueueAwareLatencyPredictor:
         tpot_s = speed.decode_s_per_token * (1.0 + speed.decode_slowdown_per_seq * running)
         if state.tpot_s is not None:
             tpot_s = (1.0 - self.observed_weight) * tpot_s + self.observed_weight * state.tpot_s
-        prefill_s = request.input_tokens / speed.prefill_tokens_per_s
+        prefill_s = uncached_tokens(request, candidate) / speed.prefill_tokens_per_s
         outputs = max(1, request.expected_output_tokens)
         service_s = prefill_s + outputs * tpot_s
         queue_s = (state.waiting or 0) * service_s / max(1, running)
@@ -64,11 +70,12 @@ class StepModelPredictor:
       replica's prompt-token utilisation is reported beside it, not folded in;
     - TTFT = frontend + half a step in flight + queueing + prefill, where prefill is this
       prompt's chunks after the prompts queued ahead (the step's token budget minus the
-      decoders' tokens), and queueing, when vLLM reports waiting requests and the replica is out
+      decoders' tokens), counting only the part of the prompt not in the replica's prefix cache
+      (``Candidate.cached_tokens``), and queueing, when vLLM reports waiting requests and the replica is out
       of batch slots or KV space, lets W requests ahead take slots freed at the rate B sequences
       finish;
     - end-to-end = TTFT + (expected output - 1) x time per output token.
-    Inputs: prompt tokens, expected output, task; in-flight, running, waiting, KV usage, prefill
+    Inputs: prompt tokens and cached tokens, expected output, task; in-flight, running, waiting, KV usage, prefill
     rate, biases.
     """
 
@@ -99,7 +106,7 @@ class StepModelPredictor:
         # waiting requests it does not know of (another gateway's) are taken to look like ours.
         waiting = state.waiting or 0
         ahead_tokens = state.prefill_backlog_tokens or waiting * request.input_tokens
-        prefill_tokens = ahead_tokens + request.input_tokens
+        prefill_tokens = ahead_tokens + uncached_tokens(request, candidate)
         budget = max(1, int(speed.max_num_batched_tokens - running * (1 + drafts)))
         chunks = -(-prefill_tokens // budget)
         prefill_s = chunks * step_s + prefill_tokens / speed.prefill_tokens_per_s
@@ -142,10 +149,11 @@ def prefill_interference_ms(request: RequestProfile, candidate: Candidate, predi
     return tokens / candidate.variant.speed.prefill_tokens_per_s * 1e3 / steps
 
 
-def prefill_ms(request: RequestProfile, variant: Variant) -> float:
-    """Compute time of ``request``'s prompt on a replica of ``variant``: what it stalls the
-    sequences decoding there by."""
-    return request.input_tokens / variant.speed.prefill_tokens_per_s * 1e3
+def prefill_ms(request: RequestProfile, variant: Variant, cached_tokens: int = 0) -> float:
+    """Compute time of ``request``'s prompt on a replica of ``variant`` that holds
+    ``cached_tokens`` of it: what it stalls the sequences decoding there by."""
+    tokens = max(min(1, request.input_tokens), request.input_tokens - cached_tokens)
+    return tokens / variant.speed.prefill_tokens_per_s * 1e3
 
 
 # Beyond this the replica is saturated with prefill; a larger figure (and the objective's margin

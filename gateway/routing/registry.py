@@ -16,9 +16,10 @@ from gateway.routing.filters import (
     TaskAllowedFilter,
     ToolsSupportedFilter,
 )
-from gateway.routing.llmd import LlmdKvCacheUtilizationScorer, LlmdQueueScorer
+from gateway.routing.llmd import LlmdKvCacheUtilizationScorer, LlmdPrefixCacheScorer, LlmdQueueScorer
 from gateway.routing.objectives import CheapestWithinBudgetObjective, FastestObjective, FixedOrderObjective
 from gateway.routing.predictors import QueueAwareLatencyPredictor, StepModelPredictor
+from gateway.routing.prefix_affinity import PrefixAffinityScorer
 from gateway.routing.rollout import RolloutStageFilter
 from gateway.routing.scorers import (
     DecodeSlackScorer,
@@ -48,7 +49,7 @@ PLUGIN_TYPES: Mapping[str, PluginType] = _table({
                RolloutStageFilter),
     "predictor": (QueueAwareLatencyPredictor, StepModelPredictor),
     "scorer": (LeastLoadedScorer, DecodeSlackScorer, PredictedLatencyScorer, LowErrorScorer, ObservedTtftScorer,
-               LlmdQueueScorer, LlmdKvCacheUtilizationScorer),
+               LlmdQueueScorer, LlmdKvCacheUtilizationScorer, LlmdPrefixCacheScorer, PrefixAffinityScorer),
     "objective": (CheapestWithinBudgetObjective, FastestObjective, FixedOrderObjective, RoundRobinObjective,
                   BestScoreObjective, StaticSplitObjective),
 })

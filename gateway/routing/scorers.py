@@ -36,15 +36,15 @@ class PredictedLatencyScorer:
 class DecodeSlackScorer:
     """1 when this prompt's prefill fits in the decode slack of the requests in flight on the
     replica (or none has a budget), else slack / prefill in [0, 1): among a variant's replicas,
-    the one where the prompt stalls no short answer past its budget. Inputs: prompt tokens, the
-    variant's prefill speed, ``decode_slack_ms``."""
+    the one where the prompt stalls no short answer past its budget. Inputs: prompt tokens (the
+    uncached part), the variant's prefill speed, ``decode_slack_ms``."""
 
     name: str = "decode-slack"
     type: ClassVar[str] = "decode-slack"
 
     def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
         slack_ms = candidate.state.decode_slack_ms
-        cost_ms = prefill_ms(request, candidate.variant)
+        cost_ms = prefill_ms(request, candidate.variant, candidate.cached_tokens)
         if slack_ms is None or cost_ms <= slack_ms:
             return 1.0
         return max(0.0, slack_ms) / cost_ms

@@ -1,0 +1,57 @@
+"""A request's prompt as the prefix index sees it: its leading blocks' chained ids, and what the
+index believes each replica holds of them.
+
+The prompt is read the way it reaches the model: tools, then each message's role and text in
+order, so that turn n+1 of a conversation starts with turn n's prompt. With the model's real
+tokenizer the blocks are exact token blocks; without one they are cut from the text's bytes
+(approximate: the gateway's blocks then fall near, not on, vLLM's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import orjson
+
+from gateway.flow.body import ChatBody, CompletionBody, MessagesBody, RequestBody
+from gateway.state.prefix_blocks import text_block_ids, token_block_ids
+from gateway.tokens import HfTokenCounter, TokenCounter, message_texts
+
+
+@dataclass(frozen=True, slots=True)
+class PromptPrefix:
+    """A prompt's chained block ids, ``block_tokens`` tokens each."""
+
+    blocks: tuple[int, ...]
+    block_tokens: int
+
+
+def prompt_text(body: RequestBody) -> str:
+    """The prompt's text in the order the model reads it ("" for a body without one)."""
+    return "\n".join(_prompt_parts(body))
+
+
+def _prompt_parts(body: RequestBody) -> Iterator[str]:
+    if isinstance(body, ChatBody):
+        if body.tools:
+            yield orjson.dumps(body.tools).decode()
+        if isinstance(body, MessagesBody) and isinstance(body.system, str):
+            yield body.system
+        for message in body.messages:
+            yield str(message.get("role", ""))
+            yield from message_texts([message])
+    elif isinstance(body, CompletionBody) and isinstance(body.prompt, str):
+        yield body.prompt
+
+
+def prompt_blocks(body: RequestBody, counter: TokenCounter, block_tokens: int) -> tuple[int, ...]:
+    """The prompt's chained block ids: token blocks with a real tokenizer, text blocks without.
+    A completions prompt given as token ids is cut as given."""
+    if isinstance(body, CompletionBody) and isinstance(body.prompt, list):
+        tokens = body.prompt
+        return token_block_ids(tokens, block_tokens) if all(isinstance(t, int) for t in tokens) else ()
+    text = prompt_text(body)
+    if isinstance(counter, HfTokenCounter):
+        return token_block_ids(counter.token_ids(text), block_tokens)
+    return text_block_ids(text, block_tokens)
