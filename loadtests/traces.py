@@ -5,11 +5,14 @@ The shipped traces are the Azure LLM inference trace 2023 (code and conversation
 et al., "Splitwise: Efficient generative LLM inference using phase splitting", ISCA 2024 — see
 ``loadtests/traces/README.md``.
 
+The Mooncake FAST'25 conversation trace ships too (``mooncake``; Apache-2.0, Qin et al.,
+"Mooncake: Trading More Storage for Less Computation", FAST 2025): its requests carry their
+prompts' prefix structure (``hash_ids``, one per 512-token block), kept as ``PromptBlocks``.
+
 Any other trace is read from a file: a CSV with the Azure columns (``TIMESTAMP``,
-``ContextTokens``, ``GeneratedTokens``) or JSONL with the Mooncake FAST'25 fields (``timestamp``
-in ms, ``input_length``, ``output_length``; Apache-2.0, Qin et al., "Mooncake: Trading More
-Storage for Less Computation", FAST 2025). What cannot be read raises ``TraceError`` naming the
-file and line.
+``ContextTokens``, ``GeneratedTokens``) or JSONL with the Mooncake fields (``timestamp`` in ms,
+``input_length``, ``output_length``, optional ``hash_ids``). What cannot be read raises
+``TraceError`` naming the file and line.
 """
 
 from __future__ import annotations
@@ -22,10 +25,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from loadtests.prefix import PromptBlocks
+
 TRACE_DIR = Path(__file__).resolve().parent / "traces"
-TRACE_FILES: Mapping[str, str] = {"code": "azure_llm_2023_code.csv", "conv": "azure_llm_2023_conv.csv"}
+TRACE_FILES: Mapping[str, str] = {"code": "azure_llm_2023_code.csv", "conv": "azure_llm_2023_conv.csv",
+                                  "mooncake": "mooncake_conversation.jsonl"}
 # Which task type each shipped trace stands for (its requests carry that x-duet-task).
-TRACE_TASKS: Mapping[str, str] = {"code": "coding", "conv": "chat"}
+TRACE_TASKS: Mapping[str, str] = {"code": "coding", "conv": "chat", "mooncake": "chat"}
+# Tokens per ``hash_ids`` entry in Mooncake's traces.
+MOONCAKE_BLOCK_TOKENS = 512
 # The task a trace file's requests carry when its spec does not name one (``TASK=PATH``).
 DEFAULT_FILE_TASK = "chat"
 ATTRIBUTION = (
@@ -41,6 +49,7 @@ class TraceRequest:
     offset_s: float
     input_tokens: int
     output_tokens: int
+    blocks: PromptBlocks | None = None  # the prompt's prefix structure, when the trace gives it
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +85,7 @@ class Arrival:
     input_tokens: int
     output_tokens: int
     max_tokens: int | None = None
+    blocks: PromptBlocks | None = None  # the prompt's prefix structure (None: unknown, nothing shared)
 
 
 def _parse_time(text: str) -> float:
@@ -91,10 +101,11 @@ class TraceError(ValueError):
 def load_trace(name_or_path: str) -> Trace:
     """A shipped trace by name (``code``, ``conv``), or a ``.csv`` (Azure columns) or ``.jsonl``
     (Mooncake fields) file."""
-    if name_or_path in TRACE_FILES:
-        return Trace(name_or_path, _requests(_read_csv(TRACE_DIR / TRACE_FILES[name_or_path])))
-    path = Path(name_or_path)
     readers = {".csv": _read_csv, ".jsonl": _read_jsonl}
+    if name_or_path in TRACE_FILES:
+        shipped_path = TRACE_DIR / TRACE_FILES[name_or_path]
+        return Trace(name_or_path, _requests(readers[shipped_path.suffix](shipped_path)))
+    path = Path(name_or_path)
     reader = readers.get(path.suffix.lower())
     if reader is None:
         shipped = ", ".join(TRACE_FILES)
@@ -107,13 +118,14 @@ def load_trace(name_or_path: str) -> Trace:
     return Trace(path.stem, _requests(rows))
 
 
-_Row = tuple[float, int, int]  # arrival (s), prompt tokens, output tokens
+_Row = tuple[float, int, int, tuple[int, ...]]  # arrival (s), prompt tokens, output tokens, block ids
 
 
 def _requests(rows: list[_Row]) -> tuple[TraceRequest, ...]:
-    rows.sort()
+    rows.sort(key=lambda row: row[:3])  # by time, then lengths (ids never decide the order)
     first = rows[0][0] if rows else 0.0
-    return tuple(TraceRequest(t - first, max(1, i), max(1, o)) for t, i, o in rows)
+    return tuple(TraceRequest(t - first, max(1, i), max(1, o), PromptBlocks(ids, MOONCAKE_BLOCK_TOKENS) if ids else None)
+                 for t, i, o, ids in rows)
 
 
 def _read_csv(path: Path) -> list[_Row]:
@@ -126,7 +138,7 @@ def _read_csv(path: Path) -> list[_Row]:
         rows = []
         for line, r in enumerate(reader, start=2):
             try:
-                rows.append((_parse_time(r["TIMESTAMP"]), int(r["ContextTokens"]), int(r["GeneratedTokens"])))
+                rows.append((_parse_time(r["TIMESTAMP"]), int(r["ContextTokens"]), int(r["GeneratedTokens"]), ()))
             except (TypeError, ValueError) as exc:
                 raise TraceError(f"trace '{path}' line {line}: {exc}") from None
     return rows
@@ -140,10 +152,11 @@ def _read_jsonl(path: Path) -> list[_Row]:
                 continue
             try:
                 r = json.loads(text)
-                rows.append((float(r["timestamp"]) / 1e3, int(r["input_length"]), int(r["output_length"])))
+                ids = tuple(int(i) for i in r.get("hash_ids") or ())
+                rows.append((float(r["timestamp"]) / 1e3, int(r["input_length"]), int(r["output_length"]), ids))
             except KeyError as exc:
                 raise TraceError(f"trace '{path}' line {line}: missing field {exc} (expected the Mooncake fields "
-                                 "timestamp in ms, input_length, output_length)") from None
+                                 "timestamp in ms, input_length, output_length, optional hash_ids)") from None
             except (TypeError, ValueError) as exc:
                 raise TraceError(f"trace '{path}' line {line}: {exc}") from None
     return rows
@@ -185,7 +198,7 @@ def replay_arrivals(
         ceiling = client_ceiling(trace, max_context)
         for offset, r in _window(trace, start_s, span):
             prompt, output = fit(task, r.input_tokens, r.output_tokens)
-            arrivals.append(Arrival(offset / speed, task, prompt, output, min(ceiling, max_context - prompt - 64)))
+            arrivals.append(Arrival(offset / speed, task, prompt, output, min(ceiling, max_context - prompt - 64), r.blocks))
     return tuple(sorted(arrivals, key=lambda a: a.at_s))
 
 

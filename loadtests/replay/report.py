@@ -38,6 +38,7 @@ def summarize(results: Sequence[RequestResult], duration_s: float, parity: Parit
         by_task[r.task].append(r)
     mix = Counter(r.variant or "rejected" for r in results)
     cost = sum(r.cost_usd for r in results)
+    served_prompt_tokens = sum(r.input_tokens for r in results if r.status == "ok")
     return {
         "requests": total,
         "slo_attainment": round(met / total, 4) if total else 0.0,
@@ -52,6 +53,9 @@ def summarize(results: Sequence[RequestResult], duration_s: float, parity: Parit
         "rejected": mix.get("rejected", 0),
         "ttft_ms": percentiles([r.ttft_s for r in results]),
         "tpot_ms": percentiles([r.tpot_s for r in results]),
+        # vLLM's hit rate over the replicas: prompt tokens found cached / prompt tokens served.
+        "prefix_hit_rate": round(sum(r.cached_tokens for r in results) / served_prompt_tokens, 4)
+        if served_prompt_tokens else 0.0,
         "predictor_mape": predictor_mape(results),
         "step_model_mape": predictor_mape(results, step_model=True),
     }

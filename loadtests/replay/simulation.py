@@ -67,6 +67,8 @@ class RequestResult:
     refusal_status: int | None = None
     # The output length the router planned with (forced, learned, or the task's typical one).
     expected_output_tokens: int | None = None
+    # Prompt tokens the serving engine found in its prefix cache (vLLM's per-request hit).
+    cached_tokens: int = 0
 
     @property
     def tpot_s(self) -> float | None:
@@ -127,8 +129,12 @@ class _EngineTransport:
         engine = replay.engines[replica.id]
         replay.collect(engine.advance(replay.now))  # bring its queue up to date before it admits
         # The engine generates the trace's length either way: the model stops there on its own.
+        # A trace that records its prompts' blocks (Mooncake) gives the engine its prefix cache
+        # (and preempted prompts a cached prefix to resume from); others share nothing.
+        hashes = () if arrival.blocks is None else arrival.blocks.chained(engine.profile.engine.block_size,
+                                                                           arrival.input_tokens)
         request = SimRequest(self._request_id, arrival.input_tokens, arrival.max_tokens or arrival.output_tokens,
-                             natural_tokens=arrival.output_tokens, task=arrival.task)
+                             natural_tokens=arrival.output_tokens, task=arrival.task, prefix_hashes=hashes)
         if engine.submit(request, replay.now) is None:
             return _Accepted(replica)
         return AttemptFailure(replica.id, 503, "the engine refused the request", 0.0)
@@ -308,4 +314,5 @@ class Replay:
             event.prompt_tokens, event.output_tokens, ttft_s, waited_s + event.e2e_s, attempt.prediction,
             exchange.plan.profile.budget, variant.price.cost_usd(event.prompt_tokens, event.output_tokens),
             pending.step_model, exchange.route, expected_output_tokens=exchange.plan.profile.expected_output_tokens,
+            cached_tokens=event.cached_tokens,
         ))

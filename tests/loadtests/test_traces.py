@@ -2,6 +2,7 @@ import re
 
 import pytest
 
+from loadtests.prefix import PromptBlocks
 from loadtests.traces import Trace, TraceError, TraceRequest, clip_lengths, load_trace, replay_arrivals, task_traces
 
 
@@ -16,6 +17,24 @@ def test_shipped_traces_load_with_the_readme_counts():
     assert conv.requests[0].offset_s == 0.0
     assert all(a.offset_s <= b.offset_s for a, b in zip(conv.requests, conv.requests[1:], strict=False))
     assert 5.0 < conv.rate_per_s < 6.0
+
+
+def test_shipped_mooncake_trace_keeps_each_prompts_blocks_into_the_arrivals():
+    mooncake = load_trace("mooncake")
+    assert len(mooncake.requests) == 12031  # the README's count
+    first_line = next(r for r in mooncake.requests if r.input_tokens == 6758 and r.offset_s == 0.0)
+    assert first_line.blocks == PromptBlocks(tuple(range(14)), 512)
+    # 36.6% of prompt blocks are reusable with an infinite cache (README): seen before in the trace
+    seen, reused, total = set(), 0, 0
+    for request in mooncake.requests:
+        assert request.blocks is not None and len(request.blocks.ids) == -(-request.input_tokens // 512)
+        reused += sum(block in seen for block in request.blocks.ids)
+        total += len(request.blocks.ids)
+        seen.update(request.blocks.ids)
+    assert round(100 * reused / total, 1) == 36.6
+    arrivals = replay_arrivals({"chat": mooncake}, duration_s=60.0, max_context=32768)
+    assert arrivals and all(a.blocks is not None for a in arrivals)
+    assert task_traces(["mooncake"]).keys() == {"chat"}
 
 
 def test_task_traces_map_code_to_coding_and_conv_to_chat():
@@ -65,7 +84,8 @@ def test_trace_files_load_from_csv_and_jsonl(tmp_path):
     jsonl_file.write_text('{"timestamp": 0, "input_length": 7, "output_length": 5, "hash_ids": [0]}\n\n'
                           '{"timestamp": 1500, "input_length": 9, "output_length": 0}\n')
     assert load_trace(str(csv_file)).requests == (TraceRequest(0.0, 10, 2), TraceRequest(0.5, 20, 3))
-    assert load_trace(str(jsonl_file)).requests == (TraceRequest(0.0, 7, 5), TraceRequest(1.5, 9, 1))
+    assert load_trace(str(jsonl_file)).requests == (TraceRequest(0.0, 7, 5, PromptBlocks((0,), 512)),
+                                                    TraceRequest(1.5, 9, 1))
     traces = task_traces(["code", str(jsonl_file), f"extraction={csv_file}"])
     assert {task: t.name for task, t in traces.items()} == {"coding": "code", "chat": "mooncake", "extraction": "azure"}
 

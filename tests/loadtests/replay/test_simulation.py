@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from loadtests.replay.report import summarize
@@ -174,3 +176,31 @@ def test_prior_errors_are_seeded_and_move_rates_and_times_apart():
     wrong = PriorError({"fast": (2.0, 1.5)}).apply(speed, "fast")
     assert wrong == {"prefill_tokens_per_s": 500.0, "decode_s_per_token": 0.015, "frontend_s": 0.003, "max_num_seqs": 8}
     assert PriorError({"fast": (2.0, 1.5)}).apply(speed, "standard") == speed
+
+
+def infinite_cache_hit_rate(schedule, block_size):
+    """The hit rate a cache that never evicts would reach: an upper bound for any engine's."""
+    seen, hits, total = set(), 0, 0
+    for a in schedule:
+        hashes = a.blocks.chained(block_size, a.input_tokens)
+        leading = next((i for i, h in enumerate(hashes) if h not in seen), len(hashes))
+        hits += min(leading, (a.input_tokens - 1) // block_size) * block_size
+        total += a.input_tokens
+        seen.update(hashes)
+    return hits / total
+
+
+def test_mooncake_prompts_reach_the_engines_with_their_prefix_structure():
+    cluster = parse_cluster("h100-70b:standard=1,fast=1")
+    schedule = arrivals(["mooncake"], 120.0, 0.3, cluster)
+    assert schedule and all(a.blocks is not None for a in schedule)
+    stripped = tuple(dataclasses.replace(a, blocks=None) for a in schedule)
+    config = policy_config(cluster, "always-standard")
+    shared = Replay(config, cluster.profiles()).run(schedule)
+    alone = Replay(config, cluster.profiles()).run(stripped)
+    with_cache, without = summarize(shared, 120.0), summarize(alone, 120.0)
+    assert without["prefix_hit_rate"] == 0.0
+    # the trace's reuse reaches vLLM's cache, up to what a cache that never evicts would find
+    bound = infinite_cache_hit_rate(schedule, cluster.profiles()["standard"].engine.block_size)
+    assert bound / 2 < with_cache["prefix_hit_rate"] <= bound
+    assert with_cache["ttft_ms"]["p50"] < without["ttft_ms"]["p50"]

@@ -184,9 +184,9 @@ def test_prefix_cache_hits_shorten_ttft(bf16: Profile) -> None:
     first = finished(drain(engine))["first"]
     engine.submit(SimRequest("again", 4000, 4, ignore_eos=True, prefix_hashes=hashes), 10.0)
     again = finished(drain(engine))["again"]
-    assert again.cached_tokens == 3999
+    assert again.cached_tokens == 3984  # 249 whole blocks: the 250th holds the last token
     assert again.ttft_s is not None and first.ttft_s is not None and again.ttft_s < first.ttft_s / 3
-    assert engine.counters.prefix_cache_hits == 3999
+    assert engine.counters.prefix_cache_hits == 3984
     assert engine.counters.prefix_cache_queries == 8000
 
 
@@ -239,3 +239,59 @@ def test_without_token_events_only_first_tokens_and_finishes_are_reported(bf16: 
     assert len(done) == 2000 and all(d.output_tokens == 150 and d.reason == "stop" for d in done.values())
     tokens = [e for e in events if isinstance(e, TokensOut)]
     assert len(tokens) == 2000 and all(e.first for e in tokens)
+
+
+def tiny(profile: Profile, **limits: int) -> Profile:
+    """``profile`` with a tiny engine (16-token blocks) and no jitter, so steps are exact."""
+    engine = dataclasses.replace(profile.engine, block_size=16, **limits)
+    return dataclasses.replace(profile, engine=engine, step=dataclasses.replace(profile.step, jitter=0.0))
+
+
+def test_a_step_that_preempts_admits_no_waiting_request(bf16: Profile) -> None:
+    # 4 blocks of 16. A decodes in 2 blocks; B's prompt (48) arrives in 16-token chunks and its
+    # third block does not fit: B preempts itself back to the queue. V1 then admits nobody that
+    # step (its `if not preempted_reqs`), though B's next chunk would fit in the 2 blocks it freed.
+    small = tiny(bf16, kv_cache_tokens=64, max_model_len=64, max_num_batched_tokens=32)
+    steps: list[tuple[int, int]] = []  # (preemptions so far, tokens the step computes)
+    engine = Engine(small, seed=1,
+                    step_observer=lambda tokens: steps.append((engine.counters.preemptions, tokens)))
+    engine.submit(SimRequest("A", 16, 40, ignore_eos=True), 0.0)
+    engine.submit(SimRequest("B", 48, 4, ignore_eos=True), 0.0)
+    done = finished(drain(engine))
+    first = next(i for i, (preempted, _) in enumerate(steps) if preempted)
+    assert steps[first][1] == 1  # A's decode token only: B waits out the step it was preempted in
+    assert steps[first + 1][1] > 1  # and is admitted in the next one
+    assert done["B"].preemptions >= 1 and done["B"].output_tokens == 4
+
+
+def computed_tokens(profile: Profile, hashes: tuple[int, ...]) -> tuple[int, int]:
+    """(tokens every step computed, preemptions) for two long requests that overflow 4 blocks."""
+    steps: list[int] = []
+    engine = Engine(profile, seed=1, step_observer=steps.append)
+    engine.submit(SimRequest("A", 16, 40, ignore_eos=True), 0.0)
+    engine.submit(SimRequest("B", 32, 24, ignore_eos=True, prefix_hashes=hashes), 0.0)
+    drain(engine)
+    return sum(steps), engine.counters.preemptions
+
+
+def test_a_preempted_sequence_recomputes_only_what_the_prefix_cache_lost(bf16: Profile) -> None:
+    small = tiny(bf16, kv_cache_tokens=64, max_model_len=64, max_num_batched_tokens=64)
+    cold, cold_preemptions = computed_tokens(small, ())
+    warm, warm_preemptions = computed_tokens(small, (11, 12))
+    assert cold_preemptions == warm_preemptions > 0
+    # B's two prompt blocks stayed cached when it was preempted: its recompute skips both (it had
+    # generated, so the prompt's last token is no longer the one whose logits are needed).
+    assert cold - warm == 32 * cold_preemptions
+
+
+def test_blocks_are_reusable_as_soon_as_computed_mid_prefill(bf16: Profile) -> None:
+    engine = Engine(tiny(bf16, max_num_batched_tokens=1024), seed=1)
+    hashes = tuple(range(1, 251))  # 4,000 tokens: four chunks of 1,024
+    engine.submit(SimRequest("long", 4000, 4, ignore_eos=True, prefix_hashes=hashes), 0.0)
+    while engine.counters.steps < 3:  # two chunks computed, the third in flight
+        engine.advance(engine.next_event_time() or 0.0)
+    engine.submit(SimRequest("same", 4000, 4, ignore_eos=True, prefix_hashes=hashes), engine.clock)
+    done = finished(drain(engine))
+    # Whole chunks computed before it was admitted (the frontend delays it past the third), not
+    # the whole prompt: without caching as blocks fill, it would find nothing.
+    assert 0 < done["same"].cached_tokens < 3984 and done["same"].cached_tokens % 1024 == 0
