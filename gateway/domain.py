@@ -114,6 +114,12 @@ class Budget:
             return self.latency_ms / 1e3
         return default_s
 
+    def after(self, elapsed_ms: float) -> Budget:
+        """What is left of the start and end targets once ``elapsed_ms`` were spent (a second
+        try of a request starts that late); TPOT is per token and stays."""
+        return Budget(None if self.ttft_ms is None else self.ttft_ms - elapsed_ms,
+                      None if self.latency_ms is None else self.latency_ms - elapsed_ms, self.tpot_ms)
+
 
 @dataclass(frozen=True, slots=True)
 class Price:

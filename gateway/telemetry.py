@@ -98,6 +98,11 @@ class Telemetry:
         self.fallbacks = Counter(
             "duet_fallbacks", "Requests served by a replica other than the first ranked.", ["model"], registry=r
         )
+        self.escalations = Counter(
+            "duet_escalations", "Fast answers that broke the request's contract (tool call, JSON schema), by task, "
+            "reason and what was done: escalated to the standard, or kept (no budget left, no standard, it failed).",
+            ["model", "task", "reason", "action"], registry=r,
+        )
         self.slo = Counter("duet_slo", "Requests by whether they met their latency budget.", ["task", "result"], registry=r)
         self.cost = Counter("duet_cost_usd", "Cost of served tokens at the variant's price.", MODEL_VARIANT, registry=r)
         self.tokens = Counter("duet_tokens", "Tokens served.", ["model", "variant", "kind"], registry=r)

@@ -33,11 +33,15 @@ from gateway.flow import (
     upstream_request,
 )
 from gateway.flow.demand import demand_of
+from gateway.flow.escalation import escalation_headers
 from gateway.proxy.forward import Answer
 from gateway.proxy.framing import MESSAGES, OPENAI, RESPONSES, Framing
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import ModelRewrite
+from gateway.proxy.whole_stream import completion_events
 from gateway.runtime import Gateway
+
+SSE = b"text/event-stream; charset=utf-8"
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +153,8 @@ async def proxy_completion(gateway: Gateway, scope: Scope, receive: Receive, sen
         await director.admit(exchange)
         request = upstream_request(exchange, endpoint.path, data, stream_usage=endpoint.stream_usage,
                                    trace_headers=gateway.tracing.upstream_headers(exchange))
-        answer = await director.dispatch(exchange, gateway.upstream(request))
+        transport = gateway.upstream(request)
+        answer = await director.validate(exchange, await director.dispatch(exchange, transport), transport)
         director.first_token(exchange)
         try:
             await _respond(gateway, exchange, answer, receive, send, reply)
@@ -174,7 +179,7 @@ async def _respond(gateway: Gateway, exchange: Exchange, answer: Answer, receive
         await gateway.director.finish(exchange, outcome)
 
     input_tokens = exchange.plan.profile.input_tokens
-    if body.stream and answer.status == 200:
+    if body.stream and answer.splitter is not None:
         endpoint = reply.endpoint
         strip_usage = endpoint.stream_usage and not (body.stream_options or {}).get("include_usage")
         options = StreamOptions(rewrite, strip_usage=strip_usage, input_tokens_estimate=input_tokens,
@@ -185,6 +190,10 @@ async def _respond(gateway: Gateway, exchange: Exchange, answer: Answer, receive
     payload, outcome = finish_body(answer, rewrite, input_tokens)
     reply.started = True
     try:
+        if body.stream and answer.status == 200:  # held back to be checked (gateway.flow.escalation)
+            include_usage = bool((body.stream_options or {}).get("include_usage"))
+            await _send_whole(answer, completion_events(payload, include_usage), response_headers, send, SSE)
+            return
         await _send_whole(answer, payload, response_headers, send)
     finally:
         await on_done(outcome)
@@ -193,17 +202,21 @@ async def _respond(gateway: Gateway, exchange: Exchange, answer: Answer, receive
 def _headers(exchange: Exchange, answer: Answer) -> list[tuple[bytes, bytes]]:
     """What the gateway tells the client about how its request was served."""
     overhead_ms = (exchange.overhead_s or 0.0) * 1e3
-    return [
+    headers = [
         (b"x-duet-variant", answer.replica.variant.encode()),
         (b"x-duet-replica", answer.replica.id.encode()),
         (b"x-duet-route", exchange.route.encode()),
         (b"x-duet-overhead-ms", f"{overhead_ms:.3f}".encode()),
         (b"x-request-id", exchange.request_id.encode("latin-1")),
     ]
+    if (escalation := exchange.escalation) is not None:
+        headers.extend(escalation_headers(escalation))
+    return headers
 
 
-async def _send_whole(answer: Answer, payload: bytes, headers: list[tuple[bytes, bytes]], send: Send) -> None:
-    content_type = answer.response.header(b"content-type") or b"application/json"
+async def _send_whole(answer: Answer, payload: bytes, headers: list[tuple[bytes, bytes]], send: Send,
+                      content_type: bytes | None = None) -> None:
+    content_type = content_type or answer.response.header(b"content-type") or b"application/json"
     headers = [*headers, (b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
     await send({"type": "http.response.start", "status": answer.status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})

@@ -11,6 +11,7 @@ from typing import Any
 from gateway.access.guard import Access
 from gateway.domain import Outcome
 from gateway.errors import RequestError
+from gateway.flow.escalation import Escalation
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import decode_claim
@@ -153,8 +154,18 @@ class TelemetryKeeper:
             telemetry.tokens_by(model, variant.name, "output").inc(outcome.output_tokens)
             met = profile.budget.met_by(outcome.ttft_s, outcome.duration_s, outcome.output_tokens)
             telemetry.slo_by(profile.task, "met" if met else "missed").inc()
+        if (escalation := exchange.escalation) is not None:
+            count_escalation(telemetry, exchange, escalation)
         if access_log.isEnabledFor(logging.INFO):
             access_log.info("request", extra={"fields": access_fields(exchange, outcome)})
+
+
+def count_escalation(telemetry: Telemetry, exchange: Exchange, escalation: Escalation) -> None:
+    """The escalation by task and reason, and the set-aside fast answer's cost (it was paid for)."""
+    model = exchange.plan.profile.model
+    telemetry.escalations.labels(model, exchange.plan.profile.task, escalation.reason, escalation.action.value).inc()
+    if escalation.set_aside_variant is not None:
+        telemetry.cost_by(model, escalation.set_aside_variant).inc(escalation.set_aside_cost_usd)
 
 
 def access_fields(exchange: Exchange, outcome: Outcome) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -22,6 +22,7 @@ from gateway.config.types import DuetConfig
 from gateway.domain import AttemptFailure, Outcome, Replica
 from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, RequestError, UpstreamFailed
 from gateway.flow.admission import Action, AdmissionLimits, Ruling, assess, limits_for
+from gateway.flow.escalation import Escalation, Handling, WholeAnswer, answered, escalated, inspect
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, plan_request
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 
 AnswerT = TypeVar("AnswerT")
 AnswerT_co = TypeVar("AnswerT_co", covariant=True)
+WholeT = TypeVar("WholeT", bound=WholeAnswer)
 
 
 class Transport(Protocol[AnswerT_co]):
@@ -124,10 +126,43 @@ class Director:
     async def dispatch(self, exchange: Exchange, transport: Transport[AnswerT]) -> AnswerT:
         """The first ranked replica's answer that started; a replica whose breaker refuses is
         skipped, one that fails is left for the next, up to ``server.max_attempts`` tries."""
+        answer, failures, tried = await self._first_answer(exchange, exchange.plan.decision.ranked, transport)
+        if answer is not None:
+            exchange.failed_attempts = len(failures)
+            return answer
+        error = _exhausted(failures, tried, exchange.request_id)
+        self.refused(exchange, error)
+        raise error
+
+    async def validate(self, exchange: Exchange, answer: WholeT, transport: Transport[WholeT]) -> WholeT:
+        """Validate, then escalate (``gateway.flow.escalation``): ``answer``, or the standard
+        variant's when a fast variant's whole answer broke the request's contract and the budget
+        left fits a standard replica. The fast attempt ends only once a standard one answered,
+        so a failed escalation still has it to send."""
+        finding = inspect(exchange, answer.status, answer.body, self._clock())
+        if finding is None:
+            return answer
+        held = exchange.attempt
+        action = finding.why
+        if finding.replicas:
+            better, _, _ = await self._first_answer(exchange, finding.replicas, transport)
+            if better is not None and held is not None:
+                set_aside = answered(held, answer, self._clock())
+                await self._end_attempt(exchange, held, set_aside)
+                exchange.escalation = escalated(finding.reason, held, set_aside)
+                return better
+            exchange.attempt, action = held, Handling.KEPT_STANDARD_FAILED
+        exchange.escalation = Escalation(finding.reason, action)
+        return answer
+
+    async def _first_answer(self, exchange: Exchange, replicas: Sequence[Replica],
+                            transport: Transport[AnswerT]) -> tuple[AnswerT | None, list[AttemptFailure], int]:
+        """``replicas`` tried in turn: the first answer (None when every one failed or was
+        skipped), the failures, and how many were tried."""
         failures: list[AttemptFailure] = []
         tried = 0
         max_attempts = exchange.config.server.max_attempts
-        for replica in exchange.plan.decision.ranked:
+        for replica in replicas:
             if tried >= max_attempts:
                 break
             if not (await self._store.begin(replica.id)).entered:
@@ -147,11 +182,8 @@ class Director:
                 await self._end_attempt(exchange, attempt, Outcome(replica.id, False, answer.status, None,
                                                                    answer.duration_s, 0, 0))
                 continue
-            exchange.failed_attempts = len(failures)
-            return answer
-        error = _exhausted(failures, tried, exchange.request_id)
-        self.refused(exchange, error)
-        raise error
+            return answer, failures, tried
+        return None, failures, tried
 
     async def forward(self, exchange: Exchange, transport: Transport[AnswerT]) -> AnswerT:
         """An untracked request (/tokenize, /detokenize): the first of the model's replicas, ranked

@@ -5,12 +5,16 @@ finish; the hooks read it and note their own bookkeeping on its attempt."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gateway.access.guard import OPEN, Grant
 from gateway.config.types import DuetConfig
 from gateway.domain import Outcome, Prediction, Replica, Variant
 from gateway.flow.plan import Inbound, Plan
 from gateway.state.decodes import DecodeClaim
+
+if TYPE_CHECKING:
+    from gateway.flow.escalation import Escalation
 
 
 @dataclass(slots=True)
@@ -50,6 +54,8 @@ class Exchange:
     claim: DecodeClaim | None = None
     # What a tracing subscriber keeps for the request (``gateway.flow.tracing``; None when off).
     trace: object | None = None
+    # Set when a fast variant's answer broke the request's contract (``gateway.flow.escalation``).
+    escalation: Escalation | None = None
 
     @property
     def overhead_s(self) -> float | None:

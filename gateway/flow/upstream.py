@@ -9,6 +9,7 @@ import orjson
 from gateway.domain import Replica
 from gateway.flow.affinity import response_id
 from gateway.flow.body import ResponsesBody
+from gateway.flow.escalation import buffered_stream
 from gateway.flow.exchange import Exchange
 from gateway.proxy.forward import UpstreamRequest
 
@@ -22,7 +23,11 @@ def upstream_request(exchange: Exchange, path: str, data: dict[str, Any], *, str
     body = exchange.inbound.body
     if isinstance(body, ResponsesBody) and body.request_id is None:
         data["request_id"] = response_id(exchange)  # known before it is answered: its home is remembered
-    if body.stream and stream_usage:
+    stream = bool(body.stream)
+    if stream and buffered_stream(exchange):  # checked whole first, then streamed (gateway.flow.escalation)
+        data.pop("stream_options", None)
+        data["stream"] = stream = False
+    if stream and stream_usage:
         data["stream_options"] = {**(body.stream_options or {}), "include_usage": True}
     model = exchange.plan.target.model
     encoded: dict[str, bytes] = {}
@@ -36,4 +41,4 @@ def upstream_request(exchange: Exchange, path: str, data: dict[str, Any], *, str
 
     ids = f"x-request-id: {exchange.request_id}\r\nx-duet-task: {exchange.plan.profile.task}\r\n".encode("latin-1")
     headers = ids + trace_headers
-    return UpstreamRequest(path, body_for, headers, bool(body.stream))
+    return UpstreamRequest(path, body_for, headers, stream)

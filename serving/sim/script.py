@@ -3,7 +3,8 @@ says, while the engine still decides how long it takes and how many tokens it co
 
 The file (YAML or JSON) is a list of rules, or ``{"rules": [...]}``. A rule matches the last
 user message (or a tool's result sent after it, so an agent's loop can be scripted), exactly (``equals``) or by ``re.search`` (``match``), and answers with ``text`` or
-a ``tool_call`` (``{"name": ..., "arguments": {...}}``, used when the request offers tools).
+a ``tool_call`` (``{"name": ..., "arguments": {...}}``, used when the request offers tools; arguments
+given as a string are sent verbatim, even when they are not valid JSON).
 The first matching rule wins (exact rules are looked up first); unmatched requests get the
 simulator's usual generated words. Parity tests use it to make one endpoint wrong on purpose.
 
@@ -80,6 +81,9 @@ def _answer(rule: dict[str, Any], where: str) -> ScriptedAnswer:
     if "text" in rule:
         return ScriptedAnswer(text=str(rule["text"]))
     call = rule["tool_call"]
-    if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not isinstance(call.get("arguments", {}), dict):
-        raise ScriptError(f"{where}.tool_call: {{name: str, arguments: mapping}}")
-    return ScriptedAnswer(tool_name=call["name"], tool_arguments=json.dumps(call.get("arguments", {}), ensure_ascii=False))
+    arguments = call.get("arguments", {}) if isinstance(call, dict) else None
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not isinstance(arguments, dict | str):
+        raise ScriptError(f"{where}.tool_call: {{name: str, arguments: mapping or str}}")
+    # A string is sent verbatim: a model that writes broken JSON (the gateway's contract checks).
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return ScriptedAnswer(tool_name=call["name"], tool_arguments=text)
