@@ -22,7 +22,8 @@ OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.00
 
 
 class ReplicaCollector(Collector):
-    """duet_replica_up (1 up, 0 down or unknown), duet_replica_in_flight, duet_replica_breaker_open."""
+    """duet_replica_up (1 up, 0 down or unknown), duet_replica_in_flight, duet_replica_breaker_open,
+    duet_replica_prefix_cache_hit_rate (when the replica reports its prefix cache)."""
 
     def __init__(
         self, replicas: Callable[[], Iterable[Replica]], snapshot: Callable[[], Mapping[str, ReplicaState]]
@@ -37,6 +38,11 @@ class ReplicaCollector(Collector):
             "duet_replica_in_flight", "Requests this gateway has in flight on the replica.", labels=labels
         )
         breaker = GaugeMetricFamily("duet_replica_breaker_open", "Circuit breaker open (1) or not (0).", labels=labels)
+        hit_rate = GaugeMetricFamily(
+            "duet_replica_prefix_cache_hit_rate",
+            "Fraction of prompt tokens the replica's vLLM prefix cache served between its last two scrapes.",
+            labels=labels,
+        )
         snapshot = self._snapshot()
         for replica in self._replicas():
             state = snapshot.get(replica.id) or ReplicaState(replica.id)
@@ -44,7 +50,9 @@ class ReplicaCollector(Collector):
             up.add_metric(values, 1.0 if state.health is Health.UP else 0.0)
             in_flight.add_metric(values, float(state.in_flight))
             breaker.add_metric(values, 0.0 if state.routable or state.health is not Health.UP else 1.0)
-        return [up, in_flight, breaker]
+            if state.prefix_cache_hit_rate is not None:
+                hit_rate.add_metric(values, state.prefix_cache_hit_rate)
+        return [up, in_flight, breaker, hit_rate]
 
 
 MODEL_VARIANT = ["model", "variant"]

@@ -7,13 +7,15 @@ A belief, not a mirror: vLLM evicts under memory pressure without telling the ga
 recently routed first, within ``blocks_per_replica`` per replica; and it forgets a replica
 whole when the replica restarts (``watch``).
 
-Each replica's blocks sit in one insertion-ordered dict used as an LRU. A request's blocks are
+Each replica's blocks sit in one ``OrderedDict`` used as an LRU (O(1) to touch and to evict; a
+plain dict's oldest entry is found by skipping the holes its deletions left). A request's blocks are
 touched deepest first, so a prompt's first block is always fresher than its later ones and
 eviction takes the tails of prefixes before their heads: what stays is still a prefix.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -53,7 +55,7 @@ class ReplicaPrefixes:
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
-        self._blocks: dict[int, None] = {}
+        self._blocks: OrderedDict[int, None] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._blocks)
@@ -71,10 +73,12 @@ class ReplicaPrefixes:
     def add(self, blocks: Sequence[int]) -> None:
         held = self._blocks
         for block in reversed(blocks):  # deepest first: the head ends up freshest
-            held.pop(block, None)
-            held[block] = None
+            if block in held:
+                held.move_to_end(block)
+            else:
+                held[block] = None
         while len(held) > self._capacity:
-            del held[next(iter(held))]
+            held.popitem(last=False)
 
 
 class InMemoryPrefixIndex:

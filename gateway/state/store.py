@@ -24,7 +24,7 @@ from gateway.state.breaker import Breaker, BreakerPolicy, Permit
 from gateway.state.lengths import LengthEstimates, LengthSettings, OutputLengths
 from gateway.state.observations import Observations, observe
 from gateway.state.outcomes import OutcomeKind, classify
-from gateway.state.vllm_metrics import VllmStats
+from gateway.state.vllm_metrics import VllmStats, prefix_hit_rate_between
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +112,8 @@ class _Record:
     stats_at: float = -math.inf
     # Prompt tokens per second the replica prefilled between its last two scrapes (smoothed).
     prefill_rate: float | None = None
+    # Fraction of prompt tokens its prefix cache served between its last two scrapes.
+    prefix_hit_rate: float | None = None
     breaker: Breaker = field(default_factory=Breaker)
     observations: Observations = field(default_factory=Observations)
     # The last ReplicaState built and until when it holds. Building one costs microseconds and a
@@ -180,6 +182,7 @@ class InMemoryStateStore:
         record = self._record(replica_id)
         if at >= record.stats_at:
             record.prefill_rate = prefill_rate(record.stats, record.stats_at, stats, at, record.prefill_rate)
+            record.prefix_hit_rate = prefix_hit_rate_between(record.stats, stats) if record.stats else None
             record.stats, record.stats_at = stats, at
             record.changed()
 
@@ -226,6 +229,8 @@ class InMemoryStateStore:
             error_rate=observations.error_rate,
             ttft_bias=observations.ttft_bias,
             tpot_bias=observations.tpot_bias,
+            started_at=stats.process_start_time_s if stats else None,
+            prefix_cache_hit_rate=record.prefix_hit_rate if stats else None,
         )
 
     def _next_change(self, record: _Record, now: float) -> float:

@@ -60,6 +60,9 @@ class VllmStats:
     tpot: HistogramTotals | None = None
     e2e: HistogramTotals | None = None
     queue: HistogramTotals | None = None
+    # When the server's process started (Unix seconds; prometheus_client's standard
+    # ``process_start_time_seconds``): a new value means the replica restarted, its caches empty.
+    process_start_time_s: float | None = None
 
     @property
     def prefix_cache_hit_rate(self) -> float | None:
@@ -74,6 +77,19 @@ class VllmStats:
 
 def _ratio(part: int | None, whole: int | None) -> float | None:
     return part / whole if part is not None and whole else None
+
+
+def prefix_hit_rate_between(before: VllmStats | None, after: VllmStats) -> float | None:
+    """Fraction of prompt tokens the prefix cache served between two scrapes, in [0, 1]; None
+    without queries in between, or when the counters went back (the server restarted)."""
+    if before is None or None in (before.prefix_cache_hits_total, before.prefix_cache_queries_total,
+                                  after.prefix_cache_hits_total, after.prefix_cache_queries_total):
+        return None
+    hits = after.prefix_cache_hits_total - before.prefix_cache_hits_total  # type: ignore[operator]
+    queries = after.prefix_cache_queries_total - before.prefix_cache_queries_total  # type: ignore[operator]
+    if queries <= 0 or hits < 0:
+        return None
+    return min(1.0, hits / queries)
 
 
 class _Kind(Enum):
@@ -120,6 +136,8 @@ _WANTED: dict[str, tuple[str, _Kind]] = {
 }
 
 _KINDS: dict[str, _Kind] = {key: kind for key, kind in _WANTED.values()}
+# The one wanted metric outside vLLM's namespace (a process collector's, unlabelled).
+_START_TIME = "process_start_time_seconds "
 
 
 def parse_vllm_metrics(text: str) -> VllmStats:
@@ -131,6 +149,9 @@ def parse_vllm_metrics(text: str) -> VllmStats:
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
     for line in text.splitlines():
+        if line.startswith(_START_TIME):
+            sums["start"] = _float(line[len(_START_TIME):].split()[0])
+            continue
         sample = _sample(line)
         if sample is None:
             continue
@@ -166,11 +187,19 @@ def _sample(line: str) -> tuple[str, float] | None:
     return (wanted[0], value) if math.isfinite(value) else None
 
 
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        return math.nan
+    return value
+
+
 def _fold(sums: dict[str, float], counts: dict[str, int]) -> dict[str, float]:
     """Collapse label sets: sum, or mean for the metrics folded by mean."""
     return {
-        key: total / counts[key] if _KINDS[key] is _Kind.MEAN else total
-        for key, total in sums.items()
+        key: total / counts[key] if _KINDS.get(key) is _Kind.MEAN else total
+        for key, total in sums.items() if math.isfinite(total)
     }
 
 
@@ -200,4 +229,5 @@ def _build(values: dict[str, float]) -> VllmStats:
         tpot=histogram("tpot"),
         e2e=histogram("e2e"),
         queue=histogram("queue"),
+        process_start_time_s=values.get("start"),
     )

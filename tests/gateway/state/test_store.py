@@ -261,3 +261,19 @@ def test_cached_views_always_equal_a_fresh_build() -> None:
             assert store.snapshot() == built
 
     run(scenario())
+
+
+def test_the_start_time_and_the_prefix_hit_rate_between_scrapes_reach_the_snapshot() -> None:
+    store, clock = _store()
+
+    async def scenario() -> ReplicaState:
+        await store.record_stats("r1", VllmStats(prefix_cache_hits_total=0, prefix_cache_queries_total=0,
+                                                 process_start_time_s=111.0), at=clock.t)
+        clock.t += 1.0
+        await store.record_stats("r1", VllmStats(prefix_cache_hits_total=300, prefix_cache_queries_total=400,
+                                                 process_start_time_s=111.0), at=clock.t)
+        return store.snapshot()["r1"]
+
+    state = run(scenario())
+    assert state.started_at == 111.0
+    assert state.prefix_cache_hit_rate == 0.75

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.state.vllm_metrics import HistogramTotals, VllmStats, parse_vllm_metrics
+from gateway.state.vllm_metrics import HistogramTotals, VllmStats, parse_vllm_metrics, prefix_hit_rate_between
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "vllm_cpu"
 
@@ -221,3 +221,30 @@ def _agrees_with_line_by_line_reading(text: str, stats: VllmStats) -> None:
         assert histogram is not None, field
         assert histogram.sum_s == pytest.approx(total(name + "_sum")), field
         assert histogram.count == total(name + "_count"), field
+
+
+def test_the_process_start_time_is_read_from_a_real_capture():
+    stats = parse_vllm_metrics((FIXTURES / "metrics.txt").read_text())
+    assert stats.process_start_time_s == pytest.approx(1.79623598108e9)
+
+
+@pytest.mark.parametrize(("line", "start"), [
+    ("process_start_time_seconds 1700000000.5", 1700000000.5),
+    ("process_start_time_seconds NaN", None),
+    ("process_start_time_seconds nonsense", None),
+    ("process_start_time_seconds_other 5", None),
+])
+def test_the_process_start_time_edge_cases(line, start):
+    assert parse_vllm_metrics(line + "\n").process_start_time_s == start
+
+
+@pytest.mark.parametrize(("before", "after", "rate"), [
+    ((100, 1000), (160, 1100), 0.6),  # 60 of the 100 tokens queried since hit
+    ((100, 1000), (100, 1000), None),  # nothing queried in between
+    ((100, 1000), (10, 50), None),  # counters went back: the server restarted
+    ((None, None), (10, 50), None),
+])
+def test_the_prefix_hit_rate_between_two_scrapes(before, after, rate):
+    first = VllmStats(prefix_cache_hits_total=before[0], prefix_cache_queries_total=before[1])
+    second = VllmStats(prefix_cache_hits_total=after[0], prefix_cache_queries_total=after[1])
+    assert prefix_hit_rate_between(first, second) == (None if rate is None else pytest.approx(rate))

@@ -1,0 +1,47 @@
+"""Chained block ids: equal exactly as far as two prompts are equal, full blocks only, the same
+in every process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from gateway.state.prefix_blocks import block_ids, text_block_ids, token_block_ids
+
+
+def test_a_block_id_names_the_whole_prefix_up_to_its_end():
+    a = token_block_ids(list(range(64)), 16)
+    b = token_block_ids([*range(16), 999, *range(17, 64)], 16)  # differs in block 1 only
+    assert len(a) == len(b) == 4
+    assert a[0] == b[0]
+    assert all(x != y for x, y in zip(a[1:], b[1:], strict=True))  # the difference carries on
+
+
+@pytest.mark.parametrize(("tokens", "blocks"), [(0, 0), (15, 0), (16, 1), (31, 1), (32, 2), (8192, 512)])
+def test_only_full_blocks_count(tokens, blocks):
+    assert len(token_block_ids(list(range(tokens)), 16)) == blocks
+
+
+def test_a_longer_prompt_extends_a_shorter_ones_blocks():
+    turn1 = "system: you are terse\nuser: hello" * 40
+    turn2 = turn1 + "\nassistant: hi\nuser: more" * 40
+    short, long = text_block_ids(turn1, 16), text_block_ids(turn2, 16)
+    assert len(long) > len(short) > 0
+    assert long[:len(short)] == short
+
+
+def test_text_blocks_are_block_tokens_times_four_bytes():
+    assert len(text_block_ids("x" * 255, 16)) == 3
+    assert len(text_block_ids("x" * 256, 16)) == 4
+    assert text_block_ids("x" * 256, 16) == block_ids(b"x" * 256, 64)
+
+
+def test_ids_are_the_same_in_another_process():
+    """Gateways sharing an index through Redis must name blocks alike: Python's own str hash is
+    salted per process, so this runs the hash in a fresh interpreter with a different seed."""
+    code = "from gateway.state.prefix_blocks import text_block_ids; print(text_block_ids('abc' * 100, 16))"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": "12345", "PATH": ""}, cwd=".")
+    assert other.stdout.strip() == str(text_block_ids("abc" * 100, 16))
