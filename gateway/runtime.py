@@ -32,7 +32,9 @@ from gateway.state.breaker import BreakerPolicy
 from gateway.state.decodes import DecodeLedger
 from gateway.state.monitor import MonitorSettings, ReplicaMonitor
 from gateway.state.prefill import PrefillBacklog
+from gateway.state.prefix_index import InMemoryPrefixIndex, PrefixIndex
 from gateway.state.redis_link import LinkSettings, LinkStatus, RedisLink
+from gateway.state.redis_prefix_index import SharedPrefixIndex
 from gateway.state.redis_store import RedisStateStore
 from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
 from gateway.telemetry import Telemetry
@@ -73,6 +75,16 @@ def build_link(config: DuetConfig, telemetry: Telemetry) -> RedisLink | None:
     return RedisLink(settings, on_error=lambda kind: telemetry.redis_errors.labels(kind).inc())
 
 
+def build_prefix_index(config: DuetConfig, link: RedisLink | None, gateway_id: str) -> PrefixIndex:
+    """This gateway's prefix index, shared with the others through Redis when the state is
+    (sized once at start: a reload that changes ``routing.prefix_cache`` needs a restart)."""
+    blocks = config.policy.prefix_cache.blocks_per_replica
+    if link is None:
+        return InMemoryPrefixIndex(blocks)
+    return SharedPrefixIndex(link, blocks, gateway_id=gateway_id, prefix=config.state.redis_prefix,
+                             refresh_s=config.state.refresh_s, timeout_s=config.state.redis_timeout_s * 4)
+
+
 class Gateway:
     """``state_url`` overrides the config's store with Redis at that URL; the store is chosen once
     at start (a reload that changes ``state.store`` needs a restart). ``kubernetes``: how to reach
@@ -95,8 +107,9 @@ class Gateway:
         if (link := self._link) is not None:
             self.telemetry.watch_redis(lambda: link.status.up)
         self._shared_store: RedisStateStore | None = None
+        gateway_id = f"{socket.gethostname()}-{os.getpid()}-{os.urandom(3).hex()}"
+        self.prefixes = build_prefix_index(config, self._link, gateway_id)
         if store is None and self._link is not None:
-            gateway_id = f"{socket.gethostname()}-{os.getpid()}-{os.urandom(3).hex()}"
             store = self._shared_store = RedisStateStore(
                 self._link, store_settings(config), gateway_id=gateway_id, prefix=config.state.redis_prefix,
                 refresh_s=config.state.refresh_s,
@@ -111,12 +124,13 @@ class Gateway:
         backlog, decodes = PrefillBacklog(), DecodeLedger()
         waiting_room = WaitingRoom(server.max_queued, waited=self.telemetry.queue_wait.observe)
         self.telemetry.watch_waiting(lambda: len(waiting_room))
-        hooks = gateway_hooks(routing_hooks(backlog, decodes, self.store, waiting_room), self.access, self.telemetry)
+        hooks = gateway_hooks(routing_hooks(backlog, decodes, self.store, waiting_room, self.prefixes), self.access,
+                              self.telemetry)
         self.response_homes = ResponseHomes()
         hooks.done.append(self.response_homes.done)
         self.tracing = build_tracing(config)
         self.tracing.subscribe(hooks)
-        self.director = Director(lambda: self.current, self.store, Ledgers(backlog, decodes), waiting_room, hooks,
+        self.director = Director(lambda: self.current, self.store, Ledgers(backlog, decodes, self.prefixes), waiting_room, hooks,
                                  time.perf_counter)
         # Health checks and scrapes use their own client: they must never queue behind proxied streams.
         self._session: aiohttp.ClientSession | None = None
@@ -130,6 +144,8 @@ class Gateway:
             await self._connect_store(self._link, config)
         if self._shared_store is not None:
             await self._shared_store.start()
+        if isinstance(self.prefixes, SharedPrefixIndex):
+            self.prefixes.start()
         await self.access.start()
         self._session = aiohttp.ClientSession(auto_decompress=False, skip_auto_headers=("User-Agent",))
         if config.discovery:
@@ -157,6 +173,8 @@ class Gateway:
             await self._session.close()
         await self.access.stop()
         self._pool.close()
+        if isinstance(self.prefixes, SharedPrefixIndex):
+            await self.prefixes.aclose()
         await self.store.aclose()
         self.tracing.shutdown()  # exports the spans still batched
 

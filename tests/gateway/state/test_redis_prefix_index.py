@@ -1,0 +1,95 @@
+"""The shared prefix index against a real redis-server: two gateways on one Redis see the same
+index, a late gateway catches up, forgetting travels too, and Redis away leaves routing on the
+gateway's own index."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+
+import pytest
+
+from gateway.state.prefix_blocks import text_block_ids
+from gateway.state.redis_link import LinkSettings, RedisLink
+from gateway.state.redis_prefix_index import SharedPrefixIndex
+from tests.redis_server import RedisServer
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@asynccontextmanager
+async def gateways(url: str, count: int, prefix: str | None = None) -> AsyncIterator[list[SharedPrefixIndex]]:
+    """``count`` indexes sharing one fresh prefix, as ``count`` gateways would."""
+    prefix = prefix or f"t{uuid.uuid4().hex[:8]}:"
+    links = [RedisLink(LinkSettings(url, timeout_s=1.0)) for _ in range(count)]
+    made = [SharedPrefixIndex(link, 1000, gateway_id=f"gw{i}-{uuid.uuid4().hex[:6]}", prefix=prefix, refresh_s=0.01)
+            for i, link in enumerate(links)]
+    for index in made:
+        index.start()
+    try:
+        yield made
+    finally:
+        for index, link in zip(made, links, strict=True):
+            await index.aclose()
+            await link.aclose()
+
+
+async def until(predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached within {timeout_s} s")
+        await asyncio.sleep(0.005)
+
+
+PROMPT = text_block_ids("system: be brief. user: " + "tell me about prefix caches " * 60, 16)
+
+
+def test_two_gateways_on_one_redis_see_the_same_index(redis: RedisServer) -> None:
+    async def scenario() -> None:
+        async with gateways(redis.url, 2) as (a, b):
+            assert b.cached_blocks("r1", PROMPT) == 0
+            a.learn("r1", PROMPT)
+            await until(lambda: b.cached_blocks("r1", PROMPT) == len(PROMPT))
+            assert b.cached_blocks("r2", PROMPT) == 0
+            b.learn("r2", PROMPT[:3])
+            await until(lambda: a.cached_blocks("r2", PROMPT) == 3)
+            a.forget("r1")  # a restart one gateway saw
+            await until(lambda: b.cached_blocks("r1", PROMPT) == 0)
+    asyncio.run(scenario())
+
+
+def test_a_gateway_that_starts_later_catches_up_from_the_stream(redis: RedisServer) -> None:
+    async def scenario() -> None:
+        prefix = f"t{uuid.uuid4().hex[:8]}:"
+        async with gateways(redis.url, 1, prefix) as (early,):
+            early.learn("r1", PROMPT)
+            await until(lambda: not early._outbox)
+            async with gateways(redis.url, 1, prefix) as (late,):
+                await until(lambda: late.cached_blocks("r1", PROMPT) == len(PROMPT))
+    asyncio.run(scenario())
+
+
+def test_without_redis_the_gateway_routes_on_its_own_index() -> None:
+    async def scenario() -> None:
+        link = RedisLink(LinkSettings("redis://127.0.0.1:1/0", timeout_s=0.05))  # nothing listens on port 1
+        index = SharedPrefixIndex(link, 100, gateway_id="gw", prefix="t:", refresh_s=0.01, timeout_s=0.05)
+        index.start()
+        try:
+            index.learn("r1", PROMPT)
+            await asyncio.sleep(0)  # let the sync task try
+            assert index.cached_blocks("r1", PROMPT) == len(PROMPT)
+            for _ in range(2 * index.outbox_limit):
+                index.learn("r2", (1,))
+            assert len(index._outbox) == index.outbox_limit  # bounded while Redis is away
+        finally:
+            await index.aclose()
+            await link.aclose()
+    asyncio.run(scenario())
