@@ -3,7 +3,9 @@
 Users per task type (coding and chat with lengths from the Azure 2023 traces, a two-turn agent
 with a tool, long-document extraction), every request streamed with its output length forced and
 its SLO in ``x-slo-ttft-ms`` / ``x-slo-tpot-ms``; TTFT and TPOT appear as request types of their
-own. ``--duet-shape trace`` replays the traces' arrival times (``--duet-rate-scale``,
+own. ``ConversationUser`` (multi-turn, each turn resending the history) and ``AgentLoopUser``
+(tool call, tool result, next turn) repeat a growing prefix in one ``x-session-id`` session; they
+run when named (``locust -f ... ConversationUser AgentLoopUser``). ``--duet-shape trace`` replays the traces' arrival times (``--duet-rate-scale``,
 ``--duet-time-scale``); ``step`` and ``ramp`` are the usual shapes. ``locust -f ... --help`` lists
 every ``--duet-*`` option. Traces: Azure LLM inference trace 2023, CC-BY 4.0, Patel et al.,
 "Splitwise", ISCA 2024 (loadtests/traces/README.md).
@@ -23,10 +25,13 @@ from locust import LoadTestShape, events  # noqa: E402
 from loadtests.context import LoadContext, add_options  # noqa: E402
 from loadtests.shapes import DRAIN_MODEL_S, Stage, ramp_stage, step_stage, trace_done  # noqa: E402
 from loadtests.users import (  # noqa: E402,F401  (locust finds the user classes here)
+    SESSION_USERS,
     TASK_USERS,
+    AgentLoopUser,
     AgentUser,
     ChatUser,
     CodingUser,
+    ConversationUser,
     ExtractionUser,
     TraceReplayUser,
 )
@@ -76,7 +81,9 @@ class DuetShape(LoadTestShape):
                 return None
             users = options.duet_trace_users
             return users, float(users), [TraceReplayUser]
-        task_users = [c for c in environment.user_classes if c in TASK_USERS] or list(TASK_USERS)
+        # The task users' mix, or the users named on the command line (session users run only when named).
+        named = set(options.user_classes or ())
+        task_users = [c for c in TASK_USERS + SESSION_USERS if c.__name__ in named] or list(TASK_USERS)
         if options.run_time and elapsed > options.run_time:
             return None
         peak = options.num_users or 1

@@ -18,6 +18,7 @@ from locust import User, between, constant, task
 
 from loadtests.context import LoadContext
 from loadtests.scenarios import ChatRequest, agent_first_turn, agent_second_turn, single_turn
+from loadtests.sessions import Conversation, agent_request, agent_step, answered, ask, start_conversation
 from loadtests.slo import RequestRecord
 from loadtests.streaming import StreamResult, read_stream
 
@@ -168,6 +169,65 @@ class ExtractionUser(DuetUser):
         self.send(single_turn(self.load.settings, "extraction", inputs, outputs, self.next_seed()))
 
 
+class ConversationUser(DuetUser):
+    """A multi-turn conversation: a shared context (the chat trace's prompt length, up to a
+    quarter of the window), then questions; each turn resends the whole history with the session's
+    ``x-session-id``. A conversation that would outgrow the window, or has run ``MAX_TURNS``
+    turns, ends and a new one starts."""
+
+    task_type = "chat"
+    weight = 1  # not in the default mix (DuetShape): name it (``locust ... ConversationUser``) to run it
+    MAX_TURNS: ClassVar[int] = 8
+
+    def on_start(self) -> None:
+        super().on_start()
+        self.conversation: Conversation | None = None
+
+    @task
+    def turn(self) -> None:
+        ctx = self.load
+        inputs, outputs = ctx.lengths("chat")
+        question, answer = ctx.rng.randint(30, 150), min(outputs, ctx.max_context // 8)
+        conversation = self.conversation
+        if conversation is None or conversation.turns >= self.MAX_TURNS or not conversation.fits(
+                question + answer, ctx.max_context):
+            seed = self.next_seed()
+            conversation = start_conversation(ctx.settings, f"conv-{seed}", "chat", min(inputs, ctx.max_context // 4), seed)
+        conversation = ask(ctx.settings, conversation, question, self.next_seed())
+        result = self.send(conversation.request(ctx.settings, answer))
+        # A failed turn ends the conversation (a client would show the error, not go on).
+        self.conversation = None if result.error else answered(ctx.settings, conversation, result.output_tokens or answer,
+                                                               self.next_seed())
+
+
+class AgentLoopUser(DuetUser):
+    """An agent loop: a task with a tool offered; the model calls it, the tool's result goes back,
+    the next turn runs on the whole history, until a final answer after 1-4 calls or the window
+    is full. One session (``x-session-id``) per task."""
+
+    task_type = "agent"
+    weight = 1  # not in the default mix (DuetShape): name it (``locust ... AgentLoopUser``) to run it
+
+    @task
+    def solve(self) -> None:
+        ctx = self.load
+        inputs, outputs = ctx.lengths("chat")
+        seed = self.next_seed()
+        window = ctx.max_context
+        conversation = ask(ctx.settings, start_conversation(ctx.settings, f"agent-{seed}", "agent",
+                                                            min(inputs, window // 4), seed), 60, seed + 1)
+        calls = ctx.rng.randint(1, 4)
+        for step in range(calls + 1):
+            result_tokens = ctx.rng.randint(100, max(100, window // 8))
+            final = step == calls or not conversation.fits(24 + result_tokens + min(outputs, window // 8), window)
+            answer = min(outputs, window // 8) if final else 24
+            result = self.send(agent_request(ctx.settings, conversation, answer, final))
+            if result.error or final:
+                return
+            conversation = agent_step(ctx.settings, conversation, result.tool_calls[0] if result.tool_calls else None,
+                                      result_tokens, self.next_seed())
+
+
 class TraceReplayUser(DuetUser):
     """Replays the trace schedule: takes the next arrival, waits for its time, sends it as its task.
 
@@ -197,3 +257,5 @@ class TraceReplayUser(DuetUser):
 
 
 TASK_USERS: tuple[type[DuetUser], ...] = (CodingUser, ChatUser, AgentUser, ExtractionUser)
+# Users whose requests repeat a growing prefix in one session (prefix-cache and session routing).
+SESSION_USERS: tuple[type[DuetUser], ...] = (ConversationUser, AgentLoopUser)

@@ -3,6 +3,7 @@ trace replay as ``duet bench slo`` runs it, then every task user under locust's 
 
 import csv
 import subprocess
+import urllib.request
 import sys
 from pathlib import Path
 
@@ -64,3 +65,27 @@ def test_every_task_user_under_plain_users_and_run_time(tmp_path):
     # weights 2:3:1:1 over 8 users: every class runs at least one user
     assert {"chat [coding]", "chat [chat]", "chat [agent]", "chat [extraction]"} <= set(posts)
     assert set(requests_of(rows, "TTFT")) == {"coding", "chat", "agent", "extraction"}
+
+
+def prefix_cache_hits(url: str) -> float:
+    text = urllib.request.urlopen(f"{url}/metrics", timeout=10).read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("vllm:prefix_cache_hits_total"))
+
+
+def test_session_users_resend_their_history_through_the_gateway(tmp_path):
+    with replicas(SMOKE, 1.0, 0) as urls, gateway("duet", SMOKE, urls, 1.0, tmp_path, None, "sk-duet") as url:
+        command = [
+            sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "ConversationUser", "AgentLoopUser", "--headless",
+            "--host", url, "-u", "4", "-r", "4", "-t", "8s", "--duet-model", SMOKE.model,
+            "--duet-records", str(tmp_path / "records.jsonl"),
+            "--csv", str(tmp_path / "sessions"), "--only-summary", "--loglevel", "WARNING",
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=LOCUSTFILE.parents[1])
+        hits = sum(prefix_cache_hits(u) for variant_urls in urls.values() for u in variant_urls)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = stats_rows(tmp_path / "sessions")
+    assert int(next(r for r in rows if r["Name"] == "Aggregated")["Failure Count"]) == 0
+    posts = requests_of(rows, "POST")
+    assert set(posts) == {"chat [chat]", "chat [agent]"}  # only the named users ran
+    # more requests than users: later turns ran, and they found their history in a replica's cache
+    assert sum(posts.values()) > 8 and hits > 0
