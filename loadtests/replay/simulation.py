@@ -25,6 +25,7 @@ from gateway.flow import (
     Exchange,
     HistogramTotals,
     Inbound,
+    InMemoryPrefixIndex,
     InMemoryStateStore,
     Ledgers,
     Outcome,
@@ -180,9 +181,14 @@ class Replay:
         }
         self._waiting_room = _VirtualWaitingRoom()
         backlog, decodes = PrefillBacklog(), DecodeLedger()
+        # The prefix index as the gateway keeps it (learned from its own dispatches), fed the
+        # trace's blocks at its block size: the HTTP path hashes the prompt's text instead.
+        self._block_tokens = config.policy.prefix_cache.block_tokens
+        prefixes = InMemoryPrefixIndex(config.policy.prefix_cache.blocks_per_replica)
         active = ActiveConfig.of(config)
-        self._director = Director(lambda: active, self._store, Ledgers(backlog, decodes), self._waiting_room,
-                                  routing_hooks(backlog, decodes, self._store, self._waiting_room), lambda: self.now)
+        self._director = Director(lambda: active, self._store, Ledgers(backlog, decodes, prefixes), self._waiting_room,
+                                  routing_hooks(backlog, decodes, self._store, self._waiting_room, prefixes),
+                                  lambda: self.now)
         # Duet's step model predicts every request on the replica that served it, whatever the
         # policy: its error is then measured on each policy's traffic, not only on Duet's picks.
         self._step_model = PLUGIN_TYPES["step-model"].cls()
@@ -226,10 +232,12 @@ class Replay:
         for replica_id, engine in self.engines.items():
             self.collect(engine.advance(now))  # gauges as of now, not as of the engine's last event
             snap = engine.snapshot()
+            counters = engine.counters
             stats = VllmStats(running=snap.running, waiting=snap.waiting, kv_cache_usage=snap.kv_cache_usage,
-                              prompt_tokens_total=engine.counters.prompt_tokens,
-                              generation_tokens_total=engine.counters.generation_tokens,
-                              ttft=HistogramTotals(engine.counters.ttft_s_total, engine.counters.first_tokens))
+                              prompt_tokens_total=counters.prompt_tokens, generation_tokens_total=counters.generation_tokens,
+                              prefix_cache_queries_total=counters.prefix_cache_queries,
+                              prefix_cache_hits_total=counters.prefix_cache_hits,
+                              ttft=HistogramTotals(counters.ttft_s_total, counters.first_tokens))
             run_now(self._store.record_health(replica_id, True, now))
             run_now(self._store.record_stats(replica_id, stats, now))
 
@@ -242,7 +250,8 @@ class Replay:
         elif arrival.max_tokens is not None:
             fields.update(max_tokens=arrival.max_tokens)
         body = CompletionBody.model_validate(fields)
-        inbound = Inbound(body, {"x-duet-task": arrival.task}, prompt_tokens=arrival.input_tokens)
+        blocks = () if arrival.blocks is None else arrival.blocks.chained(self._block_tokens, arrival.input_tokens)
+        inbound = Inbound(body, {"x-duet-task": arrival.task}, prompt_tokens=arrival.input_tokens, prefix_blocks=blocks)
         exchange = self._director.open(inbound, request_id)
         self._step(self._serve(exchange, arrival), None)
 

@@ -10,6 +10,8 @@ from loadtests.replay.report import summarize
 from loadtests.replay.setup import arrivals, parse_cluster, policy_config
 from loadtests.replay.simulation import Replay
 from loadtests.replay.sync import run_now
+from loadtests.prefix import PromptBlocks
+from loadtests.traces import Arrival
 
 
 def replay(policy: str, spec: str = "h100-70b:standard=1,fast=1", rate: float = 0.3, duration: float = 60.0):
@@ -204,3 +206,26 @@ def test_mooncake_prompts_reach_the_engines_with_their_prefix_structure():
     bound = infinite_cache_hit_rate(schedule, cluster.profiles()["standard"].engine.block_size)
     assert bound / 2 < with_cache["prefix_hit_rate"] <= bound
     assert with_cache["ttft_ms"]["p50"] < without["ttft_ms"]["p50"]
+
+
+def conversations(count: int, turns: int, gap_s: float) -> tuple[Arrival, ...]:
+    """``count`` interleaved conversations whose turn n+1 repeats turn n's prompt and adds a block."""
+    arrivals_ = []
+    for c in range(count):
+        for turn in range(turns):
+            ids = tuple(1000 * c + b for b in range(4 + turn))  # 2,048 tokens of context, then 512 a turn
+            arrivals_.append(Arrival(turn * gap_s + c * gap_s / count, "chat", 512 * len(ids) - 100, 50, 500,
+                                     PromptBlocks(ids, 512)))
+    return tuple(sorted(arrivals_, key=lambda a: a.at_s))
+
+
+def test_the_gateways_prefix_index_keeps_conversations_on_the_replica_that_holds_them():
+    cluster = parse_cluster("h100-70b:standard=3,fast=0")
+    schedule = conversations(23, 5, 2.0)  # busy enough that least-loaded spreads them over the replicas
+    bound = infinite_cache_hit_rate(schedule, 16)
+    hit_rate = {policy: summarize(Replay(policy_config(cluster, policy), cluster.profiles()).run(schedule), 60.0)
+                ["prefix_hit_rate"] for policy in ("least-loaded", "llm-d-default")}
+    # llm-d's prefix-cache scorer (weight 3) reads the index the replay's dispatches taught it: every
+    # later turn finds its history; least-loaded sends a turn where its history is only by chance.
+    assert hit_rate["llm-d-default"] > 0.95 * bound
+    assert hit_rate["least-loaded"] < 0.75 * bound
