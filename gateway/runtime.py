@@ -25,6 +25,10 @@ from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
 from gateway.flow.director import Director, Ledgers
 from gateway.flow.tracing_off import NO_TRACING, Tracing
 from gateway.flow.waiting_room import WaitingRoom
+from gateway.parity.metrics import ParityMetrics
+from gateway.parity.online import OnlineParity, PolicyHost
+from gateway.parity.ports import ParityTools
+from gateway.parity.shadow import OnConclusion, ShadowParts
 from gateway.proxy.forward import UpstreamCall, UpstreamRequest
 from gateway.proxy.http1 import Pool
 from gateway.proxy.tls import UpstreamTls
@@ -92,7 +96,7 @@ class Gateway:
 
     def __init__(
         self, config: DuetConfig, *, config_path: str | None = None, store: StateStore | None = None,
-        state_url: str | None = None, kubernetes: ApiSettings | None = None,
+        state_url: str | None = None, kubernetes: ApiSettings | None = None, parity: ParityTools | None = None,
     ) -> None:
         config = with_state_url(config, state_url)
         self._state_url = state_url
@@ -132,6 +136,11 @@ class Gateway:
         self.tracing.subscribe(hooks)
         self.director = Director(lambda: self.current, self.store, Ledgers(backlog, decodes, self.prefixes), waiting_room, hooks,
                                  time.perf_counter)
+        # Shadow checks (online parity) when the command shell gave the verifiers: the last done hook.
+        self.online_parity = None if parity is None else self._online_parity(parity, Ledgers(backlog, decodes, self.prefixes),
+                                                                              waiting_room)
+        if self.online_parity is not None:
+            hooks.done.append(self.online_parity.done)
         # Health checks and scrapes use their own client: they must never queue behind proxied streams.
         self._session: aiohttp.ClientSession | None = None
         self._monitor: ReplicaMonitor | None = None
@@ -163,6 +172,8 @@ class Gateway:
             self._watcher.start()
 
     async def stop(self) -> None:
+        if self.online_parity is not None:
+            await self.online_parity.stop()
         if self._watcher is not None:
             await self._watcher.stop()
         if self._discovery_loop is not None:
@@ -187,6 +198,21 @@ class Gateway:
         self.current = ActiveConfig.of(config)
         if self._monitor is not None:
             await self._monitor.update_replicas(config.replicas)
+
+    def _online_parity(self, tools: ParityTools, ledgers: Ledgers, waiting_room: WaitingRoom) -> OnlineParity:
+        """Online parity's parts: its checks run through a director of their own, with routing's
+        bookkeeping only (no quotas, no request metrics) on the live ledgers, so the live requests'
+        routing sees the shadow work and the shadow work sees the live requests' slack."""
+        hooks = routing_hooks(ledgers.backlog, ledgers.decodes, self.store, waiting_room, ledgers.prefixes)
+        director = Director(lambda: self.current, self.store, ledgers, waiting_room, hooks, time.perf_counter)
+        metrics = ParityMetrics(self.telemetry.registry)
+        host = PolicyHost(self.config_path, lambda: self.current.config, self.reload, self.apply)
+
+        def parts(on_conclusion: OnConclusion) -> ShadowParts:
+            return ShadowParts(director, ledgers, lambda request: UpstreamCall(self._pool, request), tools.judge, metrics,
+                               on_conclusion)
+
+        return OnlineParity(host, tools, metrics, parts)
 
     def store_status(self) -> LinkStatus | None:
         """Whether the shared store answers (None: no shared store is configured)."""

@@ -16,6 +16,7 @@ from gateway.api.app import create_app
 from gateway.api.http_limits import with_header_limit
 from gateway.config import load_config
 from gateway.logs import configure_logging
+from gateway.parity.ports import ParityTools
 from gateway.runtime import Gateway
 
 
@@ -49,6 +50,8 @@ class ServeOptions:
     log_level: str = "info"
     access_log: bool = True
     state_url: str | None = None
+    # Online parity's verifiers and policy writer (the command shell's; None: no shadow checks).
+    parity: ParityTools | None = None
 
 
 def serve(config_path: str | Path, options: ServeOptions = ServeOptions(),
@@ -57,7 +60,8 @@ def serve(config_path: str | Path, options: ServeOptions = ServeOptions(),
     ``server.drain_timeout_s`` and returns. Raises ConfigError before binding if the file is invalid."""
     config = load_config(config_path)
     configure_logging(options.log_level, options.access_log)
-    app = create_app(lambda: Gateway(config, config_path=str(config_path), state_url=options.state_url))
+    app = create_app(lambda: Gateway(config, config_path=str(config_path), state_url=options.state_url,
+                                     parity=options.parity))
     server_config = uvicorn.Config(
         app,
         host=options.host or config.server.host,

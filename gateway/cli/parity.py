@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
+import json
 import os
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
-from gateway.config import parse_config
+from gateway.config import load_config, parse_config
 from gateway.errors import ConfigError
 from quantize.errors import ParityError, SuiteError
 from quantize.evals.suite import SUITES, TASK_NAMES
@@ -24,7 +27,12 @@ from quantize.parity.run import RunSettings
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
         "parity", help="capability parity of a candidate variant against the standard, per task type",
-        description="Run the verifiable evaluation suite on two OpenAI-compatible endpoints and compare them.")
+        description="Run the verifiable evaluation suite on two OpenAI-compatible endpoints and compare them; "
+                    "`duet parity status --config FILE` prints the running gateway's online verdicts.")
+    parser.add_argument("action", nargs="?", choices=("run", "status"), default="run",
+                        help="run (default): an offline parity run; status: the live table of online parity")
+    parser.add_argument("--config", type=Path, default=None, metavar="FILE",
+                        help="status: the gateway's duet.yaml (its online_parity.status_file is read)")
     parser.add_argument("--standard", metavar="URL", help="the standard variant's base URL")
     parser.add_argument("--candidate", metavar="URL", help="the candidate variant's base URL")
     parser.add_argument("--from-report", type=Path, default=None, metavar="PARITY_JSON",
@@ -51,6 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "status":
+        return status(args.config)
     try:
         if args.from_report is not None:
             outcome = _recorded(args)
@@ -109,6 +119,43 @@ def _options(args: argparse.Namespace) -> ParityOptions:
         settings=RunSettings(concurrency=args.concurrency, timeout_s=args.timeout, show_progress=not args.no_progress),
         api_key=api_key, policy=_policy_target(args),
         command="duet parity " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["parity"] else sys.argv[1:]))
+
+
+def status(config: Path | None) -> int:
+    """Print the online verdicts a gateway running on ``config`` last wrote."""
+    if config is None:
+        print("duet parity status: --config FILE is required", file=sys.stderr)
+        return 2
+    try:
+        settings = load_config(config).online_parity
+    except ConfigError as exc:
+        print(f"duet parity status: invalid config: {exc}", file=sys.stderr)
+        return 2
+    if not settings.enabled or settings.status_file is None:
+        print(f"duet parity status: {config} has no online_parity section", file=sys.stderr)
+        return 2
+    try:
+        written = json.loads(Path(settings.status_file).read_text())
+    except FileNotFoundError:
+        print(f"no online verdicts yet ({settings.status_file} not written: no pair checked)")
+        return 0
+    except (OSError, json.JSONDecodeError) as exc:
+        print(f"duet parity status: cannot read {settings.status_file}: {exc}", file=sys.stderr)
+        return 2
+    print(status_table(written))
+    return 0
+
+
+def status_table(written: dict[str, Any]) -> str:
+    """The live table: one line per (variant, task). Evidence is log-wealth / log(1/alpha): a
+    side reaching 1.00 has concluded (loss: revoke; parity: a shadow variant's task opens)."""
+    when = datetime.datetime.fromtimestamp(written["written_at"], datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    header = f"{'variant':<22}{'task':<14}{'pairs':>6}{'loss':>8}{'tol':>6}{'conf':>6}{'ev.loss':>9}{'ev.parity':>10}"
+    lines = [f"online parity, as of {when}", header + "  conclusion"]
+    for row in written["table"]:
+        lines.append(f"{row['variant']:<22}{row['task']:<14}{row['pairs']:>6}{row['mean_loss']:>8.3f}{row['tolerance']:>6.2f}"
+                     f"{row['confidence']:>6.2f}{row['evidence_loss']:>9.2f}{row['evidence_parity']:>10.2f}  {row['conclusion']}")
+    return "\n".join(lines)
 
 
 def _print(outcome: ParityOutcome) -> None:

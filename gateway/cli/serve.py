@@ -22,9 +22,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace) -> int:
     from gateway.api.server import ServeOptions, serve
+    from gateway.cli.online_parity import tools
 
     try:
-        serve(args.config, ServeOptions(args.host, args.port, args.log_level, not args.no_access_log, args.state))
+        serve(args.config, ServeOptions(args.host, args.port, args.log_level, not args.no_access_log, args.state,
+                                        parity=tools()))
     except ConfigError as exc:
         print(f"duet serve: invalid config: {exc}", file=sys.stderr)
         return 2

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from gateway.cli.online_parity import tools as online_parity_tools
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from serving.errors import SupervisorError
@@ -274,6 +275,6 @@ def run(args: argparse.Namespace) -> int:
             return 1
         base = f"http://{args.host}:{args.port}"
         print(f"starting the gateway ({time.monotonic() - started:.1f} s since start)", flush=True)
-        serve(config_path, ServeOptions(args.host, args.port, args.log_level),
+        serve(config_path, ServeOptions(args.host, args.port, args.log_level, parity=online_parity_tools()),
               on_ready=lambda: print(ready_line(base, config_path), flush=True))
     return 0

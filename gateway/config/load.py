@@ -12,6 +12,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from gateway.config import schema
+from gateway.config.online_parity import build_online_parity
 from gateway.config.policy import Policy, PrefixCacheSettings, SessionSettings, Signal, TaskDefaults, TaskRule
 from gateway.config.types import (
     AccessSettings,
@@ -84,6 +85,8 @@ def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
         source=source,
         access=_access(parsed.access, models, source),
         discovery=_discovery(parsed),
+        online_parity=build_online_parity(parsed.online_parity, {v.key: v for m in models.values() for v in m.variants.values()},
+                                          tasks, source),
     )
 
 

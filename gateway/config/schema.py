@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl
 
+from gateway.config.online_parity import OnlineParitySection
 from gateway.config.policy import PrefixCacheSettings, SessionSettings, TaskDefaults
 from gateway.config.types import AccessSettings, BreakerSettings, KubernetesDiscovery, ServerSettings, StateSettings
 from gateway.domain import SpeedPrior
@@ -256,3 +257,4 @@ class ConfigFile(Strict):
     models: dict[Name, ModelSection] = Field(min_length=1)
     routing: RoutingSection
     access: AccessSection | None = None
+    online_parity: OnlineParitySection | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gateway.config.online_parity import OFF, OnlineParitySettings
 from gateway.config.policy import Policy
 from gateway.domain import Priority, Replica, RolloutStage, Variant
 
@@ -137,6 +138,8 @@ class DuetConfig:
     access: AccessSettings = field(default_factory=AccessSettings)
     # Variants whose replicas come from the Kubernetes API rather than the file.
     discovery: tuple[KubernetesDiscovery, ...] = ()
+    # Shadow checks and the sequential verdicts of online parity (off: OFF).
+    online_parity: OnlineParitySettings = OFF
 
     @property
     def replicas(self) -> tuple[Replica, ...]:

@@ -13,17 +13,23 @@ DEMO = Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml"
 
 
 def demo_with(rollout: object, filters: bool = True) -> str:
+    """The demo with fast's ``rollout``, and a rollout-stage filter in every profile (or in none)."""
     raw = yaml.safe_load(DEMO.read_text())
     raw["models"]["smollm2"]["variants"]["fast"]["rollout"] = rollout
+    routing = raw["routing"]
+    staged = {p["name"] for p in routing["plugins"] if p["type"] == "rollout-stage"}
+    routing["plugins"] = [p for p in routing["plugins"] if p["name"] not in staged]
+    for profile in routing["profiles"].values():
+        profile["filters"] = [f for f in profile["filters"] if f not in staged]
     if filters:
-        raw["routing"]["plugins"].append({"type": "rollout-stage", "name": "rollout"})
-        for profile in raw["routing"]["profiles"].values():
+        routing["plugins"].append({"type": "rollout-stage", "name": "rollout"})
+        for profile in routing["profiles"].values():
             profile["filters"].append("rollout")
     return yaml.safe_dump(raw, sort_keys=False)
 
 
 def test_default_is_full_and_the_demo_has_no_draw_to_read():
-    config = parse_config(DEMO.read_text())
+    config = parse_config(demo_with({}))
     assert all(v.rollout == Rollout() for v in config.models["smollm2"].variants.values())
     assert not config.models["smollm2"].has_canary
 

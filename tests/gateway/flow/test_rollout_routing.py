@@ -25,10 +25,14 @@ CHAT = {"messages": [{"role": "user", "content": "hello"}], "max_tokens": 16}
 
 def director_with(rollout: dict[str, Any]) -> Director:
     raw = yaml.safe_load(DEMO.read_text())
-    raw["models"]["smollm2"]["variants"]["fast"]["rollout"] = rollout
-    raw["routing"]["plugins"].append({"type": "rollout-stage", "name": "rollout"})
-    for profile in raw["routing"]["profiles"].values():
-        profile["filters"].append("rollout")
+    fast = raw["models"]["smollm2"]["variants"]["fast"]
+    fast["rollout"] = rollout
+    fast["allowed_tasks"] = ["chat", "coding"]  # the stage alone decides here
+    routing = raw["routing"]
+    if not any(p["type"] == "rollout-stage" for p in routing["plugins"]):
+        routing["plugins"].append({"type": "rollout-stage", "name": "rollout"})
+        for profile in routing["profiles"].values():
+            profile["filters"].append("rollout")
     config = parse_config(yaml.safe_dump(raw))
     store = InMemoryStateStore()
     for replica in config.replicas:

@@ -1,0 +1,253 @@
+"""Shadow checks: a share of the requests a candidate variant served, per (variant, task), is run
+again on the standard and on the candidate as ``sheddable`` work, only when the standard has
+slack, and the two answers are scored by the task's verifier (gateway.parity.ports.PairJudge).
+
+The sampling decision is a ``done`` hook and is all that a request that is not sampled pays:
+a settings read, a share look-up and, when the share is above 0, a keyed hash of the request id
+(``make bench-router`` measures it). The checks run as tasks of their own, through a director of
+their own that shares the live one's ledgers, so a shadow request counts in the prefill backlog
+and the decode ledger like any other, and it is sent only when the decode ledger says the live
+requests on the chosen replica can absorb its prefill.
+
+Both sides are sent again (the live answer is not kept: a stream passes through unbuffered), with
+``temperature`` and ``seed`` as the client sent them; a request with neither temperature 0 nor a
+seed gets a seed from its id, so each run is reproducible, and its record says it was sampled
+(``deterministic`` False). A ``shadow``-stage variant has no live traffic: the standard's
+requests are mirrored to it instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from gateway.config.online_parity import OnlineParitySettings
+from gateway.config.types import ModelSpec
+from gateway.domain import Outcome, RolloutStage, Variant, VariantKind
+from gateway.errors import RequestError
+from gateway.flow.admission import Action
+from gateway.flow.body import ChatBody
+from gateway.flow.director import Director, Ledgers
+from gateway.flow.exchange import Exchange
+from gateway.flow.plan import Inbound, decode_claim
+from gateway.flow.upstream import upstream_request
+from gateway.parity.metrics import ParityMetrics
+from gateway.parity.ports import PairJudge, PairScore
+from gateway.parity.sequential import Conclusion
+from gateway.parity.verdicts import OnlineVerdicts, PairRecord, design_for
+from gateway.proxy.forward import Answer, UpstreamCall, UpstreamRequest
+from gateway.proxy.relay import finish_body
+from gateway.proxy.sse import ModelRewrite
+from gateway.routing.rollout import request_draw
+
+log = logging.getLogger(__name__)
+
+SHADOW = b"shadow"  # the draw's purpose: independent of the canary's draw for the same request
+RECHECK_S = 0.05  # how often a check waiting for slack looks again
+CHAT_PATH = "/v1/chat/completions"
+
+Transporter = Callable[[UpstreamRequest], UpstreamCall]
+OnConclusion = Callable[[str, str, Conclusion], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A sampled request: its body (as a dict), task, the model, the standard and the candidate."""
+
+    request_id: str
+    body: dict[str, Any]
+    task: str
+    model: ModelSpec
+    standard: Variant
+    candidate: Variant
+    settings: OnlineParitySettings
+
+
+@dataclass(frozen=True, slots=True)
+class ShadowParts:
+    """``director``: a director of the shadow checks' own (routing hooks only, the live ledgers);
+    ``transport``: the runtime's upstream; ``on_conclusion``: what a verdict does (revoke, open)."""
+
+    director: Director
+    ledgers: Ledgers
+    transport: Transporter
+    judge: PairJudge
+    metrics: ParityMetrics
+    on_conclusion: OnConclusion
+
+
+def pairing(exchange: Exchange, settings: OnlineParitySettings) -> tuple[Variant, Variant, float] | None:
+    """(standard, candidate, share) for a request served by ``exchange.attempt``'s variant: a
+    high-speed variant is checked against the model's standard; a request the standard served is
+    mirrored to a shadow-stage variant with a share for its task. None: nothing to check."""
+    served = exchange.attempt.variant if exchange.attempt is not None else None
+    if served is None:
+        return None
+    task = exchange.plan.profile.task
+    model = exchange.plan.target.model
+    if served.kind is not VariantKind.FULL:
+        share = settings.share(served.key, task)
+        standard = standard_of(model)
+        return None if share <= 0 or standard is None else (standard, served, share)
+    for variant in model.variants.values():
+        if variant.rollout.stage is RolloutStage.SHADOW and (share := settings.share(variant.key, task)) > 0:
+            return served, variant, share
+    return None
+
+
+def standard_of(model: ModelSpec) -> Variant | None:
+    return next((v for v in model.variants.values() if v.kind is VariantKind.FULL), None)
+
+
+class ShadowChecks:
+    """The ``done`` subscriber that samples, and the checks it starts (at most
+    ``max_in_flight`` at a time; a sample beyond that is dropped and counted)."""
+
+    def __init__(self, parts: ShadowParts, verdicts: OnlineVerdicts, on_pair: Callable[[], None] = lambda: None) -> None:
+        self._parts = parts
+        self._verdicts = verdicts
+        self._on_pair = on_pair  # after each pair is added (the status file)
+        self._running: set[asyncio.Task[None]] = set()
+
+    @property
+    def verdicts(self) -> OnlineVerdicts:
+        return self._verdicts
+
+    def done(self, exchange: Exchange, outcome: Outcome) -> None:
+        settings = exchange.config.online_parity
+        if not settings.enabled or not outcome.ok:
+            return
+        pair = pairing(exchange, settings)
+        if pair is None or request_draw(exchange.request_id, SHADOW) >= pair[2]:
+            return
+        body = exchange.inbound.body
+        if type(body) is not ChatBody:  # the verifiers read chat completions
+            return
+        standard, candidate, _ = pair
+        task = exchange.plan.profile.task
+        if len(self._running) >= settings.max_in_flight:
+            self._parts.metrics.checks.labels(candidate.key, task, "busy").inc()
+            return
+        job = Job(exchange.request_id, body.model_dump(exclude_none=True), task, exchange.plan.target.model,
+                  standard, candidate, settings)
+        check = asyncio.get_running_loop().create_task(self._check(job))
+        self._running.add(check)
+        check.add_done_callback(self._running.discard)
+
+    async def drain(self) -> None:
+        """Wait for the checks under way (tests, and shutdown)."""
+        while self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
+
+    async def stop(self) -> None:
+        for check in list(self._running):
+            check.cancel()
+        await asyncio.gather(*self._running, return_exceptions=True)
+
+    async def _check(self, job: Job) -> None:
+        metrics, key = self._parts.metrics, job.candidate.key
+        started = time.perf_counter()
+        try:
+            data, deterministic = shadow_body(job)
+            standard = await self._run(job, job.standard, data)
+            candidate = await self._run(job, job.candidate, data) if standard is not None else None
+            if standard is None or candidate is None:
+                metrics.checks.labels(key, job.task, "no_slack").inc()
+                return
+            score = await asyncio.to_thread(self._parts.judge, job.task, data, standard[0], candidate[0])
+        except (RequestError, ValueError) as exc:  # a side refused or answered something unreadable
+            metrics.checks.labels(key, job.task, "failed").inc()
+            log.info("shadow check of %s on %s failed: %s", job.request_id, key, exc)
+            return
+        metrics.check_seconds.observe(time.perf_counter() - started)
+        metrics.checks.labels(key, job.task, "paired").inc()
+        await self._score(job, data, deterministic, (standard, candidate, score))
+
+    async def _score(self, job: Job, data: dict[str, Any], deterministic: bool,
+                     sides: tuple[tuple[dict[str, Any], float], tuple[dict[str, Any], float], PairScore]) -> None:
+        (standard, standard_ms), (candidate, candidate_ms), score = sides
+        texts = {"request": _text(data), "standard": _text(standard), "candidate": _text(candidate)}
+        record = PairRecord(
+            at=time.time(), variant=job.candidate.key, task=job.task, request_sha256=_sha(texts["request"]),
+            standard_sha256=_sha(texts["standard"]), candidate_sha256=_sha(texts["candidate"]),
+            standard_score=score.standard, candidate_score=score.candidate, measure=score.measure,
+            detail=score.detail, deterministic=deterministic, standard_ms=standard_ms, candidate_ms=candidate_ms,
+            texts=texts if job.settings.keep_text else None)
+        design = design_for(job.settings, job.task)
+        allowed_now = job.candidate.allows(job.task) and job.candidate.rollout.stage is not RolloutStage.SHADOW
+        conclusion = self._verdicts.add(record, design, allowed_now=allowed_now)
+        metrics = self._parts.metrics
+        metrics.loss.labels(job.candidate.key, job.task).inc(max(0.0, score.loss))
+        state = self._verdicts.state(job.candidate.key, job.task)
+        if state is not None:
+            metrics.evidence.labels(job.candidate.key, job.task).set(state.log_wealth_loss / design.threshold)
+        if conclusion is not None:
+            await self._parts.on_conclusion(job.candidate.key, job.task, conclusion)
+        self._on_pair()  # last: a table that shows a conclusion shows one already acted on
+
+    async def _run(self, job: Job, variant: Variant, data: dict[str, Any]) -> tuple[dict[str, Any], float] | None:
+        """The completion of ``variant`` to the job's request, sent as sheddable work once a
+        replica of it has slack (within ``slack_wait_s``); None when none had."""
+        director = self._parts.director
+        pinned = {**data, "model": f"{job.model.name}:{variant.name}"}
+        headers = {"x-duet-task": job.task, "x-duet-priority": "sheddable"}
+        exchange = director.open(Inbound(ChatBody.model_validate(pinned), headers), f"{job.request_id}.shadow")
+        if not await self._slack(exchange, job.settings.slack_wait_s):
+            return None  # planned only: no hook saw it, so nothing to undo
+        transport = self._parts.transport(upstream_request(exchange, CHAT_PATH, dict(pinned)))
+        answer: Answer = await director.dispatch(exchange, transport)
+        director.first_token(exchange)
+        payload, outcome = finish_body(answer, ModelRewrite.between(variant.served_model_name, pinned["model"]),
+                                       exchange.plan.profile.input_tokens)
+        await director.finish(exchange, outcome)
+        if answer.status != 200:
+            raise ValueError(f"{variant.key} answered {answer.status}")
+        completion = orjson.loads(payload)
+        if not isinstance(completion, dict):
+            raise ValueError(f"{variant.key} answered a non-object")
+        return completion, outcome.duration_s * 1e3
+
+    async def _slack(self, exchange: Exchange, wait_s: float) -> bool:
+        """Whether the request may go now: admission forwards it, and its prompt's prefill on the
+        head replica fits in the least slack of the live requests there. Looks again every
+        ``RECHECK_S`` for ``wait_s`` (replanning: the head replica may change)."""
+        director, deadline = self._parts.director, time.perf_counter() + wait_s
+        while True:
+            if exchange.plan.decision.ranked and director.assess(exchange).action is Action.FORWARD \
+                    and self._fits(exchange):
+                return True
+            if time.perf_counter() >= deadline:
+                return False
+            await asyncio.sleep(RECHECK_S)
+            director.replan(exchange)
+
+    def _fits(self, exchange: Exchange) -> bool:
+        head = exchange.plan.decision.ranked[0].id
+        least = self._parts.ledgers.decodes.least_slack.get(head)
+        return least is None or decode_claim(exchange.plan).prefill_ms.get(head, 0.0) < least
+
+
+def shadow_body(job: Job) -> tuple[dict[str, Any], bool]:
+    """The body both sides get: not streamed, and reproducible (a seed from the request id when
+    the client gave neither temperature 0 nor a seed). Returns it and whether the client's own
+    settings were already deterministic."""
+    data = {k: v for k, v in job.body.items() if k not in ("stream", "stream_options", "model")}
+    deterministic = data.get("temperature") == 0 or data.get("seed") is not None
+    if not deterministic:
+        data["seed"] = int(request_draw(job.request_id, b"seed") * 2**31)
+    return data, deterministic
+
+
+def _text(completion: dict[str, Any]) -> str:
+    return orjson.dumps(completion, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
