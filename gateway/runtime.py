@@ -23,6 +23,7 @@ from gateway.discovery.resolve import Discovery
 from gateway.flow.affinity import ResponseHomes
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
 from gateway.flow.director import Director, Ledgers
+from gateway.flow.session import Sessions
 from gateway.flow.tracing_off import NO_TRACING, Tracing
 from gateway.flow.waiting_room import WaitingRoom
 from gateway.parity.metrics import ParityMetrics
@@ -128,14 +129,15 @@ class Gateway:
         backlog, decodes = PrefillBacklog(), DecodeLedger()
         waiting_room = WaitingRoom(server.max_queued, waited=self.telemetry.queue_wait.observe)
         self.telemetry.watch_waiting(lambda: len(waiting_room))
-        hooks = gateway_hooks(routing_hooks(backlog, decodes, self.store, waiting_room, self.prefixes), self.access,
-                              self.telemetry)
+        self.sessions = Sessions(config.policy.sessions.remembered)
+        hooks = gateway_hooks(routing_hooks(backlog, decodes, self.store, waiting_room, self.prefixes, self.sessions),
+                              self.access, self.telemetry)
         self.response_homes = ResponseHomes()
         hooks.done.append(self.response_homes.done)
         self.tracing = build_tracing(config)
         self.tracing.subscribe(hooks)
-        self.director = Director(lambda: self.current, self.store, Ledgers(backlog, decodes, self.prefixes), waiting_room, hooks,
-                                 time.perf_counter)
+        ledgers = Ledgers(backlog, decodes, self.prefixes, self.sessions)
+        self.director = Director(lambda: self.current, self.store, ledgers, waiting_room, hooks, time.perf_counter)
         # Shadow checks (online parity) when the command shell gave the verifiers: the last done hook.
         self.online_parity = None if parity is None else self._online_parity(parity, Ledgers(backlog, decodes, self.prefixes),
                                                                               waiting_room)

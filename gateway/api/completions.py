@@ -34,6 +34,7 @@ from gateway.flow import (
 )
 from gateway.flow.demand import demand_of
 from gateway.flow.escalation import escalation_headers
+from gateway.flow.session import session_headers
 from gateway.proxy.forward import Answer
 from gateway.proxy.framing import MESSAGES, OPENAI, RESPONSES, Framing
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
@@ -207,6 +208,7 @@ def _headers(exchange: Exchange, answer: Answer) -> list[tuple[bytes, bytes]]:
         (b"x-duet-replica", answer.replica.id.encode()),
         (b"x-duet-route", exchange.route.encode()),
         (b"x-duet-overhead-ms", f"{overhead_ms:.3f}".encode()),
+        *session_headers(exchange.plan.session),
         (b"x-request-id", exchange.request_id.encode("latin-1")),
     ]
     if (escalation := exchange.escalation) is not None:

@@ -49,6 +49,7 @@ from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.explain import explain_plan
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, candidates_for, plan_request
+from gateway.flow.session import Sessions
 from gateway.flow.upstream import upstream_request
 from gateway.flow.waiting_room import RECHECK_S, Waiting, WaitingRoom
 from gateway.routing.router import route
@@ -73,4 +74,6 @@ __all__ = [
     # The prompt cache: Inbound.prefix_blocks, the index routing reads (Ledgers.prefixes, routing_hooks' prefixes)
     # and its block size (DuetConfig.policy.prefix_cache.block_tokens).
     "InMemoryPrefixIndex", "PrefixCacheSettings", "PrefixIndex", "text_block_ids", "token_block_ids",
+    # Sessions keep their variant (Ledgers.sessions, routing_hooks' sessions).
+    "Sessions",
 ]

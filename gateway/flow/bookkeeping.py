@@ -15,6 +15,7 @@ from gateway.flow.escalation import Escalation
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import decode_claim
+from gateway.flow.session import Sessions
 from gateway.flow.waiting_room import Waiting
 from gateway.state.decodes import DecodeLedger
 from gateway.state.observations import with_prediction
@@ -70,6 +71,17 @@ class PrefixKeeper:
 
     def dispatched(self, exchange: Exchange, attempt: Attempt) -> None:
         self._prefixes.learn(attempt.replica.id, exchange.plan.prefix_blocks)
+
+
+class SessionKeeper:
+    """A session sits where its request was sent."""
+
+    def __init__(self, sessions: Sessions) -> None:
+        self._sessions = sessions
+
+    def dispatched(self, exchange: Exchange, attempt: Attempt) -> None:
+        if (session := exchange.plan.session) is not None:
+            self._sessions.sit(session.key, attempt.replica.variant, attempt.replica.id)
 
 
 class StateKeeper:
@@ -181,11 +193,13 @@ def access_fields(exchange: Exchange, outcome: Outcome) -> dict[str, Any]:
 
 
 def routing_hooks(backlog: PrefillBacklog, decodes: DecodeLedger, store: StateStore, waiting: Waiting,
-                  prefixes: PrefixIndex | None = None) -> Hooks:
+                  prefixes: PrefixIndex | None = None, sessions: Sessions | None = None) -> Hooks:
     """The subscribers whose bookkeeping routing reads: a replay needs exactly these (and
-    ``prefixes``, the prefix index, when it routes with one)."""
+    ``prefixes``, the prefix index, and ``sessions`` when it routes with them)."""
     backlog_keeper, decode_keeper = BacklogKeeper(backlog), DecodeKeeper(decodes)
     learners = [] if prefixes is None else [PrefixKeeper(prefixes).dispatched]
+    if sessions is not None:
+        learners.append(SessionKeeper(sessions).dispatched)
     return Hooks(
         dispatched=[backlog_keeper.dispatched, decode_keeper.dispatched, *learners],
         first_token=[backlog_keeper.first_token],

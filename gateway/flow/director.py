@@ -27,6 +27,7 @@ from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, plan_request
 from gateway.flow.refusal import refuse
+from gateway.flow.session import Sessions
 from gateway.flow.waiting_room import Waiting, place_in_line
 from gateway.routing.rollout import request_draw
 from gateway.state.decodes import DecodeLedger
@@ -51,11 +52,13 @@ class Transport(Protocol[AnswerT_co]):
 @dataclass(frozen=True, slots=True)
 class Ledgers:
     """This gateway's per-replica ledgers that routing reads (the hooks write them). ``prefixes``:
-    the prefix index (None: no prompt-cache awareness, and no prompt hashing)."""
+    the prefix index (None: no prompt-cache awareness, and no prompt hashing); ``sessions``: where
+    each conversation sits (None: no session keeps its variant)."""
 
     backlog: PrefillBacklog
     decodes: DecodeLedger
     prefixes: PrefixIndex | None = None
+    sessions: Sessions | None = None
 
 
 class Director:
@@ -229,7 +232,7 @@ class Director:
         if (prefixes := self._ledgers.prefixes) is not None:
             prefixes.watch(snapshot)  # a restarted replica's cache is gone before we route on it
         view = View(grant.visible(snapshot, active.config), self._ledgers.backlog.tokens,
-                    self._ledgers.decodes.least_slack, self._store.lengths(), prefixes)
+                    self._ledgers.decodes.least_slack, self._store.lengths(), prefixes, self._ledgers.sessions)
         return plan_request(active.config, active.counters, inbound, view, explain=explain, draw=draw)
 
     async def _wait(self, exchange: Exchange, ruling: Ruling, place: int, remaining_s: float, limit_s: float) -> None:

@@ -8,6 +8,7 @@ import dataclasses
 from typing import Any
 
 from gateway.flow.plan import Plan
+from gateway.flow.session import SessionVerdict
 
 
 def explain_plan(plan: Plan) -> dict[str, Any]:
@@ -27,6 +28,8 @@ def explain_plan(plan: Plan) -> dict[str, Any]:
         if verdict.reason:
             entry["reason"] = verdict.reason
         replicas[verdict.replica_id]["verdicts"].append(entry)
+    for candidate in plan.candidates:
+        replicas[candidate.replica.id]["cached_tokens"] = candidate.cached_tokens
     for replica_id, prediction in decision.predictions.items():
         replicas[replica_id]["prediction_ms"] = {
             "ttft": round(prediction.ttft_ms, 2), "tpot": round(prediction.tpot_ms, 3), "e2e": round(prediction.e2e_ms, 2),
@@ -43,4 +46,12 @@ def explain_plan(plan: Plan) -> dict[str, Any]:
             "blocked_by": None if decision.blocked_by is None else dataclasses.asdict(decision.blocked_by),
         },
         "replicas": replicas,
+        "prefix_blocks": len(plan.prefix_blocks),
+        "session": None if plan.session is None else session_document(plan.session),
     }
+
+
+def session_document(verdict: SessionVerdict) -> dict[str, Any]:
+    return {"turn": verdict.turn, "variant": verdict.variant, "moved_from": verdict.moved_from,
+            "why": None if verdict.why is None else verdict.why.value, "kept_over": verdict.overrode,
+            "header": verdict.header()}

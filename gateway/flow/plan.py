@@ -13,6 +13,7 @@ from gateway.domain import Candidate, Decision, Replica, ReplicaState, RequestPr
 from gateway.flow.body import ChatBody, EmbeddingsBody, RequestBody
 from gateway.flow.classify import Target, classify, resolve_model
 from gateway.flow.prefix import PromptPrefix, prompt_blocks
+from gateway.flow.session import Sessions, SessionVerdict, keep_seat, session_key
 from gateway.routing.predictors import prefill_ms
 from gateway.routing.router import route
 from gateway.state.decodes import DecodeClaim
@@ -32,6 +33,8 @@ class Plan:
     decision: Decision
     # The prompt's chained block ids (empty without a prefix index): what its replica learns.
     prefix_blocks: tuple[int, ...] = ()
+    # What the request's session did to the decision (None: no session, or sessions off).
+    session: SessionVerdict | None = None
 
     def candidate(self, replica_id: str) -> Candidate | None:
         return next((c for c in self.candidates if c.replica.id == replica_id), None)
@@ -41,14 +44,16 @@ class Plan:
 class View:
     """What routing sees of the replicas for one request: the store's snapshot (already narrowed
     to what the caller may use), this gateway's pending prefill tokens and its in-flight
-    requests' least decode slack, by replica id; the output lengths learned per task; and the
-    prefix index (None: prompt caches unknown, every replica cold)."""
+    requests' least decode slack, by replica id; the output lengths learned per task; the
+    prefix index (None: prompt caches unknown, every replica cold); and the sessions' seats
+    (None: every request routed on its own)."""
 
     snapshot: Mapping[str, ReplicaState]
     backlog: Mapping[str, int] = dataclasses.field(default_factory=dict)
     slack: Mapping[str, float] = dataclasses.field(default_factory=dict)
     lengths: LengthEstimates = NO_ESTIMATES
     prefixes: PrefixLookup | None = None
+    sessions: Sessions | None = None
 
 
 def candidates_for(model: ModelSpec, view: View, replicas: tuple[Replica, ...] | None = None,
@@ -136,7 +141,11 @@ def plan_request(config: DuetConfig, counters: Mapping[str, TokenCounter], inbou
         prefix = prompt_prefix(inbound, counters[target.model.name], config.policy.prefix_cache.block_tokens)
     candidates = candidates_for(target.model, view, serving_replicas(target.model, inbound), prefix)
     decision = route(profile, candidates, config.policy.profile_for(profile.task), explain=explain)
-    return Plan(target, profile, candidates, decision, () if prefix is None else prefix.blocks)
+    session = None
+    if view.sessions is not None and config.policy.sessions.enabled:
+        if (key := session_key(inbound.body, inbound.headers, target.model.name)) is not None:
+            decision, session = keep_seat(key, view.sessions.seat(key), profile, candidates, decision)
+    return Plan(target, profile, candidates, decision, () if prefix is None else prefix.blocks, session)
 
 
 def prompt_prefix(inbound: Inbound, counter: TokenCounter, block_tokens: int) -> PromptPrefix:
