@@ -1,11 +1,18 @@
-"""duet check: validate a config file; errors name their path."""
+"""duet check: validate a config file; errors name their path. A config that loads is still
+refused when a high-speed variant's allowed task types have no parity report or operator's
+override behind them (gateway/config/evidence.py)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+import yaml
 
 from gateway.config import load_config
+from gateway.config.evidence import unproven
+from gateway.config.schema import ConfigFile
 from gateway.errors import ConfigError
 
 
@@ -18,8 +25,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.file)
+        unbacked = unproven(ConfigFile.model_validate(yaml.safe_load(Path(args.file).read_text(encoding="utf-8"))))
     except ConfigError as exc:
         print(f"{args.file}: invalid\n{exc}", file=sys.stderr)
+        return 1
+    if unbacked:
+        print(f"{args.file}: refused (no evidence, no traffic: docs/parity.md)\n" + "\n".join(map(str, unbacked)),
+              file=sys.stderr)
         return 1
     replicas = len(config.replicas)
     variants = sum(len(m.variants) for m in config.models.values())

@@ -26,10 +26,12 @@ from typing import Any
 
 import yaml
 
+from gateway.cli.evidence import apply_evidence
 from gateway.cli.online_parity import tools as online_parity_tools
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from serving.errors import SupervisorError
+from serving.hardware import this_machine
 from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
 from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.launch.local_config import LocalVariant, local_config, served_model_name
@@ -195,7 +197,10 @@ def plan_sim(args: argparse.Namespace, demo: dict[str, Any], run_dir: Path) -> t
 
 
 def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], profiles: Sequence[LaunchProfile],
-                   host: str, port: int) -> dict[str, Any]:
+                   host: str, port: int, machine_class: str | None = None) -> dict[str, Any]:
+    """The gateway's config: the demo's own variants with their replicas' URLs, or one variant
+    per launch profile, each serving what its parity report proves on ``machine_class`` (default:
+    this machine's, read from /proc/cpuinfo) and the others in shadow (``gateway.cli.evidence``)."""
     if not profiles:  # the demo's own variants: fill in their URLs
         config = dict(demo)
         urls = {launch.name: launch.url for launch in launches}
@@ -203,8 +208,11 @@ def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], prof
             spec["replicas"] = [{"url": urls[name]}]
         config.setdefault("server", {}).update({"host": host, "port": port})
         return config
-    return local_config(demo, [LocalVariant(p, launch.url) for p, launch in zip(profiles, launches, strict=True)],
-                        host, port, parity_reports(profiles))
+    config = local_config(demo, [LocalVariant(p, launch.url) for p, launch in zip(profiles, launches, strict=True)],
+                          host, port)
+    machine_class = machine_class or this_machine().hardware_class
+    apply_evidence(config, MODEL, profiles, parity_reports(profiles), machine_class, demo)
+    return config
 
 
 def parity_reports(profiles: Sequence[LaunchProfile], root: Path = REPO) -> dict[str, dict[str, Any]]:
@@ -223,9 +231,16 @@ def parity_reports(profiles: Sequence[LaunchProfile], root: Path = REPO) -> dict
 
 
 def allowed_tasks_lines(config: dict[str, Any]) -> list[str]:
-    """One line per variant whose allowed task types a parity report narrowed."""
-    return [f"{name}: allowed tasks {', '.join(spec['allowed_tasks']) or 'none'} ({spec['allowed_tasks_source']})"
-            for name, spec in config["models"][MODEL]["variants"].items() if "allowed_tasks_source" in spec]
+    """One line per variant whose allowed task types a parity report decided, or that starts in
+    shadow for want of one."""
+    lines = []
+    for name, spec in config["models"][MODEL]["variants"].items():
+        if spec.get("rollout", {}).get("stage") == "shadow":
+            lines.append(f"{name}: starts in shadow, serving only requests pinned to {MODEL}:{name} "
+                         f"({spec.get('allowed_tasks_source', 'no parity report')})")
+        elif "allowed_tasks_source" in spec:
+            lines.append(f"{name}: allowed tasks {', '.join(spec['allowed_tasks']) or 'none'} ({spec['allowed_tasks_source']})")
+    return lines
 
 
 def read_policy(path: Path) -> dict[str, Any]:

@@ -163,6 +163,13 @@ class RolloutSection(Strict):
     canary_shares: dict[Name, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
 
 
+class OverrideSection(Strict):
+    """An operator's word for allowed tasks no parity report backs: who decided and why."""
+
+    by: Annotated[str, Field(min_length=1)]
+    reason: Annotated[str, Field(min_length=1)]
+
+
 class VariantSection(Strict):
     kind: Literal["full", "quantized", "speculative"]
     served_model_name: str
@@ -173,6 +180,9 @@ class VariantSection(Strict):
     allowed_tasks: Literal["all"] | list[Name] = "all"
     # Where the allowed tasks came from (a parity report's date and hash), for humans.
     allowed_tasks_source: str | None = None
+    # Allowed tasks an operator set by hand, without a parity report, knowingly (``duet check``
+    # refuses them otherwise: gateway/config/evidence.py).
+    allowed_tasks_override: OverrideSection | None = None
     rollout: RolloutSection = RolloutSection()
     launch_profile: str | None = None
     replicas: list[ReplicaSection] = Field(default_factory=list)

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import yaml
 
+from serving.hardware import this_machine
 from serving.ports import free_port
 
 from .cluster import wait_until
@@ -73,11 +74,34 @@ def test_duet_up_sim_with_variants_writes_a_config_for_those_variants(tmp_path: 
         assert config_path is not None
         variants = yaml.safe_load(Path(config_path.group(1)).read_text())["models"]["smollm2"]["variants"]
         assert {name: v["kind"] for name, v in variants.items()} == {"standard": "full", "fast-spec": "speculative"}
-        response = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions",
-                              headers={"x-duet-task": "reasoning"},
-                              json={"model": "smollm2", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
-        assert response.status_code == 200
-        assert response.headers["x-duet-variant"] == "standard"
+        pinned = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions",
+                            json={"model": "smollm2:fast-spec", "messages": [{"role": "user", "content": "hi"}],
+                                  "max_tokens": 4})
+        assert pinned.status_code == 200 and pinned.headers["x-duet-variant"] == "fast-spec"
+    finally:
+        stop_and_check_replicas_gone(process, replica_ports)
+
+
+def test_duet_up_says_what_the_int4_report_lets_it_serve_here_and_chat_stays_on_standard(tmp_path: Path) -> None:
+    """The embedded default's variants on simulated twins. The int4 report was measured on class amx:
+    applied on such a machine, else fast-int4 starts in shadow. Which one this machine is decides the
+    line expected (both cases are tested with the class injected in tests/gateway/cli/test_up.py);
+    chat goes to standard either way."""
+    port = free_port()
+    process, log = start_up(tmp_path, "--sim", "--variants", "standard,fast-int4", "--port", str(port))
+    replica_ports: list[int] = []
+    try:
+        wait_until(lambda: "duet ready on" in log.read_text(), 60, "ready line")
+        text = log.read_text()
+        replica_ports = [int(p) for _, p in READY_REPLICA.findall(text)]
+        if this_machine().hardware_class == "amx":
+            assert "fast-int4: allowed tasks agent, extraction (parity report" in text
+        else:
+            assert "fast-int4: starts in shadow, serving only requests pinned to smollm2:fast-int4" in text
+        response = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=30, json={
+            "model": "smollm2", "max_tokens": 16,
+            "messages": [{"role": "user", "content": "Count from 1 to 20, one number per line."}]})
+        assert response.status_code == 200 and response.headers["x-duet-variant"] == "standard"
     finally:
         stop_and_check_replicas_gone(process, replica_ports)
 

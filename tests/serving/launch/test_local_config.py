@@ -68,13 +68,13 @@ def report(**verdicts: str) -> dict[str, object]:
 
 
 def test_a_parity_report_takes_the_task_types_it_refuses_off_the_variant() -> None:
-    refusing = report(chat="not allowed", coding="allowed", long_context="not allowed")
+    refusing = report(extraction="not allowed", coding="allowed", long_context="not allowed")
     config = local_config(DEMO, variants("cpu-smollm2-bf16", "cpu-smollm2-int8"), "h", 1,
                           {"cpu-smollm2-int8": refusing, "cpu-smollm2-bf16": refusing})
     section = config["models"]["smollm2"]["variants"]
     demo_allowed = DEMO["models"]["smollm2"]["variants"]["fast"]["allowed_tasks"]
-    assert "chat" in demo_allowed
-    assert section["fast-int8"]["allowed_tasks"] == [t for t in demo_allowed if t != "chat"]
+    assert "extraction" in demo_allowed
+    assert section["fast-int8"]["allowed_tasks"] == [t for t in demo_allowed if t != "extraction"]
     assert section["fast-int8"]["allowed_tasks_source"] == "parity report 2026-12-03T10:45:16+00:00 sha256:ab12 (its refusals)"
     assert "allowed_tasks" not in section["standard"]  # the standard is the reference, never narrowed
     parse_config(yaml.safe_dump(config), source="generated")
