@@ -4,7 +4,8 @@ Seed ``k`` replays the window shifted by ``k x shift_s`` trace seconds (other ar
 other step jitter: requests enter and leave at both edges and every burst lands at another
 moment of the engines' state), with engines jittered by seed ``k`` and the speed priors' error
 drawn by seed ``k``. Seed 0 is the unshifted window. A summary is the mean over seeds of every
-number the per-seed summaries hold; good requests and cost also get a Student-t 95% interval.
+number the per-seed summaries hold; good requests, cost and the TTFT p90 also get a Student-t 95%
+interval.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ def combine(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         mean, half = interval([r[metric] for r in runs])
         merged[metric] = round(mean, 4)
         merged[f"{metric}_ci95"] = round(half, 4)
+    p90s = [r["ttft_ms"]["p90"] for r in runs if r.get("ttft_ms", {}).get("p90") is not None]
+    if len(p90s) == len(runs):  # the TTFT p90's interval, over seeds that all served something
+        merged["ttft_p90_ms_ci95"] = round(interval(p90s)[1], 1)
     return merged
 
 

@@ -53,3 +53,9 @@ def test_replay_seeds_shift_arrivals_and_write_intervals(tmp_path):
     assert result["seeds"]["count"] == 3 and len(set(map(str, result["seeds"]["requests"]))) > 1
     policy = result["policies"]["least-loaded"]
     assert policy["seeds"] == 3 and len(policy["runs"]) == 3 and policy["good_fraction_ci95"] >= 0
+
+
+def test_the_ttft_p90_gets_an_interval_when_every_seed_has_one():
+    runs = [summary(0.98, 6.0, {"fast": 1.0}) | {"ttft_ms": {"p50": 1.0, "p90": p90}} for p90 in (900.0, 1100.0)]
+    assert combine(runs)["ttft_p90_ms_ci95"] == pytest.approx(12.706 * statistics.stdev([900.0, 1100.0]) / 2 ** 0.5, abs=0.1)
+    assert "ttft_p90_ms_ci95" not in combine([summary(0.98, 6.0, {"fast": 1.0})] * 2)  # a seed without one
