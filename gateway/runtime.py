@@ -212,7 +212,7 @@ class Gateway:
 
         def parts(on_conclusion: OnConclusion) -> ShadowParts:
             return ShadowParts(director, ledgers, lambda request: UpstreamCall(self._pool, request), tools.judge, metrics,
-                               on_conclusion)
+                               on_conclusion, lambda: self.current.config)
 
         return OnlineParity(host, tools, metrics, parts)
 

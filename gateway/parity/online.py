@@ -82,6 +82,12 @@ class OnlineParity:
         await self.checks.stop()
 
     async def _concluded(self, variant: str, task: str, conclusion: Conclusion) -> None:
+        try:
+            await self._act(variant, task, conclusion)
+        finally:
+            self.verdicts.acted(variant, task)
+
+    async def _act(self, variant: str, task: str, conclusion: Conclusion) -> None:
         config = self._host.config()
         model, _, name = variant.partition(":")
         current = config.models[model].variants[name]

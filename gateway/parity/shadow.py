@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from gateway.config.online_parity import OnlineParitySettings
-from gateway.config.types import ModelSpec
+from gateway.config.types import DuetConfig, ModelSpec
 from gateway.domain import Outcome, RolloutStage, Variant, VariantKind
 from gateway.errors import RequestError
 from gateway.flow.admission import Action
@@ -81,6 +81,8 @@ class ShadowParts:
     judge: PairJudge
     metrics: ParityMetrics
     on_conclusion: OnConclusion
+    # The config running now (not the job's snapshot): whether the task is allowed at the pair.
+    config: Callable[[], DuetConfig]
 
 
 def pairing(exchange: Exchange, settings: OnlineParitySettings) -> tuple[Variant, Variant, float] | None:
@@ -137,7 +139,7 @@ class ShadowChecks:
             return
         job = Job(exchange.request_id, body.model_dump(exclude_none=True), task, exchange.plan.target.model,
                   standard, candidate, settings)
-        check = asyncio.get_running_loop().create_task(self._check(job))
+        check = asyncio.get_running_loop().create_task(self.check(job))
         self._running.add(check)
         check.add_done_callback(self._running.discard)
 
@@ -151,7 +153,8 @@ class ShadowChecks:
             check.cancel()
         await asyncio.gather(*self._running, return_exceptions=True)
 
-    async def _check(self, job: Job) -> None:
+    async def check(self, job: Job) -> None:
+        """Run both sides of ``job`` when there is slack, score the pair and add it to the verdicts."""
         metrics, key = self._parts.metrics, job.candidate.key
         started = time.perf_counter()
         try:
@@ -181,7 +184,8 @@ class ShadowChecks:
             detail=score.detail, deterministic=deterministic, standard_ms=standard_ms, candidate_ms=candidate_ms,
             texts=texts if job.settings.keep_text else None)
         design = design_for(job.settings, job.task)
-        allowed_now = job.candidate.allows(job.task) and job.candidate.rollout.stage is not RolloutStage.SHADOW
+        current = self._parts.config().models[job.model.name].variants.get(job.candidate.name, job.candidate)
+        allowed_now = current.allows(job.task) and current.rollout.stage is not RolloutStage.SHADOW
         conclusion = self._verdicts.add(record, design, allowed_now=allowed_now)
         metrics = self._parts.metrics
         metrics.loss.labels(job.candidate.key, job.task).inc(max(0.0, score.loss))

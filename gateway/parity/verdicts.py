@@ -42,6 +42,9 @@ class _Entry:
     state: TestState = field(default_factory=TestState)
     epoch: int = 0
     started_at: float = 0.0
+    # A conclusion drawn and not yet acted on (the policy change under way): meanwhile the running
+    # config still allows the task, which must not read as an offline run allowing it again.
+    acting: bool = False
 
 
 def design_for(settings: OnlineParitySettings, task: str) -> Design:
@@ -61,14 +64,23 @@ class OnlineVerdicts:
         again) starts afresh, as does one whose design changed (a reload)."""
         key = (record.variant, record.task)
         entry = self._tests.get(key)
-        lifted = entry is not None and entry.state.conclusion is Conclusion.LOSS and allowed_now
+        lifted = entry is not None and entry.state.conclusion is Conclusion.LOSS and allowed_now and not entry.acting
         if entry is None or lifted or entry.design != design:
             epoch = 0 if entry is None else entry.epoch + 1
             entry = self._tests[key] = _Entry(design, epoch=epoch, started_at=record.at)
         before = entry.state.conclusion
         entry.state = entry.state.add(design, record.standard_score - record.candidate_score)
         self._records.append(record)
-        return entry.state.conclusion if entry.state.conclusion is not before else None
+        if entry.state.conclusion is before:
+            return None
+        entry.acting = True
+        return entry.state.conclusion
+
+    def acted(self, variant: str, task: str) -> None:
+        """The conclusion's policy change is in the running config."""
+        entry = self._tests.get((variant, task))
+        if entry is not None:
+            entry.acting = False
 
     def state(self, variant: str, task: str) -> TestState | None:
         entry = self._tests.get((variant, task))

@@ -7,6 +7,7 @@ request meets its budget."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -24,6 +25,7 @@ from .cluster import cluster, wait_until
 
 CLEAN = 12  # requests the candidate answers right before it starts failing chat
 TOLERANCE, CONFIDENCE, BET = 0.05, 0.95, 0.5
+FRESH = itertools.count()
 BUDGET = {"x-duet-latency-budget-ms": "5000", "x-duet-task": "chat"}
 
 
@@ -61,6 +63,12 @@ def ask(url: str, item: EvalItem) -> httpx.Response:
     reply = httpx.post(f"{url}/v1/chat/completions", json=body, headers=BUDGET, timeout=30)
     assert reply.status_code == 200, reply.text
     return reply
+
+
+def fresh() -> EvalItem:
+    """A chat question never asked before: a new conversation (a session keeps its variant)."""
+    n = next(FRESH)
+    return EvalItem(f"fresh-{n}", "chat", {"messages": [{"role": "user", "content": f"Name a colour ({n})."}]}, None)
 
 
 def pairs(status_file: Path) -> int:
@@ -113,10 +121,53 @@ def test_a_task_the_candidate_starts_failing_is_revoked_as_predicted(tmp_path: P
         assert duet(["check", str(c.config_path)]) == 0
 
         # The running policy has it: live chat goes to standard, and the alert's series is up.
-        wait_until(lambda: ask(c.url, items[0]).headers["x-duet-variant"] == "standard", timeout_s=10,
+        wait_until(lambda: ask(c.url, fresh()).headers["x-duet-variant"] == "standard", timeout_s=10,
                    what="chat on standard after the revocation")
         assert metric(c.url, "duet_parity_revoked", variant="smollm2:fast", task="chat") == 1
         assert metric(c.url, "duet_shadow_checks_total", result="paired") == CLEAN + predicted
         # Shadow work never cost a live request its budget: every one met it.
         assert metric(c.url, "duet_slo_total", task="chat", result="missed") == 0
         assert metric(c.url, "duet_slo_total", task="chat", result="met") >= CLEAN + predicted
+
+
+def shadow(raw: dict[str, Any]) -> None:
+    """fast in shadow (no live traffic), chat mirrored to it; the test's parameters for opening."""
+    fast = raw["models"]["smollm2"]["variants"]["fast"]
+    fast["allowed_tasks"] = ["agent"]
+    fast["rollout"] = {"stage": "shadow"}
+    routing = raw["routing"]
+    if not any(p["type"] == "rollout-stage" for p in routing["plugins"]):
+        routing["plugins"].append({"type": "rollout-stage", "name": "rollout-stage"})
+        for profile in routing["profiles"].values():
+            profile["filters"].append("rollout-stage")
+    raw["online_parity"] = {"shadow_checks": {"smollm2:fast": {"chat": 1.0}}, "tolerance": 0.2, "bet": 0.9,
+                            "max_in_flight": 1, "slack_wait_s": 10}
+
+
+def test_a_shadow_variant_opens_a_task_once_parity_is_concluded(tmp_path: Path) -> None:
+    lam = 0.9 / (1 - 0.2)  # the open side's bet: every pair agrees (loss 0), each multiplies by 1 + lam*T
+    predicted = math.ceil(math.log(1 / (1 - CONFIDENCE)) / math.log(1 + lam * 0.2))
+    items = ChatTask().generate(seed=6, n=predicted + 3)
+    answers: dict[str, Path] = {}
+    rules = [{"equals": i.last_user_message(), "text": ChatTask().reference_answer(i).text} for i in items]
+    for variant in ("standard", "fast"):
+        answers[variant] = tmp_path / f"{variant}.json"
+        answers[variant].write_text(json.dumps({"rules": rules}))
+    profiles = {v: ("fast-test", "--answers", str(answers[v])) for v in ("standard", "fast")}
+    with cluster(tmp_path, profiles, edit=shadow) as c:
+        status_file = c.config_path.parent / "duet-parity-status.json"
+        for i, item in enumerate(items):
+            variant = ask(c.url, item).headers["x-duet-variant"]
+            if variant == "fast":
+                break  # opened
+            wait_until(lambda n=i + 1: pairs(status_file) == n, timeout_s=20, what=f"pair {i + 1}")
+            if json.loads(status_file.read_text())["table"][0]["conclusion"] == "parity":
+                break
+        row = json.loads(status_file.read_text())["table"][0]
+        assert (row["conclusion"], row["pairs"]) == ("parity", predicted)
+        fast = yaml.safe_load(c.config_path.read_text())["models"]["smollm2"]["variants"]["fast"]
+        assert fast["rollout"] == {"stage": "canary", "canary_shares": {"chat": 1.0}}
+        assert fast["allowed_tasks"] == ["chat", "agent"]
+        wait_until(lambda: ask(c.url, fresh()).headers["x-duet-variant"] == "fast", timeout_s=10,
+                   what="chat on fast after it opened")
+        assert metric(c.url, "duet_parity_opened", variant="smollm2:fast", task="chat") == 1
