@@ -78,6 +78,15 @@ def alerting_rules() -> list[dict[str, Any]]:
                   "sum by (model) (rate(duet_requests_total[5m])) > 0.05"),
          "for": "5m", "labels": {"severity": "ticket"},
          "annotations": {"summary": "More than 5% of {{ $labels.model }} requests fail with a 5xx."}},
+        # Online parity (gateway/parity): set to 1 the moment the sequential test revokes a task, and
+        # it stays until the gateway restarts; the task comes back only through an offline run.
+        {"alert": "DuetParityRevoked",
+         "expr": "max by (variant, task) (duet_parity_revoked) == 1", "labels": {"severity": "ticket"},
+         "annotations": {"summary": "Online parity revoked {{ $labels.task }} on {{ $labels.variant }}: its live "
+                                    "answers lost to the standard's beyond the tolerance.",
+                         "description": "`duet parity status --config FILE` shows the test; the evidence file is in "
+                                        "parity-online/ beside the config. It comes back only through an explicit "
+                                        "offline run (duet parity --write-policy)."}},
     ]
     return alerts
 
