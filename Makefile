@@ -43,6 +43,7 @@ bench-sim: $(STAMP)
 
 bench-router: $(STAMP)
 	$(BIN)/python -m loadtests.router_bench
+	$(BIN)/python -m loadtests.shadow_bench
 
 # Style gates for the gateway package (ruff, mypy --strict).
 lint: $(STAMP)

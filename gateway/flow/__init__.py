@@ -50,6 +50,7 @@ from gateway.flow.explain import explain_plan
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, candidates_for, plan_request
 from gateway.flow.session import Sessions
+from gateway.flow.shadow_sample import shadow_sample
 from gateway.flow.upstream import upstream_request
 from gateway.flow.waiting_room import RECHECK_S, Waiting, WaitingRoom
 from gateway.routing.router import route
@@ -76,4 +77,6 @@ __all__ = [
     "InMemoryPrefixIndex", "PrefixCacheSettings", "PrefixIndex", "text_block_ids", "token_block_ids",
     # Sessions keep their variant (Ledgers.sessions, routing_hooks' sessions).
     "Sessions",
+    # Online parity's sampling of finished requests (what a request that is not sampled pays).
+    "shadow_sample",
 ]

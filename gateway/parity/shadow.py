@@ -2,9 +2,8 @@
 again on the standard and on the candidate as ``sheddable`` work, only when the standard has
 slack, and the two answers are scored by the task's verifier (gateway.parity.ports.PairJudge).
 
-The sampling decision is a ``done`` hook and is all that a request that is not sampled pays:
-a settings read, a share look-up and, when the share is above 0, a keyed hash of the request id
-(``make bench-router`` measures it). The checks run as tasks of their own, through a director of
+The sampling decision (``gateway.flow.shadow_sample``) is a ``done`` hook and is all that a
+request that is not sampled pays (``make bench-router`` measures it). The checks run as tasks of their own, through a director of
 their own that shares the live one's ledgers, so a shadow request counts in the prefill backlog
 and the decode ledger like any other, and it is sent only when the decode ledger says the live
 requests on the chosen replica can absorb its prefill.
@@ -30,13 +29,14 @@ import orjson
 
 from gateway.config.online_parity import OnlineParitySettings
 from gateway.config.types import DuetConfig, ModelSpec
-from gateway.domain import Outcome, RolloutStage, Variant, VariantKind
+from gateway.domain import Outcome, RolloutStage, Variant
 from gateway.errors import RequestError
 from gateway.flow.admission import Action
 from gateway.flow.body import ChatBody
 from gateway.flow.director import Director, Ledgers
 from gateway.flow.exchange import Exchange
 from gateway.flow.plan import Inbound, decode_claim
+from gateway.flow.shadow_sample import shadow_sample
 from gateway.flow.upstream import upstream_request
 from gateway.parity.metrics import ParityMetrics
 from gateway.parity.ports import PairJudge, PairScore
@@ -49,7 +49,6 @@ from gateway.routing.rollout import request_draw
 
 log = logging.getLogger(__name__)
 
-SHADOW = b"shadow"  # the draw's purpose: independent of the canary's draw for the same request
 RECHECK_S = 0.05  # how often a check waiting for slack looks again
 CHAT_PATH = "/v1/chat/completions"
 
@@ -85,29 +84,6 @@ class ShadowParts:
     config: Callable[[], DuetConfig]
 
 
-def pairing(exchange: Exchange, settings: OnlineParitySettings) -> tuple[Variant, Variant, float] | None:
-    """(standard, candidate, share) for a request served by ``exchange.attempt``'s variant: a
-    high-speed variant is checked against the model's standard; a request the standard served is
-    mirrored to a shadow-stage variant with a share for its task. None: nothing to check."""
-    served = exchange.attempt.variant if exchange.attempt is not None else None
-    if served is None:
-        return None
-    task = exchange.plan.profile.task
-    model = exchange.plan.target.model
-    if served.kind is not VariantKind.FULL:
-        share = settings.share(served.key, task)
-        standard = standard_of(model)
-        return None if share <= 0 or standard is None else (standard, served, share)
-    for variant in model.variants.values():
-        if variant.rollout.stage is RolloutStage.SHADOW and (share := settings.share(variant.key, task)) > 0:
-            return served, variant, share
-    return None
-
-
-def standard_of(model: ModelSpec) -> Variant | None:
-    return next((v for v in model.variants.values() if v.kind is VariantKind.FULL), None)
-
-
 class ShadowChecks:
     """The ``done`` subscriber that samples, and the checks it starts (at most
     ``max_in_flight`` at a time; a sample beyond that is dropped and counted)."""
@@ -123,22 +99,14 @@ class ShadowChecks:
         return self._verdicts
 
     def done(self, exchange: Exchange, outcome: Outcome) -> None:
-        settings = exchange.config.online_parity
-        if not settings.enabled or not outcome.ok:
+        if (sample := shadow_sample(exchange, outcome)) is None:
             return
-        pair = pairing(exchange, settings)
-        if pair is None or request_draw(exchange.request_id, SHADOW) >= pair[2]:
-            return
-        body = exchange.inbound.body
-        if type(body) is not ChatBody:  # the verifiers read chat completions
-            return
-        standard, candidate, _ = pair
-        task = exchange.plan.profile.task
+        settings, task = exchange.config.online_parity, exchange.plan.profile.task
         if len(self._running) >= settings.max_in_flight:
-            self._parts.metrics.checks.labels(candidate.key, task, "busy").inc()
+            self._parts.metrics.checks.labels(sample.candidate.key, task, "busy").inc()
             return
-        job = Job(exchange.request_id, body.model_dump(exclude_none=True), task, exchange.plan.target.model,
-                  standard, candidate, settings)
+        job = Job(exchange.request_id, exchange.inbound.body.model_dump(exclude_none=True), task,
+                  exchange.plan.target.model, sample.standard, sample.candidate, settings)
         check = asyncio.get_running_loop().create_task(self.check(job))
         self._running.add(check)
         check.add_done_callback(self._running.discard)
