@@ -21,8 +21,9 @@ COMPARED = ("always-standard", "always-fast", "round-robin", "least-loaded", "li
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser("replay", help="replay a trace through a routing policy in virtual time (no HTTP)")
     parser.add_argument("--trace", default="code,conv",
-                        help="comma-separated traces: shipped (code -> coding, conv -> chat), or a .csv (Azure "
-                             "columns) or .jsonl (Mooncake fields) path, as TASK=PATH (a bare PATH is chat)")
+                        help="comma-separated traces: shipped (code -> coding, conv -> chat, mooncake -> chat with "
+                             "its prompts' prefix blocks), or a .csv (Azure columns) or .jsonl (Mooncake fields, "
+                             "hash_ids kept) path, as TASK=PATH (a bare PATH is chat)")
     parser.add_argument("--replicas", default="h100-70b:standard=1,fast=3",
                         help="replica set and counts, e.g. h100-70b:standard=1,fast=3")
     parser.add_argument("--policy", default="duet", help="a shipped policy name or a duet.yaml path")
