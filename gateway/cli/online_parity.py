@@ -107,8 +107,16 @@ def _with_key_line(text: str, at: list[str], key: str, line: str) -> str:
     found = next(((k, v) for k, v in node.value if k.value == key), None)
     new = " " * indent + line + "\n"
     if found is not None:
-        start, end = found[0].start_mark.line, found[1].end_mark.line + (found[1].end_mark.column > 0)
+        start, end = found[0].start_mark.line, _line_after(lines, found[1])
         return "".join(lines[:start] + [new] + lines[end:])
-    last = node.value[-1][1]
-    end = last.end_mark.line + (last.end_mark.column > 0)
+    end = _line_after(lines, node.value[-1][1])
     return "".join(lines[:end] + [new] + lines[end:])
+
+
+def _line_after(lines: list[str], node: yaml.Node) -> int:
+    """The first line after ``node``'s value: a block collection ends where the next key's
+    indentation starts (its end mark is there), a scalar or flow value within its last line."""
+    line, column = int(node.end_mark.line), int(node.end_mark.column)
+    if line >= len(lines) or not lines[line][:column].strip():
+        return line
+    return line + 1
