@@ -2,7 +2,9 @@
 
 REQUEST.json is a chat/completions body, or ``{"headers": {...}, "body": {...}}``. Replicas are
 assumed up and idle unless ``--state`` gives a JSON object of replica id -> ReplicaState fields
-(``{"smollm2/fast/0": {"health": "down"}}``). For the live answer, POST the same body to a
+(``{"smollm2/fast/0": {"health": "down"}}``), cold unless ``--warm REPLICA`` says the replica
+holds this prompt (as if it had served it), and the request's conversation new unless
+``--seated REPLICA`` says its session sits there. For the live answer, POST the same body to a
 running gateway's /v1/duet/route.
 """
 
@@ -26,6 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--header", action="append", default=[], metavar="NAME:VALUE")
     parser.add_argument("--state", help="JSON file: replica id -> state fields (default: all up, idle)")
     parser.add_argument("--json", action="store_true", help="print the decision as JSON")
+    parser.add_argument("--warm", action="append", default=[], metavar="REPLICA",
+                        help="the replica holds this prompt in its prefix cache (repeatable)")
+    parser.add_argument("--seated", metavar="REPLICA", help="the request's session sits on this replica")
     parser.set_defaults(run=run)
 
 
@@ -43,13 +48,40 @@ def run(args: argparse.Namespace) -> int:
             headers[name.strip().lower()] = value.strip()
         _, body = parse_any_body(json.dumps(body_doc).encode())
         snapshot = _snapshot(config.replicas, json.loads(Path(args.state).read_text()) if args.state else {})
-        plan = plan_request(config, build_counters(config), Inbound(body, headers), View(snapshot), explain=True)
+        counters = build_counters(config)
+        view = _history(config, counters, Inbound(body, headers), View(snapshot), args)
+        plan = plan_request(config, counters, Inbound(body, headers), view, explain=True)
     except (ConfigError, RequestError, OSError, ValueError) as exc:
         print(f"duet explain: {exc}", file=sys.stderr)
         return 1
     report = explain_plan(plan)
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
+
+
+def _history(config: Any, counters: Any, inbound: Any, view: Any, args: argparse.Namespace) -> Any:
+    """``view`` with the prefix index and the sessions the ``--warm`` and ``--seated`` flags
+    describe (the offline explain has no traffic to learn them from)."""
+    import dataclasses
+
+    from gateway.flow import InMemoryPrefixIndex, Sessions, prompt_prefix
+    from gateway.flow.classify import resolve_model
+    from gateway.flow.session import session_key
+
+    model = resolve_model(config, inbound.body.model).model
+    replicas = {r.id: r for r in model.replicas}
+    for name in [*args.warm, *([args.seated] if args.seated else [])]:
+        if name not in replicas:
+            raise ValueError(f"no replica '{name}' in model {model.name} (it has {', '.join(replicas)})")
+    index = InMemoryPrefixIndex(config.policy.prefix_cache.blocks_per_replica)
+    prefix = prompt_prefix(inbound, counters[model.name], config.policy.prefix_cache.block_tokens)
+    for name in args.warm:
+        index.learn(name, prefix.blocks)
+    sessions = Sessions(1)
+    key = session_key(inbound.body, inbound.headers, model.name)
+    if args.seated and key is not None:
+        sessions.sit(key, replicas[args.seated].variant, args.seated)
+    return dataclasses.replace(view, prefixes=index, sessions=sessions)
 
 
 def _snapshot(replicas: Any, overrides: dict[str, dict[str, Any]]) -> dict[str, ReplicaState]:
@@ -73,11 +105,14 @@ def render(report: dict[str, Any]) -> str:
         f"profile {report['routing_profile']} -> variant {decision['variant']}  reason {decision['reason']}  "
         f"meets budget {decision['meets_budget']}",
         f"ranked: {', '.join(decision['ranked_replicas']) or '(none)'}",
+        f"prompt {report.get('prefix_blocks', 0)} prefix blocks; session: "
+        f"{(report.get('session') or {}).get('header', 'none')}",
     ]
     for replica_id, entry in report["replicas"].items():
         prediction = entry.get("prediction_ms")
         predicted = f"  ttft {prediction['ttft']} ms, e2e {prediction['e2e']} ms" if prediction else ""
-        lines.append(f"  {replica_id} [{entry['variant']}]{predicted}")
+        cached = f"  cached {entry['cached_tokens']} tok" if entry.get("cached_tokens") else ""
+        lines.append(f"  {replica_id} [{entry['variant']}]{predicted}{cached}")
         for verdict in entry["verdicts"]:
             if "score" in verdict:
                 mark = f"score {verdict['score']:.3f}"

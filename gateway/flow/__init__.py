@@ -48,7 +48,7 @@ from gateway.flow.director import Director, Ledgers, Transport
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.explain import explain_plan
 from gateway.flow.hooks import Hooks
-from gateway.flow.plan import Inbound, Plan, View, candidates_for, plan_request
+from gateway.flow.plan import Inbound, Plan, View, candidates_for, plan_request, prompt_prefix
 from gateway.flow.session import Sessions
 from gateway.flow.shadow_sample import shadow_sample
 from gateway.flow.upstream import upstream_request
@@ -74,7 +74,7 @@ __all__ = [
     "parse_any_body", "parse_body", "parse_config", "plan_request", "route", "routing_hooks", "upstream_request",
     # The prompt cache: Inbound.prefix_blocks, the index routing reads (Ledgers.prefixes, routing_hooks' prefixes)
     # and its block size (DuetConfig.policy.prefix_cache.block_tokens).
-    "InMemoryPrefixIndex", "PrefixCacheSettings", "PrefixIndex", "text_block_ids", "token_block_ids",
+    "InMemoryPrefixIndex", "PrefixCacheSettings", "PrefixIndex", "prompt_prefix", "text_block_ids", "token_block_ids",
     # Sessions keep their variant (Ledgers.sessions, routing_hooks' sessions).
     "Sessions",
     # Online parity's sampling of finished requests (what a request that is not sampled pays).

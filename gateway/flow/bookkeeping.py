@@ -64,12 +64,14 @@ class DecodeKeeper:
 
 
 class PrefixKeeper:
-    """A request sent to a replica leaves its prompt's blocks in that replica's cache."""
+    """A request whose prompt a replica prefilled leaves its blocks in that replica's cache (vLLM
+    caches a prompt's full blocks as it computes them). Learnt at the first token, not at
+    dispatch: off the path to the replica, and a replica that failed holds nothing new."""
 
     def __init__(self, prefixes: PrefixIndex) -> None:
         self._prefixes = prefixes
 
-    def dispatched(self, exchange: Exchange, attempt: Attempt) -> None:
+    def first_token(self, exchange: Exchange, attempt: Attempt) -> None:
         self._prefixes.learn(attempt.replica.id, exchange.plan.prefix_blocks)
 
 
@@ -197,12 +199,11 @@ def routing_hooks(backlog: PrefillBacklog, decodes: DecodeLedger, store: StateSt
     """The subscribers whose bookkeeping routing reads: a replay needs exactly these (and
     ``prefixes``, the prefix index, and ``sessions`` when it routes with them)."""
     backlog_keeper, decode_keeper = BacklogKeeper(backlog), DecodeKeeper(decodes)
-    learners = [] if prefixes is None else [PrefixKeeper(prefixes).dispatched]
-    if sessions is not None:
-        learners.append(SessionKeeper(sessions).dispatched)
+    seats = [] if sessions is None else [SessionKeeper(sessions).dispatched]
+    learners = [] if prefixes is None else [PrefixKeeper(prefixes).first_token]
     return Hooks(
-        dispatched=[backlog_keeper.dispatched, decode_keeper.dispatched, *learners],
-        first_token=[backlog_keeper.first_token],
+        dispatched=[backlog_keeper.dispatched, decode_keeper.dispatched, *seats],
+        first_token=[backlog_keeper.first_token, *learners],
         # The ledger's stall first: the state keeper's latency learner reads it.
         attempt_ended=[backlog_keeper.attempt_ended, decode_keeper.attempt_ended, StateKeeper(store).attempt_ended],
         done=[WakeKeeper(waiting).done, LengthKeeper(store).done],

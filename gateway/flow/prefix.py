@@ -9,7 +9,6 @@ tokenizer the blocks are exact token blocks; without one they are cut from the t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import orjson
@@ -29,20 +28,23 @@ class PromptPrefix:
 
 def prompt_text(body: RequestBody) -> str:
     """The prompt's text in the order the model reads it ("" for a body without one)."""
-    return "\n".join(_prompt_parts(body))
-
-
-def _prompt_parts(body: RequestBody) -> Iterator[str]:
-    if isinstance(body, ChatBody):
-        if body.tools:
-            yield orjson.dumps(body.tools).decode()
-        if isinstance(body, MessagesBody) and isinstance(body.system, str):
-            yield body.system
-        for message in body.messages:
-            yield str(message.get("role", ""))
-            yield from message_texts([message])
-    elif isinstance(body, CompletionBody) and isinstance(body.prompt, str):
-        yield body.prompt
+    if isinstance(body, CompletionBody):
+        return body.prompt if isinstance(body.prompt, str) else ""
+    if not isinstance(body, ChatBody):
+        return ""
+    parts = []
+    if body.tools:
+        parts.append(orjson.dumps(body.tools).decode())
+    if isinstance(body, MessagesBody) and isinstance(body.system, str):
+        parts.append(body.system)
+    for message in body.messages:
+        parts.append(str(message.get("role", "")))
+        content = message.get("content")
+        if isinstance(content, str) and not message.get("tool_calls"):
+            parts.append(content)  # the common case, without a generator per message
+        else:
+            parts.extend(message_texts([message]))
+    return "\n".join(parts)
 
 
 def prompt_blocks(body: RequestBody, counter: TokenCounter, block_tokens: int) -> tuple[int, ...]:

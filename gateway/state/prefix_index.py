@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from gateway.domain import Health, ReplicaState
 
@@ -39,10 +38,10 @@ class PrefixIndex(PrefixLookup, Protocol):
     def watch(self, states: Mapping[str, ReplicaState]) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Life:
+class Life(NamedTuple):
     """What tells one run of a replica from the next: vLLM's process start time (from its
-    ``/metrics``) and whether it was last seen down."""
+    ``/metrics``) and whether it was last seen down. (A tuple: ``watch`` builds one per replica
+    per request.)"""
 
     started_at: float | None
     down: bool
@@ -61,14 +60,20 @@ class ReplicaPrefixes:
         return len(self._blocks)
 
     def held(self, blocks: Sequence[int]) -> int:
-        """The number of ``blocks``' leading ids held (each names its whole prefix)."""
+        """The number of ``blocks``' leading ids held (each names its whole prefix). What is held
+        is prefix-closed (see the module docstring), so a binary search finds the longest: a
+        handful of look-ups for a prompt of hundreds of blocks."""
         held = self._blocks
-        count = 0
-        for block in blocks:
-            if block not in held:
-                break
-            count += 1
-        return count
+        if not blocks or blocks[0] not in held:
+            return 0
+        low, high = 1, len(blocks)  # blocks[:low] held; blocks[high:] not known to be
+        while low < high:
+            middle = (low + high + 1) // 2
+            if blocks[middle - 1] in held:
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
     def add(self, blocks: Sequence[int]) -> None:
         held = self._blocks
@@ -108,13 +113,16 @@ class InMemoryPrefixIndex:
         """Forget every replica that restarted since the last call: its vLLM start time changed,
         or it was seen down and is up again (a restart too quick for a health check to catch
         shows in the start time; a replica without one shows only as down then up)."""
+        lives = self._lives
         for replica_id, state in states.items():
-            life = Life(state.started_at, state.health is Health.DOWN)
-            before = self._lives.get(replica_id)
+            before = lives.get(replica_id)
+            down = state.health is Health.DOWN
+            if before is not None and before.started_at == state.started_at and before.down == down:
+                continue
+            life = Life(state.started_at, down)
             if before is not None and restarted(before, life):
                 self.forget(replica_id)
-            if before != life:
-                self._lives[replica_id] = life
+            lives[replica_id] = life
 
     def blocks_held(self, replica_id: str) -> int:
         """How many block ids the index holds for the replica (bounded by ``blocks_per_replica``)."""

@@ -58,7 +58,7 @@ class SharedPrefixIndex:
     def learn(self, replica_id: str, blocks: Sequence[int]) -> None:
         if blocks:
             self._local.learn(replica_id, blocks)
-            self._post(LEARN, replica_id, array("Q", blocks).tobytes())
+            self._post(LEARN, replica_id, array("q", blocks).tobytes())
 
     def forget(self, replica_id: str) -> None:
         self._local.forget(replica_id)
@@ -107,7 +107,7 @@ class SharedPrefixIndex:
         if fields.get(b"o") == FORGET:
             self._local.forget(replica)
         else:
-            self._local.learn(replica, array("Q", fields.get(b"b", b"")).tolist())
+            self._local.learn(replica, array("q", fields.get(b"b", b"")).tolist())
 
     def _post(self, op: bytes, replica_id: str, packed: bytes) -> None:
         self._outbox.append((op, replica_id.encode(), packed))

@@ -41,7 +41,13 @@ def test_text_blocks_are_block_tokens_times_four_bytes():
 def test_ids_are_the_same_in_another_process():
     """Gateways sharing an index through Redis must name blocks alike: Python's own str hash is
     salted per process, so this runs the hash in a fresh interpreter with a different seed."""
-    code = "from gateway.state.prefix_blocks import text_block_ids; print(text_block_ids('abc' * 100, 16))"
+    code = ("from gateway.state.prefix_blocks import text_block_ids, token_block_ids; "
+            "print(text_block_ids('abc' * 100, 16), token_block_ids(list(range(100)), 16))")
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": "12345", "PATH": ""}, cwd=".")
-    assert other.stdout.strip() == str(text_block_ids("abc" * 100, 16))
+    assert other.stdout.strip() == f"{text_block_ids('abc' * 100, 16)} {token_block_ids(list(range(100)), 16)}"
+
+
+def test_ids_are_non_negative_64_bit_integers():
+    ids = [*text_block_ids("z" * 4096, 16), *token_block_ids(list(range(4096)), 16)]
+    assert all(0 <= i < 1 << 63 for i in ids)
