@@ -142,7 +142,8 @@ class Director:
         variant's when a fast variant's whole answer broke the request's contract and the budget
         left fits a standard replica. The fast attempt ends only once a standard one answered,
         so a failed escalation still has it to send."""
-        finding = inspect(exchange, answer.status, answer.body, self._clock())
+        finding = inspect(exchange, answer, self._clock(), lambda: self._plan(
+            exchange.inbound, exchange.grant, request_draw(exchange.request_id), self._active()))
         if finding is None:
             return answer
         held = exchange.attempt

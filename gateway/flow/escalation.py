@@ -12,7 +12,8 @@ not opt in is never held back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol
 
@@ -20,6 +21,7 @@ from gateway.domain import Outcome, Replica, VariantKind
 from gateway.flow.body import ChatBody
 from gateway.flow.contract import contract_of, violation
 from gateway.flow.exchange import Attempt, Exchange
+from gateway.flow.plan import Plan
 from gateway.proxy.sse import usage_of
 
 
@@ -91,44 +93,48 @@ def buffered_stream(exchange: Exchange) -> bool:
             and contract_of(inbound.body) is not None)
 
 
-def inspect(exchange: Exchange, status: int, payload: bytes, now: float) -> Finding | None:
+def inspect(exchange: Exchange, answer: WholeAnswer, now: float, plan_now: Callable[[], Plan]) -> Finding | None:
     """None when the answer needs no second look (not a whole chat answer of a fast variant, no
     contract, or the contract is kept); else what broke and where the request may go instead.
-    ``now``: the director's clock, to spend the budget the request already used."""
+    ``now``: the director's clock, to spend the budget the request already used; ``plan_now``:
+    the request planned again on the replicas as they are now (called only for a broken answer:
+    the first plan's predictions predate the fast answer and the escalations since)."""
     attempt = exchange.attempt
     body = exchange.inbound.body
-    if status != 200 or attempt is None or attempt.variant.kind is VariantKind.FULL or not isinstance(body, ChatBody):
+    if answer.status != 200 or attempt is None or attempt.variant.kind is VariantKind.FULL or not isinstance(body, ChatBody):
         return None
     if exchange.plan.profile.pinned_variant is not None:  # the client chose that variant (``duet parity`` does)
         return None
     if body.stream and not buffered_stream(exchange):
         return None
     contract = contract_of(body)
-    reason = None if contract is None else violation(contract, payload)
+    reason = None if contract is None else violation(contract, answer.body)
     if reason is None:
         return None
-    replicas = standard_within_budget(exchange, (now - exchange.received_at) * 1e3)
+    plan = plan_now()
+    replicas = standard_within_budget(plan, (now - exchange.received_at) * 1e3)
     if replicas:
         return Finding(reason, replicas, Handling.ESCALATED)
-    return Finding(reason, (), Handling.KEPT_NO_BUDGET if _standard_replicas(exchange) else Handling.KEPT_NO_STANDARD)
+    return Finding(reason, (), Handling.KEPT_NO_BUDGET if _standard_replicas(plan) else Handling.KEPT_NO_STANDARD)
 
 
-def standard_within_budget(exchange: Exchange, elapsed_ms: float) -> tuple[Replica, ...]:
-    """The routable full-precision replicas whose predicted latency (the router's, for this
-    request) fits what is left of its budget after ``elapsed_ms``, fastest predicted first."""
-    plan = exchange.plan
+def standard_within_budget(plan: Plan, elapsed_ms: float) -> tuple[Replica, ...]:
+    """The routable full-precision replicas whose predicted latency (the router's, in ``plan``)
+    fits what is left of the request's budget after ``elapsed_ms``, fastest predicted first. The
+    client's first byte is the whole answer (a non-stream answer, or a stream held back to be
+    checked), so the start target is held against the predicted end, as ``Budget.met_by`` judges
+    an answer without a first token."""
     left = plan.profile.budget.after(elapsed_ms)
     fitting = []
-    for replica in _standard_replicas(exchange):
+    for replica in _standard_replicas(plan):
         prediction = plan.decision.predictions.get(replica.id)
-        if prediction is not None and left.fits(prediction):
+        if prediction is not None and left.fits(replace(prediction, ttft_ms=prediction.e2e_ms)):
             fitting.append((prediction.e2e_ms, replica))
     return tuple(replica for _, replica in sorted(fitting, key=lambda pair: pair[0]))
 
 
-def _standard_replicas(exchange: Exchange) -> list[Replica]:
-    return [c.replica for c in exchange.plan.candidates
-            if c.variant.kind is VariantKind.FULL and c.state.routable]
+def _standard_replicas(plan: Plan) -> list[Replica]:
+    return [c.replica for c in plan.candidates if c.variant.kind is VariantKind.FULL and c.state.routable]
 
 
 def escalated(reason: str, held: Attempt, set_aside: Outcome) -> Escalation:

@@ -34,7 +34,12 @@ class Cluster:
 
 
 def demo_config(urls: dict[str, str], **state: Any) -> dict[str, Any]:
+    """The demo config pointed at ``urls``, with the fast variant eligible for chat and coding as
+    well: these tests exercise the gateway's mechanics (budgets, fallbacks, faults, reloads) with
+    both variants in play. The demo itself keeps fast off chat and coding (its parity report
+    refuses them): tests/gateway/cli/test_up.py and test_parity_sim.py test that."""
     raw = yaml.safe_load(DEMO.read_text())
+    raw["models"]["smollm2"]["variants"]["fast"]["allowed_tasks"] = ["chat", "coding", "agent", "extraction"]
     for name, spec in raw["models"]["smollm2"]["variants"].items():
         spec["replicas"] = [{"url": urls[name]}]
     raw["state"].update(state)

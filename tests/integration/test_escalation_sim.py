@@ -5,6 +5,7 @@ client while the budget has room; when it has none the fast answer goes out, and
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,8 @@ def roomy(tmp_path_factory: pytest.TempPathFactory, scripts: dict[str, Path]) ->
 
 
 def ask(c: Cluster, content: str, **extra: Any) -> httpx.Response:
-    headers = extra.pop("headers", {})
+    # Each request its own conversation: a session keeps the variant its first turn was served by.
+    headers = {"x-session-id": uuid.uuid4().hex, **extra.pop("headers", {})}
     body = {"model": "smollm2", "messages": [{"role": "user", "content": content}], "tools": [WEATHER],
             "max_tokens": 64, **extra}
     return httpx.post(c.url + "/v1/chat/completions", json=body, headers=headers, timeout=30)

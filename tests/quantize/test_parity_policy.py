@@ -19,6 +19,7 @@ from quantize.parity.policy import PolicyTarget, write_policy
 
 DEMO = Path(__file__).resolve().parents[2] / "deploy" / "config" / "demo.yaml"
 SHA = "ab" * 32
+DEMO_SOURCE = yaml.safe_load(DEMO.read_text())["models"]["smollm2"]["variants"]["fast"]["allowed_tasks_source"]
 
 
 def report(**verdicts: str) -> dict[str, Any]:
@@ -49,8 +50,9 @@ def test_verdicts_become_allowed_tasks_and_only_those_lines_change(config: Path)
                                                   extraction="allowed", long_context="not allowed", reasoning="allowed"))
     assert change.allowed == ("chat", "agent", "extraction", "reasoning") and not change.rewritten
     after = config.read_text()
-    assert changed_lines(before, after) == [
-        "-        allowed_tasks: [chat, coding, agent, extraction]",
+    assert changed_lines(before, after) == [  # the demo's line and its source (the int4 report) are replaced
+        "-        allowed_tasks: [agent, extraction]",
+        f'-        allowed_tasks_source: "{DEMO_SOURCE}"',
         "+        allowed_tasks: [chat, agent, extraction, reasoning]",
         f'+        allowed_tasks_source: "duet parity 2026-12-02T21:00:00+00:00 report sha256:{SHA}"',
     ]
@@ -61,7 +63,7 @@ def test_verdicts_become_allowed_tasks_and_only_those_lines_change(config: Path)
 
 def test_tasks_not_evaluated_keep_their_status(config: Path) -> None:
     change = write_policy(target(config, "smollm2/fast"), report(coding="not allowed", reasoning="allowed"))
-    assert change.allowed == ("chat", "agent", "extraction", "reasoning")
+    assert change.allowed == ("agent", "extraction", "reasoning")  # the demo allows agent and extraction
     # standard has no allowed_tasks ("all"): everything but what failed stays allowed.
     change = write_policy(target(config, "standard"), report(long_context="not allowed"))
     assert change.allowed == ("chat", "coding", "agent", "extraction", "reasoning")
