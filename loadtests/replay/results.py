@@ -102,7 +102,10 @@ def render(results: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
              "Traces: Azure LLM inference trace 2023 (CC-BY 4.0; Patel et al., \"Splitwise\", ISCA 2024) and the "
              "Mooncake FAST'25 conversation trace (Apache-2.0; Qin et al., \"Mooncake\", FAST 2025). Baselines "
              "(docs/routing.md, Baselines) include `static-split` and `llm-d-default` (llm-d's default queue and "
-             "KV-cache scorers; its prefix-cache scorer waits for the prompt-cache issue).", "",
+             "KV-cache scorers; its prefix-cache scorer came with the prompt-cache issue, after these runs, and "
+             "scores every replica alike on traffic without prompt reuse; the long-context setting's Mooncake "
+             "requests were replayed without their prefix structure, which `duet replay` now gives them: see "
+             "Prompt cache and sessions).", "",
              *summary(results), "", *WHY, ""]
     for stem, title, result in results:
         parts += [f"### {title}", "", "```sh", result["command"], "```", "",
