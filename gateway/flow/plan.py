@@ -13,7 +13,7 @@ from gateway.domain import Candidate, Decision, Replica, ReplicaState, RequestPr
 from gateway.flow.body import ChatBody, EmbeddingsBody, RequestBody
 from gateway.flow.classify import Target, classify, resolve_model
 from gateway.flow.prefix import PromptPrefix, prompt_blocks
-from gateway.flow.session import Sessions, SessionVerdict, keep_seat, session_key
+from gateway.flow.session import Sessions, SessionVerdict, continues, keep_seat, session_key
 from gateway.routing.predictors import prefill_ms
 from gateway.routing.router import route
 from gateway.state.decodes import DecodeClaim
@@ -144,7 +144,8 @@ def plan_request(config: DuetConfig, counters: Mapping[str, TokenCounter], inbou
     session = None
     if view.sessions is not None and config.policy.sessions.enabled:
         if (key := session_key(inbound.body, inbound.headers, target.model.name)) is not None:
-            decision, session = keep_seat(key, view.sessions.seat(key), profile, candidates, decision)
+            seat = view.sessions.seat(key) if continues(inbound.body, inbound.headers) else None
+            decision, session = keep_seat(key, seat, profile, candidates, decision)
     return Plan(target, profile, candidates, decision, () if prefix is None else prefix.blocks, session)
 
 

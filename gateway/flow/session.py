@@ -12,7 +12,11 @@ request belongs to, and when and why it moved.
 
 Where the session id comes from, first found wins: the ``x-session-id`` header; the OpenAI
 ``user`` or ``safety_identifier`` body field; a hash of the conversation's first messages (its
-system prompt and first user message), which every later turn of a chat repeats.
+system prompt and first user message), which every later turn of a chat repeats. A hashed
+conversation's first turn is routed freely and only seats the session: many clients open with
+the same canned messages, and pinning all of them to where the first one went would pile a
+popular prompt onto one replica; its later turns (an assistant message in the history) are one
+conversation's.
 """
 
 from __future__ import annotations
@@ -36,6 +40,14 @@ def session_key(body: RequestBody, headers: Mapping[str, str], model: str) -> st
     (a pinned name such as ``smollm2:fast`` is the same conversation as ``smollm2``)."""
     found = _claimed(body, headers) or _conversation(body)
     return None if found is None else f"{model}\x1f{found}"
+
+
+def continues(body: RequestBody, headers: Mapping[str, str]) -> bool:
+    """Whether the request continues its session (so its seat applies): a claimed id always
+    does; a hashed conversation once its history holds an answer."""
+    if _claimed(body, headers) is not None:
+        return True
+    return isinstance(body, ChatBody) and any(m.get("role") in ("assistant", "tool") for m in body.messages)
 
 
 def _claimed(body: RequestBody, headers: Mapping[str, str]) -> str | None:

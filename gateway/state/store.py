@@ -112,7 +112,7 @@ class _Record:
     stats_at: float = -math.inf
     # Prompt tokens per second the replica prefilled between its last two scrapes (smoothed).
     prefill_rate: float | None = None
-    # Fraction of prompt tokens its prefix cache served between its last two scrapes.
+    # Fraction of prompt tokens its prefix cache served between the last two scrapes with queries.
     prefix_hit_rate: float | None = None
     breaker: Breaker = field(default_factory=Breaker)
     observations: Observations = field(default_factory=Observations)
@@ -182,7 +182,8 @@ class InMemoryStateStore:
         record = self._record(replica_id)
         if at >= record.stats_at:
             record.prefill_rate = prefill_rate(record.stats, record.stats_at, stats, at, record.prefill_rate)
-            record.prefix_hit_rate = prefix_hit_rate_between(record.stats, stats) if record.stats else None
+            if (hit_rate := prefix_hit_rate_between(record.stats, stats)) is not None:
+                record.prefix_hit_rate = hit_rate  # an idle interval (no queries) keeps the last measured
             record.stats, record.stats_at = stats, at
             record.changed()
 

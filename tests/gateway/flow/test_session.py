@@ -17,7 +17,7 @@ from gateway.config.active import ActiveConfig
 from gateway.domain import Decision, Outcome, Prediction, Replica
 from gateway.flow import Director, Inbound, Ledgers, Sessions, WaitingRoom, routing_hooks
 from gateway.flow.body import ChatBody, CompletionBody, validate_body
-from gateway.flow.session import Move, Seat, keep_seat, session_key
+from gateway.flow.session import Move, Seat, continues, keep_seat, session_key
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_index import InMemoryPrefixIndex
@@ -196,3 +196,14 @@ def test_a_session_moves_up_once_when_parity_forces_it_and_never_back():
     assert "moved=fast->standard; why=parity" in served[moved_at][1]
     assert all(v == "standard" for v in variants[moved_at:])  # back to chat at 60: fast is cheaper, it stays
     assert sum("moved" in header for _, header in served) == 1
+
+
+@pytest.mark.parametrize(("body", "headers", "continuing"), [
+    (chat([SYSTEM, FIRST]), {}, False),  # a canned opening many clients share: routed freely
+    (chat([SYSTEM, FIRST, {"role": "assistant", "content": "A store."}, {"role": "user", "content": "More?"}]), {},
+     True),
+    (chat([FIRST]), {"x-session-id": "s-1"}, True),  # a claimed session continues from its first request
+    (chat([FIRST], user="alice"), {}, True),
+])
+def test_only_a_continuing_request_is_held_to_its_seat(body, headers, continuing):
+    assert continues(body, headers) is continuing

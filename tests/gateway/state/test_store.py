@@ -277,3 +277,16 @@ def test_the_start_time_and_the_prefix_hit_rate_between_scrapes_reach_the_snapsh
     state = run(scenario())
     assert state.started_at == 111.0
     assert state.prefix_cache_hit_rate == 0.75
+
+
+def test_an_idle_interval_keeps_the_last_measured_prefix_hit_rate() -> None:
+    store, clock = _store()
+
+    async def scenario() -> ReplicaState:
+        for hits, queries in ((0, 0), (50, 100), (50, 100)):  # the last interval saw no query
+            await store.record_stats("r1", VllmStats(prefix_cache_hits_total=hits, prefix_cache_queries_total=queries),
+                                     at=clock.t)
+            clock.t += 1.0
+        return store.snapshot()["r1"]
+
+    assert run(scenario()).prefix_cache_hit_rate == 0.5
