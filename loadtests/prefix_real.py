@@ -37,7 +37,7 @@ from loadtests.gateway_process import GatewayProcess
 from serving.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULT = ROOT / "docs" / "results" / "prefix-real.json"
+RESULTS = ROOT / "docs" / "results"  # prefix-real-<seconds>s.json
 COMMAND = "flock /tmp/duet-real-vllm.lock .venv/bin/python -m loadtests.prefix_real"
 READY = re.compile(r"duet ready on \S+ \(config (\S+)\)")
 START_TIMEOUT_S = 1800.0
@@ -140,7 +140,7 @@ def main() -> None:
     parser.add_argument("--variants", default="standard,fast-spec")
     parser.add_argument("--users", type=int, default=4)
     parser.add_argument("--seconds", type=int, default=180)
-    parser.add_argument("--out", type=Path, default=RESULT)
+    parser.add_argument("--out", type=Path, default=None, help="default: docs/results/prefix-real-<seconds>s.json")
     parser.add_argument("--sim", type=float, metavar="TIME_SCALE", default=None,
                         help="the variants' simulator twins, this many times faster than real (to try the script)")
     args = parser.parse_args()
@@ -169,9 +169,10 @@ def main() -> None:
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "wall_s": round(time.monotonic() - started),
               "off_means": "routing.sessions.enabled false and no prefix-affinity scorer (the prefix index stays)",
               "runs": runs}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    out = args.out or RESULTS / f"prefix-real-{args.seconds}s.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
