@@ -40,6 +40,7 @@ from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_index import InMemoryPrefixIndex, PrefixIndex
 from gateway.state.redis_link import LinkSettings, LinkStatus, RedisLink
 from gateway.state.redis_prefix_index import SharedPrefixIndex
+from gateway.state.redis_seats import SharedSessions
 from gateway.state.redis_store import RedisStateStore
 from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
 from gateway.telemetry import Telemetry
@@ -90,6 +91,15 @@ def build_prefix_index(config: DuetConfig, link: RedisLink | None, gateway_id: s
                              refresh_s=config.state.refresh_s, timeout_s=config.state.redis_timeout_s * 4)
 
 
+def build_sessions(config: DuetConfig, link: RedisLink | None, gateway_id: str) -> Sessions | SharedSessions:
+    """Where sessions sit, shared with the other gateways through Redis when the state is."""
+    remembered = config.policy.sessions.remembered
+    if link is None:
+        return Sessions(remembered)
+    return SharedSessions(link, remembered, gateway_id=gateway_id, prefix=config.state.redis_prefix,
+                          refresh_s=config.state.refresh_s, timeout_s=config.state.redis_timeout_s * 4)
+
+
 class Gateway:
     """``state_url`` overrides the config's store with Redis at that URL; the store is chosen once
     at start (a reload that changes ``state.store`` needs a restart). ``kubernetes``: how to reach
@@ -129,7 +139,7 @@ class Gateway:
         backlog, decodes = PrefillBacklog(), DecodeLedger()
         waiting_room = WaitingRoom(server.max_queued, waited=self.telemetry.queue_wait.observe)
         self.telemetry.watch_waiting(lambda: len(waiting_room))
-        self.sessions = Sessions(config.policy.sessions.remembered)
+        self.sessions = build_sessions(config, self._link, gateway_id)
         hooks = gateway_hooks(routing_hooks(backlog, decodes, self.store, waiting_room, self.prefixes, self.sessions),
                               self.access, self.telemetry)
         self.response_homes = ResponseHomes()
@@ -157,6 +167,8 @@ class Gateway:
             await self._shared_store.start()
         if isinstance(self.prefixes, SharedPrefixIndex):
             self.prefixes.start()
+        if isinstance(self.sessions, SharedSessions):
+            self.sessions.start()
         await self.access.start()
         self._session = aiohttp.ClientSession(auto_decompress=False, skip_auto_headers=("User-Agent",))
         if config.discovery:
@@ -188,6 +200,8 @@ class Gateway:
         self._pool.close()
         if isinstance(self.prefixes, SharedPrefixIndex):
             await self.prefixes.aclose()
+        if isinstance(self.sessions, SharedSessions):
+            await self.sessions.aclose()
         await self.store.aclose()
         self.tracing.shutdown()  # exports the spans still batched
 

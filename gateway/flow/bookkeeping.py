@@ -15,12 +15,12 @@ from gateway.flow.escalation import Escalation
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import decode_claim
-from gateway.flow.session import Sessions
 from gateway.flow.waiting_room import Waiting
 from gateway.state.decodes import DecodeLedger
 from gateway.state.observations import with_prediction
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_index import PrefixIndex
+from gateway.state.seats import SeatLookup
 from gateway.state.store import StateStore
 from gateway.telemetry import Telemetry
 
@@ -78,7 +78,7 @@ class PrefixKeeper:
 class SessionKeeper:
     """A session sits where its request was sent."""
 
-    def __init__(self, sessions: Sessions) -> None:
+    def __init__(self, sessions: SeatLookup) -> None:
         self._sessions = sessions
 
     def dispatched(self, exchange: Exchange, attempt: Attempt) -> None:
@@ -195,7 +195,7 @@ def access_fields(exchange: Exchange, outcome: Outcome) -> dict[str, Any]:
 
 
 def routing_hooks(backlog: PrefillBacklog, decodes: DecodeLedger, store: StateStore, waiting: Waiting,
-                  prefixes: PrefixIndex | None = None, sessions: Sessions | None = None) -> Hooks:
+                  prefixes: PrefixIndex | None = None, sessions: SeatLookup | None = None) -> Hooks:
     """The subscribers whose bookkeeping routing reads: a replay needs exactly these (and
     ``prefixes``, the prefix index, and ``sessions`` when it routes with them)."""
     backlog_keeper, decode_keeper = BacklogKeeper(backlog), DecodeKeeper(decodes)

@@ -27,12 +27,12 @@ from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, plan_request
 from gateway.flow.refusal import refuse
-from gateway.flow.session import Sessions
 from gateway.flow.waiting_room import Waiting, place_in_line
 from gateway.routing.rollout import request_draw
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_index import PrefixIndex
+from gateway.state.seats import SeatLookup
 from gateway.state.store import StateStore
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class Ledgers:
     backlog: PrefillBacklog
     decodes: DecodeLedger
     prefixes: PrefixIndex | None = None
-    sessions: Sessions | None = None
+    sessions: SeatLookup | None = None
 
 
 class Director:

@@ -13,12 +13,13 @@ from gateway.domain import Candidate, Decision, Replica, ReplicaState, RequestPr
 from gateway.flow.body import ChatBody, EmbeddingsBody, RequestBody
 from gateway.flow.classify import Target, classify, resolve_model
 from gateway.flow.prefix import PromptPrefix, prompt_blocks
-from gateway.flow.session import Sessions, SessionVerdict, continues, keep_seat, session_key
+from gateway.flow.session import SessionVerdict, continues, keep_seat, session_key
 from gateway.routing.predictors import prefill_ms
 from gateway.routing.router import route
 from gateway.state.decodes import DecodeClaim
 from gateway.state.lengths import NO_ESTIMATES, LengthEstimates
 from gateway.state.prefix_index import PrefixLookup
+from gateway.state.seats import SeatLookup
 from gateway.tokens import TokenCounter, count_chat_tokens, count_prompt_tokens
 
 
@@ -53,7 +54,7 @@ class View:
     slack: Mapping[str, float] = dataclasses.field(default_factory=dict)
     lengths: LengthEstimates = NO_ESTIMATES
     prefixes: PrefixLookup | None = None
-    sessions: Sessions | None = None
+    sessions: SeatLookup | None = None
 
 
 def candidates_for(model: ModelSpec, view: View, replicas: tuple[Replica, ...] | None = None,

@@ -22,14 +22,16 @@ conversation's.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from gateway.domain import Candidate, Decision, RequestProfile, VariantKind
 from gateway.flow.body import ChatBody, RequestBody
+from gateway.state.seats import Seat, Sessions
 from gateway.tokens import message_texts
+
+__all__ = ["Move", "Seat", "SessionVerdict", "Sessions", "continues", "keep_seat", "session_headers", "session_key"]
 
 SESSION_HEADER = "x-session-id"
 RESPONSE_HEADER = "x-duet-session"
@@ -83,15 +85,6 @@ class Move(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Seat:
-    """Where a session sits: its variant and the replica that holds its prompt, and its turns."""
-
-    variant: str
-    replica: str
-    turns: int = 1
-
-
-@dataclass(frozen=True, slots=True)
 class SessionVerdict:
     """What the session did to one request: ``kept`` its variant (overriding the router's choice
     when ``overrode``), or moved ``moved_from`` a variant for ``why``; new when it had no seat."""
@@ -112,28 +105,6 @@ class SessionVerdict:
         elif self.overrode is not None:
             text += f"; kept-over={self.overrode}"
         return text
-
-
-class Sessions:
-    """The most recently seen ``capacity`` sessions' seats, per gateway process (least recently
-    seen forgotten first). A forgotten session starts over where the router sends it."""
-
-    def __init__(self, capacity: int) -> None:
-        self._capacity = capacity
-        self._seats: OrderedDict[str, Seat] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._seats)
-
-    def seat(self, key: str) -> Seat | None:
-        return self._seats.get(key)
-
-    def sit(self, key: str, variant: str, replica: str) -> None:
-        """The session's request was sent to ``replica`` of ``variant``."""
-        before = self._seats.pop(key, None)
-        self._seats[key] = Seat(variant, replica, 1 if before is None else before.turns + 1)
-        if len(self._seats) > self._capacity:
-            self._seats.popitem(last=False)
 
 
 def keep_seat(key: str, seat: Seat | None, profile: RequestProfile, candidates: tuple[Candidate, ...],
