@@ -9,6 +9,7 @@ for the text, plus a fixed chat-template allowance per message); ``ApproxTokenCo
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -32,19 +33,37 @@ class ApproxTokenCounter:
 
 
 class HfTokenCounter:
-    """Exact counts with a Hugging Face ``tokenizer.json`` (the `tokenizers` library, no torch)."""
+    """Exact counts with a Hugging Face ``tokenizer.json`` (the `tokenizers` library, no torch).
 
-    def __init__(self, path: str) -> None:
+    The ids of the most recently seen texts are kept (up to ``remembered_chars`` characters of
+    them): a request's messages are tokenized once for its count and reused for its prefix
+    blocks, and a conversation resends its earlier messages every turn, so most of a long
+    prompt's texts were tokenized before."""
+
+    def __init__(self, path: str, remembered_chars: int = 4_000_000) -> None:
         from tokenizers import Tokenizer
 
         self._tokenizer = Tokenizer.from_file(path)
+        self._remembered_chars = remembered_chars
+        self._chars = 0
+        self._ids: OrderedDict[str, list[int]] = OrderedDict()
 
     def count_text(self, text: str) -> int:
         return len(self.token_ids(text))
 
     def token_ids(self, text: str) -> list[int]:
         """The text's token ids (what the prefix index cuts into exact blocks)."""
+        known = self._ids.get(text)
+        if known is not None:
+            self._ids.move_to_end(text)
+            return known
         ids: list[int] = self._tokenizer.encode(text, add_special_tokens=False).ids
+        if len(text) <= self._remembered_chars:
+            self._ids[text] = ids
+            self._chars += len(text)
+            while self._chars > self._remembered_chars:
+                forgotten, _ = self._ids.popitem(last=False)
+                self._chars -= len(forgotten)
         return ids
 
 

@@ -28,10 +28,16 @@ class PromptPrefix:
 
 def prompt_text(body: RequestBody) -> str:
     """The prompt's text in the order the model reads it ("" for a body without one)."""
+    return "\n".join(prompt_parts(body))
+
+
+def prompt_parts(body: RequestBody) -> list[str]:
+    """The prompt's texts in the order the model reads them: tools, system, each message's role
+    and text (the same texts the token count reads, so a tokenizer's ids are reused)."""
     if isinstance(body, CompletionBody):
-        return body.prompt if isinstance(body.prompt, str) else ""
+        return [body.prompt] if isinstance(body.prompt, str) else []
     if not isinstance(body, ChatBody):
-        return ""
+        return []
     parts = []
     if body.tools:
         parts.append(orjson.dumps(body.tools).decode())
@@ -44,7 +50,7 @@ def prompt_text(body: RequestBody) -> str:
             parts.append(content)  # the common case, without a generator per message
         else:
             parts.extend(message_texts([message]))
-    return "\n".join(parts)
+    return parts
 
 
 def prompt_blocks(body: RequestBody, counter: TokenCounter, block_tokens: int) -> tuple[int, ...]:
@@ -53,7 +59,9 @@ def prompt_blocks(body: RequestBody, counter: TokenCounter, block_tokens: int) -
     if isinstance(body, CompletionBody) and isinstance(body.prompt, list):
         tokens = body.prompt
         return token_block_ids(tokens, block_tokens) if all(isinstance(t, int) for t in tokens) else ()
-    text = prompt_text(body)
     if isinstance(counter, HfTokenCounter):
-        return token_block_ids(counter.token_ids(text), block_tokens)
-    return text_block_ids(text, block_tokens)
+        # Each text tokenized alone (as the count does, and remembered by the counter) and the
+        # ids joined: a text's ids do not depend on what follows it, so turn n+1 repeats turn n's.
+        ids = [token for part in prompt_parts(body) for token in counter.token_ids(part)]
+        return token_block_ids(ids, block_tokens)
+    return text_block_ids(prompt_text(body), block_tokens)
