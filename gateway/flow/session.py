@@ -123,8 +123,10 @@ def keep_seat(key: str, seat: Seat | None, profile: RequestProfile, candidates: 
     home = [r for r in mine if r.id == seat.replica and (r in fits or not fits)]
     ordered = (*home, *(r for r in mine if r not in home), *(r for r in decision.ranked if r.variant != seat.variant))
     overrode = decision.variant if decision.variant != seat.variant else None
+    if overrode is None:  # the router's own variant: only the replica order changes
+        return replace(decision, ranked=ordered), SessionVerdict(key, seat.variant, turn)
     kept = replace(decision, variant=seat.variant, ranked=ordered, meets_budget=bool(fits),
-                   reason=decision.reason if overrode is None else f"{decision.reason};session")
+                   reason=f"{decision.reason};session")
     return kept, SessionVerdict(key, seat.variant, turn, overrode=overrode)
 
 
@@ -144,7 +146,6 @@ def _why_gone(profile: RequestProfile, candidates: tuple[Candidate, ...], varian
     if own and not own[0].variant.allows(profile.task):
         return Move.PARITY
     return Move.UNAVAILABLE
-
 
 
 def session_headers(verdict: SessionVerdict | None) -> list[tuple[bytes, bytes]]:
