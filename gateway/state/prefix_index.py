@@ -93,6 +93,7 @@ class InMemoryPrefixIndex:
         self._capacity = blocks_per_replica
         self._replicas: dict[str, ReplicaPrefixes] = {}
         self._lives: dict[str, Life] = {}
+        self._seen: dict[str, ReplicaState] = {}
 
     def cached_blocks(self, replica_id: str, blocks: Sequence[int]) -> int:
         held = self._replicas.get(replica_id)
@@ -113,8 +114,11 @@ class InMemoryPrefixIndex:
         """Forget every replica that restarted since the last call: its vLLM start time changed,
         or it was seen down and is up again (a restart too quick for a health check to catch
         shows in the start time; a replica without one shows only as down then up)."""
-        lives = self._lives
+        lives, seen = self._lives, self._seen
         for replica_id, state in states.items():
+            if seen.get(replica_id) is state:  # the store hands out the same state until it changes
+                continue
+            seen[replica_id] = state
             before = lives.get(replica_id)
             down = state.health is Health.DOWN
             if before is not None and before.started_at == state.started_at and before.down == down:
