@@ -51,3 +51,39 @@ def test_ids_are_the_same_in_another_process():
 def test_ids_are_non_negative_64_bit_integers():
     ids = [*text_block_ids("z" * 4096, 16), *token_block_ids(list(range(4096)), 16)]
     assert all(0 <= i < 1 << 63 for i in ids)
+
+
+def test_ids_use_all_63_bits_not_32():
+    """A false match makes the router think a cold replica warm: ids carry 63 bits, not CRC-32's 32."""
+    ids = [*text_block_ids("".join(chr(65 + i % 26) for i in range(64 * 64)), 16)]
+    assert len(set(ids)) == len(ids) == 64
+    assert sum(i >= 1 << 32 for i in ids) > 56  # 32-bit ids would all be below
+
+
+@pytest.mark.parametrize("flip", [0x01, 0x80])
+def test_changing_any_one_byte_changes_its_block_and_every_later_one(flip):
+    data = bytes(range(256)) * 2  # 8 blocks of 64 bytes
+    base = block_ids(data, 64)
+    for position in range(len(data)):
+        changed = bytearray(data)
+        changed[position] ^= flip  # 0x80: the top bit of a byte, the top bit of a word at every 4th
+        ids = block_ids(bytes(changed), 64)
+        block = position // 64
+        assert ids[:block] == base[:block]
+        assert all(a != b for a, b in zip(ids[block:], base[block:], strict=True)), position
+
+
+def test_reordered_words_in_a_block_change_its_id():
+    assert block_ids(b"abcdefgh" * 8, 64) != block_ids(b"efghabcd" * 8, 64)
+    assert block_ids(b"a" * 64 + b"b" * 64, 64)[1] != block_ids(b"b" * 64 + b"a" * 64, 64)[1]
+
+
+@pytest.mark.parametrize("block_bytes", [0, -4, 6])
+def test_block_bytes_must_be_whole_words(block_bytes):
+    with pytest.raises(ValueError, match="block_bytes"):
+        block_ids(b"x" * 64, block_bytes)
+
+
+def test_token_ids_given_as_a_tuple_or_a_list_name_the_same_blocks():
+    tokens = [i * 7919 % 50_000 for i in range(1000)]
+    assert token_block_ids(tokens, 64) == token_block_ids(tuple(tokens), 64) == token_block_ids(iter(tokens), 64)
