@@ -51,6 +51,22 @@ def _stream(model: str) -> bytes:
     return b"data: " + orjson.dumps(chunk) + b"\n\ndata: " + orjson.dumps(usage) + b"\n\ndata: [DONE]\n\n"
 
 
+def _event(name: str, data: dict[str, Any]) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+
+
+def _stream_for(path: str, model: str) -> bytes:
+    """A stream shaped as the path's API ends one (gateway/proxy/framing.py): one that does not end
+    the way vLLM's does is a cut stream to the gateway, and counts against the replica."""
+    if path == "/v1/responses":
+        done = {"type": "response.completed", "response": {"id": "resp-rec", "object": "response", "model": model,
+                                                           "status": "completed", "output": []}}
+        return _event("response.completed", done)
+    if path == "/v1/messages":
+        return _event("message_stop", {"type": "message_stop"})
+    return _stream(model)
+
+
 class RecordingReplica:
     """uvicorn in a thread on a free loopback port; ``requests`` lists the inference calls."""
 
@@ -86,10 +102,16 @@ class RecordingReplica:
             await asyncio.sleep(self.delay_s)
         if self.failure is not None:
             return await self._reply(send, self.failure[0], self.failure[1], b"text/plain")
-        data = orjson.loads(body) if body else {}
+        try:
+            data = orjson.loads(body) if body else {}
+        except orjson.JSONDecodeError:
+            data = None
+        if not isinstance(data, dict):  # as vLLM does (its validation handler): a 400, not a crash
+            error = {"error": {"message": "invalid JSON body", "type": "BadRequestError", "param": None, "code": 400}}
+            return await self._reply(send, 400, orjson.dumps(error), b"application/json")
         model = str(data.get("model", ""))
         if data.get("stream"):
-            return await self._reply(send, 200, _stream(model), b"text/event-stream")
+            return await self._reply(send, 200, _stream_for(scope["path"], model), b"text/event-stream")
         await self._reply(send, 200, _completion(model), b"application/json")
 
     @staticmethod

@@ -1,15 +1,9 @@
-"""Bad input is refused, never crashes the gateway: schemathesis generates well over 1,000 requests
-from the gateway's own OpenAPI document, then explicit cases the issue names. The replicas behind
+"""Bad input is refused, never crashes the gateway: the cases the issues name (schemathesis's generated
+requests run with keys on, in test_security.py). The replicas behind
 the gateway record what reaches them, so "refused before any replica was tried" is checked, and
 every 5xx seen is the gateway's own (the recording replicas only answer 200)."""
 
 from __future__ import annotations
-
-import os
-import re
-import subprocess
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
@@ -33,33 +27,6 @@ def chat(url: str, content: bytes, **headers: str) -> httpx.Response:
 
 def served(replicas) -> int:  # type: ignore[no-untyped-def]
     return sum(len(r.requests) for r in replicas.values())
-
-
-def test_schemathesis_generated_requests_get_no_5xx_and_do_not_crash_the_gateway(gateway, tmp_path):
-    process, replicas = gateway
-    before = served(replicas)
-    st = Path(sys.executable).with_name("st")
-    done = subprocess.run(
-        [str(st), "run", process.url + "/openapi.json", "--checks", "not_a_server_error", "--max-examples", "100",
-         "--workers", "1", "--seed", "1", "--request-timeout", "20", "-H", f"Authorization: Bearer {ADMIN_KEY}",
-         "--report", "junit", "--report-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=270,  # under pytest's 300 s: a hang is reported with its output
-        # Run in tmp_path: schemathesis keeps a cache directory in its working directory.
-        env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.integration.schemathesis_hooks", "NO_COLOR": "1",
-             "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-        cwd=tmp_path,
-    )
-    report = done.stdout[-3000:] + done.stderr[-2000:]
-    assert done.returncode == 0, report
-    counted = re.search(r"(\d+) generated, (\d+) passed", done.stdout)
-    assert counted is not None, report
-    generated, passed = int(counted.group(1)), int(counted.group(2))
-    print(f"schemathesis: {generated} generated, {passed} passed")
-    assert generated >= 1000 and passed == generated, report
-    assert served(replicas) - before >= 20  # valid generated requests went through to the replicas
-    assert process.process is not None and process.process.poll() is None
-    assert httpx.get(process.url + "/health", timeout=5).status_code == 200
-    assert "unexpected error" not in process.log_path.read_text()
 
 
 def test_a_body_over_the_limit_is_413_declared_or_streamed(gateway):

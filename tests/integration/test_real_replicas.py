@@ -28,10 +28,10 @@ import pytest
 import yaml
 from openai import OpenAI
 
-from serving.ports import free_port
 from serving.launch import load_profiles
 from serving.launch.local import checkpoint_ready, host_cpu_flags, local_model_dir, unsupported_here
 from serving.local_model import LocalModelPaths, default_cache_dir, is_ready
+from serving.ports import free_port
 from serving.vllm_replica import group_alive
 
 from .cluster import wait_until
