@@ -111,10 +111,17 @@ class InMemoryPrefixIndex:
         self._replicas.pop(replica_id, None)
 
     def watch(self, states: Mapping[str, ReplicaState]) -> None:
-        """Forget every replica that restarted since the last call: its vLLM start time changed,
-        or it was seen down and is up again (a restart too quick for a health check to catch
-        shows in the start time; a replica without one shows only as down then up)."""
+        """Forget every replica that restarted since the last call (see ``restarts``)."""
+        for replica_id, _ in self.restarts(states):
+            self.forget(replica_id)
+
+    def restarts(self, states: Mapping[str, ReplicaState]) -> list[tuple[str, Life]]:
+        """The replicas that restarted since the last call, each with its new life: its vLLM
+        start time changed, or it was seen down and is up again (a restart too quick for a health
+        check to catch shows in the start time; a replica without one shows only as down then up).
+        Forgets nothing itself (``watch`` does; the shared index also tells the other gateways)."""
         lives, seen = self._lives, self._seen
+        found: list[tuple[str, Life]] = []
         for replica_id, state in states.items():
             if seen.get(replica_id) is state:  # the store hands out the same state until it changes
                 continue
@@ -125,8 +132,9 @@ class InMemoryPrefixIndex:
                 continue
             life = Life(state.started_at, down)
             if before is not None and restarted(before, life):
-                self.forget(replica_id)
+                found.append((replica_id, life))
             lives[replica_id] = life
+        return found
 
     def blocks_held(self, replica_id: str) -> int:
         """How many block ids the index holds for the replica (bounded by ``blocks_per_replica``)."""

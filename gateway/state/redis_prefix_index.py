@@ -7,12 +7,26 @@ stream (``XADD MAXLEN ~``), and a background task reads the others' entries ever
 and applies them. A gateway that starts late replays the stream from its beginning, so it knows
 what the recent past taught the others. The index is a belief, so losing entries while Redis
 is away costs cache hits, not correctness: the outbox is capped and dropped entries are logged.
+
+Restarts: a replica that restarted lost its cache, and one gateway seeing it must make every
+gateway treat it as cold, including gateways that missed the sign (a replica down and up again
+between two of their requests). The gateway that sees it forgets the replica and raises the
+replica's epoch in a sorted set beside the stream (``ZADD GT``: epochs only grow); every sync
+reads the epochs and forgets a replica whose epoch passed the one it knew. The epoch is the
+restarted vLLM's process start time when known (every gateway seeing the same restart names it
+alike, so it is forgotten once), else the wall-clock time it was seen. Each learned entry carries
+when it was learned, and an entry learned before its replica's epoch is dropped on arrival: a
+gateway that dispatched to the old process and sends its entries late (its outbox, a slow sync)
+does not make the new, cold process look warm. (Clocks: gateways and replicas are assumed
+NTP-close; a skew of d seconds misjudges only entries learned within d of a restart.)
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from array import array
 from collections.abc import Mapping, Sequence
 from typing import cast
@@ -20,7 +34,7 @@ from typing import cast
 from redis.exceptions import RedisError
 
 from gateway.domain import ReplicaState
-from gateway.state.prefix_index import InMemoryPrefixIndex
+from gateway.state.prefix_index import InMemoryPrefixIndex, Life
 from gateway.state.redis_link import RedisLink
 
 log = logging.getLogger(__name__)
@@ -47,7 +61,10 @@ class SharedPrefixIndex:
         self._key = f"{prefix}prefixes"
         self._refresh_s = refresh_s
         self._timeout_s = timeout_s
-        self._outbox: list[tuple[bytes, bytes, bytes]] = []
+        self._epochs_key = f"{prefix}prefix-epochs"
+        # Entries to send: (op, replica, packed blocks, time learned or the restart's epoch).
+        self._outbox: list[tuple[bytes, bytes, bytes, float]] = []
+        self._epochs: dict[str, float] = {}  # each replica's last restart known here (its epoch)
         self._last_id = b"0-0"
         self._task: asyncio.Task[None] | None = None
         self._failing = False
@@ -58,15 +75,21 @@ class SharedPrefixIndex:
     def learn(self, replica_id: str, blocks: Sequence[int]) -> None:
         if blocks:
             self._local.learn(replica_id, blocks)
-            self._post(LEARN, replica_id, array("q", blocks).tobytes())
+            self._post(LEARN, replica_id, array("q", blocks).tobytes(), time.time())
 
     def forget(self, replica_id: str) -> None:
-        self._local.forget(replica_id)
-        self._post(FORGET, replica_id, b"")
+        """Treat the replica as cold here and on every gateway sharing the index."""
+        self._restart(replica_id, time.time())
 
     def watch(self, states: Mapping[str, ReplicaState]) -> None:
-        # Every gateway sees the same shared replica state and forgets on its own: no message.
-        self._local.watch(states)
+        for replica_id, life in self._local.restarts(states):
+            epoch = epoch_of(life)
+            if epoch > self._epochs.get(replica_id, -math.inf):  # else another gateway told of it first
+                self._restart(replica_id, epoch)
+
+    def epoch(self, replica_id: str) -> float | None:
+        """The replica's last restart known to this gateway (None: none seen)."""
+        return self._epochs.get(replica_id)
 
     def blocks_held(self, replica_id: str) -> int:
         return self._local.blocks_held(replica_id)
@@ -82,21 +105,24 @@ class SharedPrefixIndex:
             self._task = None
 
     async def sync(self) -> None:
-        """Send what this gateway learned, then apply what the others did. Raises RedisError /
-        OSError / TimeoutError when Redis does not answer (the outbox is kept)."""
-        client = self._link.client
-        timeout_s = self._timeout_s
-        if self._outbox:
-            outbox = self._outbox
-            async with client.pipeline(transaction=False) as pipe:
-                for op, replica, packed in outbox:
-                    pipe.xadd(self._key, {"g": self._me, "o": op, "r": replica, "b": packed},
-                              maxlen=self.stream_entries, approximate=True)
-                await asyncio.wait_for(pipe.execute(), timeout_s)
-            del self._outbox[:len(outbox)]
-        read = client.xread({self._key: self._last_id}, count=5_000)
-        replies = cast(StreamReply, await asyncio.wait_for(read, timeout_s))  # RESP2's shape
-        for _, entries in replies or ():
+        """Send what this gateway learned and the restarts it saw, then apply what the others did:
+        one round trip. Raises RedisError / OSError / TimeoutError when Redis does not answer (the
+        outbox is kept)."""
+        outbox = self._outbox[:]
+        async with self._link.client.pipeline(transaction=False) as pipe:
+            for op, replica, packed, at in outbox:
+                pipe.xadd(self._key, {"g": self._me, "o": op, "r": replica, "b": packed, "t": repr(at)},
+                          maxlen=self.stream_entries, approximate=True)
+                if op == FORGET:
+                    pipe.zadd(self._epochs_key, {replica: at}, gt=True)
+            pipe.zrange(self._epochs_key, 0, -1, withscores=True)
+            pipe.xread({self._key: self._last_id}, count=5_000)
+            replies = await asyncio.wait_for(pipe.execute(), self._timeout_s)
+        del self._outbox[:len(outbox)]
+        epochs = cast(list[tuple[bytes, float]], replies[-2])
+        for replica, epoch in epochs:  # first: a restart makes this batch's older entries stale
+            self._raise_epoch(replica.decode(), epoch)
+        for _, entries in cast(StreamReply, replies[-1]) or ():  # RESP2's shape
             for entry_id, fields in entries:
                 self._last_id = entry_id
                 if fields.get(b"g") != self._me:
@@ -104,13 +130,26 @@ class SharedPrefixIndex:
 
     def _apply(self, fields: Mapping[bytes, bytes]) -> None:
         replica = fields.get(b"r", b"").decode()
+        at = float(fields.get(b"t", b"inf"))  # an entry without a time (an older gateway's): current
         if fields.get(b"o") == FORGET:
-            self._local.forget(replica)
-        else:
+            self._raise_epoch(replica, at)
+        elif at >= self._epochs.get(replica, -math.inf):
             self._local.learn(replica, array("q", fields.get(b"b", b"")).tolist())
 
-    def _post(self, op: bytes, replica_id: str, packed: bytes) -> None:
-        self._outbox.append((op, replica_id.encode(), packed))
+    def _restart(self, replica_id: str, epoch: float) -> None:
+        """Forget the replica here and tell the others (its epoch rises to ``epoch``)."""
+        self._local.forget(replica_id)
+        self._epochs[replica_id] = max(epoch, self._epochs.get(replica_id, -math.inf))
+        self._post(FORGET, replica_id, b"", epoch)
+
+    def _raise_epoch(self, replica_id: str, epoch: float) -> None:
+        """Another gateway saw the replica restart: forget it unless this restart is known here."""
+        if epoch > self._epochs.get(replica_id, -math.inf):
+            self._epochs[replica_id] = epoch
+            self._local.forget(replica_id)
+
+    def _post(self, op: bytes, replica_id: str, packed: bytes, at: float) -> None:
+        self._outbox.append((op, replica_id.encode(), packed, at))
         if len(self._outbox) > self.outbox_limit:
             dropped = len(self._outbox) - self.outbox_limit
             del self._outbox[:dropped]
@@ -129,3 +168,9 @@ class SharedPrefixIndex:
                     log.info("prefix index: Redis answers again")
                 self._failing = False
             await asyncio.sleep(self._refresh_s)
+
+
+def epoch_of(life: Life) -> float:
+    """A restart's epoch: the new vLLM process's start time when known (the same on every
+    gateway), else now."""
+    return life.started_at if life.started_at is not None else time.time()

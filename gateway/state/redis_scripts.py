@@ -5,7 +5,8 @@ The two must agree; ``tests/gateway/state/test_redis_store.py`` replays the same
 through both and compares. One hash per replica holds, by field:
 
     h_ok h_at                      last health check (1/0) and when
-    s_run s_wait s_kv s_at         last /metrics scrape (a missing field: not reported)
+    s_run s_wait s_kv s_start s_at last /metrics scrape (a missing field: not reported; s_start:
+                                   vLLM's process start time, which tells every gateway of a restart)
     b_state b_fail b_open b_cool b_probe     breaker (b_probe: a probe is out until then)
     o_{ttft,tpot,err}_{t,w,a}      decaying means: total, weight, at
 
@@ -110,13 +111,13 @@ if at >= last then redis.call('HSET', KEYS[1], 'h_ok', ARGV[1], 'h_at', at) end
 return 1
 """)
 
-# KEYS: record. ARGV: at, running, waiting, kv usage ('' when not reported).
+# KEYS: record. ARGV: at, running, waiting, kv usage, process start time ('' when not reported).
 STATS = Script("stats", """
 local at = tonumber(ARGV[1])
 local last = tonumber(redis.call('HGET', KEYS[1], 's_at') or '-inf')
 if at < last then return 0 end
 redis.call('HSET', KEYS[1], 's_at', at)
-local names = {'s_run', 's_wait', 's_kv'}
+local names = {'s_run', 's_wait', 's_kv', 's_start'}
 for i, name in ipairs(names) do
   if ARGV[i + 1] == '' then redis.call('HDEL', KEYS[1], name) else redis.call('HSET', KEYS[1], name, ARGV[i + 1]) end
 end

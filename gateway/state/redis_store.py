@@ -82,6 +82,9 @@ class SharedRecord:
             ttft_s=self.mean("ttft"),
             tpot_s=self.mean("tpot"),
             error_rate=self.mean("err") or 0.0,
+            # As in memory: known while the scrape is fresh. Every gateway reads the same start
+            # time, so each sees a restart that another gateway's monitor scraped.
+            started_at=float(f["s_start"]) if fresh and "s_start" in f else None,
         )
 
 
@@ -184,7 +187,7 @@ class RedisStateStore:
     async def record_stats(self, replica_id: str, stats: VllmStats, at: float) -> None:
         self._known.add(replica_id)
         await self._local.record_stats(replica_id, stats, at)
-        values = [stats.running, stats.waiting, stats.kv_cache_usage]
+        values = [stats.running, stats.waiting, stats.kv_cache_usage, stats.process_start_time_s]
         self._link.send(scripts.STATS, [self._record_key(replica_id)], [at, *("" if v is None else v for v in values)])
 
     async def forget(self, replica_id: str) -> None:

@@ -187,7 +187,8 @@ def test_health_stats_and_latency_are_shared(redis: RedisServer) -> None:
         a, b = made
         now = a.now()
         await a.record_health("r1", True, now)
-        await a.record_stats("r1", VllmStats(running=3, waiting=1, kv_cache_usage=0.25), now)
+        await a.record_stats("r1", VllmStats(running=3, waiting=1, kv_cache_usage=0.25,
+                                             process_start_time_s=1_764_800_000.25), now)
         await b.record_health("r1", False, now - 1.0)  # older than A's check: ignored
         await b.begin("r1")  # tracked by B from now on
         await b.finish(outcome("success"))
@@ -198,6 +199,7 @@ def test_health_stats_and_latency_are_shared(redis: RedisServer) -> None:
         await until(arrived, what="A's check and scrape, B's outcome")
         seen = b.snapshot()["r1"]
         assert (seen.health, seen.running, seen.waiting, seen.kv_cache_usage) == (Health.UP, 3, 1, 0.25)
+        assert seen.started_at == 1_764_800_000.25  # B's prefix index forgets when A scrapes a restart
         assert seen.ttft_s == pytest.approx(0.05)
         assert seen.tpot_s == pytest.approx((0.5 - 0.05) / 10)
 
