@@ -45,6 +45,7 @@ class RequestError(DuetError):
         param: str | None = None,
         code: str | None = None,
         retry_after_s: float | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -52,6 +53,8 @@ class RequestError(DuetError):
         if code is not None:
             self.code = code
         self.retry_after_s = retry_after_s
+        # More response headers (a 429's x-ratelimit-*: gateway.access.headroom).
+        self.headers = headers
 
 
 class InvalidRequest(RequestError):

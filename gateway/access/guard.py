@@ -17,10 +17,11 @@ from typing import Protocol
 from redis.exceptions import RedisError
 
 from gateway.access.concurrency import OpenRequests
+from gateway.access.headroom import NO_HEADROOM, Headroom
 from gateway.access.keys import ApiKey, KeyRing, hash_secret
 from gateway.access.keystore import KeyStore
 from gateway.access.ledger import Charge, month_of
-from gateway.access.quotas import QuotaBook, Refusal
+from gateway.access.quotas import Admission, QuotaBook, Refusal
 from gateway.access.reservation import Demand, Hold, Reservation
 from gateway.access.unknown import UnknownKeys
 from gateway.config.types import AccessSettings, DuetConfig, ModelSpec, Tier
@@ -44,11 +45,13 @@ _LIMIT_NAMES = {
 @dataclass(frozen=True, slots=True)
 class Grant:
     """Who a request is and what its tier lets it do. ``key is None``: an open gateway.
-    ``reservation``: what the request holds of its key's budget until it ends."""
+    ``reservation``: what the request holds of its key's budget until it ends; ``headroom``:
+    what its key has left of its per-minute limits (the ``x-ratelimit-*`` headers)."""
 
     key: ApiKey | None = None
     tier: Tier | None = None
     reservation: Reservation | None = None
+    headroom: Headroom = NO_HEADROOM
 
     def cap_priority(self, headers: dict[str, str]) -> None:
         """Hold the request's ``x-duet-priority`` at or below the tier's class: a higher claim,
@@ -165,18 +168,18 @@ class KeyedAccess:
         if demand is not None and tier.monthly_budget_usd is not None:
             hold = Hold(key.id, month_of(now), demand.cost_usd(variants))
         if self._open.claim(key.id, tier.max_concurrent_requests):
-            refusal, held = await self._charge_claimed(key, tier, now, hold)
-        else:
-            refusal, held = Refusal("max_concurrent_requests", 1.0), None
-        if refusal is not None:
+            admission, held = await self._charge_claimed(key, tier, now, hold)
+        else:  # refused before the quota book was asked: no headroom to tell
+            admission, held = Admission(Refusal("max_concurrent_requests", 1.0)), None
+        if (refusal := admission.refusal) is not None:
             self._telemetry.rate_limited.labels(refusal.limit).inc()
             raise RateLimited(
                 f"Rate limit reached for key '{key.name}' on {_LIMIT_NAMES[refusal.limit]}: "
                 f"tier '{tier.name}' allows {_limit_value(tier, refusal.limit)}.",
                 param=refusal.limit, code="insufficient_quota" if refusal.limit == "monthly_budget_usd" else None,
-                retry_after_s=refusal.retry_after_s,
+                retry_after_s=refusal.retry_after_s, headers=admission.headroom.headers(),
             )
-        return Grant(key, tier, None if held is None else Reservation(held))
+        return Grant(key, tier, None if held is None else Reservation(held), admission.headroom)
 
     async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:
         if grant.key is None:
@@ -218,29 +221,29 @@ class KeyedAccess:
         self._ring = self._ring.with_key(key)
         return key
 
-    async def _charge_claimed(self, key: ApiKey, tier: Tier, now: float, hold: Hold | None) -> tuple[Refusal | None, Hold | None]:
+    async def _charge_claimed(self, key: ApiKey, tier: Tier, now: float, hold: Hold | None) -> tuple[Admission, Hold | None]:
         """``_charge`` for a request that holds a concurrency slot: the slot is given back when
         the request is refused (or the charge fails), as it never opens."""
         try:
-            refusal, held = await self._charge(key, tier, now, hold)
+            admission, held = await self._charge(key, tier, now, hold)
         except BaseException:
             self._open.release(key.id)
             raise
-        if refusal is not None:
+        if admission.refusal is not None:
             self._open.release(key.id)
-        return refusal, held
+        return admission, held
 
-    async def _charge(self, key: ApiKey, tier: Tier, now: float, hold: Hold | None) -> tuple[Refusal | None, Hold | None]:
+    async def _charge(self, key: ApiKey, tier: Tier, now: float, hold: Hold | None) -> tuple[Admission, Hold | None]:
         """The quota book's ruling, and the hold it took (None when it refused, or could not
-        be asked: nothing was held then)."""
+        be asked: nothing was held then, and there is no headroom to tell)."""
         try:
-            refusal = await self.quotas.admit(key.id, tier, now, hold)
+            admission = await self.quotas.admit(key.id, tier, now, hold)
         except StoreUnavailable as exc:
-            return self._quota_unavailable(exc), None
+            return Admission(self._quota_unavailable(exc)), None
         if self._quota_down:
             self._quota_down = False
             log.warning("quotas enforced again (redis reachable)")
-        return refusal, None if refusal is not None else hold
+        return admission, None if admission.refusal is not None else hold
 
     def _quota_unavailable(self, exc: StoreUnavailable) -> Refusal | None:
         decision = "open" if self._fail_open else "closed"

@@ -10,6 +10,9 @@
   (``reservation``: each holds its estimated cost from admission until it ends) reached it;
   resets with the UTC month.
 
+Each admission also reports what the key has left of its per-minute limits (``Admission.headroom``,
+read in the same step: the ``x-ratelimit-*`` headers, ``gateway.access.headroom``).
+
 ``QuotaBook`` is the interface; ``InMemoryQuotaBook`` serves one gateway, ``RedisQuotaBook``
 (``redis_quotas``) all of them.
 """
@@ -20,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from gateway.access.headroom import NO_HEADROOM, Headroom, WindowLeft
 from gateway.access.ledger import METRICS, Charge, UsageRow, month_of, rows_from_fields, seconds_to_month_end
 from gateway.access.reservation import Hold
 from gateway.access.window import MinuteWindow
@@ -34,8 +38,17 @@ class Refusal:
     retry_after_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A quota book's answer: the limit that refused the request (None: admitted and counted),
+    and what the key has left of its per-minute limits after it."""
+
+    refusal: Refusal | None = None
+    headroom: Headroom = NO_HEADROOM
+
+
 class QuotaBook(Protocol):
-    async def admit(self, key_id: str, tier: Tier, now: float, hold: Hold | None = None) -> Refusal | None:
+    async def admit(self, key_id: str, tier: Tier, now: float, hold: Hold | None = None) -> Admission:
         """Check every limit of ``tier`` and, when none refuses, count the request and hold
         ``hold`` against its budget (until ``settle`` or ``release``). One step."""
         ...
@@ -64,30 +77,39 @@ class InMemoryQuotaBook:
         self._spend: dict[tuple[str, str], float] = {}  # (key, month): settled, plus held
         self._ledger: dict[tuple[str, str], dict[str, float]] = {}
 
-    async def admit(self, key_id: str, tier: Tier, now: float, hold: Hold | None = None) -> Refusal | None:
+    async def admit(self, key_id: str, tier: Tier, now: float, hold: Hold | None = None) -> Admission:
+        rpm, tpm = tier.requests_per_min, tier.tokens_per_min
+        requests = None if rpm is None else self._window(self._admitted, key_id)
+        tokens = None if tpm is None else self._tokens.get(key_id)
+        refusal = self._refusal(key_id, tier, now, requests, tokens)
+        if refusal is None:
+            if requests is not None:
+                requests.add(now, 1)
+            if hold is not None:
+                self._add_spend((hold.key_id, hold.month), hold.usd)
+        return Admission(refusal, Headroom(_left(rpm, requests, now), _left(tpm, tokens, now)))
+
+    def _refusal(self, key_id: str, tier: Tier, now: float, requests: MinuteWindow | None,
+                 tokens: MinuteWindow | None) -> Refusal | None:
         budget = tier.monthly_budget_usd
         if budget is not None and self._spend.get((key_id, month_of(now)), 0.0) >= budget:
             return Refusal("monthly_budget_usd", seconds_to_month_end(now))
-        if (tpm := tier.tokens_per_min) is not None and (tokens := self._tokens.get(key_id)) is not None \
-                and tokens.total(now) >= tpm:
+        if (tpm := tier.tokens_per_min) is not None and tokens is not None and tokens.total(now) >= tpm:
             return Refusal("tokens_per_min", tokens.retry_after(now, tpm))
-        if (rpm := tier.requests_per_min) is not None:
-            admitted = self._admitted.get(key_id)
-            if admitted is None:
-                admitted = self._admitted[key_id] = MinuteWindow()
-            if admitted.total(now) >= rpm:
-                return Refusal("requests_per_min", admitted.retry_after(now, rpm))
-            admitted.add(now, 1)
-        if hold is not None:
-            self._add_spend((hold.key_id, hold.month), hold.usd)
+        if (rpm := tier.requests_per_min) is not None and requests is not None and requests.total(now) >= rpm:
+            return Refusal("requests_per_min", requests.retry_after(now, rpm))
         return None
+
+    @staticmethod
+    def _window(windows: dict[str, MinuteWindow], key_id: str) -> MinuteWindow:
+        window = windows.get(key_id)
+        if window is None:
+            window = windows[key_id] = MinuteWindow()
+        return window
 
     async def settle(self, charge: Charge, now: float, hold: Hold | None = None) -> None:
         if charge.tokens:
-            tokens = self._tokens.get(charge.key_id)
-            if tokens is None:
-                tokens = self._tokens[charge.key_id] = MinuteWindow()
-            tokens.add(now, charge.tokens)
+            self._window(self._tokens, charge.key_id).add(now, charge.tokens)
         month = month_of(now)
         self._add_spend((charge.key_id, month), charge.cost_usd)
         if hold is not None:
@@ -108,3 +130,10 @@ class InMemoryQuotaBook:
 
     def _add_spend(self, key: tuple[str, str], usd: float) -> None:
         self._spend[key] = max(0.0, self._spend.get(key, 0.0) + usd)  # never below 0 by rounding
+
+
+def _left(limit: int | None, window: MinuteWindow | None, now: float) -> WindowLeft | None:
+    if limit is None:
+        return None
+    used = 0 if window is None else window.total(now)
+    return WindowLeft.of(limit, used, None if window is None else window.newest(), now)

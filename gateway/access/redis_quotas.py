@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gateway.access.headroom import Headroom, WindowLeft
 from gateway.access.ledger import Charge, UsageRow, month_of, rows_from_fields, seconds_to_month_end
-from gateway.access.quotas import Refusal
+from gateway.access.quotas import Admission, Refusal
 from gateway.access.reservation import Hold
 from gateway.config.types import Tier
 from gateway.state.redis_link import Arg, RedisLink, Script
@@ -71,29 +72,37 @@ end
 """
 
 # KEYS: rpm window, tpm window, spend. ARGV: now, rpm, tpm, budget (-1: none), s to month end, USD
-# to hold. Returns {'ok'} or {limit, retry-after seconds as a string} (Lua numbers would be truncated).
+# to hold. Returns {'ok' or the refusing limit, retry-after seconds as a string (Lua numbers would
+# be truncated), then for each window (rpm, tpm) its total after this request and the second its
+# newest amount was counted in (-1: empty)}: the headroom the x-ratelimit-* headers report.
 ADMIT = Script("admit", WINDOW + """
 local now = tonumber(ARGV[1])
-local budget = tonumber(ARGV[4])
+local rpm, tpm, budget = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local requests = rpm >= 0 and window_total(KEYS[1], now) or 0
+local tokens = tpm >= 0 and window_total(KEYS[2], now) or 0
+local verdict
 if budget >= 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= budget then
-  return {'monthly_budget_usd', ARGV[5]}
-end
-local tpm = tonumber(ARGV[3])
-if tpm >= 0 and window_total(KEYS[2], now) >= tpm then
-  return {'tokens_per_min', tostring(window_retry(KEYS[2], now, tpm))}
-end
-local rpm = tonumber(ARGV[2])
-if rpm >= 0 then
-  if window_total(KEYS[1], now) >= rpm then
-    return {'requests_per_min', tostring(window_retry(KEYS[1], now, rpm))}
+  verdict = {'monthly_budget_usd', ARGV[5]}
+elseif tpm >= 0 and tokens >= tpm then
+  verdict = {'tokens_per_min', tostring(window_retry(KEYS[2], now, tpm))}
+elseif rpm >= 0 and requests >= rpm then
+  verdict = {'requests_per_min', tostring(window_retry(KEYS[1], now, rpm))}
+else
+  verdict = {'ok', '0'}
+  if rpm >= 0 then
+    window_add(KEYS[1], now, 1)
+    requests = requests + 1
   end
-  window_add(KEYS[1], now, 1)
+  if tonumber(ARGV[6]) > 0 then
+    redis.call('INCRBYFLOAT', KEYS[3], ARGV[6])
+    redis.call('EXPIRE', KEYS[3], 40 * 86400)
+  end
 end
-if tonumber(ARGV[6]) > 0 then
-  redis.call('INCRBYFLOAT', KEYS[3], ARGV[6])
-  redis.call('EXPIRE', KEYS[3], 40 * 86400)
-end
-return {'ok'}
+verdict[3] = requests
+verdict[4] = tonumber(redis.call('HGET', KEYS[1], 'new') or '-1')
+verdict[5] = tokens
+verdict[6] = tonumber(redis.call('HGET', KEYS[2], 'new') or '-1')
+return verdict
 """)
 
 # KEYS: tpm window, spend, usage, spend the hold was taken from. ARGV: now, tokens, cost, entry,
@@ -130,15 +139,15 @@ class RedisQuotaBook:
         self._link = link
         self._prefix = prefix
 
-    async def admit(self, key_id: str, tier: Tier, now: float, hold: Hold | None = None) -> Refusal | None:
+    async def admit(self, key_id: str, tier: Tier, now: float, hold: Hold | None = None) -> Admission:
         p = self._prefix
         keys = [f"{p}win:rpm:{key_id}", f"{p}win:tpm:{key_id}", f"{p}spend:{key_id}:{month_of(now)}"]
         args: list[Arg] = [now, _limit(tier.requests_per_min), _limit(tier.tokens_per_min),
                            _limit(tier.monthly_budget_usd), seconds_to_month_end(now), _usd(hold)]
         reply = await self._link.call(ADMIT, keys, args)
-        if reply[0] == b"ok":
-            return None
-        return Refusal(reply[0].decode(), float(reply[1]))
+        refusal = None if reply[0] == b"ok" else Refusal(reply[0].decode(), float(reply[1]))
+        requests = _left(tier.requests_per_min, reply[2], reply[3], now)
+        return Admission(refusal, Headroom(requests, _left(tier.tokens_per_min, reply[4], reply[5], now)))
 
     async def settle(self, charge: Charge, now: float, hold: Hold | None = None) -> None:
         p, month = self._prefix, month_of(now)
@@ -154,6 +163,10 @@ class RedisQuotaBook:
     async def usage(self, month: str, key_id: str | None = None) -> Sequence[UsageRow]:
         fields = await self._link.client.hgetall(f"{self._prefix}usage:{month}")
         return rows_from_fields(((_text(k), _text(v)) for k, v in fields.items()), key_id)
+
+
+def _left(limit: int | None, used: int, newest: int, now: float) -> WindowLeft | None:
+    return None if limit is None else WindowLeft.of(limit, used, None if newest < 0 else newest, now)
 
 
 def _limit(value: float | None) -> float:

@@ -41,6 +41,11 @@ class MinuteWindow:
             buckets.append([second, amount])
         self._total += amount
 
+    def newest(self) -> int | None:
+        """The second the newest amount was counted in (None: nothing counted); read after
+        ``total``, which drops the seconds that left."""
+        return self._buckets[-1][0] if self._buckets else None
+
     def retry_after(self, now: float, limit: int) -> float:
         """Seconds until the total drops below ``limit`` (the oldest seconds leave first); a
         full window when it never does (``limit`` 0). At most 60 buckets are read, only when

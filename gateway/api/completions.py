@@ -15,9 +15,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.api.asgi import Receive, Scope, Send
+from gateway.api.asgi import Message, Receive, Scope, Send
 from gateway.api.gate import key_of
 from gateway.domain import Outcome
+from gateway.errors import RequestError
 from gateway.flow import (
     ChatBody,
     CompletionBody,
@@ -32,6 +33,7 @@ from gateway.flow import (
     parse_tokenize_body,
     upstream_request,
 )
+from gateway.flow.answer_tap import AnswerTap
 from gateway.flow.demand import demand_of
 from gateway.flow.escalation import escalation_headers
 from gateway.flow.session import session_headers
@@ -165,6 +167,9 @@ async def proxy_completion(gateway: Gateway, scope: Scope, receive: Receive, sen
                     answer.response.close()  # a stream the relay never took over (a whole body was released)
                 await director.finish(exchange, Outcome(answer.replica.id, False, 499, None,
                                                         time.perf_counter() - answer.started_at, 0, 0))
+    except RequestError as exc:  # refused after admission (shed, no replica, upstream failed): the key's headroom still holds
+        exc.headers = (*exc.headers, *grant.headroom.headers())
+        raise
     finally:
         gateway.access.release(grant)  # the key's concurrency slot, however the request ended
 
@@ -173,6 +178,8 @@ async def _respond(gateway: Gateway, exchange: Exchange, answer: Answer, receive
     body = exchange.inbound.body
     assert exchange.attempt is not None
     variant = exchange.attempt.variant
+    if (tap := exchange.attempt.tap) is not None:  # drawn for a shadow check: keep what the client gets
+        send = tapped(send, tap)
     rewrite = model_rewrite(variant.served_model_name, body.model)
     response_headers = _headers(exchange, answer)
 
@@ -200,6 +207,20 @@ async def _respond(gateway: Gateway, exchange: Exchange, answer: Answer, receive
         await on_done(outcome)
 
 
+def tapped(send: Send, tap: AnswerTap) -> Send:
+    """``send``, also handing ``tap`` each message once it went out."""
+
+    async def send_and_keep(message: Message) -> None:
+        await send(message)
+        if message["type"] == "http.response.body":
+            tap.received(message.get("body", b""))
+        elif message["type"] == "http.response.start":
+            content_type = next((v for k, v in message["headers"] if k == b"content-type"), b"")
+            tap.started(message["status"], content_type)
+
+    return send_and_keep
+
+
 def _headers(exchange: Exchange, answer: Answer) -> list[tuple[bytes, bytes]]:
     """What the gateway tells the client about how its request was served."""
     overhead_ms = (exchange.overhead_s or 0.0) * 1e3
@@ -210,6 +231,7 @@ def _headers(exchange: Exchange, answer: Answer) -> list[tuple[bytes, bytes]]:
         (b"x-duet-overhead-ms", f"{overhead_ms:.3f}".encode()),
         *session_headers(exchange.plan.session),
         (b"x-request-id", exchange.request_id.encode("latin-1")),
+        *((name.encode(), value.encode()) for name, value in exchange.grant.headroom.headers()),
     ]
     if (escalation := exchange.escalation) is not None:
         headers.extend(escalation_headers(escalation))

@@ -23,7 +23,7 @@ def error_body(message: str, error_type: str, param: str | None = None, code: st
 
 
 def error_response(exc: RequestError, headers: dict[str, str] | None = None) -> Response:
-    headers = dict(headers or {})
+    headers = {**(headers or {}), **dict(exc.headers)}
     if exc.retry_after_s is not None:
         headers["retry-after"] = str(max(1, math.ceil(exc.retry_after_s)))
     body = error_body(exc.message, exc.error_type, exc.param, exc.code)
@@ -31,17 +31,19 @@ def error_response(exc: RequestError, headers: dict[str, str] | None = None) -> 
 
 
 async def send_error(send: Send, status: int, body: bytes,
-                     retry_after_s: float | None) -> None:
+                     retry_after_s: float | None, extra: tuple[tuple[str, str], ...] = ()) -> None:
     """An error answer written as raw ASGI (the gate and the fast path, outside FastAPI)."""
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if retry_after_s is not None:
         headers.append((b"retry-after", str(max(1, math.ceil(retry_after_s))).encode()))
+    headers += [(name.encode("latin-1"), value.encode("latin-1")) for name, value in extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
 async def send_request_error(send: Send, exc: RequestError) -> None:
-    await send_error(send, exc.status, error_body(exc.message, exc.error_type, exc.param, exc.code), exc.retry_after_s)
+    await send_error(send, exc.status, error_body(exc.message, exc.error_type, exc.param, exc.code), exc.retry_after_s,
+                     exc.headers)
 
 
 async def handle_request_error(request: Request, exc: Exception) -> Response:

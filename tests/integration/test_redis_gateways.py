@@ -28,7 +28,8 @@ from tests.redis_server import RedisServer
 from .cluster import demo_config, wait_until
 
 ADMIN_KEY = "admin-" + uuid.uuid4().hex
-TIERS = {"sixty": {"requests_per_min": 60}, "unlimited": {}}
+TIERS = {"sixty": {"requests_per_min": 60}, "unlimited": {},
+         "metered": {"requests_per_min": 4, "tokens_per_min": 100_000}}
 BODY = {"model": "smollm2", "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 2}
 
 
@@ -139,6 +140,38 @@ def test_a_key_allowed_60_per_minute_gets_exactly_60_of_200_across_two_gateways(
     # Labelled by the key's opaque id (its name only when access.metrics_key_names is on).
     served = metric(a, "duet_key_requests_total", key=key_id) + metric(b, "duet_key_requests_total", key=key_id)
     assert served == 60
+
+
+def test_ratelimit_headers_tell_a_metered_key_its_headroom_on_answers_streams_and_429s(gateways: Pair) -> None:
+    """OpenAI's x-ratelimit-* headers, from the Redis quota book shared by both gateways."""
+    key, _ = gateways.cli_key("metered", name="metered")
+    a, b = gateways.gateways
+    first = httpx.post(a.url + "/v1/chat/completions", json=BODY, headers=auth(key), timeout=30)
+    assert first.status_code == 200, first.text
+    assert first.headers["x-ratelimit-limit-requests"] == "4"
+    assert first.headers["x-ratelimit-remaining-requests"] == "3"
+    assert re.fullmatch(r"(\d+(\.\d+)?s|1m0s)", first.headers["x-ratelimit-reset-requests"])
+    assert first.headers["x-ratelimit-limit-tokens"] == "100000"
+    used = first.json()["usage"]["total_tokens"]
+    with httpx.stream("POST", b.url + "/v1/chat/completions", json={**BODY, "stream": True}, headers=auth(key),
+                      timeout=30) as streamed:  # the headers come before the first byte of the stream
+        assert streamed.status_code == 200
+        assert streamed.headers["x-ratelimit-remaining-requests"] == "2"
+        # The first answer's tokens are charged once it ended, through a's queue to Redis: maybe not yet.
+        assert int(streamed.headers["x-ratelimit-remaining-tokens"]) in (100_000, 100_000 - used)
+        streamed.read()
+    third = httpx.post(a.url + "/v1/chat/completions", json=BODY, headers=auth(key), timeout=30)
+    assert third.headers["x-ratelimit-remaining-requests"] == "1"
+    # a's admission goes out after the charge it queued: the first answer's tokens count now.
+    assert int(third.headers["x-ratelimit-remaining-tokens"]) <= 100_000 - used
+    httpx.post(b.url + "/v1/chat/completions", json=BODY, headers=auth(key), timeout=30)
+    refused = httpx.post(a.url + "/v1/chat/completions", json=BODY, headers=auth(key), timeout=30)
+    assert refused.status_code == 429 and refused.json()["error"]["param"] == "requests_per_min"
+    assert refused.headers["x-ratelimit-remaining-requests"] == "0"
+    assert refused.headers["x-ratelimit-limit-tokens"] == "100000"
+    unlimited, _ = gateways.key("unlimited")
+    free = httpx.post(a.url + "/v1/chat/completions", json=BODY, headers=auth(unlimited), timeout=30)
+    assert free.status_code == 200 and not any(h.startswith("x-ratelimit-") for h in free.headers)
 
 
 def test_admin_lists_and_revokes_keys_for_every_gateway(gateways: Pair) -> None:

@@ -17,7 +17,7 @@ from gateway.access.keys import bearer, new_key
 from gateway.access.keystore import FileKeyStore
 from gateway.access.ledger import Charge, UsageRow, month_of
 from gateway.access.off import OpenAccess
-from gateway.access.quotas import InMemoryQuotaBook, Refusal
+from gateway.access.quotas import Admission, InMemoryQuotaBook
 from gateway.access.reservation import Hold
 from gateway.config import parse_config
 from gateway.config.types import DuetConfig, Tier
@@ -41,7 +41,7 @@ def config(tmp: Path) -> DuetConfig:
 
 
 class DownQuotas(InMemoryQuotaBook):
-    async def admit(self, key_id: str, tier: Tier, now: float, hold: Hold | None = None) -> Refusal | None:
+    async def admit(self, key_id: str, tier: Tier, now: float, hold: Hold | None = None) -> Admission:
         raise StoreUnavailable("redis is down")
 
 
@@ -130,16 +130,26 @@ def test_an_unknown_key_is_asked_of_the_store_once_then_refused_from_memory(tmp_
 def test_the_limit_answers_429_naming_it_with_retry_after(tmp_path: Path) -> None:
     gate, secrets = access(tmp_path)
 
-    async def three() -> RateLimited:
-        for _ in range(2):
-            await admit(gate, auth(secrets["two"]), "smollm2")
+    async def three() -> tuple[list[Grant], RateLimited]:
+        grants = [await admit(gate, auth(secrets["two"]), "smollm2") for _ in range(2)]
         with pytest.raises(RateLimited) as refused:
             await admit(gate, auth(secrets["two"]), "smollm2")
-        return refused.value
+        return grants, refused.value
 
-    error = asyncio.run(three())
+    grants, error = asyncio.run(three())
     assert error.param == "requests_per_min" and "requests per minute" in error.message
     assert error.retry_after_s is not None and 59 < error.retry_after_s <= 60
+    # The admitted requests and the refusal tell the client its headroom (no tokens limit: no -tokens headers).
+    assert [dict(g.headroom.headers())["x-ratelimit-remaining-requests"] for g in grants] == ["1", "0"]
+    refused = dict(error.headers)
+    assert set(refused) == {"x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"}
+    assert refused["x-ratelimit-limit-requests"] == "2" and refused["x-ratelimit-remaining-requests"] == "0"
+
+
+def test_tiers_without_limits_and_open_gateways_send_no_ratelimit_headers(tmp_path: Path) -> None:
+    gate, secrets = access(tmp_path)
+    assert asyncio.run(admit(gate, auth(secrets["fast-only"]), "smollm2")).headroom.headers() == ()
+    assert asyncio.run(admit(OpenAccess(), {}, "smollm2")).headroom.headers() == ()
 
 
 def test_tiers_restrict_models_and_pinned_variants(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 import pytest
 
 from gateway.access.ledger import Charge, month_of
-from gateway.access.quotas import InMemoryQuotaBook, QuotaBook, Refusal
+from gateway.access.quotas import Admission, InMemoryQuotaBook, QuotaBook, Refusal
 from gateway.access.redis_quotas import RedisQuotaBook
 from gateway.config.types import Tier
 from gateway.state.redis_link import LinkSettings, RedisLink
@@ -55,12 +55,12 @@ def test_requests_per_minute_is_a_sliding_window(kind: str, redis: RedisServer) 
     async def main() -> None:
         async with book(kind, redis) as quotas:
             tier = Tier("t", requests_per_min=3)
-            answers = [await quotas.admit("k1", tier, T0 + i) for i in range(4)]
+            answers = [(await quotas.admit("k1", tier, T0 + i)).refusal for i in range(4)]
             assert answers[:3] == [None, None, None]
             assert answers[3] == Refusal("requests_per_min", pytest.approx(57.0))
-            assert await quotas.admit("k2", tier, T0 + 4) is None  # per key
-            assert await quotas.admit("k1", tier, T0 + 59.5) is not None
-            assert await quotas.admit("k1", tier, T0 + 60.5) is None  # the first left the window
+            assert (await quotas.admit("k2", tier, T0 + 4)).refusal is None  # per key
+            assert (await quotas.admit("k1", tier, T0 + 59.5)).refusal is not None
+            assert (await quotas.admit("k1", tier, T0 + 60.5)).refusal is None  # the first left the window
 
     asyncio.run(main())
 
@@ -71,7 +71,7 @@ def test_concurrent_admissions_admit_exactly_the_limit(kind: str, redis: RedisSe
         async with book(kind, redis) as quotas:
             tier = Tier("t", requests_per_min=60)
             answers = await asyncio.gather(*(quotas.admit("k1", tier, T0) for _ in range(200)))
-            return sum(a is None for a in answers)
+            return sum(a.refusal is None for a in answers)
 
     assert asyncio.run(main()) == 60
 
@@ -81,14 +81,37 @@ def test_tokens_per_minute_are_charged_after_the_fact(kind: str, redis: RedisSer
     async def main() -> None:
         async with book(kind, redis) as quotas:
             tier = Tier("t", tokens_per_min=100)
-            assert await quotas.admit("k1", tier, T0) is None
+            assert (await quotas.admit("k1", tier, T0)).refusal is None
             await settled(quotas, charge(tokens_out=60), T0)
-            assert await quotas.admit("k1", tier, T0 + 1) is None  # 60 < 100
+            assert (await quotas.admit("k1", tier, T0 + 1)).refusal is None  # 60 < 100
             await settled(quotas, charge(tokens_out=50), T0 + 10)
-            refusal = await quotas.admit("k1", tier, T0 + 20)
+            refusal = (await quotas.admit("k1", tier, T0 + 20)).refusal
             assert refusal is not None and refusal.limit == "tokens_per_min"
             assert refusal.retry_after_s == pytest.approx(40.0, abs=1.0)  # the 60 leave at T0+60
-            assert await quotas.admit("k1", tier, T0 + 61) is None
+            assert (await quotas.admit("k1", tier, T0 + 61)).refusal is None
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_admission_reports_the_headroom_it_left(kind: str, redis: RedisServer) -> None:
+    """What the x-ratelimit-* headers say, read in the admitting step, the same in both books."""
+    from gateway.access.headroom import Headroom, WindowLeft
+
+    async def main() -> None:
+        async with book(kind, redis) as quotas:
+            tier = Tier("t", requests_per_min=2, tokens_per_min=100)
+            first = await quotas.admit("k1", tier, T0 + 0.25)
+            assert first == Admission(None, Headroom(WindowLeft(2, 1, 59.75), WindowLeft(100, 100, 0.0)))
+            await settled(quotas, charge(tokens_out=30), T0 + 5.5)
+            second = await quotas.admit("k1", tier, T0 + 10.0)
+            assert second.headroom == Headroom(WindowLeft(2, 0, 60.0), WindowLeft(100, 70, 55.0))
+            third = await quotas.admit("k1", tier, T0 + 20.0)  # refused: nothing more counted
+            assert third.refusal is not None and third.refusal.limit == "requests_per_min"
+            assert third.headroom == Headroom(WindowLeft(2, 0, 50.0), WindowLeft(100, 70, 45.0))
+            after = await quotas.admit("k1", tier, T0 + 70.5)  # both windows emptied, then one request
+            assert after.headroom == Headroom(WindowLeft(2, 1, 59.5), WindowLeft(100, 100, 0.0))
+            assert (await quotas.admit("k2", Tier("open"), T0)).headroom == Headroom()  # no limits: no headers
 
     asyncio.run(main())
 
@@ -99,9 +122,9 @@ def test_monthly_budget_refuses_until_the_month_ends(kind: str, redis: RedisServ
         async with book(kind, redis) as quotas:
             tier = Tier("t", monthly_budget_usd=0.01)
             await settled(quotas, charge(cost=0.006), T0)
-            assert await quotas.admit("k1", tier, T0) is None
+            assert (await quotas.admit("k1", tier, T0)).refusal is None
             await settled(quotas, charge(cost=0.006), T0)
-            refusal = await quotas.admit("k1", tier, T0)
+            refusal = (await quotas.admit("k1", tier, T0)).refusal
             assert refusal is not None and refusal.limit == "monthly_budget_usd"
             assert 0 < refusal.retry_after_s <= 31 * 86400
 
@@ -154,7 +177,7 @@ def lines_per_request(rate_per_s: float, seconds: int = 120) -> float:
             if i == count // 2:
                 lines = 0
                 sys.settrace(trace)
-            assert await quotas.admit("k1", tier, now) is None
+            assert (await quotas.admit("k1", tier, now)).refusal is None
             await quotas.settle(charge(tokens_out=100, cost=1e-6), now)
         sys.settrace(None)
         return lines / (count - count // 2)
@@ -186,7 +209,7 @@ def redis_commands_per_request(redis: RedisServer, rate_per_s: float, seconds: i
             count, widest, before = int(rate_per_s * seconds), 0, calls()
             for i in range(count):
                 now = T0 + i / rate_per_s
-                assert await quotas.admit("k1", tier, now) is None
+                assert (await quotas.admit("k1", tier, now)).refusal is None
                 await quotas.settle(charge(tokens_out=100, cost=1e-6), now)
                 if i % int(rate_per_s) == 0:
                     keys = admin.keys("*win:*")
