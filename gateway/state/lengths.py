@@ -6,7 +6,7 @@ A real client does not say how long its answer will be; ``max_tokens`` is only a
 keeps their distribution per task and plans with it (``gateway.flow.classify``).
 
 Bounded memory: the histogram's buckets are log-spaced (each ``_RATIO`` wider than the last, so a
-quantile read from it is within ~9% of the samples' own), ``_BUCKETS`` of them from 1 token up,
+quantile read from it is within ~9% of the samples' own), ``BUCKETS`` of them from 1 token up,
 one row per (model, task) the config defines. Recent answers count more: each sample weighs
 ``2 ** (1 / half_life)`` times the one before, so after ``half_life_samples`` answers an old one
 counts half (a task whose answers get longer is followed, not averaged away).
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 _RATIO = 2 ** 0.25
-_BUCKETS = 72  # 2 ** (72 / 4) = 262,144 tokens: past any context window served today
+BUCKETS = 72  # 2 ** (72 / 4) = 262,144 tokens: past any context window served today
 # Weights grow by the decay factor per sample; they are scaled back down before floats lose precision.
-_RESCALE_ABOVE = 1e100
+RESCALE_ABOVE = 1e100
 
 
 class LengthEstimates(Protocol):
@@ -46,18 +46,18 @@ class LengthHistogram:
     """One (model, task)'s output lengths. ``samples`` counts every answer ever added."""
 
     half_life_samples: float = 500.0
-    weights: list[float] = field(default_factory=lambda: [0.0] * _BUCKETS)
+    weights: list[float] = field(default_factory=lambda: [0.0] * BUCKETS)
     total: float = 0.0
     samples: int = 0
     _next_weight: float = 1.0
 
     def add(self, tokens: int) -> None:
         """Fold in one finished answer's output tokens (at least 1)."""
-        self.weights[_bucket(tokens)] += self._next_weight
+        self.weights[bucket(tokens)] += self._next_weight
         self.total += self._next_weight
         self.samples += 1
         self._next_weight *= 2 ** (1 / self.half_life_samples)
-        if self._next_weight > _RESCALE_ABOVE:
+        if self._next_weight > RESCALE_ABOVE:
             scale = 1 / self._next_weight
             self.weights = [w * scale for w in self.weights]
             self.total *= scale
@@ -74,12 +74,17 @@ class LengthHistogram:
                 inside = (target - seen) / weight
                 return float(_RATIO ** (index + inside))
             seen += weight
-        return float(_RATIO ** _BUCKETS)
+        return float(_RATIO ** BUCKETS)
+
+    @property
+    def next_weight(self) -> float:
+        """The weight the next sample gets (a shared copy carries it, see ``redis_lengths``)."""
+        return self._next_weight
 
 
-def _bucket(tokens: int) -> int:
+def bucket(tokens: int) -> int:
     """Bucket ``i`` holds lengths in [RATIO ** i, RATIO ** (i + 1))."""
-    return min(_BUCKETS - 1, int(math.log(max(1, tokens), _RATIO)))
+    return min(BUCKETS - 1, int(math.log(max(1, tokens), _RATIO)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,3 +129,8 @@ class OutputLengths:
 
     def histogram(self, model: str, task: str) -> LengthHistogram | None:
         return self._histograms.get((model, task))
+
+    def replace(self, model: str, task: str, histogram: LengthHistogram) -> None:
+        """Take ``histogram`` as the task's (a shared copy read from Redis)."""
+        self._histograms[(model, task)] = histogram
+        self._expected.pop((model, task), None)

@@ -146,3 +146,49 @@ for i = 2, #KEYS, 2 do
 end
 return out
 """)
+
+# Output lengths (gateway/state/lengths.py), shared: one hash, a field per (model, task) holding
+# its histogram as text: "samples total next_weight" then "bucket:weight" for each non-empty
+# bucket (%.17g: floats round-trip exactly). The samples are folded in as ``LengthHistogram.add``
+# does, in the order gateways' batches reach Redis, so the shared histogram is the one a single
+# gateway would have built from every answer.
+# KEYS: the hash. ARGV: half life (samples), rescale above, buckets, then (field, "b b b ...")
+# pairs: each batch's bucket indices in the order its gateway saw them. Returns HGETALL.
+LENGTHS = Script("lengths", """
+local key, half, cap, buckets = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local growth = 2 ^ (1 / half)
+for i = 4, #ARGV, 2 do
+  local n, t, x, w = 0, 0, 1, {}
+  local current = redis.call('HGET', KEYS[1], ARGV[i])
+  if current then
+    local k = 0
+    for token in string.gmatch(current, '%S+') do
+      k = k + 1
+      if k == 1 then n = tonumber(token) elseif k == 2 then t = tonumber(token) elseif k == 3 then x = tonumber(token)
+      else
+        local b, v = string.match(token, '^(%d+):(.+)$')
+        w[tonumber(b)] = tonumber(v)
+      end
+    end
+  end
+  for b in string.gmatch(ARGV[i + 1], '%d+') do
+    b = math.min(buckets - 1, tonumber(b))
+    w[b] = (w[b] or 0) + x
+    t = t + x
+    n = n + 1
+    x = x * growth
+    if x > cap then
+      local scale = 1 / x
+      for j, v in pairs(w) do w[j] = v * scale end
+      t = t * scale
+      x = 1
+    end
+  end
+  local out = {string.format('%d %.17g %.17g', n, t, x)}
+  for j = 0, buckets - 1 do
+    if w[j] then out[#out + 1] = string.format('%d:%.17g', j, w[j]) end
+  end
+  redis.call('HSET', KEYS[1], ARGV[i], table.concat(out, ' '))
+end
+return redis.call('HGETALL', KEYS[1])
+""")

@@ -11,6 +11,9 @@ How it meets ``StateStore``'s contract without putting Redis on the request path
   other gateways' as of their last refresh (each publishes its own counts with every refresh).
 - ``finish``, ``record_health`` and ``record_stats`` are queued writes: the next pipeline carries
   them, the caller never waits.
+- Output lengths (``record_output``) are queued in memory and folded into shared histograms every
+  ``lengths_sync_s`` by a script that rides the refresh's pipeline (``redis_lengths``); ``lengths``
+  reads the copy that script returned.
 
 Everything is also fed to an in-memory store. While Redis is unreachable, routing reads that
 local state (so a Redis outage degrades to N independent gateways, never to errors) and the
@@ -24,8 +27,9 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from gateway.domain import BreakerState, Health, Outcome, ReplicaState
 from gateway.state import redis_scripts as scripts
@@ -33,6 +37,7 @@ from gateway.state.breaker import Breaker
 from gateway.state.lengths import LengthEstimates
 from gateway.state.observations import time_per_output_token
 from gateway.state.outcomes import classify
+from gateway.state.redis_lengths import SharedLengths
 from gateway.state.redis_link import Arg, RedisLink, StoreUnavailable
 from gateway.state.store import Entry, InMemoryStateStore, StoreSettings
 from gateway.state.vllm_metrics import VllmStats
@@ -109,6 +114,7 @@ class RedisStateStore:
         gateway_id: str,
         prefix: str = "duet:",
         refresh_s: float = 0.1,
+        lengths_sync_s: float = 1.0,
     ) -> None:
         self._link = link
         self._settings = settings or StoreSettings()
@@ -120,6 +126,8 @@ class RedisStateStore:
         self._mine: dict[str, int] = {}  # this gateway's requests in flight, per replica
         self._known: set[str] = set()  # replicas this gateway tracks (refreshed)
         self._refresher: asyncio.Task[None] | None = None
+        self._lengths = SharedLengths(self._settings.lengths, sync_s=lengths_sync_s)
+        self._lengths_due = 0.0  # monotonic time of the next exchange of output lengths
 
     def now(self) -> float:
         return time.time()
@@ -177,11 +185,13 @@ class RedisStateStore:
         self._link.send(scripts.HEALTH, [self._record_key(replica_id)], [1 if healthy else 0, at])
 
     def record_output(self, model: str, task: str, tokens: int) -> None:
-        # Output lengths are this gateway's own (not shared through Redis yet): each gateway
-        # learns them from the answers it relays, a few hundred of which are enough.
-        self._local.record_output(model, task, tokens)
+        self._local.record_output(model, task, tokens)  # what routing reads while Redis is away
+        self._lengths.add(model, task, tokens)
 
     def lengths(self) -> LengthEstimates:
+        """Every gateway's answers when Redis answers; this gateway's own otherwise."""
+        if self._link.up and self._lengths.loaded:
+            return self._lengths
         return self._local.lengths()
 
     async def record_stats(self, replica_id: str, stats: VllmStats, at: float) -> None:
@@ -212,10 +222,32 @@ class RedisStateStore:
             keys += [self._record_key(rid), self._inflight_key(rid)]
         args: list[Arg] = [self._gateway_id, liveness_ttl_ms(self._refresh_s), self._prefix + "gw:"]
         published = [self._mine.get(rid, 0) for rid in replicas]
-        reply = await self._link.call(scripts.REFRESH, keys, [*args, *published])
+        refreshing = self._link.call(scripts.REFRESH, keys, [*args, *published])
+        if time.monotonic() < self._lengths_due:
+            reply = await refreshing
+        else:
+            reply = await self._exchange_lengths(refreshing)
         shared = {rid: SharedRecord(decode_hash(reply[2 * i]), int(reply[2 * i + 1]) - published[i])
                   for i, rid in enumerate(replicas)}
         self._shared = {rid: record for rid, record in shared.items() if rid in self._known}
+
+    async def _exchange_lengths(self, refreshing: Awaitable[Any]) -> Any:
+        """Run the lengths script beside the refresh (both in one pipeline: ``call`` queues them
+        together); return the refresh's reply. Raises StoreUnavailable."""
+        lengths_args, taken = self._lengths.take()
+        exchanging = self._link.call(scripts.LENGTHS, [self._prefix + "lengths"], lengths_args)
+        results = await asyncio.gather(refreshing, exchanging, return_exceptions=True)
+        refreshed: Any = results[0]
+        exchanged: Any = results[1]
+        if isinstance(exchanged, BaseException):
+            self._lengths.restore(taken)  # not applied (or not known to be): sent again next time
+        else:
+            self._lengths.apply(exchanged)
+            self._lengths_due = time.monotonic() + self._lengths.sync_s
+        for outcome in (refreshed, exchanged):
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return refreshed
 
     async def _claim(self, replica_id: str) -> Entry:
         """Run the atomic begin script: the breaker's cooldown has passed, one gateway probes."""
