@@ -5,7 +5,8 @@ ServingError
  ├── LaunchProfileError   a launch profile file is invalid, or the profile asked for does not exist
  ├── LocalModelError      the local model could not be obtained or did not verify
  ├── ReplicaFailed        a replica exited or never became healthy (the message ends with its log)
- └── SupervisorError      a supervised replica failed for good, or did not get ready in time
+ ├── SupervisorError      a supervised replica failed for good, or did not get ready in time
+ └── CalibrationError     a replica's speed could not be measured (serving/calibration)
 
 The simulator (serving/sim) refuses bad input with its own ``ValueError`` subclasses.
 """
@@ -37,3 +38,8 @@ class ReplicaFailed(ServingError):
 
 class SupervisorError(ServingError):
     """A supervised replica failed for good, or did not get ready in time."""
+
+
+class CalibrationError(ServingError):
+    """A replica could not be calibrated: unreachable, not an OpenAI-compatible server, or its
+    timings did not fit the step model (what was measured is in the message)."""

@@ -14,6 +14,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "up": ("gateway.cli.up", "start local replicas and the gateway in front of them"),
     "serve": ("gateway.cli.serve", "run the gateway in front of configured replicas"),
     "check": ("gateway.cli.check", "validate a duet.yaml"),
+    "calibrate": ("gateway.cli.calibrate", "measure a replica's speed and write a variant's speed block"),
     "explain": ("gateway.cli.explain", "show how a config routes a request (dry run)"),
     "sim": ("serving.sim.cli", "run one simulated vLLM replica"),
     "replay": ("loadtests.replay.cli", "replay a trace through routing policies in virtual time"),

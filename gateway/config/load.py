@@ -182,7 +182,8 @@ def _variant(model: str, name: str, v: schema.VariantSection, tasks: set[str], p
         model=model, name=name, kind=VariantKind(v.kind), served_model_name=v.served_model_name,
         max_model_len=v.max_model_len, supports_tools=v.tools,
         price=Price(v.price.input_per_mtok, v.price.output_per_mtok),
-        speed=SpeedPrior(**{**v.speed.model_dump(), "tokens_per_step": tuple(sorted(v.speed.tokens_per_step.items()))}),
+        speed=SpeedPrior(**{**v.speed.model_dump(exclude={"calibration"}),  # provenance, not a term of the model
+                            "tokens_per_step": tuple(sorted(v.speed.tokens_per_step.items()))}),
         allowed_tasks=allowed,
         rollout=_rollout(v.rollout, tasks, f"{path}.rollout"),
     )

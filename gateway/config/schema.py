@@ -117,6 +117,19 @@ class PriceSection(Strict):
 NonNegative = Annotated[float, Field(ge=0)]
 
 
+class CalibrationSection(Strict):
+    """Where a measured speed block came from (``duet calibrate``, ``duet up``): the replica
+    probed, on which hardware class, when, how long the probe took, and the mean tokens a
+    decode step streamed on the probe's prompts (above 1: speculation). A record for readers:
+    the gateway routes by the block's values, not by this."""
+
+    hardware_class: Annotated[str, Field(min_length=1)]
+    measured_at: Annotated[str, Field(min_length=1)]
+    replica: Annotated[str, Field(min_length=1)]
+    probe_s: NonNegative
+    decode_tokens_per_step: Annotated[float, Field(ge=1.0)] = 1.0
+
+
 class SpeedSection(Strict):
     """The variant's step model (see gateway.domain.SpeedPrior); only the first two are required."""
 
@@ -133,6 +146,7 @@ class SpeedSection(Strict):
     draft_s_per_step: NonNegative = default_of(SpeedPrior, "draft_s_per_step")
     draft_s_per_seq: NonNegative = default_of(SpeedPrior, "draft_s_per_seq")
     tokens_per_step: dict[str, Annotated[float, Field(ge=1.0)]] = Field(default_factory=dict)
+    calibration: CalibrationSection | None = None
 
 
 class ReplicaSection(Strict):

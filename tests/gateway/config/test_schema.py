@@ -10,6 +10,7 @@ from gateway.config.policy import TaskDefaults
 from gateway.config.schema import default_of
 from gateway.config.types import AccessSettings, KubernetesDiscovery, ServerSettings, StateSettings
 from gateway.domain import SpeedPrior
+from gateway.errors import ConfigError
 
 # Only what the schema requires; every section that has optional settings is present, empty
 # where it may be.
@@ -60,3 +61,15 @@ def test_default_of_refuses_a_field_without_a_plain_default() -> None:
         default_of(KubernetesDiscovery, "model")
     with pytest.raises(TypeError, match="AccessSettings.tiers has no default"):
         default_of(AccessSettings, "tiers")  # a default_factory, not a value to share
+
+
+def test_a_calibration_record_is_kept_out_of_the_step_model_and_checked_strictly() -> None:
+    """``speed.calibration`` (written by ``duet calibrate``) says where the values came from; the
+    router's prior is the same with or without it, and it takes no unknown keys."""
+    record = ('speed: {prefill_tokens_per_s: 1000, decode_s_per_token: 0.01, calibration: {hardware_class: avx2, '
+              'measured_at: "2026-12-04T11:00:00+00:00", replica: "http://127.0.0.1:9", probe_s: 41.5}}')
+    plain = "speed: {prefill_tokens_per_s: 1000, decode_s_per_token: 0.01}"
+    config = parse_config(MINIMAL.replace(plain, record, 1))
+    assert config.models["m"].variants["static"].speed == SpeedPrior(prefill_tokens_per_s=1000, decode_s_per_token=0.01)
+    with pytest.raises(ConfigError, match=r"models\.m\.variants\.static\.speed\.calibration\.cpu"):
+        parse_config(MINIMAL.replace(plain, record.replace("probe_s: 41.5", "probe_s: 41.5, cpu: x"), 1))

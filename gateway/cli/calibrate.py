@@ -1,0 +1,193 @@
+"""duet calibrate: measure one replica's speed and write it as a variant's ``speed:`` block.
+
+The probe (serving.calibration.probe) takes well under a minute on a simulated replica and ~45 s
+on one AVX2 core running SmolLM2-135M. The block it gives keeps the variant's current scheduler
+limits and KV terms (the probe does not measure them) and records where it came from: the
+replica, its hardware class, when, and how long the probe took (``speed.calibration``).
+
+``duet up`` calls ``calibrate_variants`` once its replicas are ready, so the embedded default's
+priors are this machine's whatever its CPU.
+
+Exit codes: 0 calibrated; 1 the replica could not be calibrated (unreachable, not an
+OpenAI-compatible server, or timings that do not fit); 2 bad usage or config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from gateway.config import parse_config
+from gateway.errors import ConfigError
+from serving.calibration.fit import Measured, measure, speed_block
+from serving.calibration.probe import ProbePlan, probe
+from serving.errors import CalibrationError
+from serving.hardware import cpu_class, cpu_flags
+
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """A replica's measured ``speed:`` block (with its ``calibration`` record) and the terms it
+    was built from."""
+
+    speed: dict[str, Any]
+    measured: Measured
+
+    def summary(self) -> str:
+        """Prefill rate, time per token alone, per extra stream, hardware class, probe time."""
+        m, record = self.measured, self.speed["calibration"]
+        return (f"prefill {m.prefill_tokens_per_s:.0f} tok/s, decode {(m.decode_s_per_token + m.step_s_per_seq) * 1e3:.1f}"
+                f" ms/token alone (+{m.step_s_per_seq * 1e3:.2f} ms per stream), hardware {record['hardware_class']},"
+                f" probe {record['probe_s']:.0f} s")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser("calibrate", help="measure a replica's speed and write a variant's speed block",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--replica", required=True, help="the replica's base URL, e.g. http://127.0.0.1:8001")
+    parser.add_argument("--model", help="the served model name to ask for (default: --variant's served_model_name, "
+                                         "else the first the replica lists)")
+    parser.add_argument("--config", type=Path, help="a duet.yaml whose --variant gets the measured block "
+                                                    "(rewritten in place after a full check; its comments are not kept)")
+    parser.add_argument("--variant", help="the variant in --config: NAME, or MODEL:NAME when several models have it")
+    parser.add_argument("--out", type=Path, help="also write the speed block (YAML) to this file")
+    parser.add_argument("--hardware-class", help="the replica's hardware class (default: this machine's CPU class "
+                                                 "for a loopback replica, else 'unknown')")
+    parser.set_defaults(run=run)
+
+
+def calibrate(url: str, model: str | None, prior: Mapping[str, Any] | None, hardware_class: str,
+              plan: ProbePlan | None = None) -> Calibration:
+    """Probe the replica at ``url`` and build its speed block over ``prior`` (see
+    serving.calibration.fit.speed_block). Raises CalibrationError."""
+    samples = asyncio.run(probe(url, model, plan or ProbePlan()))
+    measured = measure(samples)
+    block = speed_block(measured, samples, prior)
+    block["calibration"] = {
+        "hardware_class": hardware_class,
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "replica": url,
+        "probe_s": round(samples.elapsed_s, 1),
+        "decode_tokens_per_step": round(max(1.0, measured.tokens_per_chunk), 3),
+    }
+    return Calibration(block, measured)
+
+
+def calibrate_variants(config: dict[str, Any], model: str, hardware_class: str, say: Callable[[str], None],
+                       plan: ProbePlan | None = None) -> None:
+    """Replace the speed block of each of ``model``'s variants in ``config`` by one measured on
+    its first replica, one replica at a time (so they do not disturb each other). A replica that
+    cannot be calibrated keeps its prior, said so. ``say`` gets one line per variant."""
+    for name, variant in config["models"][model]["variants"].items():
+        url = variant["replicas"][0]["url"]
+        try:
+            result = calibrate(url, variant["served_model_name"], variant["speed"], hardware_class, plan)
+        except CalibrationError as exc:
+            say(f"{name}: calibration failed, keeping the profile's prior: {exc}")
+            continue
+        variant["speed"] = result.speed
+        say(f"{name}: calibrated: {result.summary()}")
+        for note in result.measured.notes:
+            say(f"  note: {note}")
+
+
+def hardware_class_of(url: str, given: str | None) -> str:
+    """``given``, else this machine's CPU class when ``url`` is on loopback, else ``unknown``."""
+    if given:
+        return given
+    return cpu_class(cpu_flags()) if urlsplit(url).hostname in LOOPBACK else "unknown"
+
+
+def variant_path(raw: Mapping[str, Any], wanted: str) -> tuple[str, str]:
+    """(model, variant) named by ``wanted`` (``NAME`` or ``MODEL:NAME``) in a parsed config.
+    Raises ConfigError naming what exists."""
+    model_name, _, name = wanted.rpartition(":")
+    models = raw.get("models") or {}
+    found = [(m, name) for m, section in models.items()
+             if (not model_name or m == model_name) and name in (section.get("variants") or {})]
+    if not found:
+        known = sorted(f"{m}:{v}" for m, section in models.items() for v in (section.get("variants") or {}))
+        raise ConfigError("models", f"no variant '{wanted}' (the config has {', '.join(known) or 'none'})")
+    if len(found) > 1:
+        raise ConfigError("models", f"variant '{name}' is in models {', '.join(m for m, _ in found)}: say MODEL:{name}")
+    return found[0]
+
+
+def with_speed(text: str, source: str, model: str, name: str, speed: Mapping[str, Any]) -> str:
+    """The config ``text`` with ``model``'s variant ``name`` given ``speed``, checked as the
+    gateway checks it. Raises ConfigError."""
+    raw = yaml.safe_load(text)
+    raw["models"][model]["variants"][name]["speed"] = dict(speed)
+    rewritten: str = yaml.safe_dump(raw, sort_keys=False)
+    parse_config(rewritten, source=f"{source} (with the measured speed of {model}:{name})")
+    return rewritten
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigTarget:
+    """The variant ``--config`` / ``--variant`` name: where, its current speed and served name."""
+
+    path: Path
+    text: str
+    model: str
+    variant: str
+    speed: dict[str, Any]
+    served_model_name: str
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        target = config_target(args.config, args.variant)
+    except ConfigError as exc:
+        print(f"duet calibrate: {exc}", file=sys.stderr)
+        return 2
+    model = args.model or (target.served_model_name if target else None)
+    try:
+        result = calibrate(args.replica, model, target.speed if target else None,
+                           hardware_class_of(args.replica, args.hardware_class))
+    except CalibrationError as exc:
+        print(f"duet calibrate: {exc}", file=sys.stderr)
+        return 1
+    block = yaml.safe_dump({"speed": result.speed}, sort_keys=False)
+    print(block, end="")
+    print(f"# {result.summary()}", file=sys.stderr)
+    for note in result.measured.notes:
+        print(f"# note: {note}", file=sys.stderr)
+    if args.out:
+        args.out.write_text(block)
+    if target is not None:
+        try:
+            target.path.write_text(with_speed(target.text, str(target.path), target.model, target.variant, result.speed))
+        except ConfigError as exc:
+            print(f"duet calibrate: {target.path} not rewritten: {exc}", file=sys.stderr)
+            return 2
+        print(f"# wrote the speed block of {target.model}:{target.variant} into {target.path}", file=sys.stderr)
+    return 0
+
+
+def config_target(path: Path | None, wanted: str | None) -> ConfigTarget | None:
+    """The variant ``wanted`` in the config at ``path`` (both or neither). Raises ConfigError."""
+    if path is None and wanted is None:
+        return None
+    if path is None or wanted is None:
+        raise ConfigError("", "--config and --variant go together")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("", f"cannot read the config {path}: {exc}") from exc
+    parse_config(text, source=str(path))
+    raw = yaml.safe_load(text)
+    model, name = variant_path(raw, wanted)
+    variant = raw["models"][model]["variants"][name]
+    return ConfigTarget(path, text, model, name, dict(variant["speed"]), str(variant["served_model_name"]))

@@ -1,0 +1,166 @@
+"""A short probe of one OpenAI-compatible replica (vLLM or ``duet sim``) over HTTP: the raw
+samples ``serving.calibration.fit`` reads the step model from.
+
+1. ``GET /v1/models``: the served name (unless given) and ``max_model_len``; anything else
+   answering there is not a replica to calibrate.
+2. One short request, discarded: a fresh vLLM's first request pays for warm-up.
+3. Prefill: requests alone with ``max_tokens=1``, prompts doubling from ``first_prompt_tokens``
+   until one takes ``prefill_budget_s`` or ``prefill_growth`` times the first size's time (the
+   prompt's part then dominates the line's slope; a slow CPU stops at a few hundred tokens, a GPU
+   near ``max_prompt_tokens``), each size ``repeats`` times. Every prompt opens with a fresh
+   nonce: a prefix-cache hit would make prefill look free.
+4. Decode: ``n`` streams at once for each ``n`` in ``concurrencies``, each forced to
+   ``decode_tokens`` tokens (``min_tokens`` + ``ignore_eos``), timing the chunks.
+
+Requests go one after another (or one group at a time), so the replica is otherwise idle only if
+nothing else sends to it: calibrate before serving traffic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from serving.calibration.fit import DecodeSample, PrefillSample, ProbeSamples, StreamTrace, decode_sample
+from serving.errors import CalibrationError
+
+# Common English words: about one token each in BPE vocabularies (SmolLM2's, Llama's), and varied
+# enough that n-gram speculation finds little to copy.
+_WORDS = ("time", "river", "green", "paper", "light", "stone", "music", "table", "garden", "window",
+          "market", "winter", "silver", "orange", "forest", "letter", "number", "bridge", "summer", "planet",
+          "doctor", "family", "animal", "circle", "engine", "friend", "island", "camera", "pocket", "yellow")
+
+
+@dataclass(frozen=True, slots=True)
+class ProbePlan:
+    """How much to measure (see the module docstring); the defaults take ~45 s on one AVX2 core
+    running SmolLM2-135M and a few seconds on a simulated H100."""
+
+    first_prompt_tokens: int = 32
+    max_prompt_tokens: int = 2048
+    prefill_budget_s: float = 4.0
+    prefill_growth: float = 4.0
+    repeats: int = 2
+    concurrencies: tuple[int, ...] = (1, 2, 4, 8)
+    decode_tokens: int = 24
+    request_timeout_s: float = 120.0
+
+
+def prompt_text(words: int, nonce: str) -> str:
+    """A prompt of about ``words`` tokens, opening with ``nonce`` so no cache holds its prefix."""
+    body = " ".join(_WORDS[(i * 7 + i // len(_WORDS)) % len(_WORDS)] for i in range(max(1, words)))
+    return f"[{nonce}] {body}"
+
+
+async def probe(url: str, model: str | None = None, plan: ProbePlan | None = None) -> ProbeSamples:
+    """Measure the replica at ``url`` (its base, without ``/v1``). Raises CalibrationError when
+    it cannot be reached, does not answer like an OpenAI-compatible server, or fails a request."""
+    plan = plan or ProbePlan()
+    started = time.monotonic()
+    async with httpx.AsyncClient(base_url=url.rstrip("/"), timeout=plan.request_timeout_s) as client:
+        served, max_model_len = await served_model(client)
+        model = model or served
+        await _completion(client, {"model": model, "prompt": prompt_text(8, uuid.uuid4().hex), "max_tokens": 2})
+        limit = min(plan.max_prompt_tokens, (max_model_len or plan.max_prompt_tokens) - plan.decode_tokens - 16)
+        prefill = await _prefill_samples(client, model, plan, limit)
+        decode = [await _decode_at(client, model, n, plan) for n in plan.concurrencies]
+    return ProbeSamples(model, tuple(prefill), tuple(decode), time.monotonic() - started)
+
+
+async def served_model(client: httpx.AsyncClient) -> tuple[str, int | None]:
+    """The first model ``/v1/models`` lists and its ``max_model_len`` (None when not said)."""
+    body = await _json(client, "GET", "/v1/models")
+    try:
+        first = body["data"][0]
+        name = str(first["id"])
+    except (KeyError, IndexError, TypeError) as exc:
+        raise CalibrationError(f"{client.base_url}/v1/models lists no model: not an OpenAI-compatible replica") from exc
+    max_len = first.get("max_model_len")
+    return name, int(max_len) if isinstance(max_len, int) else None
+
+
+async def _prefill_samples(client: httpx.AsyncClient, model: str, plan: ProbePlan, limit: int) -> list[PrefillSample]:
+    samples: list[PrefillSample] = []
+    words = plan.first_prompt_tokens
+    while words <= limit:
+        timed = [await _ttft(client, model, words) for _ in range(plan.repeats)]
+        samples += timed
+        ttft_s = statistics.median(s.ttft_s for s in timed)
+        if ttft_s >= plan.prefill_budget_s or ttft_s >= plan.prefill_growth * samples[0].ttft_s:
+            break
+        words *= 2
+    return samples
+
+
+async def _ttft(client: httpx.AsyncClient, model: str, words: int) -> PrefillSample:
+    body = {"model": model, "prompt": prompt_text(words, uuid.uuid4().hex), "max_tokens": 1, "temperature": 0}
+    started = time.monotonic()
+    answer = await _completion(client, body)
+    elapsed = time.monotonic() - started
+    try:
+        return PrefillSample(int(answer["usage"]["prompt_tokens"]), elapsed)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CalibrationError(f"{client.base_url}/v1/completions answered without usage.prompt_tokens") from exc
+
+
+async def _decode_at(client: httpx.AsyncClient, model: str, concurrency: int, plan: ProbePlan) -> DecodeSample:
+    traces = await asyncio.gather(*(_stream(client, model, plan.decode_tokens) for _ in range(concurrency)))
+    return decode_sample(concurrency, traces)
+
+
+async def _stream(client: httpx.AsyncClient, model: str, tokens: int) -> StreamTrace:
+    body = {"model": model, "prompt": prompt_text(8, uuid.uuid4().hex), "max_tokens": tokens, "min_tokens": tokens,
+            "ignore_eos": True, "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
+    times: list[float] = []
+    completion_tokens = 0
+    try:
+        async with client.stream("POST", "/v1/completions", json=body) as response:
+            if response.status_code != 200:
+                await response.aread()
+                raise CalibrationError(_refusal(response))
+            async for line in response.aiter_lines():
+                if not line.startswith("data:") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[len("data:"):])
+                if chunk.get("choices"):
+                    times.append(time.monotonic())
+                if chunk.get("usage"):
+                    completion_tokens = int(chunk["usage"]["completion_tokens"])
+    except httpx.HTTPError as exc:
+        raise CalibrationError(f"{client.base_url}: streaming failed: {exc!r}") from exc
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CalibrationError(f"{client.base_url}/v1/completions streamed something not OpenAI-shaped: {exc!r}") from exc
+    return StreamTrace(tuple(times), completion_tokens or len(times))
+
+
+async def _completion(client: httpx.AsyncClient, body: Mapping[str, Any]) -> dict[str, Any]:
+    return await _json(client, "POST", "/v1/completions", body)
+
+
+async def _json(client: httpx.AsyncClient, method: str, path: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    try:
+        response = await client.request(method, path, json=body)
+    except httpx.HTTPError as exc:
+        raise CalibrationError(f"cannot reach {client.base_url}: {exc!r}") from exc
+    if response.status_code != 200:
+        raise CalibrationError(_refusal(response))
+    try:
+        answer = response.json()
+    except ValueError as exc:
+        raise CalibrationError(f"{client.base_url}{path} answered non-JSON: not an OpenAI-compatible replica") from exc
+    if not isinstance(answer, dict):
+        raise CalibrationError(f"{client.base_url}{path} answered {type(answer).__name__}: not an OpenAI-compatible replica")
+    return answer
+
+
+def _refusal(response: httpx.Response) -> str:
+    return (f"{response.request.url} answered {response.status_code}: "
+            f"{response.text[:300].strip()}")

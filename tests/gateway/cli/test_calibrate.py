@@ -1,0 +1,127 @@
+"""`duet calibrate` against a real `duet sim` process: it recovers the simulated profile's rates,
+writes a checked speed block into a config for one variant, and refuses an unreachable or
+non-OpenAI replica with a clear message and exit code 1 (bad usage: 2), never a traceback."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gateway.cli.calibrate import hardware_class_of, variant_path
+from gateway.config import parse_config
+from gateway.errors import ConfigError
+from serving.hardware import cpu_class, cpu_flags
+from serving.ports import free_port
+from serving.sim.prior import speed_prior
+from serving.sim.profile import load_profile
+from serving.sim.testing import SimProcess
+
+REPO = Path(__file__).resolve().parents[3]
+DEMO = REPO / "deploy" / "config" / "demo.yaml"
+# An H100 at wall speed: its 16 ms base step and 11,000 tok/s prefill stand well above the
+# loopback's HTTP overhead, and the probe takes ~5 s.
+PROFILE = "h100-70b-bf16"
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimProcess]:
+    with SimProcess(PROFILE, "--served-model-name", "smollm2-standard") as replica:
+        yield replica
+
+
+def calibrate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gateway.cli", "calibrate", *args], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+
+
+def test_it_recovers_the_simulated_profiles_rates_within_15_percent(sim: SimProcess, tmp_path: Path) -> None:
+    out = tmp_path / "speed.yaml"
+    result = calibrate("--replica", sim.url, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    speed: dict[str, Any] = yaml.safe_load(result.stdout)["speed"]
+    assert yaml.safe_load(out.read_text())["speed"] == speed
+    truth = speed_prior(load_profile(PROFILE))
+    for key in ("prefill_tokens_per_s", "decode_s_per_token"):
+        assert speed[key] == pytest.approx(truth[key], rel=0.15), (key, speed[key], truth[key])
+    record = speed["calibration"]
+    assert record["hardware_class"] == cpu_class(cpu_flags()) and record["replica"] == sim.url
+    assert 0 < record["probe_s"] < 60 and record["measured_at"].endswith("+00:00")
+    assert "prefill" in result.stderr and "ms/token alone" in result.stderr
+
+
+def test_it_rewrites_only_the_named_variants_speed_in_a_checked_config(sim: SimProcess, tmp_path: Path) -> None:
+    config = tmp_path / "duet.yaml"
+    config.write_text(DEMO.read_text())
+    before = yaml.safe_load(config.read_text())
+    result = calibrate("--replica", sim.url, "--config", str(config), "--variant", "standard")
+    assert result.returncode == 0, result.stderr
+    after = yaml.safe_load(config.read_text())
+    parse_config(config.read_text())
+    standard = after["models"]["smollm2"]["variants"]["standard"]["speed"]
+    old = before["models"]["smollm2"]["variants"]["standard"]["speed"]
+    assert standard["calibration"]["replica"] == sim.url
+    assert standard["max_num_seqs"] == old["max_num_seqs"]  # what the probe does not measure stays
+    assert standard["prefill_tokens_per_s"] == pytest.approx(speed_prior(load_profile(PROFILE))["prefill_tokens_per_s"],
+                                                             rel=0.15)
+    after["models"]["smollm2"]["variants"]["standard"]["speed"] = old
+    assert after == before  # nothing else changed
+
+
+def test_an_unreachable_replica_is_a_clear_error() -> None:
+    result = calibrate("--replica", f"http://127.0.0.1:{free_port()}")
+    assert result.returncode == 1
+    assert "duet calibrate: cannot reach http://127.0.0.1:" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_server_that_is_not_a_replica_is_a_clear_error(tmp_path: Path) -> None:
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_listening(port)
+        result = calibrate("--replica", f"http://127.0.0.1:{port}")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert result.returncode == 1
+    assert f"http://127.0.0.1:{port}/v1/models answered 404" in result.stderr and "Traceback" not in result.stderr
+
+
+def wait_listening(port: int, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+def test_bad_usage_exits_2_before_probing(tmp_path: Path) -> None:
+    alone = calibrate("--replica", "http://127.0.0.1:1", "--config", str(DEMO))
+    assert alone.returncode == 2 and "--config and --variant go together" in alone.stderr
+    unknown = calibrate("--replica", "http://127.0.0.1:1", "--config", str(DEMO), "--variant", "turbo")
+    assert unknown.returncode == 2 and "no variant 'turbo'" in unknown.stderr and "smollm2:standard" in unknown.stderr
+
+
+def test_variants_are_found_by_name_or_model_and_name() -> None:
+    raw = {"models": {"a": {"variants": {"fast": {}}}, "b": {"variants": {"fast": {}, "slow": {}}}}}
+    assert variant_path(raw, "slow") == ("b", "slow")
+    assert variant_path(raw, "a:fast") == ("a", "fast")
+    with pytest.raises(ConfigError, match="say MODEL:fast"):
+        variant_path(raw, "fast")
+
+
+def test_the_hardware_class_is_this_machines_only_for_a_loopback_replica() -> None:
+    assert hardware_class_of("http://127.0.0.1:8000", None) == cpu_class(cpu_flags())
+    assert hardware_class_of("http://gpu-box:8000", None) == "unknown"
+    assert hardware_class_of("http://gpu-box:8000", "gpu:H100") == "gpu:H100"
