@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nmachine busy before the run (other work): {describe_busy(result.busy_before)}")
     print(f"backend ceiling (nginx alone on core {plan.load_core}): {ceiling}")
     print(text_table(result.measurements, result.skipped))
-    print("\ngoals (issue #3):\n" + goals_text(goals(result.measurements)))
+    print("\ngoals (issues #3 and #20):\n" + goals_text(goals(result.measurements)))
     if not args.no_docs:
         command = args.command_label or "python -m loadtests.overhead " + shlex.join(sys.argv[1:] if argv is None else argv)
         when = time.strftime("%Y-%m-%d")

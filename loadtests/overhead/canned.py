@@ -23,6 +23,8 @@ CREATED = 1_767_225_600
 # Sent by every request; LiteLLM's proxy refuses to start without a strong master key.
 API_KEY = "sk-" + hashlib.sha256(b"duet overhead benchmark").hexdigest()
 COMPLETION_ID = "chatcmpl-bench0000000000000000000000"
+RESPONSE_ID = "resp_bench0000000000000000000000"
+MESSAGE_ITEM_ID = "msg_bench000000000000"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +35,8 @@ class CannedResponses:
     chat_sse_events: tuple[bytes, ...]
     models_json: bytes
     metrics_text: bytes
+    responses_json: bytes
+    responses_sse_events: tuple[bytes, ...]
 
     @property
     def sse_event_count(self) -> int:
@@ -124,10 +128,74 @@ def metrics_text() -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def _response(status: str, output: list[dict[str, object]], usage: dict[str, object] | None) -> dict[str, object]:
+    """A Responses API ``response`` object with vLLM 0.32's fields (tests/fixtures/vllm_cpu/apis)."""
+    return {
+        "id": RESPONSE_ID, "created_at": CREATED, "incomplete_details": None, "instructions": None,
+        "metadata": None, "model": SERVED_MODEL_NAME, "object": "response", "output": output,
+        "parallel_tool_calls": True, "temperature": 0.0, "tool_choice": "none", "tools": [], "top_p": 1.0,
+        "background": False, "max_output_tokens": len(CONTENT_TOKENS), "max_tool_calls": None,
+        "previous_response_id": None, "prompt": None, "reasoning": None, "service_tier": "auto",
+        "status": status, "text": None, "top_logprobs": None, "truncation": "disabled", "usage": usage,
+        "user": None, "presence_penalty": 0.0, "frequency_penalty": 0.0, "kv_transfer_params": None,
+        "ec_transfer_params": None, "input_messages": None, "output_messages": None,
+    }
+
+
+def _responses_usage() -> dict[str, object]:
+    completion = len(CONTENT_TOKENS)
+    return {
+        "input_tokens": PROMPT_TOKENS,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0, "input_tokens_per_turn": [],
+                                 "cached_tokens_per_turn": []},
+        "output_tokens": completion,
+        "output_tokens_details": {"reasoning_tokens": 0, "tool_output_tokens": 0, "output_tokens_per_turn": [],
+                                  "tool_output_tokens_per_turn": []},
+        "total_tokens": PROMPT_TOKENS + completion,
+    }
+
+
+def _output_text(logprobs: list[object] | None) -> dict[str, object]:
+    return {"annotations": [], "text": "".join(CONTENT_TOKENS).strip(), "type": "output_text", "logprobs": logprobs}
+
+
+def _message_item(status: str, content: list[dict[str, object]]) -> dict[str, object]:
+    return {"id": MESSAGE_ITEM_ID, "content": content, "role": "assistant", "status": status, "type": "message",
+            "phase": None}
+
+
+def responses_json() -> bytes:
+    """A non-stream ``response`` body as vLLM 0.32 returns it for a plain text answer."""
+    item = _message_item("completed", [_output_text(None)])
+    return _dumps(_response("completed", [item], _responses_usage())).encode()
+
+
+def responses_sse_events() -> tuple[bytes, ...]:
+    """vLLM 0.32's stream of a text answer, each ``event: TYPE\ndata: {...}\n\n``: created,
+    in_progress, output_item.added, content_part.added, one output_text.delta per token, then
+    output_text.done, content_part.done, output_item.done, completed. No ``[DONE]``: vLLM ends a
+    Responses stream with ``response.completed``."""
+    done_item = _message_item("completed", [_output_text(None)])
+    part = {"content_index": 0, "item_id": MESSAGE_ITEM_ID, "output_index": 0}
+    events: list[dict[str, object]] = [
+        {"response": _response("in_progress", [], None), "type": "response.created"},
+        {"response": _response("in_progress", [], None), "type": "response.in_progress"},
+        {"item": _message_item("in_progress", []), "output_index": 0, "type": "response.output_item.added"},
+        {**part, "part": {**_output_text([]), "text": ""}, "type": "response.content_part.added"},
+        *({**part, "delta": token, "logprobs": [], "type": "response.output_text.delta"} for token in CONTENT_TOKENS),
+        {**part, "logprobs": [], "text": "".join(CONTENT_TOKENS).strip(), "type": "response.output_text.done"},
+        {**part, "part": _output_text(None), "type": "response.content_part.done"},
+        {"item": done_item, "output_index": 0, "type": "response.output_item.done"},
+        {"response": _response("completed", [done_item], _responses_usage()), "type": "response.completed"},
+    ]
+    return tuple(f"event: {event['type']}\ndata: {_dumps({**event, 'sequence_number': n})}\n\n".encode()
+                 for n, event in enumerate(events))
+
+
 def canned_responses() -> CannedResponses:
     """All of the backend's bodies."""
     return CannedResponses(chat_completion_json(), chat_completion_sse_events(), models_json(),
-                           metrics_text())
+                           metrics_text(), responses_json(), responses_sse_events())
 
 
 def request_body(stream: bool) -> bytes:
@@ -141,4 +209,17 @@ def request_body(stream: bool) -> bytes:
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
+    return _dumps(body).encode()
+
+
+def responses_request_body(stream: bool) -> bytes:
+    """The same question to the Responses API: ``input`` text, 16 output tokens."""
+    body: dict[str, object] = {
+        "model": LOGICAL_MODEL,
+        "input": "What is the capital of France? Answer briefly.",
+        "max_output_tokens": len(CONTENT_TOKENS),
+        "temperature": 0,
+    }
+    if stream:
+        body["stream"] = True
     return _dumps(body).encode()

