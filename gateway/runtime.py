@@ -148,10 +148,12 @@ class Gateway:
         self.tracing.subscribe(hooks)
         ledgers = Ledgers(backlog, decodes, self.prefixes, self.sessions)
         self.director = Director(lambda: self.current, self.store, ledgers, waiting_room, hooks, time.perf_counter)
-        # Shadow checks (online parity) when the command shell gave the verifiers: the last done hook.
+        # Shadow checks (online parity) when the command shell gave the verifiers: the last
+        # dispatched hook (draws, and taps a drawn answer) and the last done hook (starts the check).
         self.online_parity = None if parity is None else self._online_parity(parity, Ledgers(backlog, decodes, self.prefixes),
                                                                               waiting_room)
         if self.online_parity is not None:
+            hooks.dispatched.append(self.online_parity.dispatched)
             hooks.done.append(self.online_parity.done)
         # Health checks and scrapes use their own client: they must never queue behind proxied streams.
         self._session: aiohttp.ClientSession | None = None

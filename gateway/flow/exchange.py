@@ -14,6 +14,7 @@ from gateway.flow.plan import Inbound, Plan
 from gateway.state.decodes import DecodeClaim
 
 if TYPE_CHECKING:
+    from gateway.flow.answer_tap import AnswerTap
     from gateway.flow.escalation import Escalation
 
 
@@ -30,6 +31,9 @@ class Attempt:
     decode_ticket: int | None = None
     prefilled: bool = False
     stalled_ms: float = 0.0
+    # Set by online parity's sampling when this attempt's answer is to be scored: the HTTP layer
+    # passes what it sends the client through it (``gateway.flow.answer_tap``).
+    tap: AnswerTap | None = None
 
 
 @dataclass(slots=True)

@@ -1,6 +1,8 @@
-"""Which finished requests online parity checks (gateway.parity.shadow runs the checks): a share
-of those a high-speed variant served, per (variant, task), checked against the model's standard;
-and, for a ``shadow``-stage variant (no live traffic), a share of the standard's mirrored to it.
+"""Which requests online parity checks (gateway.parity.shadow runs the checks), decided when a
+request is dispatched: a share of those a high-speed variant serves, per (variant, task), is
+checked against the model's standard; and, for a ``shadow``-stage variant (no live traffic), a
+share of the standard's is mirrored to it. A drawn request's answer is kept as its client
+receives it (``gateway.flow.answer_tap``), and only the other side is run as shadow work.
 
 This is all that a request that is not sampled pays, so it is kept to a settings read, a share
 look-up and, only when the share is above 0, a keyed hash of the request id
@@ -12,9 +14,9 @@ from dataclasses import dataclass
 
 from gateway.config.online_parity import OnlineParitySettings
 from gateway.config.types import ModelSpec
-from gateway.domain import Outcome, RolloutStage, Variant, VariantKind
+from gateway.domain import RolloutStage, Variant, VariantKind
 from gateway.flow.body import ChatBody
-from gateway.flow.exchange import Exchange
+from gateway.flow.exchange import Attempt, Exchange
 from gateway.routing.rollout import request_draw
 
 SHADOW = b"shadow"  # the draw's purpose: independent of the canary's draw for the same request
@@ -22,32 +24,34 @@ SHADOW = b"shadow"  # the draw's purpose: independent of the canary's draw for t
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """A request to check: the standard and the candidate variant, and the share it was drawn at."""
+    """A request to check: the standard and the candidate variant, the share it was drawn at, and
+    which of the two served it live (the other is run as shadow work)."""
 
     standard: Variant
     candidate: Variant
     share: float
+    live_is_candidate: bool = True
+
+    @property
+    def shadow_side(self) -> Variant:
+        """The variant the check runs the request on."""
+        return self.standard if self.live_is_candidate else self.candidate
 
 
-def shadow_sample(exchange: Exchange, outcome: Outcome) -> Sample | None:
-    """The pair to check for a request that ended with ``outcome``, when it is drawn; else None."""
+def shadow_sample(exchange: Exchange, attempt: Attempt) -> Sample | None:
+    """The pair to check when ``attempt``'s answer is drawn to be scored; else None."""
     settings = exchange.config.online_parity
-    if not settings.enabled or not outcome.ok:
+    if not settings.enabled or type(exchange.inbound.body) is not ChatBody:  # the verifiers read chat
         return None
-    sample = pairing(exchange, settings)
+    sample = pairing(exchange, attempt.variant, settings)
     if sample is None or request_draw(exchange.request_id, SHADOW) >= sample.share:
-        return None
-    if type(exchange.inbound.body) is not ChatBody:  # the verifiers read chat completions
         return None
     return sample
 
 
-def pairing(exchange: Exchange, settings: OnlineParitySettings) -> Sample | None:
+def pairing(exchange: Exchange, served: Variant, settings: OnlineParitySettings) -> Sample | None:
     """A high-speed variant is checked against the model's standard; a request the standard
     served is mirrored to a shadow-stage variant with a share for its task. None: nothing to check."""
-    served = exchange.attempt.variant if exchange.attempt is not None else None
-    if served is None:
-        return None
     task = exchange.plan.profile.task
     model = exchange.plan.target.model
     if served.kind is not VariantKind.FULL:
@@ -56,7 +60,7 @@ def pairing(exchange: Exchange, settings: OnlineParitySettings) -> Sample | None
         return None if standard is None else Sample(standard, served, share)
     for variant in model.variants.values():
         if variant.rollout.stage is RolloutStage.SHADOW and (share := settings.share(variant.key, task)) > 0:
-            return Sample(served, variant, share)
+            return Sample(served, variant, share, live_is_candidate=False)
     return None
 
 

@@ -11,8 +11,9 @@ VARIANT_TASK = ["variant", "task"]
 class ParityMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
-        # result: paired | no_slack (the standard had none within slack_wait_s) | busy (max_in_flight
-        # reached) | failed (a side did not answer 200)
+        # result: paired | no_slack (the shadow side had none within slack_wait_s) | busy (max_in_flight
+        # reached) | not_scored (the live answer failed, was cut off, or was past the tap's limit) |
+        # failed (the shadow side did not answer 200)
         self.checks = Counter("duet_shadow_checks", "Shadow checks by how they ended.", [*VARIANT_TASK, "result"],
                               registry=r)
         self.loss = Counter("duet_parity_pair_loss", "Summed loss (standard - candidate score) of checked pairs.",
@@ -24,5 +25,5 @@ class ParityMetrics:
                              VARIANT_TASK, registry=r)
         self.opened = Gauge("duet_parity_opened", "1 when online parity opened the task on a shadow variant.",
                             VARIANT_TASK, registry=r)
-        self.check_seconds = Histogram("duet_shadow_check_seconds", "Wall time of one shadow check (both runs).",
+        self.check_seconds = Histogram("duet_shadow_check_seconds", "Wall time of one shadow check (the shadow run and scoring).",
                                        registry=r, buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 120))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from gateway.config.types import DuetConfig
 from gateway.domain import Outcome, Rollout, RolloutStage, Variant
-from gateway.flow.exchange import Exchange
+from gateway.flow.exchange import Attempt, Exchange
 from gateway.parity.metrics import ParityMetrics
 from gateway.parity.ports import ParityTools, Revision
 from gateway.parity.sequential import Conclusion
@@ -65,7 +65,7 @@ def with_task(config: DuetConfig, variant_key: str, task: str, *, allowed: bool)
 
 
 class OnlineParity:
-    """Built once by the runtime; ``done`` is the hook subscriber."""
+    """Built once by the runtime; ``dispatched`` and ``done`` are its hook subscribers."""
 
     def __init__(self, host: PolicyHost, tools: ParityTools, metrics: ParityMetrics,
                  parts: Callable[[OnConclusion], ShadowParts]) -> None:
@@ -74,6 +74,9 @@ class OnlineParity:
         self._metrics = metrics
         self.verdicts = OnlineVerdicts(host.config().online_parity.records_kept)
         self.checks = ShadowChecks(parts(self._concluded), self.verdicts, on_pair=self._write_status)
+
+    def dispatched(self, exchange: Exchange, attempt: Attempt) -> None:
+        self.checks.dispatched(exchange, attempt)
 
     def done(self, exchange: Exchange, outcome: Outcome) -> None:
         self.checks.done(exchange, outcome)

@@ -1,18 +1,23 @@
-"""Shadow checks: a share of the requests a candidate variant served, per (variant, task), is run
-again on the standard and on the candidate as ``sheddable`` work, only when the standard has
-slack, and the two answers are scored by the task's verifier (gateway.parity.ports.PairJudge).
+"""Shadow checks: a share of the requests a candidate variant serves, per (variant, task), is
+run again on the standard as ``sheddable`` work, only when the standard has slack, and the pair
+(the standard's answer, and the candidate's answer AS ITS CLIENT RECEIVED IT) is scored by the
+task's verifier (gateway.parity.ports.PairJudge).
 
-The sampling decision (``gateway.flow.shadow_sample``) is a ``done`` hook and is all that a
-request that is not sampled pays (``make bench-router`` measures it). The checks run as tasks of their own, through a director of
-their own that shares the live one's ledgers, so a shadow request counts in the prefill backlog
-and the decode ledger like any other, and it is sent only when the decode ledger says the live
-requests on the chosen replica can absorb its prefill.
+The draw is made when the request is dispatched (``gateway.flow.shadow_sample``, a ``dispatched``
+subscriber here): a drawn attempt gets a tap (``gateway.flow.answer_tap``) that keeps the answer
+as the HTTP layer sends it, a whole body or a stream's events, and nothing else does; the draw is
+all that a request that is not sampled pays (``make bench-router`` measures it). At ``done`` a
+drawn request that ended well (a 200, not cut off, within the tap's limit) becomes a check: a
+task of its own, through a director of its own that shares the live one's ledgers, so the
+shadow request counts in the prefill backlog and the decode ledger like any other, and it is
+sent only when the decode ledger says the live requests on the chosen replica can absorb its
+prefill. A request that failed, was cut off or whose client left is not scored.
 
-Both sides are sent again (the live answer is not kept: a stream passes through unbuffered), with
-``temperature`` and ``seed`` as the client sent them; a request with neither temperature 0 nor a
-seed gets a seed from its id, so each run is reproducible, and its record says it was sampled
-(``deterministic`` False). A ``shadow``-stage variant has no live traffic: the standard's
-requests are mirrored to it instead.
+The shadow side gets the client's body, not streamed, with ``temperature`` and ``seed`` as the
+client sent them; a request with neither temperature 0 nor a seed gets a seed from its id for
+the shadow run, and its record says the pair was sampled (``deterministic`` False). A
+``shadow``-stage variant has no live traffic: the standard's requests are mirrored to it instead
+(the standard's live answer is kept, the candidate is the shadow side).
 """
 
 from __future__ import annotations
@@ -32,11 +37,12 @@ from gateway.config.types import DuetConfig, ModelSpec
 from gateway.domain import Outcome, RolloutStage, Variant
 from gateway.errors import RequestError
 from gateway.flow.admission import Action
+from gateway.flow.answer_tap import AnswerTap
 from gateway.flow.body import ChatBody
 from gateway.flow.director import Director, Ledgers
-from gateway.flow.exchange import Exchange
+from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.plan import Inbound, decode_claim
-from gateway.flow.shadow_sample import shadow_sample
+from gateway.flow.shadow_sample import Sample, shadow_sample
 from gateway.flow.upstream import upstream_request
 from gateway.parity.metrics import ParityMetrics
 from gateway.parity.ports import PairJudge, PairScore
@@ -57,16 +63,28 @@ OnConclusion = Callable[[str, str, Conclusion], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
+class Live:
+    """The side its client received: what it was sent through (the tap) and how long it took."""
+
+    tap: AnswerTap
+    duration_ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
-    """A sampled request: its body (as a dict), task, the model, the standard and the candidate."""
+    """A drawn request: its body (as a dict), task, the model, the pair, and its live answer."""
 
     request_id: str
     body: dict[str, Any]
     task: str
     model: ModelSpec
-    standard: Variant
-    candidate: Variant
+    sample: Sample
     settings: OnlineParitySettings
+    live: Live
+
+    @property
+    def candidate(self) -> Variant:
+        return self.sample.candidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +103,9 @@ class ShadowParts:
 
 
 class ShadowChecks:
-    """The ``done`` subscriber that samples, and the checks it starts (at most
-    ``max_in_flight`` at a time; a sample beyond that is dropped and counted)."""
+    """The ``dispatched`` subscriber that draws (and taps a drawn answer), the ``done`` one that
+    turns a drawn request into a check, and the checks (at most ``max_in_flight`` at a time; a
+    draw beyond that is dropped and counted)."""
 
     def __init__(self, parts: ShadowParts, verdicts: OnlineVerdicts, on_pair: Callable[[], None] = lambda: None) -> None:
         self._parts = parts
@@ -98,15 +117,29 @@ class ShadowChecks:
     def verdicts(self) -> OnlineVerdicts:
         return self._verdicts
 
-    def done(self, exchange: Exchange, outcome: Outcome) -> None:
-        if (sample := shadow_sample(exchange, outcome)) is None:
+    def dispatched(self, exchange: Exchange, attempt: Attempt) -> None:
+        """Draw the attempt; a drawn one keeps its answer as it is sent (when a check can start)."""
+        if (sample := shadow_sample(exchange, attempt)) is None:
             return
-        settings, task = exchange.config.online_parity, exchange.plan.profile.task
+        if len(self._running) >= exchange.config.online_parity.max_in_flight:
+            self._parts.metrics.checks.labels(sample.candidate.key, exchange.plan.profile.task, "busy").inc()
+            return
+        attempt.tap = AnswerTap(sample)
+
+    def done(self, exchange: Exchange, outcome: Outcome) -> None:
+        """A drawn request that ended well becomes a check of its answer."""
+        tap = None if exchange.attempt is None else exchange.attempt.tap
+        if tap is None:
+            return
+        settings, task, key = exchange.config.online_parity, exchange.plan.profile.task, tap.sample.candidate.key
+        if not outcome.ok or outcome.status != 200:  # failed, cut off, or the client left
+            self._parts.metrics.checks.labels(key, task, "not_scored").inc()
+            return
         if len(self._running) >= settings.max_in_flight:
-            self._parts.metrics.checks.labels(sample.candidate.key, task, "busy").inc()
+            self._parts.metrics.checks.labels(key, task, "busy").inc()
             return
         job = Job(exchange.request_id, exchange.inbound.body.model_dump(exclude_none=True), task,
-                  exchange.plan.target.model, sample.standard, sample.candidate, settings)
+                  exchange.plan.target.model, tap.sample, settings, Live(tap, outcome.duration_s * 1e3))
         check = asyncio.get_running_loop().create_task(self.check(job))
         self._running.add(check)
         check.add_done_callback(self._running.discard)
@@ -122,18 +155,26 @@ class ShadowChecks:
         await asyncio.gather(*self._running, return_exceptions=True)
 
     async def check(self, job: Job) -> None:
-        """Run both sides of ``job`` when there is slack, score the pair and add it to the verdicts."""
+        """Run the shadow side of ``job`` when there is slack, score it with the live answer and
+        add the pair to the verdicts."""
         metrics, key = self._parts.metrics, job.candidate.key
         started = time.perf_counter()
         try:
+            live = job.live.tap.completion()
+        except ValueError as exc:  # no whole chat completion reached the client: nothing to score
+            metrics.checks.labels(key, job.task, "not_scored").inc()
+            log.info("shadow check of %s on %s not scored: %s", job.request_id, key, exc)
+            return
+        try:
             data, deterministic = shadow_body(job)
-            standard = await self._run(job, job.standard, data)
-            candidate = await self._run(job, job.candidate, data) if standard is not None else None
-            if standard is None or candidate is None:
+            shadow = await self._run(job, job.sample.shadow_side, data)
+            if shadow is None:
                 metrics.checks.labels(key, job.task, "no_slack").inc()
                 return
+            received = (live, job.live.duration_ms)
+            standard, candidate = (shadow, received) if job.sample.live_is_candidate else (received, shadow)
             score = await asyncio.to_thread(self._parts.judge, job.task, data, standard[0], candidate[0])
-        except (RequestError, ValueError) as exc:  # a side refused or answered something unreadable
+        except (RequestError, ValueError) as exc:  # the shadow side refused or answered something unreadable
             metrics.checks.labels(key, job.task, "failed").inc()
             log.info("shadow check of %s on %s failed: %s", job.request_id, key, exc)
             return
@@ -207,9 +248,9 @@ class ShadowChecks:
 
 
 def shadow_body(job: Job) -> tuple[dict[str, Any], bool]:
-    """The body both sides get: not streamed, and reproducible (a seed from the request id when
-    the client gave neither temperature 0 nor a seed). Returns it and whether the client's own
-    settings were already deterministic."""
+    """The body the shadow side gets: not streamed, and reproducible (a seed from the request id
+    when the client gave neither temperature 0 nor a seed). Returns it and whether the client's
+    own settings were deterministic (then the live side is reproducible as well)."""
     data = {k: v for k, v in job.body.items() if k not in ("stream", "stream_options", "model")}
     deterministic = data.get("temperature") == 0 or data.get("seed") is not None
     if not deterministic:

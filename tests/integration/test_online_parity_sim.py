@@ -1,9 +1,10 @@
 """Online parity end to end on two scripted simulators: the candidate answers chat like the
 standard for the first N requests and wrongly after. Every fast-served chat request is
-shadow-checked (share 1); the sequential test revokes chat on fast within the number of pairs its
-design predicts (computed here from its parameters), the config file gets the verdict with its
-evidence, the running gateway reloads it and live chat moves to standard, while every live
-request meets its budget."""
+shadow-checked (share 1): the fast answer its client received is scored against the standard's,
+run as shadow work (each request reaches the fast replica once, the standard once more); the
+sequential test revokes chat on fast within the number of pairs its design predicts (computed
+here from its parameters), the config file gets the verdict with its evidence, the running
+gateway reloads it and live chat moves to standard, while every live request meets its budget."""
 
 from __future__ import annotations
 
@@ -87,6 +88,13 @@ def metric(url: str, name: str, **labels: str) -> float:
     return total
 
 
+def finished(base_url: str) -> float:
+    """How many requests a simulated replica finished (its vLLM counter)."""
+    text = httpx.get(f"{base_url}/metrics", timeout=5).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("vllm:request_success_total{"))
+
+
 def test_a_task_the_candidate_starts_failing_is_revoked_as_predicted(tmp_path: Path) -> None:
     predicted = predicted_pairs(CLEAN)
     items = ChatTask().generate(seed=5, n=CLEAN + predicted + 5)
@@ -107,6 +115,10 @@ def test_a_task_the_candidate_starts_failing_is_revoked_as_predicted(tmp_path: P
         row = json.loads(status_file.read_text())["table"][0]
         assert (row["variant"], row["task"], row["conclusion"]) == ("smollm2:fast", "chat", "loss")
         assert row["pairs"] == CLEAN + predicted, (row, predicted)  # exactly the design's count
+        # The live fast answer was scored, not a second run of it: fast served each request once,
+        # the standard ran each pair's shadow side (and any request live after the revocation).
+        assert finished(c.sims["fast"].url) == served.count("fast")
+        assert finished(c.sims["standard"].url) == CLEAN + predicted + served.count("standard")
 
         fast = yaml.safe_load(c.config_path.read_text())["models"]["smollm2"]["variants"]["fast"]
         assert fast["allowed_tasks"] == ["agent", "extraction"]
@@ -165,6 +177,9 @@ def test_a_shadow_variant_opens_a_task_once_parity_is_concluded(tmp_path: Path) 
                 break
         row = json.loads(status_file.read_text())["table"][0]
         assert (row["conclusion"], row["pairs"]) == ("parity", predicted)
+        # The standard's live answers were kept; only the shadow variant ran them again.
+        assert finished(c.sims["fast"].url) == predicted
+        assert finished(c.sims["standard"].url) == predicted
         fast = yaml.safe_load(c.config_path.read_text())["models"]["smollm2"]["variants"]["fast"]
         assert fast["rollout"] == {"stage": "canary", "canary_shares": {"chat": 1.0}}
         assert fast["allowed_tasks"] == ["chat", "agent"]
