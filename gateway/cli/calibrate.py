@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import json
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ import yaml
 
 from gateway.config import parse_config
 from gateway.errors import ConfigError
-from serving.calibration.fit import Measured, measure, speed_block
+from serving.calibration.fit import Measured, ProbeSamples, measure, speed_block
 from serving.calibration.probe import ProbePlan, probe
 from serving.errors import CalibrationError
 from serving.hardware import cpu_class, cpu_flags
@@ -43,6 +45,7 @@ class Calibration:
 
     speed: dict[str, Any]
     measured: Measured
+    samples: ProbeSamples
 
     def summary(self) -> str:
         """Prefill rate, time per token alone, per extra stream, hardware class, probe time."""
@@ -62,6 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                                                     "(rewritten in place after a full check; its comments are not kept)")
     parser.add_argument("--variant", help="the variant in --config: NAME, or MODEL:NAME when several models have it")
     parser.add_argument("--out", type=Path, help="also write the speed block (YAML) to this file")
+    parser.add_argument("--samples", type=Path, help="also write what the probe measured (JSON: every prompt's "
+                                                     "TTFT, the step at each concurrency)")
     parser.add_argument("--hardware-class", help="the replica's hardware class (default: this machine's CPU class "
                                                  "for a loopback replica, else 'unknown')")
     parser.set_defaults(run=run)
@@ -81,7 +86,7 @@ def calibrate(url: str, model: str | None, prior: Mapping[str, Any] | None, hard
         "probe_s": round(samples.elapsed_s, 1),
         "decode_tokens_per_step": round(max(1.0, measured.tokens_per_chunk), 3),
     }
-    return Calibration(block, measured)
+    return Calibration(block, measured, samples)
 
 
 def calibrate_variants(config: dict[str, Any], model: str, hardware_class: str, say: Callable[[str], None],
@@ -166,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"# note: {note}", file=sys.stderr)
     if args.out:
         args.out.write_text(block)
+    if args.samples:
+        args.samples.write_text(json.dumps(dataclasses.asdict(result.samples), indent=1) + "\n")
     if target is not None:
         try:
             target.path.write_text(with_speed(target.text, str(target.path), target.model, target.variant, result.speed))

@@ -4,6 +4,7 @@ non-OpenAI replica with a clear message and exit code 1 (bad usage: 2), never a 
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -43,11 +44,14 @@ def calibrate(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_it_recovers_the_simulated_profiles_rates_within_15_percent(sim: SimProcess, tmp_path: Path) -> None:
-    out = tmp_path / "speed.yaml"
-    result = calibrate("--replica", sim.url, "--out", str(out))
+    out, samples = tmp_path / "speed.yaml", tmp_path / "samples.json"
+    result = calibrate("--replica", sim.url, "--out", str(out), "--samples", str(samples))
     assert result.returncode == 0, result.stderr
     speed: dict[str, Any] = yaml.safe_load(result.stdout)["speed"]
     assert yaml.safe_load(out.read_text())["speed"] == speed
+    probed = json.loads(samples.read_text())
+    assert probed["model"] == "smollm2-standard" and [d["concurrency"] for d in probed["decode"]] == [1, 2, 4, 8]
+    assert len({p["prompt_tokens"] for p in probed["prefill"]}) >= 2
     truth = speed_prior(load_profile(PROFILE))
     for key in ("prefill_tokens_per_s", "decode_s_per_token"):
         assert speed[key] == pytest.approx(truth[key], rel=0.15), (key, speed[key], truth[key])
