@@ -44,11 +44,21 @@ class Priority(StrEnum):
 
     @property
     def rank(self) -> int:
-        """0 for the highest class; a lower rank is served first."""
+        """0 for the highest class; a lower rank is served first. Also vLLM's ``priority`` for
+        the class (lower is scheduled earlier: 0 interactive, 1 batch, 2 sheddable)."""
         return _PRIORITY_ORDER.index(self)
 
 
 _PRIORITY_ORDER = tuple(Priority)
+
+
+class Scheduling(StrEnum):
+    """How a variant's vLLM replicas order their waiting requests (``--scheduling-policy``):
+    FCFS ignores a request's ``priority``, PRIORITY serves the lowest value first and preempts
+    the highest."""
+
+    FCFS = "fcfs"
+    PRIORITY = "priority"
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +226,7 @@ class Variant:
     # None means every task type is allowed; otherwise the task types parity has proven.
     allowed_tasks: frozenset[str] | None = None
     rollout: Rollout = Rollout()
+    scheduling: Scheduling = Scheduling.FCFS
 
     @property
     def key(self) -> str:

@@ -25,7 +25,7 @@ from gateway.config.types import (
     Tier,
     TokenizerSpec,
 )
-from gateway.domain import Price, Priority, Replica, Rollout, RolloutStage, SpeedPrior, Variant, VariantKind
+from gateway.domain import Price, Priority, Replica, Rollout, RolloutStage, Scheduling, SpeedPrior, Variant, VariantKind
 from gateway.errors import ConfigError
 from gateway.routing.registry import PLUGIN_TYPES, PluginKind
 from gateway.routing.rollout import ROLLOUT_STAGE
@@ -186,6 +186,7 @@ def _variant(model: str, name: str, v: schema.VariantSection, tasks: set[str], p
                             "tokens_per_step": tuple(sorted(v.speed.tokens_per_step.items()))}),
         allowed_tasks=allowed,
         rollout=_rollout(v.rollout, tasks, f"{path}.rollout"),
+        scheduling=Scheduling(v.scheduling),
     )
 
 

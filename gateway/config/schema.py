@@ -199,6 +199,10 @@ class VariantSection(Strict):
     allowed_tasks_override: OverrideSection | None = None
     rollout: RolloutSection = RolloutSection()
     launch_profile: str | None = None
+    # How its replicas' vLLM schedules (``--scheduling-policy``): with ``priority`` the gateway
+    # sends each request's class as vLLM's ``priority`` field; with ``fcfs`` it sends none (vLLM
+    # would ignore it, and older versions refuse a non-zero one).
+    scheduling: Literal["fcfs", "priority"] = "fcfs"
     replicas: list[ReplicaSection] = Field(default_factory=list)
     # For https:// replicas: a PEM file of the CAs that sign their certificates (relative to the
     # config file); default: the system's CAs. Certificates and host names are always verified.

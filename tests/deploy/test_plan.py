@@ -48,3 +48,12 @@ def test_an_invalid_config_fails_as_the_gateway_would(tmp_path):
 def test_unknown_targets_are_refused():
     with pytest.raises(ValueError, match="known: k8s-gpu"):
         Target.parse("helm")
+
+
+def test_a_variants_scheduling_must_match_its_launch_profiles(tmp_path):
+    """A variant said to schedule by priority on replicas started FCFS would send a priority
+    they ignore (or, on older vLLM, refuse); the other way round, one they would honour is lost."""
+    with pytest.raises(ConfigError) as info:
+        load_plan(edited(tmp_path, lambda v: v.update(scheduling="fcfs")), Target.parse("k8s-cpu"))
+    assert info.value.path == "models.smollm2.variants.fast.scheduling"
+    assert "'fcfs', but launch profile 'cpu-smollm2-int4' schedules priority" in info.value.message

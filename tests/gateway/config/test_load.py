@@ -45,6 +45,7 @@ ERROR_CASES = [
     ("rule to unknown task", lambda r: r["routing"]["rules"].append({"if": "has_code", "task": "nope"}), "routing.rules.3.task", "unknown task"),
     ("unknown default profile", lambda r: r["routing"].update(default_profile="x"), "routing.default_profile", "undefined profile"),
     ("unknown embedding variant", lambda r: r["models"]["smollm2"].update(embedding_variants=["fast", "embed"]), "models.smollm2.embedding_variants.1", "unknown variant 'embed'"),
+    ("unknown scheduling", lambda r: r["models"]["smollm2"]["variants"]["fast"].update(scheduling="lifo"), "models.smollm2.variants.fast.scheduling", "'fcfs' or 'priority'"),
     ("duplicate served name", lambda r: r["models"]["smollm2"]["variants"]["fast"].update(served_model_name="smollm2-standard"), "models.smollm2.variants.fast.served_model_name", "also used"),
 ]
 
@@ -86,3 +87,11 @@ def test_replica_url_keeps_base_only():
     def v1(raw):
         raw["models"]["smollm2"]["variants"]["fast"]["replicas"] = [{"url": "http://10.0.0.1:8000/v1/"}]
     assert parse_config(demo_with(v1)).models["smollm2"].replicas[1].url == "http://10.0.0.1:8000"
+
+
+def test_scheduling_is_fcfs_unless_a_variant_says_priority():
+    from gateway.domain import Scheduling
+
+    config = parse_config(demo_with(lambda r: r["models"]["smollm2"]["variants"]["fast"].pop("scheduling")))
+    variants = config.models["smollm2"].variants
+    assert (variants["standard"].scheduling, variants["fast"].scheduling) == (Scheduling.PRIORITY, Scheduling.FCFS)

@@ -95,3 +95,11 @@ def test_only_the_compiled_int8_profile_is_marked_known_wrong() -> None:
 def test_cpu_flags_are_read_from_the_profile() -> None:
     assert parse_profile(VALID + "cpu_flags: [avx512f]\n", "cpu-x.yaml").cpu_flags == ("avx512f",)
     assert parse_profile(VALID, "cpu-x.yaml").cpu_flags == ()
+
+
+def test_a_profile_schedules_by_priority_only_when_its_engine_args_say_so() -> None:
+    assert parse_profile(VALID, "cpu-x.yaml").scheduling == "fcfs"
+    priority = VALID.replace("  seed: 0\n", "  seed: 0\n  scheduling-policy: priority\n")
+    assert parse_profile(priority, "cpu-x.yaml").scheduling == "priority"
+    fcfs = VALID.replace("  seed: 0\n", "  seed: 0\n  scheduling-policy: fcfs\n")
+    assert parse_profile(fcfs, "cpu-x.yaml").scheduling == "fcfs"

@@ -91,3 +91,15 @@ def test_a_parity_report_never_widens_the_allowed_task_types() -> None:
 def test_a_file_that_is_not_a_parity_report_is_refused() -> None:
     with pytest.raises(ValueError, match="not a duet parity report"):
         local_config(DEMO, variants("cpu-smollm2-bf16", "cpu-smollm2-int8"), "h", 1, {"cpu-smollm2-int8": {"tasks": [1]}})
+
+
+def test_a_profile_that_schedules_by_priority_makes_its_variant_say_so() -> None:
+    import dataclasses
+
+    int4 = PROFILES["cpu-smollm2-int4"]  # every shipped profile schedules by priority: one that does not
+    fcfs = dataclasses.replace(int4, engine_args=tuple(a for a in int4.engine_args if a[0] != "scheduling-policy"))
+    local = [*variants("cpu-smollm2-bf16"), LocalVariant(fcfs, "http://127.0.0.1:9001")]
+    section = local_config(DEMO, local, "127.0.0.1", 8123)["models"]["smollm2"]["variants"]
+    assert section["standard"]["scheduling"] == "priority" and "scheduling" not in section["fast-int4"]
+    config = parse_config(yaml.safe_dump(local_config(DEMO, local, "127.0.0.1", 8123)), source="generated")
+    assert config.models["smollm2"].variants["fast-int4"].scheduling == "fcfs"
