@@ -137,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     last = rows[-1] if rows else {}
     result = {
         "command": command, "variant": args.variant, "sim": args.sim, "replicas_ready_s": round(ready - started, 1),
+        # How a pair is made (docs/parity.md): the live fast answer kept, the standard run as shadow
+        # work. Files without this key were measured with the earlier method (both sides sent again).
+        "check_method": "live-answer",
         "checking_s": round(time.monotonic() - ready, 1), "pairs": last.get("pairs", 0),
         "conclusion": last.get("conclusion"), "online_mean_loss": last.get("mean_loss"),
         "tolerance": offline["tolerance"], "offline": {"verdict": offline["verdict"], "diff": offline["diff"],

@@ -77,6 +77,6 @@ __all__ = [
     "InMemoryPrefixIndex", "PrefixCacheSettings", "PrefixIndex", "prompt_prefix", "text_block_ids", "token_block_ids",
     # Sessions keep their variant (Ledgers.sessions, routing_hooks' sessions).
     "Sessions",
-    # Online parity's sampling of finished requests (what a request that is not sampled pays).
+    # Online parity's draw at dispatch (what a request that is not sampled pays: loadtests/shadow_bench.py).
     "shadow_sample",
 ]
