@@ -180,6 +180,7 @@ $(BENCH_ROUTER_VENV)/.installed:
 
 bench-overhead: $(STAMP) bench-overhead-tools $(BENCH_LITELLM_VENV)/.installed $(BENCH_ROUTER_VENV)/.installed
 	$(BIN)/python -m loadtests.overhead --command-label "make bench-overhead" --wait-quiet-s 300 $(ARGS)
+	$(BIN)/python -m loadtests.shadow_bench --command-label "make bench-overhead"
 # Duet's instructions per request under valgrind's callgrind: repeatable where req/s are not (they
 # moved 20% between identical runs on this VM), for comparing a change before and after.
 # ARGS="--tree /path/to/other/checkout" measures another checkout with this venv. ~2 min per mode.
