@@ -1,7 +1,8 @@
 """The clients people point at vLLM, pointed at the gateway in front of simulated replicas: the
-anthropic SDK (messages, stream, tools), the openai SDK (chat, completions, responses, streams)
-and the openai-agents SDK (an agent with a function tool runs to its answer). The simulator
-scripts the tool call and the answer (``duet sim --answers``)."""
+anthropic SDK (messages, stream, tools), the openai SDK (chat, completions, responses, streams),
+the openai-agents SDK (an agent with a function tool runs to its answer), langchain-openai and
+LiteLLM as a client library (chat, stream, tools, async). The simulator scripts the tool call and
+the answer (``duet sim --answers``)."""
 
 from __future__ import annotations
 
@@ -189,3 +190,33 @@ def test_langchain_chat_openai_invoke_stream_and_tools(demo):
     tools = llm.bind_tools([{"type": "function", "function": {k: v for k, v in FUNCTION_TOOL.items() if k != "type"}}])
     [call] = tools.invoke("What is the weather in Paris?").tool_calls
     assert call["name"] == "get_weather" and call["args"] == {"city": "Paris"}
+
+
+def test_litellm_completion_stream_tools_and_async(demo, monkeypatch):
+    """LiteLLM as a client library (not its proxy): its OpenAI provider pointed at the gateway."""
+    # The bundled model-cost map, not a download at import (tests make no outside calls).
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    common = {"model": "openai/smollm2", "api_base": demo.url + "/v1", "api_key": "unused", "num_retries": 0,
+              "timeout": 20}
+    hi = [{"role": "user", "content": "Say hi."}]
+    chat = litellm.completion(messages=hi, max_tokens=8, **common)
+    assert chat.choices[0].message.content and chat.usage.completion_tokens > 0
+    assert chat._hidden_params["additional_headers"]["llm_provider-x-duet-variant"] in {"standard", "fast"}
+    chunks = list(litellm.completion(messages=hi, max_tokens=8, stream=True, **common))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert chunks[-1].choices[0].finish_reason in {"stop", "length"}
+    tool = {"type": "function", "function": {k: v for k, v in FUNCTION_TOOL.items() if k != "type"}}
+    question = [{"role": "user", "content": "What is the weather in Paris?"}]
+    called = litellm.completion(messages=question, tools=[tool], max_tokens=64, **common)
+    [call] = called.choices[0].message.tool_calls
+    assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "Paris"}
+    follow_up = [*question, called.choices[0].message.model_dump(exclude_none=True),
+                 {"role": "tool", "tool_call_id": call.id, "content": "Sunny, 24 C"}]
+
+    async def answer() -> str:
+        reply = await litellm.acompletion(messages=follow_up, tools=[tool], max_tokens=64, **common)
+        return str(reply.choices[0].message.content)
+
+    assert asyncio.run(answer()) == "It is sunny in Paris."
