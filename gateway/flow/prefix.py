@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import orjson
 
 from gateway.flow.body import ChatBody, CompletionBody, MessagesBody, RequestBody
@@ -62,6 +63,6 @@ def prompt_blocks(body: RequestBody, counter: TokenCounter, block_tokens: int) -
     if isinstance(counter, HfTokenCounter):
         # Each text tokenized alone (as the count does, and remembered by the counter) and the
         # ids joined: a text's ids do not depend on what follows it, so turn n+1 repeats turn n's.
-        ids = [token for part in prompt_parts(body) for token in counter.token_ids(part)]
-        return token_block_ids(ids, block_tokens)
+        parts = [counter.token_ids(part) for part in prompt_parts(body)]
+        return token_block_ids(np.concatenate(parts) if parts else np.empty(0, np.uint32), block_tokens)
     return text_block_ids(prompt_text(body), block_tokens)

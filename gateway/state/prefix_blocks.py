@@ -18,13 +18,18 @@ two different blocks collide with probability at most 2^-33 whatever the text, ~
 differences), then chained with Python's tuple hash, one step a block. Measured on an 8k-token
 prompt (``loadtests/prefix_bench.py``): 11 µs for the hashing against 20 µs for the 32-bit CRC-32
 chain it replaced, which spent half its time calling zlib once a block; a second stdlib hash for
-64 bits (Adler-32, SHA-1, BLAKE2) cost 1.8x-3x. Token ids are hashed as tuples of ints: converting
-a list of 8,192 Python ints to an array costs ~150 µs, more than hashing them.
+64 bits (Adler-32, SHA-1, BLAKE2) cost 1.8x-3x.
+
+Token ids are the same kind of words (one 32-bit word a token), hashed alike: the tokenizer's
+counter keeps each text's ids as a uint32 array (``gateway.tokens.HfTokenCounter``), so a prompt's
+ids are one concatenation away from the hash; a list of ids (a completions prompt given as ids) is
+packed first (``array('I')``, ~60 µs for 8,192 ids: the ints' conversion is the cost).
 """
 
 from __future__ import annotations
 
 import hashlib
+from array import array
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -34,6 +39,9 @@ _NON_NEGATIVE = (1 << 63) - 1
 # ~4 bytes of UTF-8 text per token (gateway.tokens.ApproxTokenCounter's ratio, for English and code).
 APPROX_BYTES_PER_TOKEN = 4
 _WORD = np.dtype("<u4")  # little-endian on every machine, so every gateway reads the same words
+_MAX_WORD = (1 << 32) - 1
+if array("I").itemsize != 4:  # C's unsigned int: 4 bytes on every platform numpy and CPython build for
+    raise ImportError("gateway.state.prefix_blocks packs token ids as 32-bit words: array('I') is not 4 bytes here")
 
 
 @lru_cache(maxsize=16)
@@ -48,16 +56,21 @@ def _keys(words: int) -> np.ndarray:
 
 def block_ids(data: bytes, block_bytes: int) -> tuple[int, ...]:
     """Chained ids of ``data``'s full ``block_bytes``-byte blocks, first block first
-    (``block_bytes`` a multiple of 4)."""
+    (``block_bytes`` a multiple of 4: the bytes are read as little-endian 32-bit words)."""
     if block_bytes <= 0 or block_bytes % _WORD.itemsize:
         raise ValueError(f"block_bytes must be a positive multiple of {_WORD.itemsize}, got {block_bytes}")
-    count = len(data) // block_bytes
+    words = block_bytes // _WORD.itemsize
+    return word_block_ids(np.frombuffer(data, dtype=_WORD, count=len(data) // block_bytes * words), words)
+
+
+def word_block_ids(words: np.ndarray, block_words: int) -> tuple[int, ...]:
+    """Chained ids of a 1-D array of 32-bit words cut every ``block_words`` (full blocks only)."""
+    count = len(words) // block_words
     if not count:
         return ()
-    words = block_bytes // _WORD.itemsize
-    blocks = np.frombuffer(data, dtype=_WORD, count=count * words).reshape(count, words)
+    blocks = words[:count * block_words].reshape(count, block_words)
     # uint32 @ uint64 is exact integer arithmetic mod 2^64 in any order: the same on every machine.
-    hashes = (blocks @ _keys(words)).tolist()
+    hashes = (blocks @ _keys(block_words)).tolist()
     ids = []
     chained = 0
     for block in hashes:
@@ -66,18 +79,20 @@ def block_ids(data: bytes, block_bytes: int) -> tuple[int, ...]:
     return tuple(ids)
 
 
-def token_block_ids(tokens: Sequence[int], block_tokens: int) -> tuple[int, ...]:
-    """Exact blocks: the prompt's token ids (a real tokenizer's) cut every ``block_tokens``.
-    Python's hash of a tuple of ints is not salted (only str and bytes hashes are), so these are
-    the same in every gateway process; hashing tuples measured 2.5x faster than packing the ids
-    into bytes (the conversion of each int dominated). Kept to 63 bits (non-negative)."""
-    tokens = tokens if isinstance(tokens, tuple) else tuple(tokens)  # slices of a tuple are tuples: one copy
-    ids = []
-    chained = 0
-    for start in range(0, len(tokens) - block_tokens + 1, block_tokens):
-        chained = hash((chained, tokens[start:start + block_tokens])) & _NON_NEGATIVE
-        ids.append(chained)
-    return tuple(ids)
+def token_block_ids(tokens: Sequence[int] | np.ndarray, block_tokens: int) -> tuple[int, ...]:
+    """Exact blocks: the prompt's token ids (a real tokenizer's) cut every ``block_tokens``, each
+    id one word. A token id outside 0..2^32-1 is no tokenizer's: no blocks (no prefix is known)."""
+    if isinstance(tokens, np.ndarray):
+        if tokens.dtype != np.uint32:
+            if tokens.size and (tokens.min() < 0 or tokens.max() > _MAX_WORD):
+                return ()
+            tokens = tokens.astype(np.uint32)
+        return word_block_ids(tokens, block_tokens)
+    try:
+        packed = array("I", tokens)
+    except (OverflowError, TypeError):
+        return ()
+    return word_block_ids(np.frombuffer(packed, dtype=np.uint32), block_tokens)
 
 
 def text_block_ids(text: str, block_tokens: int) -> tuple[int, ...]:

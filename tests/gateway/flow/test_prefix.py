@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
@@ -82,3 +83,8 @@ def test_the_remembered_ids_are_bounded_by_their_texts_length(tokenizer_path):
         counter.token_ids("cache " * 5 + str(i))
     assert counter._chars <= 100 and len(counter._ids) <= 4
     assert counter.count_text("what is a cache") == 4
+
+
+def test_the_counter_keeps_ids_as_read_only_32_bit_arrays(tokenizer_path):
+    ids = HfTokenCounter(tokenizer_path).token_ids("what is a cache")
+    assert ids.dtype == np.uint32 and not ids.flags.writeable and len(ids) == 4

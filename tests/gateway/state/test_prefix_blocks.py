@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from gateway.state.prefix_blocks import block_ids, text_block_ids, token_block_ids
@@ -84,6 +85,24 @@ def test_block_bytes_must_be_whole_words(block_bytes):
         block_ids(b"x" * 64, block_bytes)
 
 
-def test_token_ids_given_as_a_tuple_or_a_list_name_the_same_blocks():
+def test_token_ids_as_a_list_a_tuple_or_an_array_name_the_same_blocks():
     tokens = [i * 7919 % 50_000 for i in range(1000)]
-    assert token_block_ids(tokens, 64) == token_block_ids(tuple(tokens), 64) == token_block_ids(iter(tokens), 64)
+    blocks = token_block_ids(tokens, 64)
+    assert len(blocks) == 15
+    assert blocks == token_block_ids(tuple(tokens), 64) == token_block_ids(iter(tokens), 64)
+    assert blocks == token_block_ids(np.array(tokens, dtype=np.uint32), 64)  # the tokenizer counter's arrays
+    assert blocks == token_block_ids(np.array(tokens, dtype=np.int64), 64)
+
+
+@pytest.mark.parametrize("bad", [-1, 1 << 32])
+def test_ids_no_tokenizer_makes_give_no_blocks(bad):
+    tokens = [*range(63), bad]
+    assert token_block_ids(tokens, 16) == ()
+    assert token_block_ids(np.array(tokens, dtype=np.int64), 16) == ()
+
+
+def test_a_token_is_a_word_as_four_bytes_of_text_are():
+    """One hash for both paths: a text block of 16 tokens is 64 bytes read as 16 words."""
+    text = "abcdefghijklmnop" * 8
+    words = [int.from_bytes(text[i:i + 4].encode(), "little") for i in range(0, len(text), 4)]
+    assert token_block_ids(words, 16) == text_block_ids(text, 16)
