@@ -170,9 +170,7 @@ def speed_block(measured: Measured, samples: ProbeSamples, prior: Mapping[str, A
 def predicted_step_s(prior: Mapping[str, Any], concurrency: int) -> float:
     """The step ``prior`` predicts at ``concurrency`` decoding sequences (as the gateway's
     step-model predictor does: drafts verified by every sequence, drafting costs added)."""
-    base = float(prior["decode_s_per_token"])
-    per_seq = prior.get("step_s_per_seq")
-    b = float(per_seq) if per_seq is not None else float(prior.get("decode_slowdown_per_seq", 0.02)) * base
+    base, b = float(prior["decode_s_per_token"]), _per_seq_s(prior)
     drafts = float(prior.get("draft_tokens", 0.0))
     step = base + b * concurrency * (1 + drafts)
     if drafts:
@@ -182,12 +180,19 @@ def predicted_step_s(prior: Mapping[str, Any], concurrency: int) -> float:
 
 def _scaled_drafting_terms(prior: Mapping[str, Any], decode: Sequence[DecodeSample]) -> dict[str, float]:
     scale = statistics.median(d.step_s / predicted_step_s(prior, d.concurrency) for d in decode)
-    base = float(prior["decode_s_per_token"])
-    per_seq = prior.get("step_s_per_seq")
-    b = float(per_seq) if per_seq is not None else float(prior.get("decode_slowdown_per_seq", 0.02)) * base
+    base, b = float(prior["decode_s_per_token"]), _per_seq_s(prior)
     return {"decode_s_per_token": base * scale, "step_s_per_seq": b * scale,
             "draft_s_per_step": float(prior.get("draft_s_per_step", 0.0)) * scale,
             "draft_s_per_seq": float(prior.get("draft_s_per_seq", 0.0)) * scale}
+
+
+def _per_seq_s(prior: Mapping[str, Any]) -> float:
+    """b in seconds (``SpeedPrior.per_seq_s``): ``step_s_per_seq``, else the slowdown x base
+    (0.02: the schema's default)."""
+    per_seq = prior.get("step_s_per_seq")
+    if per_seq is not None:
+        return float(per_seq)
+    return float(prior.get("decode_slowdown_per_seq", 0.02)) * float(prior["decode_s_per_token"])
 
 
 def _rounded(value: Any) -> Any:
