@@ -1,21 +1,31 @@
 """A request's checkable contract, and whether an answer keeps it.
 
-A chat request carries a contract a program can check when it offers tools whose parameters are
-a JSON schema (a tool call must name an offered tool, its arguments must be JSON matching that
-schema, and ``tool_choice`` "required" or a named tool demands a call; a Hermes ``<tool_call>``
-left in the text is a call the server's parser could not read), or asks for
-``response_format`` ``json_schema`` (the content must be JSON matching it) or ``json_object``
-(the content must be a JSON object). ``violation`` says which rule a whole chat completion
-breaks, as a short kebab-case reason (the escalation header's value and the metric's label).
+A request carries a contract a program can check when it offers tools whose parameters are a
+JSON schema (a tool call must name an offered tool, its arguments must be JSON matching that
+schema, and a tool choice that demands a call must get one; a Hermes ``<tool_call>`` left in the
+text is a call the server's parser could not read), or asks for JSON output against a schema
+(the text must be JSON matching it) or for a JSON object. ``violation`` says which rule a whole
+answer breaks, as a short kebab-case reason (the escalation header's value and the metric's
+label). The three APIs say it in their own words, read here into one ``Contract``:
 
-Only ``/v1/chat/completions`` answers are read (the Messages and Responses APIs shape their
-answers differently). A schema that is not itself a valid JSON schema cannot be checked: its
-arguments must still be a JSON object, and nothing more is claimed.
+- chat completions: ``tools[].function.parameters``; a call demanded by ``tool_choice``
+  "required" or a named function; ``response_format`` ``json_schema`` (its
+  ``json_schema.schema``) or ``json_object``; each choice's ``message`` is read.
+- Responses: function tools' ``parameters``; "required" or ``{"type": "function", ...}``;
+  ``text.format`` ``json_schema`` (its ``schema``) or ``json_object``; the ``output`` is read:
+  message items' ``output_text`` and ``function_call`` items.
+- Messages: ``tools[].input_schema``; ``{"type": "any"}`` or ``{"type": "tool", ...}``; no JSON
+  output in the API; the ``content`` is read: ``text`` and ``tool_use`` blocks (whose
+  ``input`` is already an object).
+
+"none" as the tool choice (``{"type": "none"}`` for Messages) leaves the tools unchecked. A
+schema that is not itself a valid JSON schema cannot be checked: its arguments must still be a
+JSON object, and nothing more is claimed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +33,7 @@ import orjson
 from jsonschema import Draft202012Validator, SchemaError
 from jsonschema.protocols import Validator
 
-from gateway.flow.body import ChatBody, RequestBody
+from gateway.flow.body import ChatBody, MessagesBody, RequestBody, ResponsesBody
 
 # Reasons, in the order an answer is checked.
 NOT_JSON = "invalid-json"  # the completion itself could not be read
@@ -34,43 +44,103 @@ INVALID_JSON_CONTENT = "invalid-json-content"
 SCHEMA_MISMATCH = "schema-mismatch"
 
 
+# An API's whole answer as chat messages (``content`` text, ``tool_calls`` with ``function``
+# name and arguments text): the rules read one shape. Raises KeyError/TypeError on another shape.
+Reader = Callable[[Any], list[Any]]
+
+
+def chat_messages(document: Any) -> list[Any]:
+    return [choice["message"] for choice in document["choices"]]
+
+
+def responses_messages(document: Any) -> list[Any]:
+    """A response's ``output`` as one message: its text, and its function calls."""
+    texts, calls = [], []
+    for item in document["output"]:
+        if item["type"] == "message":
+            texts += [part["text"] for part in item["content"] if part.get("type") == "output_text"]
+        elif item["type"] == "function_call":
+            calls.append({"function": {"name": item.get("name"), "arguments": item.get("arguments")}})
+    return [{"content": "".join(texts) if texts else None, "tool_calls": calls}]
+
+
+def messages_messages(document: Any) -> list[Any]:
+    """A message's ``content`` blocks as one message: its text, and its tool uses (their
+    ``input`` already parsed: written back as text to be read like a chat call's arguments; one
+    that is not an object is not valid arguments)."""
+    texts, calls = [], []
+    for block in document["content"]:
+        if block["type"] == "text":
+            texts.append(block["text"])
+        elif block["type"] == "tool_use":
+            given = block.get("input")
+            arguments = orjson.dumps(given).decode() if isinstance(given, dict) else None
+            calls.append({"function": {"name": block.get("name"), "arguments": arguments}})
+    return [{"content": "".join(texts) if texts else None, "tool_calls": calls}]
+
+
 @dataclass(frozen=True, slots=True)
 class Contract:
     """``tools``: offered function name -> its parameters schema (None: none given, so any JSON
-    object); ``call_required``: tool_choice demands a call; ``content_schema``: the
-    ``json_schema`` the content must match; ``json_content``: the content must be JSON (an
-    object for ``json_object``)."""
+    object); ``call_required``: the tool choice demands a call; ``content_schema``: the schema
+    the text must match; ``json_content``: the text must be JSON (an object when there is no
+    schema); ``read``: the API's answer as chat messages."""
 
     tools: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
     call_required: bool = False
     json_content: bool = False
     content_schema: Mapping[str, Any] | None = None
+    read: Reader = chat_messages
 
 
 def contract_of(body: RequestBody) -> Contract | None:
-    """The contract a chat request carries, or None when there is nothing to check."""
-    if type(body) is not ChatBody:
+    """The contract a chat, Responses or Messages request carries, or None when there is
+    nothing to check (another endpoint, or no tools and no JSON output asked for)."""
+    if type(body) is ChatBody:
+        contract = _chat_contract(body)
+    elif type(body) is ResponsesBody:
+        contract = _responses_contract(body)
+    elif type(body) is MessagesBody:
+        contract = _messages_contract(body)
+    else:
         return None
-    tools = _offered_tools(body.tools or []) if body.tool_choice != "none" else {}
+    return contract if contract.tools or contract.json_content else None
+
+
+def violation(contract: Contract, payload: bytes) -> str | None:
+    """The first rule ``payload`` (a whole answer, as the replica wrote it) breaks, or None when
+    every choice keeps the contract."""
+    try:
+        messages = contract.read(orjson.loads(payload))
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return NOT_JSON
+    for message in messages:
+        if (reason := _message_violation(contract, message)) is not None:
+            return reason
+    return None
+
+
+def _chat_contract(body: ChatBody) -> Contract:
+    tools = _offered_tools([t.get("function") for t in body.tools or [] if isinstance(t, dict)], "parameters")
+    tools = tools if body.tool_choice != "none" else {}
     json_content, schema = _response_format(getattr(body, "response_format", None))
-    if not tools and not json_content:
-        return None
     required = bool(tools) and (body.tool_choice == "required" or isinstance(body.tool_choice, dict))
     return Contract(tools, required, json_content, schema)
 
 
-def violation(contract: Contract, payload: bytes) -> str | None:
-    """The first rule ``payload`` (a whole chat completion, as the replica wrote it) breaks, or
-    None when every choice keeps the contract."""
-    try:
-        document = orjson.loads(payload)
-        choices = [c["message"] for c in document["choices"]]
-    except (orjson.JSONDecodeError, KeyError, TypeError):
-        return NOT_JSON
-    for message in choices:
-        if (reason := _message_violation(contract, message)) is not None:
-            return reason
-    return None
+def _responses_contract(body: ResponsesBody) -> Contract:
+    functions = [t for t in body.tools or [] if isinstance(t, dict) and t.get("type") == "function"]
+    tools = _offered_tools(functions, "parameters") if body.tool_choice != "none" else {}
+    text = getattr(body, "text", None)
+    json_content, schema = _text_format(text.get("format") if isinstance(text, dict) else None)
+    required = bool(tools) and (body.tool_choice == "required" or isinstance(body.tool_choice, dict))
+    return Contract(tools, required, json_content, schema, responses_messages)
+
+
+def _messages_contract(body: MessagesBody) -> Contract:
+    choice = body.tool_choice.get("type") if isinstance(body.tool_choice, dict) else None
+    tools = _offered_tools(body.tools or [], "input_schema") if choice != "none" else {}
+    return Contract(tools, bool(tools) and choice in ("any", "tool"), read=messages_messages)
 
 
 def _message_violation(contract: Contract, message: Any) -> str | None:
@@ -150,13 +220,13 @@ def _validator(schema: Mapping[str, Any] | None) -> Validator | None:
     return Draft202012Validator(schema)
 
 
-def _offered_tools(tools: list[dict[str, Any]]) -> dict[str, Mapping[str, Any] | None]:
+def _offered_tools(functions: list[Any], schema_key: str) -> dict[str, Mapping[str, Any] | None]:
+    """Name -> schema (under ``schema_key``) of each function that has a name."""
     offered: dict[str, Mapping[str, Any] | None] = {}
-    for tool in tools:
-        function = tool.get("function") if isinstance(tool, dict) else None
+    for function in functions:
         if isinstance(function, dict) and isinstance(function.get("name"), str):
-            parameters = function.get("parameters")
-            offered[function["name"]] = parameters if isinstance(parameters, dict) else None
+            schema = function.get(schema_key)
+            offered[function["name"]] = schema if isinstance(schema, dict) else None
     return offered
 
 
@@ -172,3 +242,12 @@ def _response_format(response_format: Any) -> tuple[bool, Mapping[str, Any] | No
         schema = wrapper.get("schema") if isinstance(wrapper, dict) else None
         return True, schema if isinstance(schema, dict) else None
     return False, None
+
+
+def _text_format(text_format: Any) -> tuple[bool, Mapping[str, Any] | None]:
+    """(text must be JSON, its schema) for a Responses ``text.format`` value (the schema sits
+    in the format itself, not under ``json_schema``)."""
+    if isinstance(text_format, dict) and text_format.get("type") == "json_schema":
+        schema = text_format.get("schema")
+        return True, schema if isinstance(schema, dict) else None
+    return _response_format(text_format)

@@ -3,11 +3,12 @@ client. When the request carries a checkable contract (``gateway.flow.contract``
 breaks it, the request is asked again of the standard variant if the latency budget still has
 room for the router's prediction there; else the fast answer goes out unchanged, and says why.
 
-Checked: non-stream chat answers (status 200) from a variant that is not full precision, unless
-the request pinned that variant (the client chose it: ``duet parity`` measures it so), and
-streamed chat requests whose client opted in with ``x-duet-validate-stream: 1`` (they are sent
-upstream whole, checked, and written back as a stream by the HTTP layer). A stream that did
-not opt in is never held back.
+Checked: non-stream answers (status 200) of chat completions, the Responses API and the
+Messages API from a variant that is not full precision, unless the request pinned that variant
+(the client chose it: ``duet parity`` measures it so), and streamed chat requests whose client
+opted in with ``x-duet-validate-stream: 1`` (they are sent upstream whole, checked, and written
+back as a stream by the HTTP layer). A stream that did not opt in is never held back, nor is a
+Responses or Messages stream (the gateway writes back chat's stream shape only).
 """
 
 from __future__ import annotations
@@ -86,16 +87,16 @@ def escalation_headers(escalation: Escalation) -> list[tuple[bytes, bytes]]:
 
 
 def buffered_stream(exchange: Exchange) -> bool:
-    """Whether a streamed request is sent upstream whole so its answer can be checked: the
-    client opted in and there is a contract to check."""
+    """Whether a streamed request is sent upstream whole so its answer can be checked: a chat
+    request whose client opted in, with a contract to check."""
     inbound = exchange.inbound
-    return (bool(inbound.body.stream) and inbound.headers.get(OPT_IN_HEADER, "").lower() in _YES
-            and contract_of(inbound.body) is not None)
+    return (type(inbound.body) is ChatBody and bool(inbound.body.stream)
+            and inbound.headers.get(OPT_IN_HEADER, "").lower() in _YES and contract_of(inbound.body) is not None)
 
 
 def inspect(exchange: Exchange, answer: WholeAnswer, now: float, plan_now: Callable[[], Plan]) -> Finding | None:
-    """None when the answer needs no second look (not a whole chat answer of a fast variant, no
-    contract, or the contract is kept); else what broke and where the request may go instead.
+    """None when the answer needs no second look (not a whole chat, Responses or Messages answer
+    of a fast variant, no contract, or the contract is kept); else what broke and where the request may go instead.
     ``now``: the director's clock, to spend the budget the request already used; ``plan_now``:
     the request planned again on the replicas as they are now (called only for a broken answer:
     the first plan's predictions predate the fast answer and the escalations since)."""

@@ -1,6 +1,7 @@
 """Validate, then escalate, end to end: a fast simulator scripted to write broken tool-call JSON
 behind the gateway, a standard one that writes it right. The broken answer never reaches the
-client while the budget has room; when it has none the fast answer goes out, and says so."""
+client while the budget has room; when it has none the fast answer goes out, and says so. The
+Responses and Messages APIs are checked the same way, each in its own request and answer shape."""
 
 from __future__ import annotations
 
@@ -148,3 +149,41 @@ def test_without_budget_for_the_standard_the_fast_answer_goes_out_unchanged(tmp_
         assert call_arguments(response) == LEFT_AS_TEXT
         key = 'duet_escalations_total{action="kept-no-budget",model="smollm2",reason="invalid-tool-arguments",task="agent"}'
         assert escalations(c)[key] == 1
+
+
+RESPONSES_WEATHER = {"type": "function", "name": "get_weather", "parameters": WEATHER["function"]["parameters"]}
+ANTHROPIC_WEATHER = {"name": "get_weather", "description": "The weather in a city",
+                     "input_schema": WEATHER["function"]["parameters"]}
+
+
+def ask_responses(c: Cluster, content: str) -> httpx.Response:
+    body = {"model": "smollm2", "input": content, "tools": [RESPONSES_WEATHER], "max_output_tokens": 64}
+    return httpx.post(c.url + "/v1/responses", json=body, headers={"x-session-id": uuid.uuid4().hex}, timeout=30)
+
+
+def ask_messages(c: Cluster, content: str) -> httpx.Response:
+    body = {"model": "smollm2", "max_tokens": 64, "messages": [{"role": "user", "content": content}],
+            "tools": [ANTHROPIC_WEATHER]}
+    return httpx.post(c.url + "/v1/messages", json=body, headers={"x-session-id": uuid.uuid4().hex}, timeout=30)
+
+
+def test_a_broken_responses_call_comes_back_valid_from_the_standard(roomy: Cluster) -> None:
+    response = ask_responses(roomy, BROKEN)
+    assert response.status_code == 200, response.text
+    assert (response.headers["x-duet-variant"], response.headers["x-duet-escalated"]) == ("standard",
+                                                                                         "invalid-tool-arguments")
+    (call,) = [item for item in response.json()["output"] if item["type"] == "function_call"]
+    assert call["name"] == "get_weather" and json.loads(call["arguments"]) == {"city": "Oslo"}
+    fine = ask_responses(roomy, FINE)
+    assert fine.headers["x-duet-variant"] == "fast" and "x-duet-escalated" not in fine.headers
+
+
+def test_a_broken_messages_call_comes_back_valid_from_the_standard(roomy: Cluster) -> None:
+    response = ask_messages(roomy, BROKEN)
+    assert response.status_code == 200, response.text
+    assert (response.headers["x-duet-variant"], response.headers["x-duet-escalated"]) == ("standard",
+                                                                                         "invalid-tool-arguments")
+    (use,) = [block for block in response.json()["content"] if block["type"] == "tool_use"]
+    assert use["name"] == "get_weather" and use["input"] == {"city": "Oslo"}
+    fine = ask_messages(roomy, FINE)
+    assert fine.headers["x-duet-variant"] == "fast" and "x-duet-escalated" not in fine.headers
