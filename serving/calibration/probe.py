@@ -7,7 +7,9 @@ samples ``serving.calibration.fit`` reads the step model from.
 3. Prefill: requests alone with ``max_tokens=1``, prompts doubling from ``first_prompt_tokens``
    until one takes ``prefill_budget_s`` or ``prefill_growth`` times the first size's time (the
    prompt's part then dominates the line's slope; a slow CPU stops at a few hundred tokens, a GPU
-   near ``max_prompt_tokens``), each size ``repeats`` times. Every prompt opens with a fresh
+   near ``max_prompt_tokens``) and at least ``min_prompt_sizes`` sizes are timed (a loaded
+   machine's overhead can reach the budget at once; two points fit a line through any noise),
+   each size ``repeats`` times. Every prompt opens with a fresh
    nonce: a prefix-cache hit would make prefill look free.
 4. Decode: ``n`` streams at once for each ``n`` in ``concurrencies``, each forced to
    ``decode_tokens`` tokens (``min_tokens`` + ``ignore_eos``), timing the chunks.
@@ -48,6 +50,7 @@ class ProbePlan:
     max_prompt_tokens: int = 2048
     prefill_budget_s: float = 4.0
     prefill_growth: float = 4.0
+    min_prompt_sizes: int = 3
     repeats: int = 2
     concurrencies: tuple[int, ...] = (1, 2, 4, 8)
     decode_tokens: int = 24
@@ -68,7 +71,7 @@ async def probe(url: str, model: str | None = None, plan: ProbePlan | None = Non
     async with httpx.AsyncClient(base_url=url.rstrip("/"), timeout=plan.request_timeout_s) as client:
         served, max_model_len = await served_model(client)
         model = model or served
-        await _completion(client, {"model": model, "prompt": prompt_text(8, uuid.uuid4().hex), "max_tokens": 2})
+        await _completion(client, {"model": model, "prompt": prompt_text(8, _nonce()), "max_tokens": 2})
         limit = min(plan.max_prompt_tokens, (max_model_len or plan.max_prompt_tokens) - plan.decode_tokens - 16)
         prefill = await _prefill_samples(client, model, plan, limit)
         decode = [await _decode_at(client, model, n, plan) for n in plan.concurrencies]
@@ -94,14 +97,16 @@ async def _prefill_samples(client: httpx.AsyncClient, model: str, plan: ProbePla
         timed = [await _ttft(client, model, words) for _ in range(plan.repeats)]
         samples += timed
         ttft_s = statistics.median(s.ttft_s for s in timed)
-        if ttft_s >= plan.prefill_budget_s or ttft_s >= plan.prefill_growth * samples[0].ttft_s:
+        sizes = len(samples) // plan.repeats
+        if sizes >= plan.min_prompt_sizes and (ttft_s >= plan.prefill_budget_s
+                                               or ttft_s >= plan.prefill_growth * samples[0].ttft_s):
             break
         words *= 2
     return samples
 
 
 async def _ttft(client: httpx.AsyncClient, model: str, words: int) -> PrefillSample:
-    body = {"model": model, "prompt": prompt_text(words, uuid.uuid4().hex), "max_tokens": 1, "temperature": 0}
+    body = {"model": model, "prompt": prompt_text(words, _nonce()), "max_tokens": 1, "temperature": 0}
     started = time.monotonic()
     answer = await _completion(client, body)
     elapsed = time.monotonic() - started
@@ -117,7 +122,7 @@ async def _decode_at(client: httpx.AsyncClient, model: str, concurrency: int, pl
 
 
 async def _stream(client: httpx.AsyncClient, model: str, tokens: int) -> StreamTrace:
-    body = {"model": model, "prompt": prompt_text(8, uuid.uuid4().hex), "max_tokens": tokens, "min_tokens": tokens,
+    body = {"model": model, "prompt": prompt_text(8, _nonce()), "max_tokens": tokens, "min_tokens": tokens,
             "ignore_eos": True, "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
     times: list[float] = []
     completion_tokens = 0
@@ -139,6 +144,11 @@ async def _stream(client: httpx.AsyncClient, model: str, tokens: int) -> StreamT
     except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CalibrationError(f"{client.base_url}/v1/completions streamed something not OpenAI-shaped: {exc!r}") from exc
     return StreamTrace(tuple(times), completion_tokens or len(times))
+
+
+def _nonce() -> str:
+    # 48 random bits: no two probes share a prefix block, in a handful of tokens.
+    return uuid.uuid4().hex[:12]
 
 
 async def _completion(client: httpx.AsyncClient, body: Mapping[str, Any]) -> dict[str, Any]:
