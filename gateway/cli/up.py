@@ -78,10 +78,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.set_defaults(run=run)
 
 
-def sim_launch(variant: str, sim_profile: str, served_name: str, time_scale: float, log_dir: Path) -> ReplicaLaunch:
+def sim_launch(variant: str, sim_profile: str, served_name: str, time_scale: float, log_dir: Path,
+               scheduling: str = "fcfs") -> ReplicaLaunch:
+    """A simulated replica; ``scheduling``: its vLLM scheduling policy, as the variant's config says."""
     port = free_port()
     argv = (sys.executable, "-m", "serving.sim", "--port", str(port), "--profile", sim_profile,
-            "--served-model-name", served_name, "--time-scale", str(time_scale))
+            "--served-model-name", served_name, "--time-scale", str(time_scale), "--scheduling-policy", scheduling)
     return ReplicaLaunch(variant, argv, dict(os.environ), f"http://127.0.0.1:{port}", log_dir / f"{variant}.log")
 
 
@@ -196,13 +198,13 @@ def plan_sim(args: argparse.Namespace, demo: dict[str, Any], run_dir: Path) -> t
     if not args.variants:
         variants = demo["models"][MODEL]["variants"].items()
         return [sim_launch(name, spec.get("launch_profile") or "fast-test", spec["served_model_name"],
-                           args.time_scale, run_dir) for name, spec in variants], []
+                           args.time_scale, run_dir, spec.get("scheduling", "fcfs")) for name, spec in variants], []
     profiles = chosen_profiles(args.variants)
     untwinned = [p.variant for p in profiles if p.sim_profile is None]
     if untwinned:
         raise LaunchProfileError("--variants", f"no simulator twin for {', '.join(untwinned)}")
-    return [sim_launch(p.variant, p.sim_profile or "", served_model_name(MODEL, p), args.time_scale, run_dir)
-            for p in profiles], profiles
+    return [sim_launch(p.variant, p.sim_profile or "", served_model_name(MODEL, p), args.time_scale, run_dir,
+                       p.scheduling) for p in profiles], profiles
 
 
 def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], profiles: Sequence[LaunchProfile],

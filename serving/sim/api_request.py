@@ -52,6 +52,7 @@ class Call:
     # The last message is a tool's result: a simulated model answers it rather than calling again.
     after_tool: bool = False
     last_user_message: str = ""  # the last user or tool message: what scripted answers match on (serving.sim.script)
+    priority: int = 0  # vLLM's scheduling priority (lower first; used under --scheduling-policy priority)
 
 
 def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: ChatTemplate) -> Call:
@@ -93,6 +94,7 @@ def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: Cha
         output_tokens=_int(xargs, "sim_output_tokens", None, 1),
         after_tool=chat and body["messages"][-1].get("role") == "tool",
         last_user_message=_last_user_message(body) if chat else text,
+        priority=_priority(body),
     )
 
 
@@ -127,6 +129,15 @@ def _completion_prompt(body: dict[str, Any]) -> tuple[str, int]:
     if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
         return " ".join(map(str, prompt)), len(prompt)
     raise BadRequest("prompt: a string or a list of token ids (one prompt per request here)", "prompt")
+
+
+def _priority(body: dict[str, Any]) -> int:
+    """vLLM's ``priority``: any int64 (0 when absent); vLLM accepts it whatever its scheduling
+    policy, and only a priority-scheduling engine orders by it."""
+    value = body.get("priority", 0)
+    if not isinstance(value, int) or isinstance(value, bool) or not -(2**63) <= value < 2**63:
+        raise BadRequest(f"priority: Input should be a valid integer, got {value!r}", "priority")
+    return value
 
 
 def _int(body: dict[str, Any], key: str, default: int | None, minimum: int) -> Any:

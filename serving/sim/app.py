@@ -32,11 +32,12 @@ class SimApp:
     """One simulated vLLM replica as an ASGI application."""
 
     def __init__(self, profile: Profile, *, served_name: str | None = None, time_scale: float = 1.0,
-                 seed: int = 0, faults: Faults | None = None, script: AnswerScript | None = None) -> None:
+                 seed: int = 0, faults: Faults | None = None, script: AnswerScript | None = None,
+                 scheduling: str = "fcfs") -> None:
         self.profile = profile
         self.served_name = served_name or profile.served_model_name
         self.metrics = SimMetrics(profile, self.served_name)
-        self.engine = Engine(profile, seed=seed, step_observer=self.metrics.observe_step)
+        self.engine = Engine(profile, seed=seed, step_observer=self.metrics.observe_step, scheduling=scheduling)
         self.metrics.bind(self.engine)
         self.runtime = EngineRuntime(self.engine, time_scale=time_scale, observer=self.metrics.observe)
         self.faults = FaultSwitch(faults or Faults(), seed)

@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--served-model-name", default=None, help="model name to answer to (default: the profile's)")
     parser.add_argument("--time-scale", type=float, default=1.0, help="run the model this many times faster than real")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scheduling-policy", choices=("fcfs", "priority"), default="fcfs",
+                        help="as vLLM's: priority orders the waiting queue by the requests' priority field")
     parser.add_argument("--answers", default=None, metavar="FILE",
                         help="scripted answers: rules matching the last user message (see serving/sim/script.py)")
     faults = parser.add_argument_group("failure injection (also at run time: POST /sim/faults)")
@@ -56,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"duet sim: {exc}", file=sys.stderr)
         return 2
     app = SimApp(profile, served_name=args.served_model_name, time_scale=args.time_scale, seed=args.seed, faults=faults,
-                 script=script)
+                 script=script, scheduling=args.scheduling_policy)
     logging.getLogger("uvicorn.error").addFilter(_HideSimulatedCrashes())
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
                 loop="uvloop", http="httptools", lifespan="on", timeout_keep_alive=30)

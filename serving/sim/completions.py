@@ -106,7 +106,8 @@ class CompletionService:
         ids: dict[str, int] = {}
         for choice in choices:
             request = SimRequest(f"{rid}-{choice.index}", call.prompt_tokens, max_tokens, call.min_tokens,
-                                 call.ignore_eos, choice.natural_tokens(call.output_tokens), call.task, hashes)
+                                 call.ignore_eos, choice.natural_tokens(call.output_tokens), call.task, hashes,
+                                 call.priority)
             refusal = self.runtime.submit(request, queue)
             if refusal is not None:
                 self._abort(ids)

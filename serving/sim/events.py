@@ -17,7 +17,7 @@ class SimRequest:
     blocks 0..i), so two prompts sharing a prefix share leading hashes; empty disables prefix
     caching for this request. ``natural_tokens``: the length the model would stop at on its
     own (EOS); ``None`` lets the engine draw it from the profile. ``task`` selects the
-    speculative acceptance rate.
+    speculative acceptance rate; ``priority`` orders it under priority scheduling.
     """
 
     request_id: str
@@ -28,6 +28,7 @@ class SimRequest:
     natural_tokens: int | None = None
     task: str = "chat"
     prefix_hashes: tuple[int, ...] = ()
+    priority: int = 0  # vLLM's: lower is scheduled earlier (only under priority scheduling)
 
 
 class Refusal(StrEnum):

@@ -56,3 +56,13 @@ def test_output_length_hint() -> None:
 def test_malformed_bodies_are_refused(body: bytes) -> None:
     with pytest.raises(BadRequest):
         parse_call(body, chat=True, headers={}, template=TEMPLATE)
+
+
+def test_priority_is_any_int64_as_vllm_reads_it() -> None:
+    hi = {"messages": [{"role": "user", "content": "hi"}]}
+    assert chat(hi).priority == 0
+    assert [chat({**hi, "priority": p}).priority for p in (-3, 0, 7, 2**63 - 1)] == [-3, 0, 7, 2**63 - 1]
+    for bad in ("high", 1.5, True, 2**63):
+        with pytest.raises(BadRequest) as info:
+            chat({**hi, "priority": bad})
+        assert info.value.param == "priority"

@@ -295,3 +295,34 @@ def test_blocks_are_reusable_as_soon_as_computed_mid_prefill(bf16: Profile) -> N
     # Whole chunks computed before it was admitted (the frontend delays it past the third), not
     # the whole prompt: without caching as blocks fill, it would find nothing.
     assert 0 < done["same"].cached_tokens < 3984 and done["same"].cached_tokens % 1024 == 0
+
+
+@pytest.mark.parametrize(("scheduling", "order"), [("fcfs", ["A", "B", "C"]), ("priority", ["C", "A", "B"])])
+def test_priority_scheduling_orders_the_waiting_queue_by_priority_then_arrival(bf16: Profile, scheduling: str,
+                                                                               order: list[str]) -> None:
+    engine = Engine(with_engine(bf16, max_num_seqs=1), seed=1, scheduling=scheduling)
+    for name, priority in (("A", 1), ("B", 2), ("C", 0)):  # one at a time: the queue's order is the answer
+        engine.submit(SimRequest(name, 100, 8, ignore_eos=True, priority=priority), 0.0)
+    done = finished(drain(engine))
+    assert sorted(done, key=lambda name: done[name].ttft_s or 0.0) == order
+
+
+@pytest.mark.parametrize(("scheduling", "preempted"), [("fcfs", "B"), ("priority", "A")])
+def test_priority_scheduling_preempts_the_lowest_priority_not_the_last_admitted(bf16: Profile, scheduling: str,
+                                                                                preempted: str) -> None:
+    # As test_a_step_that_preempts_admits_no_waiting_request: B's prompt outgrows the 4 blocks.
+    # First come first served preempts B (admitted last); by priority, A (priority 1, already
+    # planned in that step: its token goes back to the budget) gives way to B (priority 0).
+    small = tiny(bf16, kv_cache_tokens=64, max_model_len=64, max_num_batched_tokens=32)
+    engine = Engine(small, seed=1, scheduling=scheduling)
+    engine.submit(SimRequest("A", 16, 40, ignore_eos=True, priority=1), 0.0)
+    engine.submit(SimRequest("B", 48, 4, ignore_eos=True, priority=0), 0.0)
+    done = finished(drain(engine))
+    assert done[preempted].preemptions >= 1
+    assert done[{"A": "B", "B": "A"}[preempted]].preemptions == 0
+    assert done["A"].output_tokens == 40 and done["B"].output_tokens == 4
+
+
+def test_an_unknown_scheduling_policy_is_refused(bf16: Profile) -> None:
+    with pytest.raises(ValueError, match="fcfs or priority"):
+        Engine(bf16, scheduling="lifo")
