@@ -95,6 +95,9 @@ def calibrate_variants(config: dict[str, Any], model: str, hardware_class: str, 
     its first replica, one replica at a time (so they do not disturb each other). A replica that
     cannot be calibrated keeps its prior, said so. ``say`` gets one line per variant."""
     for name, variant in config["models"][model]["variants"].items():
+        if not variant.get("replicas"):
+            say(f"{name}: no replica listed (discovered ones are not probed), keeping its prior")
+            continue
         url = variant["replicas"][0]["url"]
         try:
             result = calibrate(url, variant["served_model_name"], variant["speed"], hardware_class, plan)

@@ -138,11 +138,14 @@ def test_a_replica_that_cannot_be_calibrated_keeps_its_prior_and_says_so(sim: Si
     dead = f"http://127.0.0.1:{free_port()}"
     config = {"models": {"smollm2": {"variants": {
         "standard": {"served_model_name": "smollm2-standard", "speed": dict(prior), "replicas": [{"url": sim.url}]},
-        "fast": {"served_model_name": "smollm2-fast", "speed": dict(prior), "replicas": [{"url": dead}]}}}}}
+        "fast": {"served_model_name": "smollm2-fast", "speed": dict(prior), "replicas": [{"url": dead}]},
+        "found": {"served_model_name": "smollm2-found", "speed": dict(prior), "discovery": {}}}}}}
     lines: list[str] = []
-    calibrate_variants(config, "smollm2", "avx2", lines.append)
+    calibrate_variants(config, "smollm2", "avx2", lambda line: lines.append(line) if not line.startswith("  note") else None)
     variants = config["models"]["smollm2"]["variants"]
     assert variants["fast"]["speed"] == prior
     assert variants["standard"]["speed"]["calibration"]["hardware_class"] == "avx2"
     assert lines[0].startswith("standard: calibrated: prefill ")
-    assert lines[-1].startswith(f"fast: calibration failed, keeping the profile's prior: cannot reach {dead}")
+    assert lines[1].startswith(f"fast: calibration failed, keeping the profile's prior: cannot reach {dead}")
+    assert lines[2] == "found: no replica listed (discovered ones are not probed), keeping its prior"
+    assert variants["found"]["speed"] == prior
