@@ -191,6 +191,28 @@ bench-instructions: $(STAMP)
 	$(BIN)/python -m loadtests.overhead.instructions --stream $(ARGS)
 # ---- end bench-overhead ----
 
+# ---- bench-loadgens (issue #20): vllm bench serve and AIPerf against Duet, checked against Duet's numbers ----
+# One gateway over two simulated vllm-cpu replicas; each tool sends the same fixed run (60 streamed chat
+# requests at 6/s) and its report is compared with the gateway's /metrics counters and access log.
+# `vllm bench serve` comes from the vLLM venv; AIPerf (no torch, ~1.2 GB) gets its own venv. Writes
+# docs/results/loadgens.json and the "Third-party load generators" section of docs/benchmarks.md.
+# About 2 minutes (plus the venvs the first time).
+BENCH_AIPERF_VENV := .venv-bench-aiperf
+AIPERF_VERSION    := 0.13.0
+
+.PHONY: bench-loadgens
+
+$(BENCH_AIPERF_VENV)/.installed:
+	$(PYTHON) -m venv $(BENCH_AIPERF_VENV)
+	$(BENCH_AIPERF_VENV)/bin/pip install -q --upgrade pip
+	$(BENCH_AIPERF_VENV)/bin/pip install -q aiperf==$(AIPERF_VERSION)
+	$(BENCH_AIPERF_VENV)/bin/aiperf profile --help >/dev/null
+	touch $@
+
+bench-loadgens: $(STAMP) vllm-env local-model $(BENCH_AIPERF_VENV)/.installed
+	$(BIN)/python -m loadtests.loadgens --command-label "make bench-loadgens" $(ARGS)
+# ---- end bench-loadgens ----
+
 # ---- bench-slo (issue #6): SLO attainment, goodput and cost per routing policy, with locust ----
 # Six policies (always-standard, always-fast, round-robin, least-loaded, LiteLLM's latency-based
 # routing from its own venv, Duet) on simulated H100 70B bf16 + FP8 replicas, the Azure 2023 code +

@@ -1,0 +1,79 @@
+"""``python -m loadtests.loadgens`` (``make bench-loadgens``): vllm bench serve and AIPerf
+against Duet over simulated replicas, each compared with Duet's numbers; writes
+docs/results/loadgens.json and its section of docs/benchmarks.md. Exits 1 if a tool disagrees."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from importlib.metadata import version
+from pathlib import Path
+
+from loadtests.loadgens.document import DOCS, RESULTS, replace_section, run_record, section, write_results
+from loadtests.loadgens.run import REPO, TIME_SCALE, Settings, run
+from loadtests.loadgens.tools import AIPERF, VLLM_BENCH, Workload
+from loadtests.overhead.document import cpu_model
+from serving.hardware import this_machine
+from serving.local_model import LocalModelPaths, default_cache_dir
+
+TOOLS = {"vllm-bench": VLLM_BENCH, "aiperf": AIPERF}
+DEFAULT = Workload()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m loadtests.loadgens", description=__doc__)
+    parser.add_argument("--tools", default="vllm-bench,aiperf", help="comma-separated, from vllm-bench,aiperf")
+    parser.add_argument("--requests", type=int, default=DEFAULT.requests)
+    parser.add_argument("--rate", type=float, default=DEFAULT.rate_per_s, help="requests per second (Poisson)")
+    parser.add_argument("--run-dir", type=Path, default=REPO / "runs" / "bench-loadgens")
+    parser.add_argument("--vllm-python", type=Path, default=REPO / ".venv-vllm" / "bin" / "python")
+    parser.add_argument("--aiperf", type=Path, default=REPO / ".venv-bench-aiperf" / "bin" / "aiperf")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--docs", type=Path, default=DOCS)
+    parser.add_argument("--no-docs", action="store_true", help="write neither the results file nor the docs")
+    parser.add_argument("--command-label", default=None, help="the command quoted in the docs")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    names = [n.strip() for n in args.tools.split(",") if n.strip()]
+    if unknown := [n for n in names if n not in TOOLS]:
+        print(f"unknown tool(s) {unknown}; known: {sorted(TOOLS)}", file=sys.stderr)
+        return 2
+    workload = Workload(requests=args.requests, rate_per_s=args.rate)
+    tokenizer = LocalModelPaths(default_cache_dir()).model_dir
+    settings = Settings(args.run_dir, tuple(TOOLS[n] for n in names), workload, tokenizer, args.vllm_python, args.aiperf)
+    load_before = os.getloadavg()[0]
+    runs = run(settings, say=lambda line: print(line, file=sys.stderr, flush=True))
+    hardware = this_machine()
+    results = {
+        "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": args.command_label or "python -m loadtests.loadgens " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "hardware": {"hardware_class": hardware.hardware_class, "cpu_flags": list(hardware.cpu_flags),
+                     "cpu_model": cpu_model(), "cores": os.cpu_count()},
+        "load_average": [load_before, os.getloadavg()[0]],
+        "versions": {"duet": version("duet"), "python": platform.python_version(),
+                     **{r.report.tool: r.report.version for r in runs}},
+        "workload": {"requests": workload.requests, "rate_per_s": workload.rate_per_s,
+                     "input_tokens": workload.input_tokens, "output_tokens": workload.output_tokens,
+                     "seed": workload.seed},
+        "time_scale": TIME_SCALE,
+        "runs": [run_record(r) for r in runs],
+    }
+    text = section(results)
+    print(text)
+    if not args.no_docs:
+        write_results(args.results, results)
+        args.docs.write_text(replace_section(args.docs.read_text(), text))
+        print(f"wrote {args.results} and the section of {args.docs}", file=sys.stderr)
+    return 0 if all(r.agree for r in runs) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
