@@ -45,6 +45,7 @@ def with_keys(raw: dict[str, Any], failed_auth_per_min: int = 10_000) -> None:
     limit is set out of their way (its own test sets it)."""
     raw["access"] = {"require_keys": True, "keys_file": "keys.json", "failed_auth_per_min": failed_auth_per_min,
                      "tiers": {"basic": {"max_concurrent_requests": 2}, "batch": {"priority": "batch"},
+                               "metered": {"requests_per_min": 1000, "tokens_per_min": 1_000_000},
                                "thrifty": {"monthly_budget_usd": 2.5 * hold_usd(raw)}}}
     raw["server"].update({"max_body_bytes": MAX_BODY, "metrics": "admin"})
 
@@ -360,6 +361,30 @@ def test_an_upstream_failure_reaches_the_client_as_a_generic_error_with_the_requ
         assert secret not in reply.text, secret
     wait_until(lambda: canary in gateway.log_path.read_text(), what="the upstream's text in the log")
     assert "req-leak-1" in gateway.log_path.read_text()
+
+
+def test_ratelimit_headers_come_with_answers_and_with_errors_after_admission(keyed):
+    """The in-memory quota book's x-ratelimit-* headers (the Redis one: test_redis_gateways.py): on
+    an answer, and on the 502 of a request admitted (and counted) before its replicas failed."""
+    gateway, replicas, _ = keyed
+    key, _ = make_key(gateway, "metered")
+    answered = post(gateway, BODY, auth(key))
+    assert answered.status_code == 200
+    assert answered.headers["x-ratelimit-limit-requests"] == "1000"
+    assert answered.headers["x-ratelimit-remaining-requests"] == "999"
+    assert answered.headers["x-ratelimit-limit-tokens"] == "1000000"
+    for replica in replicas.values():
+        replica.failure = (500, b"down")
+    try:
+        failed = post(gateway, BODY, auth(key))
+    finally:
+        for replica in replicas.values():
+            replica.failure = None
+    assert failed.status_code == 502, failed.text
+    assert failed.headers["x-ratelimit-remaining-requests"] == "998"
+    # The first answer's tokens were charged when it ended: the second request saw them.
+    assert int(failed.headers["x-ratelimit-remaining-tokens"]) < 1_000_000
+    assert "x-ratelimit-limit-requests" not in post(gateway, BODY, auth(make_key(gateway)[0])).headers  # no limits
 
 
 # --- limits --------------------------------------------------------------------------------------
