@@ -35,7 +35,7 @@ def section(result: RunResult, command: str, plan: PhasePlan, gateway_core: int,
     ceiling = "; ".join(f"{mode.name} {result.backend_ceiling[mode.name].rps:.0f} req/s" for mode in ALL_MODES)
     canned = canned_responses()
     events, responses_events = canned.sse_event_count, len(canned.responses_sse_events)
-    responses_peers = ", ".join(sorted(RESPONSES_GATEWAYS - {"direct"}))
+    responses_peers = " and ".join(sorted(RESPONSES_GATEWAYS - {"direct"}))
     return f"""\
 ## Gateway overhead
 
@@ -53,7 +53,7 @@ as vLLM does. The `responses` and `responses-stream` rows (issue #20) send the s
 `POST /v1/responses` (`input`, `max_output_tokens` {len(CONTENT_TOKENS)}) and get vLLM 0.32's Responses answers:
 one `response` object, or {responses_events} SSE events (`response.created`, `in_progress`, item and part added,
 {len(CONTENT_TOKENS)} `output_text.delta`, the four `done` events, `response.completed`); they run for the direct
-connection and {responses_peers} (vllm-router 0.1.17 routes `/v1/responses`).
+connection, {responses_peers} (vllm-router 0.1.17 routes `/v1/responses`).
 Per gateway and mode: {plan.warmup_s:g} s warm-up, then a latency phase on one
 connection ({plan.latency_s:g} s: p50/p99; added p50 = gateway p50 - direct p50), then a throughput
 phase on {plan.connections} connections ({plan.throughput_s:g} s: req/s, loaded p50/p99, errors,

@@ -282,3 +282,18 @@ def test_responses_request_body_asks_the_logical_model_for_the_same_tokens() -> 
     assert stream["model"] == "smollm2" and stream["stream"] is True
     assert stream["max_output_tokens"] == len(CONTENT_TOKENS) and isinstance(stream["input"], str)
     assert "stream" not in json.loads(responses_request_body(False))
+
+
+def test_the_docs_section_names_the_responses_rows_and_their_goals() -> None:
+    from loadtests.overhead.document import section
+    from loadtests.overhead.measure import PhasePlan
+    from loadtests.overhead.modes import ALL_MODES
+    from loadtests.overhead.run import RunResult
+
+    runs = tuple(m(gateway, mode.name, 500, 1000) for gateway in ("direct", "duet", "vllm-router") for mode in ALL_MODES)
+    result = RunResult(runs, (), {mode.name: wrk(100, 5000) for mode in ALL_MODES}, {"nginx": "1.22.1"},
+                       {"cpu0": 0.01, "cpu1": 0.02})
+    text = section(result, "make bench-overhead", PhasePlan(), 1, "2026-12-04")
+    assert "| duet | responses-stream | 1000 |" in text and "`POST /v1/responses`" in text
+    assert "duet responses rps / vllm-router's: 1.00 (goal >= 0.5) — met" in text
+    assert f"{len(canned_responses().responses_sse_events)} SSE events" in text
