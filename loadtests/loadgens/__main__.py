@@ -15,9 +15,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 from loadtests.loadgens.document import DOCS, RESULTS, replace_section, run_record, section, write_results
-from loadtests.loadgens.run import REPO, TIME_SCALE, Settings, run
+from loadtests.loadgens.run import REPO, TIME_SCALE, LoadgenError, Settings, run
 from loadtests.loadgens.tools import AIPERF, VLLM_BENCH, Workload
 from loadtests.overhead.document import cpu_model
+from loadtests.stack import StackError
 from serving.hardware import this_machine
 from serving.local_model import LocalModelPaths, default_cache_dir
 
@@ -48,9 +49,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     workload = Workload(requests=args.requests, rate_per_s=args.rate)
     tokenizer = LocalModelPaths(default_cache_dir()).model_dir
+    if not (tokenizer / "tokenizer.json").exists():
+        print(f"no local model at {tokenizer}: `make local-model` builds it (the tools need its tokenizer)",
+              file=sys.stderr)
+        return 2
     settings = Settings(args.run_dir, tuple(TOOLS[n] for n in names), workload, tokenizer, args.vllm_python, args.aiperf)
     load_before = os.getloadavg()[0]
-    runs = run(settings, say=lambda line: print(line, file=sys.stderr, flush=True))
+    try:
+        runs = run(settings, say=lambda line: print(line, file=sys.stderr, flush=True))
+    except (LoadgenError, StackError) as error:
+        print(f"bench-loadgens: {error}", file=sys.stderr)
+        return 2
     hardware = this_machine()
     results = {
         "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

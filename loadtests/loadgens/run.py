@@ -45,8 +45,9 @@ VLLM_ID_PREFIX = "vllm-bench-"
 TOOL_TIMEOUT_S = 600.0
 
 
-class LoadgenError(RuntimeError):
-    """A load generator could not run or left no result; the message says which and why."""
+class LoadgenError(Exception):
+    """A load generator could not run or left no result; the message says which and why.
+    (Not a RuntimeError: ``stack.gateway`` reports those as the gateway failing to start.)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,10 @@ class Settings:
     tokenizer: Path
     vllm_python: Path
     aiperf_executable: Path
+
+
+def _executable(name: str, settings: Settings) -> Path:
+    return settings.vllm_python if name == VLLM_BENCH else settings.aiperf_executable
 
 
 def _run_tool(name: str, command: list[str], log: Path) -> None:
@@ -125,6 +130,9 @@ def measure_tool(name: str, settings: Settings, base_url: str, gateway_log: Path
 def run(settings: Settings, say: Callable[[str], None] = print) -> list[ToolRun]:
     """Start the replicas and the gateway, run each tool in turn, stop everything."""
     settings.run_dir.mkdir(parents=True, exist_ok=True)
+    for name in settings.tools:
+        if not _executable(name, settings).exists():
+            raise LoadgenError(f"{name}: {_executable(name, settings)} is missing (`make bench-loadgens` installs it)")
     runs = []
     with stack.replicas(REPLICA_SET, TIME_SCALE, seed=settings.workload.seed) as urls:
         with stack.gateway("duet", REPLICA_SET, urls, TIME_SCALE, settings.run_dir, None, "") as base_url:

@@ -158,3 +158,15 @@ def test_the_committed_docs_section_is_the_rendering_of_the_committed_results() 
     assert committed_section(DOCS.read_text()) == section(results).strip()
     assert results["hardware"]["hardware_class"] and results["versions"]["aiperf"]
     assert {run["tool"] for run in results["runs"]} == {"vllm bench serve", "aiperf"}
+
+
+def test_a_missing_tool_or_unknown_name_is_refused_before_anything_starts(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from loadtests.loadgens.__main__ import main
+
+    assert main(["--tools", "guidellm", "--no-docs", "--run-dir", str(tmp_path)]) == 2
+    assert "unknown tool" in capsys.readouterr().err
+    assert main(["--tools", "aiperf", "--aiperf", str(tmp_path / "no-aiperf"), "--no-docs",
+                 "--run-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "is missing" in err or "no local model" in err
