@@ -88,12 +88,26 @@ class WaitingRoom:
 
     def wake(self, count: int = 1) -> None:
         """Let the first ``count`` in line re-check (a request finished: a slot may be free)."""
-        for _ in range(min(count, len(self._places))):
-            self._release(0, passes_on=True)
+        woken = 0
+        while woken < count and self._places:
+            woken += self._release(0, passes_on=True)
 
-    def _release(self, index: int, *, passes_on: bool) -> None:
+    def _release(self, index: int, *, passes_on: bool) -> bool:
+        """Wake the request at ``index`` in line; False if it was already going. A wait whose
+        deadline passed or whose task was cancelled has its future cancelled at once, but leaves
+        the line only when its task next runs: a wake in between must not land on it (asyncio
+        refuses a result on a cancelled future) and goes to the next in line instead."""
         place = self._places.pop(index)
-        self._waiters.pop(place).set_result(passes_on)
+        future = self._waiters.pop(place)
+        if future.done():
+            return False
+        future.set_result(passes_on)
+        return True
+
+    def _release_from(self, index: int, *, passes_on: bool) -> None:
+        """Wake the first request still waiting at or after ``index`` in line."""
+        while index < len(self._places) and not self._release(index, passes_on=passes_on):
+            pass
 
     def _after_wake(self, place: int, passes_on: bool) -> None:
         """Runs once the woken request re-planned: back in line means the slot was of no use to
@@ -102,9 +116,7 @@ class WaitingRoom:
             self._observe(place)
             return
         if passes_on:
-            after = bisect.bisect_right(self._places, place)
-            if after < len(self._places):
-                self._release(after, passes_on=True)
+            self._release_from(bisect.bisect_right(self._places, place), passes_on=True)
 
     def _left(self, place: int) -> None:
         """A request left the line without a wake (its deadline, or its client went away)."""
@@ -126,6 +138,5 @@ class WaitingRoom:
         """The first in line re-checks; its wake is not passed on (that would re-plan the whole
         line every ``RECHECK_S``)."""
         self._timer = None
-        if self._places:
-            self._release(0, passes_on=False)
+        self._release_from(0, passes_on=False)
         self._arm(loop)

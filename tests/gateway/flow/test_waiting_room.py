@@ -37,6 +37,26 @@ def test_a_timeout_returns_false_and_leaves_the_queue():
     asyncio.run(scenario())
 
 
+def test_a_wake_that_comes_between_a_deadline_and_its_task_goes_to_the_next_in_line():
+    """The deadline cancels the first waiter's future at once, but it leaves the line only when its
+    task runs again; a request finishing in between wakes the line (found under load by
+    test_overload: InvalidStateError out of finish)."""
+    async def scenario():
+        queue = WaitingRoom(max_waiting=10)
+        first = asyncio.create_task(queue.wait(place_in_line(0, 0), 60.0))
+        second = asyncio.create_task(queue.wait(place_in_line(0, 1), 60.0))
+        while len(queue) < 2:
+            await asyncio.sleep(0)
+        first.cancel()  # what a deadline does: the task's future is cancelled now, its except runs later
+        queue.wake()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        assert await second is True
+        assert len(queue) == 0
+
+    asyncio.run(scenario())
+
+
 def test_full_queue_refuses_at_once():
     async def scenario():
         queue = WaitingRoom(max_waiting=1)
