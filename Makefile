@@ -30,10 +30,10 @@ redis-server:
 # The whole suite, real-model tests included (`-m slow` runs them alone; they need the vLLM venv
 # and the local model, which this target builds: ~4 min and 3.5 GB the first time).
 test: $(STAMP) redis-server deploy-tools vllm-env local-model checkpoints
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow" -n 2 --dist loadgroup
 
 test-slow: $(STAMP) redis-server vllm-env local-model
 	$(BIN)/pytest -q -m slow
