@@ -5,6 +5,7 @@ docs/results/loadgens.json and its section of docs/benchmarks.md. Exits 1 if a t
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shlex
@@ -38,11 +39,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--docs", type=Path, default=DOCS)
     parser.add_argument("--no-docs", action="store_true", help="write neither the results file nor the docs")
     parser.add_argument("--command-label", default=None, help="the command quoted in the docs")
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite the docs section from the results file without running anything")
+    parser.add_argument("--nice", type=int, default=-10, help="niceness of the run and all it starts (root only)")
     return parser
+
+
+def _raise_priority(niceness: int) -> int:
+    """Run this process and everything it starts at ``niceness`` where allowed (root); return the
+    niceness in effect. Other work on this shared 2-core machine otherwise delays the client now
+    and then by hundreds of ms (seen here at load average 7), which the tool then reports as TTFT
+    the gateway never saw."""
+    try:
+        return os.nice(niceness - os.nice(0))
+    except PermissionError:
+        return os.nice(0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.render_only:
+        args.docs.write_text(replace_section(args.docs.read_text(), section(json.loads(args.results.read_text()))))
+        return 0
     names = [n.strip() for n in args.tools.split(",") if n.strip()]
     if unknown := [n for n in names if n not in TOOLS]:
         print(f"unknown tool(s) {unknown}; known: {sorted(TOOLS)}", file=sys.stderr)
@@ -54,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     settings = Settings(args.run_dir, tuple(TOOLS[n] for n in names), workload, tokenizer, args.vllm_python, args.aiperf)
+    niceness = _raise_priority(args.nice)
     load_before = os.getloadavg()[0]
     try:
         runs = run(settings, say=lambda line: print(line, file=sys.stderr, flush=True))
@@ -73,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "input_tokens": workload.input_tokens, "output_tokens": workload.output_tokens,
                      "seed": workload.seed},
         "time_scale": TIME_SCALE,
+        "niceness": niceness,
         "runs": [run_record(r) for r in runs],
     }
     text = section(results)

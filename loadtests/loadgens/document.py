@@ -42,7 +42,7 @@ def run_record(run: ToolRun) -> dict[str, Any]:
 def _n(value: float | None, digits: int = 1) -> str:
     if value is None:
         return "—"
-    return f"{value:,.0f}" if float(value).is_integer() and digits else f"{value:,.{digits}f}"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.{digits}f}"
 
 
 def _run_table(runs: Sequence[Mapping[str, Any]]) -> str:
@@ -73,7 +73,8 @@ Measured {results['measured_at']} with `{results['command']}` (`loadtests/loadge
 `cpu-smollm2-bf16` and `cpu-smollm2-int4`, at {results['time_scale']:g}x their speed). Each tool sends
 {w['requests']} streamed chat requests (Poisson arrivals at {w['rate_per_s']:g}/s, {w['input_tokens']}-token
 random prompts made with the local model's tokenizer, {w['output_tokens']} output tokens asked), with no
-warm-up or ready-check request, then its report is set against Duet's for the same run: the request and
+warm-up or ready-check request (the run and all it starts at nice {results['niceness']}: other work on this shared
+machine otherwise stalls the client now and then), then its report is set against Duet's for the same run: the request and
 output-token counters of `/metrics` (read before and after) and the access-log lines of the tool's
 requests, matched by the `x-request-id` each tool sends. Counts must be equal. The client's TTFT
 includes the loopback hop and the client's own parsing on a shared 2-core machine, so it may exceed

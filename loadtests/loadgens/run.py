@@ -133,6 +133,8 @@ def run(settings: Settings, say: Callable[[str], None] = print) -> list[ToolRun]
     for name in settings.tools:
         if not _executable(name, settings).exists():
             raise LoadgenError(f"{name}: {_executable(name, settings)} is missing (`make bench-loadgens` installs it)")
+    # The gateway appends to its log: a log left by an earlier run holds the same request ids.
+    (settings.run_dir / "gateway.log").unlink(missing_ok=True)
     runs = []
     with stack.replicas(REPLICA_SET, TIME_SCALE, seed=settings.workload.seed) as urls:
         with stack.gateway("duet", REPLICA_SET, urls, TIME_SCALE, settings.run_dir, None, "") as base_url:
