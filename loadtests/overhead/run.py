@@ -172,8 +172,8 @@ def run(settings: RunSettings, say: Callable[[str], None] = print) -> RunResult:
                 measured, unavailable = measure_gateway(launch, scripts, settings)
                 measurements += measured
                 skipped += unavailable
-                for mode in unavailable:
-                    say(f"  {mode.name}: skipped ({mode.reason})")
+                for missing in unavailable:
+                    say(f"  {missing.name}: skipped ({missing.reason})")
             except ProcessFailed as failure:
                 skipped.append(Unavailable(name, f"failed: {failure}"))
                 say(f"  {name}: FAILED: {failure}")
