@@ -17,19 +17,19 @@ from pathlib import Path
 
 from loadtests.loadgens.document import DOCS, RESULTS, replace_section, run_record, section, write_results
 from loadtests.loadgens.run import REPO, TIME_SCALE, LoadgenError, Settings, run
-from loadtests.loadgens.tools import AIPERF, VLLM_BENCH, Workload
+from loadtests.loadgens.tools import AIPERF, VLLM_BENCH, VLLM_BENCH_RESPONSES, Workload
 from loadtests.overhead.document import cpu_model
 from loadtests.stack import StackError
 from serving.hardware import this_machine
 from serving.local_model import LocalModelPaths, default_cache_dir
 
-TOOLS = {"vllm-bench": VLLM_BENCH, "aiperf": AIPERF}
+TOOLS = {"vllm-bench": VLLM_BENCH, "vllm-bench-responses": VLLM_BENCH_RESPONSES, "aiperf": AIPERF}
 DEFAULT = Workload()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m loadtests.loadgens", description=__doc__)
-    parser.add_argument("--tools", default="vllm-bench,aiperf", help="comma-separated, from vllm-bench,aiperf")
+    parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated, from {','.join(TOOLS)}")
     parser.add_argument("--requests", type=int, default=DEFAULT.requests)
     parser.add_argument("--rate", type=float, default=DEFAULT.rate_per_s, help="requests per second (Poisson)")
     parser.add_argument("--run-dir", type=Path, default=REPO / "runs" / "bench-loadgens")
@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "cpu_model": cpu_model(), "cores": os.cpu_count()},
         "load_average": [load_before, os.getloadavg()[0]],
         "versions": {"duet": version("duet"), "python": platform.python_version(),
-                     **{r.report.tool: r.report.version for r in runs}},
+                     **{("aiperf" if r.report.tool == AIPERF else "vllm"): r.report.version for r in runs}},
         "workload": {"requests": workload.requests, "rate_per_s": workload.rate_per_s,
                      "input_tokens": workload.input_tokens, "output_tokens": workload.output_tokens,
                      "seed": workload.seed},

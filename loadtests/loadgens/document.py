@@ -47,7 +47,7 @@ def _n(value: float | None, digits: int = 1) -> str:
 
 def _run_table(runs: Sequence[Mapping[str, Any]]) -> str:
     head = "| tool | quantity | tool's report | Duet's numbers | rule | agrees |\n|---|---|---|---|---|---|"
-    rows = [f"| {r['tool']} {r['version']} | {c['name']} | {_n(c['tool'])} | {_n(c['gateway'])} | {c['rule']} | "
+    rows = [f"| {r['tool']} ({r['version']}) | {c['name']} | {_n(c['tool'])} | {_n(c['gateway'])} | {c['rule']} | "
             f"{'yes' if c['ok'] else '**no**'} |" for r in runs for c in r["checks"]]
     return "\n".join([head, *rows])
 
@@ -60,7 +60,7 @@ def section(results: Mapping[str, Any]) -> str:
         f"{r['tool']}: min {_n(r['client_minus_gateway_ttft_ms']['min'], 2)}, "
         f"median {_n(r['client_minus_gateway_ttft_ms']['p50'], 2)}, max {_n(r['client_minus_gateway_ttft_ms']['max'], 2)} ms "
         f"over {r['client_minus_gateway_ttft_ms']['requests']} requests" for r in results["runs"])
-    verdict = "Both tools agree with Duet's own numbers." if all(r["agree"] for r in results["runs"]) else (
+    verdict = "Every run agrees with Duet's own numbers." if all(r["agree"] for r in results["runs"]) else (
         "**Not every check passed**: see the rows marked no.")
     return f"""\
 ## Third-party load generators
@@ -70,9 +70,10 @@ Measured {results['measured_at']} with `{results['command']}` (`loadtests/loadge
 {results['load_average'][1]:.2f} at end). Versions: {versions}.
 
 **Method.** One `duet serve` in front of two simulated vllm-cpu replicas of the local model (profiles
-`cpu-smollm2-bf16` and `cpu-smollm2-int4`, at {results['time_scale']:g}x their speed). Each tool sends
-{w['requests']} streamed chat requests (Poisson arrivals at {w['rate_per_s']:g}/s, {w['input_tokens']}-token
-random prompts made with the local model's tokenizer, {w['output_tokens']} output tokens asked), with no
+`cpu-smollm2-bf16` and `cpu-smollm2-int4`, at {results['time_scale']:g}x their speed). Each run sends
+{w['requests']} streamed requests (Poisson arrivals at {w['rate_per_s']:g}/s, {w['input_tokens']}-token
+random prompts made with the local model's tokenizer, {w['output_tokens']} output tokens asked) to chat, and
+`vllm bench serve` a second time to the Responses API (`--backend openai-responses`), with no
 warm-up or ready-check request (the run and all it starts at nice {results['niceness']}: other work on this shared
 machine otherwise stalls the client now and then), then its report is set against Duet's for the same run: the request and
 output-token counters of `/metrics` (read before and after) and the access-log lines of the tool's

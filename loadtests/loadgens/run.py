@@ -23,7 +23,7 @@ from loadtests.loadgens.compare import Check, GatewayNumbers, client_minus_gatew
 from loadtests.loadgens.gateway_view import AccessRecord, access_records, read_counters
 from loadtests.loadgens.tools import (
     AIPERF,
-    VLLM_BENCH,
+    VLLM_BACKENDS,
     ToolReport,
     Workload,
     aiperf_command,
@@ -41,7 +41,9 @@ REPLICA_SET = ReplicaSet("cpu-smollm2", MODEL, (
     VariantSpec("standard", "full", "cpu-smollm2-bf16", Price(0.20, 0.80)),
     VariantSpec("fast", "quantized", "cpu-smollm2-int4", Price(0.10, 0.40)),
 ), max_context=2048)
-VLLM_ID_PREFIX = "vllm-bench-"
+# Request ids vllm bench serve sends (prefix + index), one prefix per API so no run's filter
+# picks up another's lines.
+VLLM_ID_PREFIXES = {name: f"vllm-bench-{backend}-" for name, (backend, _) in VLLM_BACKENDS.items()}
 TOOL_TIMEOUT_S = 600.0
 
 
@@ -77,7 +79,7 @@ class Settings:
 
 
 def _executable(name: str, settings: Settings) -> Path:
-    return settings.vllm_python if name == VLLM_BENCH else settings.aiperf_executable
+    return settings.vllm_python if name in VLLM_BACKENDS else settings.aiperf_executable
 
 
 def _run_tool(name: str, command: list[str], log: Path) -> None:
@@ -107,15 +109,15 @@ def _gateway_records(log: Path, report: ToolReport, prefix: str | None) -> tuple
 
 def measure_tool(name: str, settings: Settings, base_url: str, gateway_log: Path) -> ToolRun:
     """Run ``name`` once against ``base_url`` and compare its report with Duet's numbers."""
-    out_dir = settings.run_dir / name.replace(" ", "-")
+    out_dir = settings.run_dir / "".join(c if c.isalnum() else "-" for c in name)
     out_dir.mkdir(parents=True, exist_ok=True)
     before = read_counters(httpx.get(f"{base_url}/metrics", timeout=10).text)
-    if name == VLLM_BENCH:
+    if name in VLLM_BACKENDS:
+        prefix: str | None = VLLM_ID_PREFIXES[name]
         command = vllm_bench_command(settings.vllm_python, base_url, MODEL, settings.tokenizer, settings.workload,
-                                     out_dir, VLLM_ID_PREFIX)
+                                     out_dir, VLLM_ID_PREFIXES[name], name)
         _run_tool(name, command, out_dir / "tool.log")
-        report = load_vllm_bench(out_dir, VLLM_ID_PREFIX, vllm_version(settings.vllm_python) or "unknown")
-        prefix: str | None = VLLM_ID_PREFIX
+        report = load_vllm_bench(out_dir, VLLM_ID_PREFIXES[name], vllm_version(settings.vllm_python) or "unknown", name)
     else:
         command = aiperf_command(settings.aiperf_executable, base_url, MODEL, settings.tokenizer, settings.workload,
                                  out_dir)

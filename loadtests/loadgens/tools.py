@@ -2,7 +2,8 @@
 into one ``ToolReport`` shape.
 
 - ``vllm bench serve`` (vLLM's own benchmark, from ``.venv-vllm``): the random dataset built
-  with the local model's tokenizer, Poisson arrivals at a set rate, streamed chat. Its ready
+  with the local model's tokenizer, Poisson arrivals at a set rate, streamed chat (and, as a
+  second run, the same through the Responses API). Its ready
   check and warm-ups are off (``--ready-check-timeout-sec 0``, ``--num-warmups 0``) so that
   every request it sends is one it reports. Each request carries ``x-request-id`` =
   prefix + index, which Duet takes as its request id.
@@ -22,8 +23,12 @@ from pathlib import Path
 from loadtests.loadgens.stats import percentile
 
 VLLM_BENCH = "vllm bench serve"
+VLLM_BENCH_RESPONSES = "vllm bench serve, Responses API"
 AIPERF = "aiperf"
 VLLM_RESULT_FILE = "vllm-bench.json"
+# vllm bench serve's backend and path for each API it drives here.
+VLLM_BACKENDS = {VLLM_BENCH: ("openai-chat", "/v1/chat/completions"),
+                 VLLM_BENCH_RESPONSES: ("openai-responses", "/v1/responses")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +59,13 @@ class ToolReport:
 
 
 def vllm_bench_command(python: Path, base_url: str, model: str, tokenizer: Path, workload: Workload,
-                       result_dir: Path, id_prefix: str) -> list[str]:
-    """``vllm bench serve`` for ``workload`` against ``base_url`` (run from the repo's root)."""
+                       result_dir: Path, id_prefix: str, tool: str = VLLM_BENCH) -> list[str]:
+    """``vllm bench serve`` for ``workload`` against ``base_url`` (run from the repo's root), on
+    chat or, for ``VLLM_BENCH_RESPONSES``, the Responses API (streamed, ``store: false``)."""
+    backend, path = VLLM_BACKENDS[tool]
     return [
         str(python), "-m", "loadtests.loadgens.vllm_bench_main",
-        "--backend", "openai-chat", "--base-url", base_url, "--endpoint", "/v1/chat/completions",
+        "--backend", backend, "--base-url", base_url, "--endpoint", path,
         "--model", model, "--tokenizer", str(tokenizer),
         "--dataset-name", "random", "--random-input-len", str(workload.input_tokens),
         "--random-output-len", str(workload.output_tokens), "--num-prompts", str(workload.requests),
@@ -81,7 +88,7 @@ def aiperf_command(executable: Path, base_url: str, model: str, tokenizer: Path,
     ]
 
 
-def read_vllm_bench(result: dict[str, object], id_prefix: str, version: str) -> ToolReport:
+def read_vllm_bench(result: dict[str, object], id_prefix: str, version: str, tool: str = VLLM_BENCH) -> ToolReport:
     """``vllm bench serve``'s saved result (with ``--save-detailed``) as a report. Its per-request
     lists are in request order, so request ``i`` was sent as ``id_prefix + str(i)``."""
     errors = _strings(result["errors"])
@@ -89,7 +96,7 @@ def read_vllm_bench(result: dict[str, object], id_prefix: str, version: str) -> 
     by_request = {f"{id_prefix}{i}": 1000 * ttft for i, (ttft, error) in enumerate(zip(ttfts, errors, strict=True))
                   if not error}
     return ToolReport(
-        tool=VLLM_BENCH, version=version, completed=_int(result["completed"]), failed=_int(result["failed"]),
+        tool=tool, version=version, completed=_int(result["completed"]), failed=_int(result["failed"]),
         output_tokens=_int(result["total_output_tokens"]), ttft_p50_ms=_float(result["p50_ttft_ms"]),
         ttft_p99_ms=_float(result["p99_ttft_ms"]), requests_per_s=_float(result["request_throughput"]),
         ttft_by_request=by_request,
@@ -117,8 +124,8 @@ def read_aiperf(summary: dict[str, object], records: Sequence[dict[str, object]]
     )
 
 
-def load_vllm_bench(result_dir: Path, id_prefix: str, version: str) -> ToolReport:
-    return read_vllm_bench(json.loads((result_dir / VLLM_RESULT_FILE).read_text()), id_prefix, version)
+def load_vllm_bench(result_dir: Path, id_prefix: str, version: str, tool: str = VLLM_BENCH) -> ToolReport:
+    return read_vllm_bench(json.loads((result_dir / VLLM_RESULT_FILE).read_text()), id_prefix, version, tool)
 
 
 def load_aiperf(artifact_dir: Path) -> ToolReport:

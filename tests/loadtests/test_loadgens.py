@@ -14,6 +14,7 @@ from loadtests.loadgens.gateway_view import AccessRecord, Counters, access_recor
 from loadtests.loadgens.stats import percentile
 from loadtests.loadgens.tools import (
     AIPERF,
+    VLLM_BENCH_RESPONSES,
     ToolReport,
     Workload,
     aiperf_command,
@@ -94,7 +95,11 @@ def test_commands_send_only_the_measured_requests_and_count_tokens_from_usage() 
     assert vllm[1:3] == ["-m", "loadtests.loadgens.vllm_bench_main"]
     text = " ".join(vllm)
     assert "--ready-check-timeout-sec 0" in text and "--num-warmups 0" in text and "--request-id-prefix p-" in text
-    assert "--save-detailed" in text and "--backend openai-chat" in text
+    assert "--save-detailed" in text
+    assert "--backend openai-chat --base-url http://127.0.0.1:1 --endpoint /v1/chat/completions" in text
+    responses = " ".join(vllm_bench_command(Path("/v/python"), "http://127.0.0.1:1", "smollm2", Path("/m"), Workload(),
+                                            Path("/r"), "p-", VLLM_BENCH_RESPONSES))
+    assert "--backend openai-responses --base-url http://127.0.0.1:1 --endpoint /v1/responses" in responses
     aiperf = " ".join(aiperf_command(Path("/a/aiperf"), "http://127.0.0.1:1", "smollm2", Path("/m"), Workload(), Path("/o")))
     assert "--use-server-token-count" in aiperf and "--streaming" in aiperf and "--request-count 60" in aiperf
 
@@ -157,7 +162,7 @@ def test_the_committed_docs_section_is_the_rendering_of_the_committed_results() 
     results = json.loads(RESULTS.read_text())
     assert committed_section(DOCS.read_text()) == section(results).strip()
     assert results["hardware"]["hardware_class"] and results["versions"]["aiperf"]
-    assert {run["tool"] for run in results["runs"]} == {"vllm bench serve", "aiperf"}
+    assert {run["tool"] for run in results["runs"]} == {"vllm bench serve", "vllm bench serve, Responses API", "aiperf"}
 
 
 def test_a_missing_tool_or_unknown_name_is_refused_before_anything_starts(tmp_path: Path,
