@@ -155,7 +155,8 @@ checkpoints: $(STAMP) quantize-env local-model
 # Peers get their own venvs (LiteLLM's pins must not touch the gateway's); Debian's wrk and nginx
 # with its Lua module make the load and the fast backend. Results: terminal table, JSON lines at the
 # end, and the "Gateway overhead" section of docs/benchmarks.md. Chat for every gateway, the
-# Responses API (issue #20) for direct, duet and vllm-router. About 7 minutes on a quiet machine.
+# Responses API (issue #20) for direct, duet and vllm-router, Messages for direct and duet (vllm-router
+# has no /v1/messages). About 8 minutes on a quiet machine.
 BENCH_LITELLM_VENV := .venv-bench-litellm
 BENCH_ROUTER_VENV  := .venv-bench-vllm-router
 NGINX_LUA_MODULE   := /usr/lib/nginx/modules/ngx_http_lua_module.so

@@ -3,8 +3,8 @@
 Why nginx: one C worker answers tens of thousands of requests per second on one core, so the
 backend is never what a Python gateway (or even a Rust one) is waiting for. Why Lua: the same
 ``POST /v1/chat/completions`` must answer JSON or SSE depending on ``"stream": true`` in the
-body, which plain nginx cannot read (and ``POST /v1/responses`` likewise, with vLLM's Responses
-API events). Why chunked, one flush per event: vLLM streams through
+body, which plain nginx cannot read (and ``POST /v1/responses`` and ``/v1/messages`` likewise,
+with vLLM's Responses and Anthropic Messages events). Why chunked, one flush per event: vLLM streams through
 uvicorn with ``Transfer-Encoding: chunked`` and one write per token, so a gateway's per-chunk
 work (read, parse, forward) is exercised as it would be in front of vLLM; a single canned
 body with ``Content-Length`` would hide exactly the cost the stream benchmark exists to show.
@@ -36,6 +36,7 @@ def render_canned_lua(canned: CannedResponses) -> str:
     """The Lua module ``canned.lua``: the bodies as strings, loaded once per nginx worker."""
     events = ",\n".join(_lua_string(event) for event in canned.chat_sse_events)
     responses_events = ",\n".join(_lua_string(event) for event in canned.responses_sse_events)
+    messages_events = ",\n".join(_lua_string(event) for event in canned.messages_sse_events)
     return (
         "local M = {}\n"
         f"M.chat_json = {_lua_string(canned.chat_json)}\n"
@@ -44,6 +45,8 @@ def render_canned_lua(canned: CannedResponses) -> str:
         f"M.sse_events = {{\n{events}\n}}\n"
         f"M.responses_json = {_lua_string(canned.responses_json)}\n"
         f"M.responses_events = {{\n{responses_events}\n}}\n"
+        f"M.messages_json = {_lua_string(canned.messages_json)}\n"
+        f"M.messages_events = {{\n{messages_events}\n}}\n"
         "return M\n"
     )
 
@@ -71,6 +74,7 @@ end
 
 CHAT_HANDLER_LUA = _handler_lua("/v1/chat/completions", "chat_json", "sse_events")
 RESPONSES_HANDLER_LUA = _handler_lua("/v1/responses", "responses_json", "responses_events")
+MESSAGES_HANDLER_LUA = _handler_lua("/v1/messages", "messages_json", "messages_events")
 
 
 def render_nginx_conf(run_dir: Path, port: int) -> str:
@@ -98,6 +102,7 @@ http {{
     listen 127.0.0.1:{port} backlog=4096;
     location = /v1/chat/completions {{ content_by_lua_file {run_dir / 'chat.lua'}; }}
     location = /v1/responses {{ content_by_lua_file {run_dir / 'responses.lua'}; }}
+    location = /v1/messages {{ content_by_lua_file {run_dir / 'messages.lua'}; }}
     location = /v1/models {{
       default_type application/json;
       content_by_lua_block {{ ngx.print(require("canned").models_json) }}
@@ -119,6 +124,7 @@ def write_backend_files(run_dir: Path, port: int, canned: CannedResponses) -> Pa
     (run_dir / "canned.lua").write_text(render_canned_lua(canned))
     (run_dir / "chat.lua").write_text(CHAT_HANDLER_LUA)
     (run_dir / "responses.lua").write_text(RESPONSES_HANDLER_LUA)
+    (run_dir / "messages.lua").write_text(MESSAGES_HANDLER_LUA)
     conf = run_dir / "nginx.conf"
     conf.write_text(render_nginx_conf(run_dir, port))
     return conf

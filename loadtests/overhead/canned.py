@@ -25,6 +25,7 @@ API_KEY = "sk-" + hashlib.sha256(b"duet overhead benchmark").hexdigest()
 COMPLETION_ID = "chatcmpl-bench0000000000000000000000"
 RESPONSE_ID = "resp_bench0000000000000000000000"
 MESSAGE_ITEM_ID = "msg_bench000000000000"
+ANTHROPIC_MESSAGE_ID = "chatcmpl-bench000000000000"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,8 @@ class CannedResponses:
     metrics_text: bytes
     responses_json: bytes
     responses_sse_events: tuple[bytes, ...]
+    messages_json: bytes
+    messages_sse_events: tuple[bytes, ...]
 
     @property
     def sse_event_count(self) -> int:
@@ -192,10 +195,42 @@ def responses_sse_events() -> tuple[bytes, ...]:
                  for n, event in enumerate(events))
 
 
+def _message(content: list[dict[str, object]], stop_reason: str | None, output_tokens: int,
+             streamed: bool = False) -> dict[str, object]:
+    """A Messages ``message`` object; the stream's first one carries ``stop_sequence`` too."""
+    return {"id": ANTHROPIC_MESSAGE_ID, "type": "message", "role": "assistant", "content": content,
+            "model": SERVED_MODEL_NAME, "stop_reason": stop_reason, **({"stop_sequence": None} if streamed else {}),
+            "usage": {"input_tokens": PROMPT_TOKENS, "output_tokens": output_tokens}}
+
+
+def messages_json() -> bytes:
+    """A non-stream Anthropic Messages answer as vLLM 0.32 returns it (tests/fixtures/vllm_cpu/apis)."""
+    text: dict[str, object] = {"type": "text", "text": "".join(CONTENT_TOKENS).strip()}
+    return _dumps(_message([text], "end_turn", len(CONTENT_TOKENS))).encode()
+
+
+def messages_sse_events() -> tuple[bytes, ...]:
+    """vLLM 0.32's Messages stream, each ``event: TYPE\ndata: {...}\n\n``: message_start,
+    content_block_start, one content_block_delta per token, content_block_stop, message_delta
+    (stop reason and usage), message_stop. No ``[DONE]``."""
+    events: list[dict[str, object]] = [
+        {"type": "message_start", "message": _message([], None, 0, streamed=True)},
+        {"type": "content_block_start", "content_block": {"type": "text", "text": ""}, "index": 0},
+        *({"type": "content_block_delta", "delta": {"type": "text_delta", "text": token}, "index": 0}
+          for token in CONTENT_TOKENS),
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+         "usage": {"input_tokens": PROMPT_TOKENS, "output_tokens": len(CONTENT_TOKENS)}},
+        {"type": "message_stop"},
+    ]
+    return tuple(f"event: {event['type']}\ndata: {_dumps(event)}\n\n".encode() for event in events)
+
+
 def canned_responses() -> CannedResponses:
     """All of the backend's bodies."""
     return CannedResponses(chat_completion_json(), chat_completion_sse_events(), models_json(),
-                           metrics_text(), responses_json(), responses_sse_events())
+                           metrics_text(), responses_json(), responses_sse_events(), messages_json(),
+                           messages_sse_events())
 
 
 def request_body(stream: bool) -> bytes:
@@ -209,6 +244,19 @@ def request_body(stream: bool) -> bytes:
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
+    return _dumps(body).encode()
+
+
+def messages_request_body(stream: bool) -> bytes:
+    """The same question to Anthropic's Messages API (``max_tokens`` is required there)."""
+    body: dict[str, object] = {
+        "model": LOGICAL_MODEL,
+        "max_tokens": len(CONTENT_TOKENS),
+        "temperature": 0,
+        "messages": [{"role": "user", "content": "What is the capital of France? Answer briefly."}],
+    }
+    if stream:
+        body["stream"] = True
     return _dumps(body).encode()
 
 

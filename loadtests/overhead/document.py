@@ -9,7 +9,7 @@ from pathlib import Path
 from loadtests.overhead.canned import CONTENT_TOKENS, canned_responses
 from loadtests.overhead.machine import describe_busy
 from loadtests.overhead.measure import PhasePlan
-from loadtests.overhead.modes import ALL_MODES, RESPONSES_GATEWAYS
+from loadtests.overhead.modes import ALL_MODES, MESSAGES_GATEWAYS, RESPONSES_GATEWAYS
 from loadtests.overhead.report import goals, goals_text, markdown_table, replace_section
 from loadtests.overhead.run import RunResult
 
@@ -36,6 +36,8 @@ def section(result: RunResult, command: str, plan: PhasePlan, gateway_core: int,
     canned = canned_responses()
     events, responses_events = canned.sse_event_count, len(canned.responses_sse_events)
     responses_peers = " and ".join(sorted(RESPONSES_GATEWAYS - {"direct"}))
+    messages_peers = " and ".join(sorted(MESSAGES_GATEWAYS - {"direct"}))
+    messages_events = len(canned.messages_sse_events)
     return f"""\
 ## Gateway overhead
 
@@ -53,7 +55,10 @@ as vLLM does. The `responses` and `responses-stream` rows (issue #20) send the s
 `POST /v1/responses` (`input`, `max_output_tokens` {len(CONTENT_TOKENS)}) and get vLLM 0.32's Responses answers:
 one `response` object, or {responses_events} SSE events (`response.created`, `in_progress`, item and part added,
 {len(CONTENT_TOKENS)} `output_text.delta`, the four `done` events, `response.completed`); they run for the direct
-connection, {responses_peers} (vllm-router 0.1.17 routes `/v1/responses`).
+connection, {responses_peers} (vllm-router 0.1.17 routes `/v1/responses`). The `messages` and
+`messages-stream` rows send it to Anthropic's `POST /v1/messages` and get vLLM 0.32's Messages
+answers (one `message`, or {messages_events} SSE events from `message_start` to `message_stop`); they run for the
+direct connection and {messages_peers} only: vllm-router 0.1.17 has no `/v1/messages` route.
 Per gateway and mode: {plan.warmup_s:g} s warm-up, then a latency phase on one
 connection ({plan.latency_s:g} s: p50/p99; added p50 = gateway p50 - direct p50), then a throughput
 phase on {plan.connections} connections ({plan.throughput_s:g} s: req/s, loaded p50/p99, errors,
@@ -65,7 +70,7 @@ with other work, `python -m loadtests.overhead.cpu_cost` measures Duet's CPU tim
 
 {markdown_table(result.measurements, result.skipped)}
 
-Goals (issue #3; the Responses rows: issue #20):
+Goals (issue #3; the Responses and Messages rows: issue #20):
 
 {goals_text(goals(result.measurements))}
 """

@@ -5,6 +5,8 @@ direct connection, Duet and vllm-router only: vllm-router 0.1.17 routes ``POST /
 to its workers (the route is in its binary's route table, beside ``/v1/responses/{response_id}``),
 so its rate is the yardstick. LiteLLM is left out of these rows: the goal is stated against
 vllm-router, and each mode adds ~20 s per gateway to a run that should stay a few minutes.
+Anthropic's Messages API runs against the direct connection and Duet only: vllm-router 0.1.17
+has no ``/v1/messages`` route, so there is no peer rate to hold Duet to, only the added latency.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 CHAT_PATH = "/v1/chat/completions"
 RESPONSES_PATH = "/v1/responses"
+MESSAGES_PATH = "/v1/messages"
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,20 +28,23 @@ class Mode:
 
     @property
     def api(self) -> str:
-        """``chat`` or ``responses``: which canned request and answer the mode uses."""
-        return "responses" if self.path == RESPONSES_PATH else "chat"
+        """``chat``, ``responses`` or ``messages``: which canned request and answer the mode uses."""
+        return {RESPONSES_PATH: "responses", MESSAGES_PATH: "messages"}.get(self.path, "chat")
 
 
 CHAT_MODES = (Mode("non-stream", CHAT_PATH, False), Mode("stream", CHAT_PATH, True))
 RESPONSES_MODES = (Mode("responses", RESPONSES_PATH, False), Mode("responses-stream", RESPONSES_PATH, True))
-ALL_MODES = CHAT_MODES + RESPONSES_MODES
-# Who is measured in the Responses modes (see the module docstring); "direct" is the backend itself.
+MESSAGES_MODES = (Mode("messages", MESSAGES_PATH, False), Mode("messages-stream", MESSAGES_PATH, True))
+ALL_MODES = CHAT_MODES + RESPONSES_MODES + MESSAGES_MODES
+# Who is measured in the other APIs' modes (see the module docstring); "direct" is the backend itself.
 RESPONSES_GATEWAYS = frozenset({"direct", "duet", "vllm-router"})
+MESSAGES_GATEWAYS = frozenset({"direct", "duet"})
 
 
 def modes_for(gateway: str) -> tuple[Mode, ...]:
-    """The modes ``gateway`` is measured in: chat always, the Responses API where it is compared."""
-    return ALL_MODES if gateway in RESPONSES_GATEWAYS else CHAT_MODES
+    """The modes ``gateway`` is measured in: chat always, the other APIs where they are compared."""
+    return (CHAT_MODES + (RESPONSES_MODES if gateway in RESPONSES_GATEWAYS else ())
+            + (MESSAGES_MODES if gateway in MESSAGES_GATEWAYS else ()))
 
 
 def mode_named(name: str) -> Mode:

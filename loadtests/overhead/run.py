@@ -7,6 +7,7 @@ from __future__ import annotations
 import platform
 import re
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from loadtests.overhead.duet import duet_launch
 from loadtests.overhead.launch import GatewayLaunch, Unavailable
 from loadtests.overhead.machine import wait_until_quiet
 from loadtests.overhead.measure import Measurement, PhasePlan, measure, run_wrk
-from loadtests.overhead.modes import ALL_MODES, modes_for
+from loadtests.overhead.modes import ALL_MODES, Mode, modes_for
 from loadtests.overhead.peers import litellm_launch, vllm_router_launch
 from loadtests.overhead.processes import PinnedProcess, ProcessFailed, start_pinned, wait_until
 from loadtests.overhead.redis import start_redis
@@ -133,13 +134,29 @@ def measure_gateway(
         for stream in (False, True):
             wait_until(process, lambda stream=stream: smoke_problem(launch.base_url, stream) is None, launch.startup_timeout_s)
         for mode in modes_for(launch.name):
-            if (problem := smoke_problem(launch.base_url, mode.stream, mode)) is not None:
+            if (problem := _settled_problem(process, launch.base_url, mode)) is not None:
                 skipped.append(Unavailable(f"{launch.name} {mode.name}", f"answers {mode.path} wrongly: {problem}"))
                 continue
             measured.append(measure(launch.name, launch.base_url, mode, scripts[mode.name], settings.plan, process.pid))
         return measured, skipped
     finally:
         process.stop()
+
+
+# How long a gateway gets to answer a mode right before it is measured: a throughput phase that
+# saturates the load core can delay the backend's /health past a gateway's probe timeout, and the
+# gateway then holds the replica down until its next probe passes (seen here on a busy machine).
+MODE_READY_S = 20.0
+
+
+def _settled_problem(process: PinnedProcess, base_url: str, mode: Mode) -> str | None:
+    """``None`` once the gateway answers ``mode`` right, else what was still wrong after
+    ``MODE_READY_S`` (``ProcessFailed`` if the gateway died meanwhile)."""
+    deadline = time.monotonic() + MODE_READY_S
+    while (problem := smoke_problem(base_url, mode.stream, mode)) is not None and time.monotonic() < deadline:
+        process.check_alive()
+        time.sleep(0.5)  # the gateway's health loop probes on its own interval
+    return problem
 
 
 def run(settings: RunSettings, say: Callable[[str], None] = print) -> RunResult:

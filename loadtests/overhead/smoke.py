@@ -11,7 +11,13 @@ import http.client
 import json
 from urllib.parse import urlsplit
 
-from loadtests.overhead.canned import API_KEY, CONTENT_TOKENS, request_body, responses_request_body
+from loadtests.overhead.canned import (
+    API_KEY,
+    CONTENT_TOKENS,
+    messages_request_body,
+    request_body,
+    responses_request_body,
+)
 from loadtests.overhead.modes import CHAT_MODES, Mode
 
 EXPECTED_TEXT = "".join(CONTENT_TOKENS).strip()
@@ -19,7 +25,8 @@ EXPECTED_TEXT = "".join(CONTENT_TOKENS).strip()
 
 def mode_body(mode: Mode) -> bytes:
     """The request body every gateway receives in ``mode``."""
-    return responses_request_body(mode.stream) if mode.api == "responses" else request_body(mode.stream)
+    bodies = {"responses": responses_request_body, "messages": messages_request_body}
+    return bodies.get(mode.api, request_body)(mode.stream)
 
 
 def post_chat(base_url: str, stream: bool, timeout_s: float = 10.0, mode: Mode | None = None) -> tuple[int, bytes]:
@@ -93,10 +100,39 @@ def responses_stream_problem(body: bytes) -> str | None:
     return None
 
 
+def messages_problem(body: bytes) -> str | None:
+    """What is wrong with a non-stream Messages answer, or ``None`` if it carries the canned text."""
+    try:
+        text = json.loads(body)["content"][0]["text"]
+    except (ValueError, KeyError, IndexError, TypeError) as error:
+        return f"not a message ({error!r}): {body[:200]!r}"
+    if text.strip() != EXPECTED_TEXT:
+        return f"text {text!r} != {EXPECTED_TEXT!r}"
+    return None
+
+
+def messages_stream_problem(body: bytes) -> str | None:
+    """What is wrong with a Messages stream, or ``None`` if its ``text_delta`` blocks rebuild the
+    canned text and it ends with ``message_stop``."""
+    try:
+        events = [json.loads(line[len(b"data:"):]) for line in body.splitlines() if line.startswith(b"data:")]
+        kinds = [event["type"] for event in events]
+        text = "".join(event["delta"]["text"] for event in events if event["type"] == "content_block_delta")
+    except (ValueError, KeyError, TypeError) as error:
+        return f"unparsable Messages event ({error!r}): {body[:200]!r}"
+    if not kinds or kinds[-1] != "message_stop":
+        return f"stream does not end with message_stop: {body[-200:]!r}"
+    if text.strip() != EXPECTED_TEXT:
+        return f"streamed text {text!r} != {EXPECTED_TEXT!r}"
+    return None
+
+
 def answer_problem(mode: Mode, body: bytes) -> str | None:
     """What is wrong with a 200 answer's ``body`` in ``mode``, or ``None``."""
     if mode.api == "responses":
         return responses_stream_problem(body) if mode.stream else responses_problem(body)
+    if mode.api == "messages":
+        return messages_stream_problem(body) if mode.stream else messages_problem(body)
     return stream_problem(body) if mode.stream else non_stream_problem(body)
 
 

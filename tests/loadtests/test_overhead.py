@@ -77,6 +77,8 @@ def test_goals_compare_duet_with_each_peer_as_issue_3_states() -> None:
         "duet stream rps / vllm-router's": (0.92, True),
         "duet responses rps / vllm-router's": (0, None),
         "duet responses-stream rps / vllm-router's": (0, None),
+        "duet messages rps / vllm-router's": (0, None),
+        "duet messages-stream rps / vllm-router's": (0, None),
     }
 
 
@@ -91,13 +93,28 @@ def test_responses_rows_get_the_chat_goals_added_p50_and_half_vllm_routers_rate(
     assert verdicts["duet responses-stream rps / vllm-router's"] == (0.571, True)
 
 
-def test_responses_modes_run_for_direct_duet_and_vllm_router_only() -> None:
-    from loadtests.overhead.modes import ALL_MODES, CHAT_MODES, modes_for
+def test_responses_modes_run_for_direct_duet_and_vllm_router_and_messages_without_vllm_router() -> None:
+    from loadtests.overhead.modes import ALL_MODES, CHAT_MODES, RESPONSES_MODES, modes_for
 
-    assert [mode.name for mode in modes_for("duet")] == ["non-stream", "stream", "responses", "responses-stream"]
-    assert modes_for("vllm-router") == modes_for("direct") == ALL_MODES
+    assert [mode.name for mode in modes_for("duet")] == ["non-stream", "stream", "responses", "responses-stream",
+                                                         "messages", "messages-stream"]
+    assert modes_for("duet") == modes_for("direct") == ALL_MODES
+    assert modes_for("vllm-router") == CHAT_MODES + RESPONSES_MODES
     assert modes_for("litellm") == modes_for("duet-redis") == CHAT_MODES
     assert {mode.path for mode in ALL_MODES if mode.api == "responses"} == {"/v1/responses"}
+    assert {mode.path for mode in ALL_MODES if mode.api == "messages"} == {"/v1/messages"}
+
+
+def test_messages_rows_have_the_added_p50_goal_and_say_vllm_router_does_not_serve_them() -> None:
+    from loadtests.overhead.report import goals_text
+
+    runs = [m("direct", "messages", 40, 20000), m("duet", "messages", 700, 1000), m("duet", "messages-stream", 900, 400),
+            m("direct", "messages-stream", 300, 3000)]
+    found = {goal.name: goal for goal in goals(runs)}
+    assert found["duet messages: added p50 (ms)"].met is True
+    assert found["duet messages-stream: added p50 (ms)"].met is True
+    text = goals_text(goals(runs))
+    assert "duet messages rps / vllm-router's: — (goal >= 0.5) — vllm-router does not serve /v1/messages" in text
 
 
 def test_goals_against_a_peer_not_measured_are_neither_met_nor_missed() -> None:
@@ -297,3 +314,34 @@ def test_the_docs_section_names_the_responses_rows_and_their_goals() -> None:
     assert "| duet | responses-stream | 1000 |" in text and "`POST /v1/responses`" in text
     assert "duet responses rps / vllm-router's: 1.00 (goal >= 0.5) — met" in text
     assert f"{len(canned_responses().responses_sse_events)} SSE events" in text
+
+
+def test_canned_messages_answers_have_the_shape_vllm_032_sends() -> None:
+    canned = canned_responses()
+    captured = json.loads((FIXTURES / "messages_nonstream.json").read_text())
+    assert list(json.loads(canned.messages_json)) == list(captured)
+
+    def kinds(events: list[dict[str, object]]) -> list[tuple[str, frozenset[str]]]:
+        shape = [(str(e["type"]), frozenset(e)) for e in events]
+        return [k for i, k in enumerate(shape) if i == 0 or k[0] != "content_block_delta" or shape[i - 1] != k]
+
+    ours = _sse_events(b"".join(canned.messages_sse_events))
+    assert kinds(ours) == kinds(_sse_events((FIXTURES / "messages_stream.sse").read_bytes()))
+    assert list(ours[0]["message"]) == list(_sse_events((FIXTURES / "messages_stream.sse").read_bytes())[0]["message"])
+
+
+def test_messages_smoke_checks_accept_the_canned_answers_and_catch_damage(tmp_path: Path) -> None:
+    from loadtests.overhead.backend import MESSAGES_HANDLER_LUA
+    from loadtests.overhead.canned import messages_request_body
+    from loadtests.overhead.smoke import messages_problem, messages_stream_problem
+
+    canned = canned_responses()
+    stream = b"".join(canned.messages_sse_events)
+    assert messages_problem(canned.messages_json) is None and messages_stream_problem(stream) is None
+    assert messages_stream_problem(b"".join(canned.messages_sse_events[:-1])) is not None
+    assert messages_stream_problem(stream.replace(b'"text":"Paris "', b'"text":""')) is not None
+    assert messages_problem(canned.responses_json) is not None
+    assert "location = /v1/messages" in render_nginx_conf(tmp_path, 18999)
+    assert "canned.messages_events" in MESSAGES_HANDLER_LUA
+    body = json.loads(messages_request_body(True))
+    assert body["max_tokens"] == len(CONTENT_TOKENS) and body["stream"] is True and body["messages"]
