@@ -28,6 +28,7 @@ import pytest
 import yaml
 from openai import OpenAI
 
+from serving.hardware import cpu_class, cpu_flags
 from serving.launch import load_profiles
 from serving.launch.local import checkpoint_ready, host_cpu_flags, local_model_dir, unsupported_here
 from serving.local_model import LocalModelPaths, default_cache_dir, is_ready
@@ -152,6 +153,23 @@ def test_duet_up_reports_each_replica_ready_and_a_curl_example(up: Up) -> None:
     assert set(up.replicas) == {"standard", FAST}
     assert re.search(rf"{FAST}\s+ready\s+http://\S+\s+\(ready after [\d.]+ s, restarts 0\)", text)
     assert f"curl {up.base}/v1/chat/completions" in text
+
+
+def test_duet_up_calibrated_each_replica_on_this_machine(up: Up) -> None:
+    """Once ready, `duet up` probed each replica (issue #16): the config the gateway runs holds
+    measured speed blocks recording this machine's hardware class, plausible for SmolLM2-135M on
+    one CPU core (AVX2 here: ~40 prompt tok/s and ~50 ms per token; a few times faster with
+    AVX-512 or AMX), from a bounded probe."""
+    text, variants, machine = up.output(), generated_variants(up), cpu_class(cpu_flags())
+    for name in ("standard", FAST):
+        assert re.search(rf"{name}: calibrated: prefill \d+ tok/s, decode [\d.]+ ms/token alone .*hardware {machine},",
+                         text), text[-3000:]
+        speed = variants[name]["speed"]
+        record = speed["calibration"]
+        assert record["hardware_class"] == machine and record["replica"] == up.replicas[name][0]
+        assert 0 < record["probe_s"] < 300  # ~45-80 s here; a shared, loaded machine stretches it
+        assert 5 <= speed["prefill_tokens_per_s"] <= 5000
+        assert 0.002 <= speed["decode_s_per_token"] + speed["step_s_per_seq"] <= 0.5
 
 
 def test_the_openai_sdk_gets_real_text_without_streaming(up: Up) -> None:
