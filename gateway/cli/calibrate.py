@@ -30,7 +30,7 @@ import yaml
 
 from gateway.config import parse_config
 from gateway.errors import ConfigError
-from serving.calibration.fit import Measured, ProbeSamples, measure, speed_block
+from serving.calibration.fit import Measured, ProbeSamples, block_notes, measure, predicted_step_s, speed_block
 from serving.calibration.probe import ProbePlan, probe
 from serving.errors import CalibrationError
 from serving.hardware import cpu_class, cpu_flags
@@ -46,13 +46,16 @@ class Calibration:
     speed: dict[str, Any]
     measured: Measured
     samples: ProbeSamples
+    notes: tuple[str, ...] = ()
 
     def summary(self) -> str:
-        """Prefill rate, time per token alone, per extra stream, hardware class, probe time."""
-        m, record = self.measured, self.speed["calibration"]
-        return (f"prefill {m.prefill_tokens_per_s:.0f} tok/s, decode {(m.decode_s_per_token + m.step_s_per_seq) * 1e3:.1f}"
-                f" ms/token alone (+{m.step_s_per_seq * 1e3:.2f} ms per stream), hardware {record['hardware_class']},"
-                f" probe {record['probe_s']:.0f} s")
+        """What the gateway will predict from the block on an idle replica (prefill rate, time
+        per token alone and what each further stream adds to a step), hardware class, probe time."""
+        speed, record = self.speed, self.speed["calibration"]
+        alone_s = predicted_step_s(speed, 1) / dict(speed.get("tokens_per_step") or {}).get("default", 1.0)
+        return (f"prefill {speed['prefill_tokens_per_s']:.0f} tok/s, decode {alone_s * 1e3:.1f} ms/token alone"
+                f" (+{(predicted_step_s(speed, 2) - predicted_step_s(speed, 1)) * 1e3:.2f} ms per stream),"
+                f" hardware {record['hardware_class']}, probe {record['probe_s']:.0f} s")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -86,7 +89,7 @@ def calibrate(url: str, model: str | None, prior: Mapping[str, Any] | None, hard
         "probe_s": round(samples.elapsed_s, 1),
         "decode_tokens_per_step": round(max(1.0, measured.tokens_per_chunk), 3),
     }
-    return Calibration(block, measured, samples)
+    return Calibration(block, measured, samples, block_notes(measured, samples, prior))
 
 
 def calibrate_variants(config: dict[str, Any], model: str, hardware_class: str, say: Callable[[str], None],
@@ -106,7 +109,7 @@ def calibrate_variants(config: dict[str, Any], model: str, hardware_class: str, 
             continue
         variant["speed"] = result.speed
         say(f"{name}: calibrated: {result.summary()}")
-        for note in result.measured.notes:
+        for note in result.notes:
             say(f"  note: {note}")
 
 
@@ -170,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     block = yaml.safe_dump({"speed": result.speed}, sort_keys=False)
     print(block, end="")
     print(f"# {result.summary()}", file=sys.stderr)
-    for note in result.measured.notes:
+    for note in result.notes:
         print(f"# note: {note}", file=sys.stderr)
     if args.out:
         args.out.write_text(block)

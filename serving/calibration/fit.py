@@ -178,8 +178,23 @@ def predicted_step_s(prior: Mapping[str, Any], concurrency: int) -> float:
     return step
 
 
+def drafting_scale(prior: Mapping[str, Any], decode: Sequence[DecodeSample]) -> float:
+    """Median of measured / ``prior``-predicted step over the concurrencies probed."""
+    return statistics.median(d.step_s / predicted_step_s(prior, d.concurrency) for d in decode)
+
+
+def block_notes(measured: Measured, samples: ProbeSamples, prior: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """What to tell the operator about the block ``speed_block`` builds: the fit's clamps, except,
+    for a drafting prior, the decode fit's (its decode terms are the prior's, scaled: said instead)."""
+    if not prior or float(prior.get("draft_tokens", 0.0)) <= 0:
+        return measured.notes
+    kept = tuple(note for note in measured.notes if not note.startswith(("decode fit", "steps got shorter")))
+    return (*kept, f"speculative: the prior's decode and draft terms scaled x{drafting_scale(prior, samples.decode):.2f}"
+                   " to the measured steps")
+
+
 def _scaled_drafting_terms(prior: Mapping[str, Any], decode: Sequence[DecodeSample]) -> dict[str, float]:
-    scale = statistics.median(d.step_s / predicted_step_s(prior, d.concurrency) for d in decode)
+    scale = drafting_scale(prior, decode)
     base, b = float(prior["decode_s_per_token"]), _per_seq_s(prior)
     return {"decode_s_per_token": base * scale, "step_s_per_seq": b * scale,
             "draft_s_per_step": float(prior.get("draft_s_per_step", 0.0)) * scale,

@@ -10,7 +10,9 @@ from serving.calibration.fit import (
     PrefillSample,
     ProbeSamples,
     StreamTrace,
+    block_notes,
     decode_sample,
+    drafting_scale,
     fit_line,
     measure,
     predicted_step_s,
@@ -127,3 +129,15 @@ def test_the_predicted_step_is_the_gateways_step_model() -> None:
     spec = {"decode_s_per_token": 0.02, "step_s_per_seq": 0.01, "draft_tokens": 1.0, "draft_s_per_step": 0.1,
             "draft_s_per_seq": 0.001}
     assert predicted_step_s(spec, 2) == pytest.approx(0.02 + 0.01 * 2 * 2 + 0.1 + 0.001 * 2)
+
+
+def test_a_drafting_priors_notes_say_the_scale_instead_of_the_decode_fits_clamps() -> None:
+    prior = {"prefill_tokens_per_s": 40.0, "decode_s_per_token": 0.02, "step_s_per_seq": 0.045, "draft_tokens": 0.08,
+             "draft_s_per_step": 0.12, "draft_s_per_seq": 0.01}
+    probed = samples(decode=[(1, 0.010), (2, 0.030), (4, 0.090)])  # convex: the decode fit clamps its base
+    measured = measure(probed)
+    assert any(note.startswith("decode fit") for note in block_notes(measured, probed, None))
+    notes = block_notes(measured, probed, prior)
+    assert not any(note.startswith("decode fit") for note in notes)
+    scale = drafting_scale(prior, probed.decode)
+    assert notes[-1] == f"speculative: the prior's decode and draft terms scaled x{scale:.2f} to the measured steps"
