@@ -25,6 +25,7 @@ import yaml
 from gateway.flow import Budget, Health, ReplicaState, RequestProfile, View, candidates_for, parse_config, route
 from loadtests import prefix_bench
 from loadtests.policies import REPLICA_SETS, duet_config
+from serving.hardware import this_machine
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "docs" / "results" / "router-bench.json"
@@ -76,7 +77,9 @@ def docs_section(result: dict[str, Any]) -> str:
     decision = result["decision"]
     lines = [
         START,
-        f"Measured {result['date']} with `{result['command']}` on {result['cpus']} CPUs (1-min load average "
+        f"Measured {result['date']} with `{result['command']}` on "
+        f"{result.get('hardware_class', 'an unrecorded hardware class')}, "
+        f"{result['cpus']} CPUs (1-min load average "
         f"{result['load_avg'][0]:.2f} at start, {result['load_avg'][1]:.2f} at end). CPU time of the measuring "
         "thread, in µs.",
         "",
@@ -86,15 +89,18 @@ def docs_section(result: dict[str, Any]) -> str:
         "Prefix index per request, 8,192-token chat prompt, full index (31,250 blocks on each of 16 replicas): "
         "the start-time check, hashing the prompt's text, the look-up on every replica and learning its blocks "
         "at the first token, each measured alone and then together (`loadtests/prefix_bench.py`; goal: "
-        "together, p99 < 50). Token ids are hashed instead of text when a real tokenizer is configured.",
+        "together, p99 < 50). With a tokenizer configured the prompt's token ids are hashed instead of its text: "
+        "from the counter's remembered ids (the gateway's `HfTokenCounter`), or from a list of ids given as the "
+        "prompt. Block ids are 63-bit.",
         "",
-        "| block tokens | blocks | start times | hash text | hash token ids | look-up, 16 replicas | learn "
-        "| together (text) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| block tokens | blocks | start times | hash text | hash token ids (tokenizer) | hash token ids (list) "
+        "| look-up, 16 replicas | learn | together (text) | together (tokenizer) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in result["prefix_index"]:
-        cells = [_pair(row[k]) for k in ("watch", "hash_text", "hash_token_ids", "lookup_all_replicas", "learn",
-                                           "index_per_request")]
+        steps = ("watch", "hash_text", "hash_tokenizer_ids", "hash_token_ids", "lookup_all_replicas", "learn",
+                 "index_per_request", "index_per_request_tokenizer")
+        cells = [_pair(row[k]) if k in row else "not measured" for k in steps]
         lines.append(f"| {row['block_tokens']} | {row['blocks']} | {' | '.join(cells)} |")
     lines.append("")
     lines.append("Each cell: p50 / p99. `make bench-overhead` runs the gateway whole, so its overhead figures "
@@ -146,10 +152,13 @@ def main() -> int:
     rows = [index_row(model, block_tokens, args.index_repeats) for block_tokens in BLOCK_SIZES]
     for row in rows:
         print(f"prefix index, 8k-token prompt, {row['block_tokens']}-token blocks: CPU p50 "
-              f"{row['index_per_request']['p50_us']} us, p99 {row['index_per_request']['p99_us']} us (goal p99 < 50 us)")
+              f"{row['index_per_request']['p50_us']} us, p99 {row['index_per_request']['p99_us']} us (goal p99 < 50 us); "
+              f"with a tokenizer p50 {row['index_per_request_tokenizer']['p50_us']} us, "
+              f"p99 {row['index_per_request_tokenizer']['p99_us']} us")
     result = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": "make bench-router", "cpus": os.cpu_count(), "load_avg": [load_start, os.getloadavg()[0]],
+        "command": "make bench-router", "hardware_class": this_machine().hardware_class, "cpus": os.cpu_count(),
+        "load_avg": [load_start, os.getloadavg()[0]],
         "decision": decision, "prefix_index": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -23,5 +23,7 @@ def test_an_index_row_has_every_step_and_the_index_share_below_the_whole():
     (model,) = parse_config(yaml.safe_dump(duet_config(replica_set, urls, "duet", 1.0))).models.values()
     row = router_bench.index_row(model, 128, 50)
     assert 60 <= row["blocks"] <= 68  # ~8k tokens of text (4 bytes a token), in 128-token blocks
-    for step in ("watch", "hash_text", "hash_token_ids", "lookup_all_replicas", "learn", "index_per_request"):
+    assert row["tokenizer_blocks"] == row["blocks"]  # the bench's tokenizer makes a token of 4 characters too
+    for step in ("watch", "hash_text", "hash_tokenizer_ids", "hash_token_ids", "lookup_all_replicas", "learn",
+                 "index_per_request", "index_per_request_tokenizer"):
         assert 0 < row[step]["p50_us"] <= row[step]["p99_us"] <= row[step]["max_us"]
