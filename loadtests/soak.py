@@ -206,6 +206,8 @@ def summarise(tally: Tally, capacity: float, rate: float, args: argparse.Namespa
         "rss_mb_max": round(max(r for _, r, _ in tally.samples) / 1024, 1),
         "fds_after_warmup": fds_start, "fds_at_end": fds_end, "fds_max": max(f for _, _, f in tally.samples),
         "load_average_at_end": os.getloadavg(),
+        # every sample, so a trend (a leak grows with time; requests in flight only swing) can be read
+        "samples": [[round(t, 1), rss, fds] for t, rss, fds in tally.samples],
     }
 
 
