@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -138,9 +139,25 @@ class ReplicaProcess:
         return self.process.pid
 
 
+# vLLM binds its engine's IPC sockets at $TMPDIR/<uuid4>, and a Unix socket's path holds at most
+# 107 bytes: under a deep workdir (pytest-xdist's tmp paths were one) vLLM dies at start with
+# "ipc path too long".
+_SOCKET_PATH_MAX = 107
+_IPC_NAME_BYTES = 1 + 36  # "/" + a uuid4
+
+
+def socket_safe_tmpdir(wanted: Path) -> Path:
+    """``wanted``, or a new private directory with a short path when vLLM's IPC sockets would not
+    fit under ``wanted``."""
+    if len(os.fsencode(str(wanted))) + _IPC_NAME_BYTES <= _SOCKET_PATH_MAX:
+        return wanted
+    return Path(tempfile.mkdtemp(prefix="duet-vllm-", dir="/tmp"))
+
+
 def start_replica(spec: ReplicaSpec, workdir: Path, python: Path) -> ReplicaProcess:
     """Start the replica in a new process group, stdout and stderr appended to ``workdir/replica.log``."""
     env = replica_env(spec, workdir, os.environ)
+    env["TMPDIR"] = str(socket_safe_tmpdir(Path(env["TMPDIR"])))
     for key in ("TMPDIR", "VLLM_CACHE_ROOT"):
         Path(env[key]).mkdir(parents=True, exist_ok=True)
     return start_process(spec, replica_argv(spec, python), env, workdir / "replica.log")

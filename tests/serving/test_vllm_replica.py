@@ -23,6 +23,7 @@ from serving.vllm_replica import (
     replica_argv,
     replica_env,
     running_replica,
+    socket_safe_tmpdir,
     start_process,
     stop,
     wait_healthy,
@@ -80,6 +81,18 @@ def test_env_binds_one_core_one_thread_and_private_dirs(tmp_path: Path) -> None:
     assert env["VLLM_HOST_IP"] == "127.0.0.1"
     assert env["TMPDIR"] == str(tmp_path / "r1" / "tmp")
     assert env["VLLM_CACHE_ROOT"] == str(tmp_path / "r1" / "vllm-cache")
+
+
+def test_a_tmpdir_too_deep_for_vllms_ipc_sockets_is_replaced_by_a_short_private_one(tmp_path: Path) -> None:
+    short = tmp_path / "tmp"
+    assert socket_safe_tmpdir(short) == short or len(str(short)) > 70
+    deep = tmp_path / ("d" * 80) / "tmp"
+    replaced = socket_safe_tmpdir(deep)
+    try:
+        assert replaced != deep and replaced.is_dir() and len(str(replaced)) + 37 <= 107
+        assert replaced.stat().st_mode & 0o077 == 0  # private, as mkdtemp makes it
+    finally:
+        replaced.rmdir()
 
 
 def test_env_without_a_core_leaves_binding_to_vllm(tmp_path: Path) -> None:
