@@ -9,6 +9,7 @@ local-model` (and `make checkpoints` for fast-int4); skipped otherwise.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -215,6 +216,44 @@ def test_the_openai_sdk_gets_a_real_response_and_stream(up: Up) -> None:
                                         max_output_tokens=16) as stream:
         final = stream.get_final_response()
     assert final.output_text.strip() and final.usage.output_tokens > 0
+
+
+def test_litellm_langchain_and_an_agents_sdk_agent_get_real_text(up: Up, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other clients people point at vLLM, against real replicas through the gateway: LiteLLM as a
+    library, LangChain's ChatOpenAI, an openai-agents agent over the Responses API. Plain answers
+    only: a 135M model's tool calls are not reliable enough to assert (test_clients_sim.py runs the
+    tool round trips against scripted simulators)."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download at import
+    import litellm
+    from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, set_tracing_disabled
+    from langchain_openai import ChatOpenAI
+    from openai import AsyncOpenAI
+
+    question = "What is the capital of France?"
+    common = {"model": "openai/smollm2", "api_base": up.base + "/v1", "api_key": "unused", "num_retries": 0,
+              "timeout": 120, "max_tokens": 16}
+    chat = litellm.completion(messages=[{"role": "user", "content": question}], **common)
+    assert chat.choices[0].message.content.strip() and chat.usage.completion_tokens > 0
+    chunks = list(litellm.completion(messages=[{"role": "user", "content": question}], stream=True, **common))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices).strip()
+
+    llm = ChatOpenAI(model="smollm2", base_url=up.base + "/v1", api_key="unused", max_tokens=16, max_retries=0,
+                     timeout=120)
+    assert str(llm.invoke(question).content).strip()
+    assert "".join(str(chunk.content) for chunk in llm.stream(question)).strip()
+
+    set_tracing_disabled(True)
+
+    async def run_agent() -> str:
+        async with AsyncOpenAI(base_url=up.base + "/v1", api_key="unused", max_retries=0, timeout=120) as openai_client:
+            agent = Agent(name="geography", instructions="Answer in one short sentence.",
+                          model=OpenAIResponsesModel(model="smollm2", openai_client=openai_client),
+                          # room for a whole sentence: the SDK treats an answer cut at max_tokens as a failure
+                          model_settings=ModelSettings(max_tokens=128))
+            result = await Runner.run(agent, question, max_turns=1)
+            return str(result.final_output)
+
+    assert asyncio.run(run_agent()).strip()
 
 
 def predicted_fastest(up: Up, headers: dict[str, str], max_tokens: int) -> str:
