@@ -18,7 +18,9 @@ from urllib.parse import urlsplit
 
 import httptools
 
-# A replica (uvicorn) closes idle keep-alive connections after 5 s: never reuse one idle this long.
+# A replica (vLLM's uvicorn) closes idle keep-alive connections after 5 s: never reuse one idle
+# this long, and close it ourselves then, so a server that keeps them longer (nginx: 75 s) does not
+# hold the gateway's descriptors for connections it will never use again.
 REUSE_IDLE_S = 4.0
 # Past this many unread body bytes the upstream socket stops being read (slow client back-pressure).
 HIGH_WATER_BYTES = 1 << 20
@@ -249,10 +251,13 @@ class Pool:
     for a base URL (None: plain TCP), asked once per URL."""
 
     def __init__(self, *, connect_timeout_s: float, idle_timeout_s: float, max_idle_per_host: int = 256,
-                 tls: Callable[[str], ssl.SSLContext | None] = _plain) -> None:
+                 tls: Callable[[str], ssl.SSLContext | None] = _plain, reuse_idle_s: float = REUSE_IDLE_S) -> None:
         self._connect_timeout_s = connect_timeout_s
         self._idle_timeout_s = idle_timeout_s
         self._max_idle = max_idle_per_host
+        self._reuse_idle_s = reuse_idle_s
+        # One timer for the whole pool, not one per connection: it runs while anything is idle.
+        self._sweep: asyncio.TimerHandle | None = None
         self._tls = tls
         self._idle: dict[Endpoint, list[_Connection]] = {}
         self._hosts: dict[str, tuple[Endpoint, bytes]] = {}
@@ -303,7 +308,7 @@ class Pool:
         now = time.monotonic()
         while idle:
             conn = idle.pop()
-            if not conn.closed and now - conn.idle_since < REUSE_IDLE_S:
+            if not conn.closed and now - conn.idle_since < self._reuse_idle_s:
                 return conn, True
             conn.close()
         loop = self._running_loop()
@@ -330,8 +335,27 @@ class Pool:
             return
         conn.idle_since = time.monotonic()
         idle.append(conn)
+        if self._sweep is None:
+            self._sweep = self._running_loop().call_later(self._reuse_idle_s, self._close_stale)
+
+    def _close_stale(self) -> None:
+        """Close the connections idle past the reuse window. Each list is in the order connections
+        came back (the oldest first; ``_acquire`` takes from the end), so the stale ones are a prefix."""
+        self._sweep = None
+        horizon = time.monotonic() - self._reuse_idle_s
+        for idle in self._idle.values():
+            stale = 0
+            while stale < len(idle) and (idle[stale].closed or idle[stale].idle_since <= horizon):
+                idle[stale].close()
+                stale += 1
+            del idle[:stale]
+        if any(self._idle.values()):
+            self._sweep = self._running_loop().call_later(self._reuse_idle_s, self._close_stale)
 
     def close(self) -> None:
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep = None
         for idle in self._idle.values():
             for conn in idle:
                 conn.close()

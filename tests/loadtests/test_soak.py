@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from loadtests.soak import Tally, error_verdict, request_mix, summarise
+from loadtests.soak import IDLE_FD_SLACK, Tally, error_verdict, request_mix, summarise, verdict
 
 
 def test_the_mix_draws_every_kind_and_only_invalid_requests_are_invalid() -> None:
@@ -24,7 +24,7 @@ def test_the_mix_draws_every_kind_and_only_invalid_requests_are_invalid() -> Non
 
 def test_summary_measures_growth_after_warm_up_and_counts_the_lost() -> None:
     tally = Tally()
-    tally.samples = [(t, 50_000 if t < 60 else (100_000 if t < 300 else 105_000), 90) for t in range(0, 600, 5)]
+    tally.samples = [(t, 50_000 if t < 60 else (100_000 if t < 300 else 105_000), 90, 4) for t in range(0, 600, 5)]
     tally.record("stream", "ok")
     tally.record("chat", "lost", "reset")
     args = argparse.Namespace(duration=600.0, warmup_s=60.0)
@@ -43,3 +43,18 @@ def test_summary_measures_growth_after_warm_up_and_counts_the_lost() -> None:
 ])
 def test_a_gateway_5xx_is_lost_and_a_clear_4xx_is_not(kind: str, status: int, error: object, verdict: str) -> None:
     assert error_verdict(kind, status, error) == verdict
+
+
+def _summary(**changes: object) -> dict[str, object]:
+    summary: dict[str, object] = {"lost": 0, "rss_growth_pct": 0.5, "fds_idle_before": 40, "fds_idle_after": 40,
+                                  "gateway_alive_at_end": True, "gateway_exit_code_on_sigterm": 0}
+    return summary | changes
+
+
+def test_a_clean_soak_passes_and_each_broken_rule_is_named() -> None:
+    assert verdict(_summary()) == []
+    assert verdict(_summary(fds_idle_after=40 + IDLE_FD_SLACK)) == []
+    assert verdict(_summary(fds_idle_after=41 + IDLE_FD_SLACK)) == [f"idle descriptors 40 -> {41 + IDLE_FD_SLACK}"]
+    assert verdict(_summary(lost=2, rss_growth_pct=12.0)) == ["2 requests lost", "RSS grew 12.0%"]
+    assert verdict(_summary(gateway_alive_at_end=False, gateway_exit_code_on_sigterm=-9)) == \
+        ["gateway died", "SIGTERM exit code -9"]

@@ -165,3 +165,34 @@ def test_keepalive_closed_by_the_server_is_retried_on_a_new_connection():
             assert server.connections == 2
 
     run(scenario())
+
+
+def test_a_connection_idle_past_the_reuse_window_is_closed_by_the_pool():
+    """A server that keeps idle connections open longer than the pool would reuse them (nginx: 75 s)
+    does not hold the gateway's descriptors: the pool closes what it will never use again, and a
+    request after that opens a new connection."""
+    closed = asyncio.Event()
+
+    async def handler(reader, writer):
+        _, body = await read_request(reader)
+        writer.write(json_response(body))
+        await writer.drain()
+        try:
+            await read_request(reader)
+        except asyncio.IncompleteReadError:
+            closed.set()  # the pool hung up on an idle connection
+
+    async def scenario():
+        async with Server(handler) as server:
+            pool = Pool(connect_timeout_s=1, idle_timeout_s=5, reuse_idle_s=0.2)
+            response = await pool.post(server.url, "/x", b"1")
+            assert await response.read() == b"1"
+            response.release()
+            await asyncio.wait_for(closed.wait(), timeout=10)
+            assert not any(pool._idle.values())
+            again = await pool.post(server.url, "/x", b"2")
+            assert await again.read() == b"2" and server.connections == 2
+            again.release()
+            pool.close()
+
+    run(scenario())
