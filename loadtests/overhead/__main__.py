@@ -13,7 +13,7 @@ from pathlib import Path
 from loadtests.overhead.document import section, write_section
 from loadtests.overhead.machine import describe_busy
 from loadtests.overhead.measure import PhasePlan
-from loadtests.overhead.report import goals, goals_text, json_lines, text_table
+from loadtests.overhead.report import goals, goals_text, json_lines, production_goals, text_table
 from loadtests.overhead.run import GATEWAYS, OPTIONAL_GATEWAYS, RunSettings, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"backend ceiling (nginx alone on core {plan.load_core}): {ceiling}")
     print(text_table(result.measurements, result.skipped))
     print("\ngoals (issues #3 and #20):\n" + goals_text(goals(result.measurements)))
+    print("\ngoals of the production path (issue #19):\n" + goals_text(production_goals(result.measurements)))
     if not args.no_docs:
         command = args.command_label or "python -m loadtests.overhead " + shlex.join(sys.argv[1:] if argv is None else argv)
         when = time.strftime("%Y-%m-%d")

@@ -10,7 +10,7 @@ from loadtests.overhead.canned import CONTENT_TOKENS, canned_responses
 from loadtests.overhead.machine import describe_busy
 from loadtests.overhead.measure import PhasePlan
 from loadtests.overhead.modes import ALL_MODES, MESSAGES_GATEWAYS, RESPONSES_GATEWAYS
-from loadtests.overhead.report import goals, goals_text, markdown_table, replace_section
+from loadtests.overhead.report import goals, goals_text, markdown_table, production_goals, replace_section
 from loadtests.overhead.run import RunResult
 
 
@@ -73,6 +73,11 @@ with other work, `python -m loadtests.overhead.cpu_cost` measures Duet's CPU tim
 Goals (issue #3; the Responses and Messages rows: issue #20):
 
 {goals_text(goals(result.measurements))}
+
+Goals of the production path (issue #19: keys on with every limit set, two variants of two replicas, the
+reference config's rules; against vllm-router and against the same config with keys off):
+
+{goals_text(production_goals(result.measurements))}
 """
 
 

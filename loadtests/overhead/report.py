@@ -74,6 +74,26 @@ def goals(measurements: Sequence[Measurement], gateway: str = "duet") -> list[Go
     ]
 
 
+PRODUCTION = "duet-production"
+PRODUCTION_KEYS_OFF = "duet-production-keys-off"
+
+
+def production_goals(measurements: Sequence[Measurement]) -> list[Goal]:
+    """Issue #19's goals for the production path (keys on, every limit, two variants of two
+    replicas), streamed or not: at least 0.75x vllm-router's rate over the same backend, and
+    within 10% of the same config with keys off (at least 0.9x its rate)."""
+    goals_found = []
+    for mode in ("non-stream", "stream"):
+        production = find(measurements, PRODUCTION, mode)
+        goals_found += [
+            Goal(f"{PRODUCTION} {mode} rps / vllm-router's", _ratio(production, find(measurements, "vllm-router", mode)),
+                 0.75, False),
+            Goal(f"{PRODUCTION} {mode} rps / the same config with keys off",
+                 _ratio(production, find(measurements, PRODUCTION_KEYS_OFF, mode)), 0.9, False),
+        ]
+    return goals_found
+
+
 def _number(value: float | None, digits: int = 2) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 

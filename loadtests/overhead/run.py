@@ -29,8 +29,9 @@ from serving.ports import free_port
 
 # duet-redis: Duet with its state in Redis (`duet serve --state redis://...`, issue #5), the
 # redis-server pinned to the load core beside the backend. duet-production: keys on with every
-# limit set, two variants with two replicas each, the reference config's rules (issue #19).
-GATEWAYS = ("duet", "duet-production", "duet-redis", "vllm-router", "litellm")
+# limit set, two variants with two replicas each, the reference config's rules (issue #19);
+# duet-production-keys-off: the same config without keys, what issue #19 compares it with.
+GATEWAYS = ("duet", "duet-production", "duet-production-keys-off", "duet-redis", "vllm-router", "litellm")
 OPTIONAL_GATEWAYS: tuple[str, ...] = ()
 
 
@@ -114,6 +115,8 @@ def _launchers(
     return {
         "duet": lambda: duet_launch(run_dir, backend_url, free_port()),
         "duet-production": lambda: duet_launch(run_dir, backend_url, free_port(), name="duet-production", config="production"),
+        "duet-production-keys-off": lambda: duet_launch(run_dir, backend_url, free_port(), name="duet-production-keys-off",
+                                                        config="production-keys-off"),
         "duet-redis": lambda: _duet_redis(settings, backend_url, cleanup),
         "litellm": lambda: litellm_launch(settings.litellm_venv, run_dir, backend_url, free_port()),
         "vllm-router": lambda: vllm_router_launch(settings.vllm_router_venv, backend_url, free_port(), free_port()),

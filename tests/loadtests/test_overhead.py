@@ -345,3 +345,18 @@ def test_messages_smoke_checks_accept_the_canned_answers_and_catch_damage(tmp_pa
     assert "canned.messages_events" in MESSAGES_HANDLER_LUA
     body = json.loads(messages_request_body(True))
     assert body["max_tokens"] == len(CONTENT_TOKENS) and body["stream"] is True and body["messages"]
+
+
+def test_the_production_path_is_held_to_three_quarters_of_vllm_router_and_to_its_keys_off_twin() -> None:
+    from loadtests.overhead.report import production_goals
+    runs = [m("duet-production", "non-stream", 900, 1800), m("duet-production", "stream", 900, 700),
+            m("duet-production-keys-off", "non-stream", 800, 1900), m("duet-production-keys-off", "stream", 800, 900),
+            m("vllm-router", "non-stream", 700, 4000), m("vllm-router", "stream", 800, 900)]
+    verdicts = {goal.name: (round(goal.measured or 0, 3), goal.met) for goal in production_goals(runs)}
+    assert verdicts == {
+        "duet-production non-stream rps / vllm-router's": (0.45, False),
+        "duet-production non-stream rps / the same config with keys off": (0.947, True),
+        "duet-production stream rps / vllm-router's": (0.778, True),
+        "duet-production stream rps / the same config with keys off": (0.778, False),
+    }
+    assert all(goal.met is None for goal in production_goals(runs[:2]))  # no peer measured: no verdict
