@@ -3,13 +3,16 @@ and write the report folder.
 
 One run = fresh replicas (simulated unless given) + a gateway with one policy + ``locust --headless
 --duet-shape trace``; its folder holds locust's CSVs and HTML, the per-request records, the
-gateway's and replicas' /metrics at the end, ``summary.json`` and the plots. A comparison repeats
+gateway's and replicas' /metrics at the end, the host's load around the run (``host.json``),
+``summary.json`` and the plots. A comparison repeats
 that for each policy at each rate and adds one table and one plot.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
+import os
 import subprocess
 import sys
 import time
@@ -102,6 +105,8 @@ def run_one(settings: BenchSettings, policy: str, rate_scale: float, run_dir: Pa
     """One policy at one rate: start everything, replay, collect; returns the run's summary."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "records.jsonl").unlink(missing_ok=True)
+    started_utc = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    load_start, started = os.getloadavg()[0], time.monotonic()
     with replicas(settings.replica_set, settings.time_scale, settings.seed, settings.replica_urls) as urls:
         with gateway(policy, settings.replica_set, urls, settings.time_scale, run_dir, settings.port, settings.api_key) as url:
             warm_up(url, settings.replica_set.model, settings.api_key)
@@ -112,6 +117,10 @@ def run_one(settings: BenchSettings, policy: str, rate_scale: float, run_dir: Pa
         for variant, variant_urls in urls.items():
             for i, replica_url in enumerate(variant_urls):
                 (run_dir / f"replica-{variant}-{i}.metrics").write_text(scrape(replica_url))
+    # The run shares the host's cores with whatever else runs: its load says how far to trust it.
+    host = {"started_utc": started_utc, "wall_s": round(time.monotonic() - started, 1),
+            "load_avg_1m": [round(load_start, 2), round(os.getloadavg()[0], 2)]}
+    (run_dir / "host.json").write_text(json.dumps(host) + "\n")
     return summarize_run(settings, policy, rate_scale, run_dir)
 
 
@@ -124,8 +133,13 @@ def summarize_run(settings: BenchSettings, policy: str, rate_scale: float, run_d
         "replicas": settings.replica_set.name, "duration_model_s": settings.duration_s,
         "offered_rps": round(offered_rps(settings, rate_scale), 3), "traces": list(settings.traces),
         "trace_start_s": settings.trace_start_s, "attribution": ATTRIBUTION,
+        "replica_counts": {v.name: v.replicas for v in settings.replica_set.variants},
     }
-    summary = run_summary(records, settings.slos, prices(settings.replica_set), settings.duration_s, meta)
+    host = run_dir / "host.json"
+    if host.exists():
+        meta["host"] = json.loads(host.read_text())
+    summary = run_summary(records, settings.slos, prices(settings.replica_set), settings.duration_s, meta,
+                          settings.replica_set.parity)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if records:
         plots.run_plots(summary, records, run_dir)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,11 @@ def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("runs/bench-slo"), help="report folder")
     parser.add_argument("--report-only", action="store_true", help="rebuild the report from the run folders in --out")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="also write the small results file docs are rendered from, e.g. "
+                             "docs/results/bench-slo/NAME.json (python -m loadtests.slo_docs renders them)")
+    parser.add_argument("--note", default="", help="what a reader of --results needs beside the numbers "
+                                                    "(e.g. what else the machine ran)")
 
 
 def _replica_urls(text: str) -> dict[str, list[str]]:
@@ -52,6 +58,20 @@ def _replica_urls(text: str) -> dict[str, list[str]]:
         variant, _, url = item.partition("=")
         urls.setdefault(variant, []).append(url.rstrip("/"))
     return urls
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command that reruns ``args`` (without ``--report-only``): what reports and results show."""
+    parts = ["duet bench slo", "--replicas", args.replicas]
+    parts += ["--compare"] if args.compare else [f"--policy {p}" for p in args.policy]
+    parts += [f"--duration {args.duration:g}", f"--time-scale {args.time_scale:g}", f"--trace-start {args.trace_start:g}",
+              f"--rate-scale {args.rate_scale}", f"--traces {args.traces}", f"--trace-users {args.trace_users}",
+              f"--seed {args.seed}"]
+    optional = {"--replica-urls": args.replica_urls, "--slos": args.slos}
+    parts += [f"{flag} {value}" for flag, value in optional.items() if value]
+    parts += [f"--out {args.out}"] + ([f"--results {args.results}"] if args.results else [])
+    parts += [f"--note {shlex.quote(args.note)}"] if args.note else []
+    return " ".join(parts)
 
 
 def run_slo(args: argparse.Namespace) -> int:
@@ -74,13 +94,18 @@ def run_slo(args: argparse.Namespace) -> int:
         port=args.port, replica_urls=_replica_urls(args.replica_urls),
     )
     rates = [float(r) for r in args.rate_scale.split(",") if r]
-    command = "duet bench slo " + " ".join(sys.argv[3:] if sys.argv[1:3] == ["bench", "slo"] else sys.argv[1:])
+    command = command_line(args)
     try:
         build = rebuild_report if args.report_only else run_bench
         report = build(settings, policies, rates, args.out, command)
     except StackError as exc:
         print(f"duet bench slo: {exc}", file=sys.stderr)
         return 2
+    if args.results is not None:
+        from loadtests import slo_results
+
+        content = slo_results.results(report, settings, slo_results.host_facts(), args.note)
+        slo_results.write(args.results, content)
     print(json.dumps({"out": str(args.out), "goodput": report["goodput"],
                       "policies": [policy_name(p) for p in policies]}))
     return 0

@@ -53,6 +53,11 @@ class ReplicaSet:
     def served_name(self, variant: str) -> str:
         return f"{self.model}-{variant}"
 
+    @property
+    def parity(self) -> dict[str, frozenset[str] | None]:
+        """variant -> the task types parity allows on it (None: all): what every policy is scored by."""
+        return {v.name: None if v.allowed_tasks is None else frozenset(v.allowed_tasks) for v in self.variants}
+
 
 # Prices (USD per 1M tokens) are illustrative, in proportion to the GPU time each variant needs per
 # token on the same 4x H100: FP8 decodes ~1.5x and prefills ~1.8x faster than bf16.

@@ -1,5 +1,5 @@
-"""From per-request records to a run's summary: attainment, goodput, cost, latency percentiles and
-the variant mix, overall and per task (all in model time). Pure."""
+"""From per-request records to a run's summary: attainment, good requests, goodput, cost, latency
+percentiles, the variant mix and the errors, overall and per task (all in model time). Pure."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ from typing import Any
 import orjson
 
 from gateway.flow import Price
-from loadtests.slo import RequestRecord, Slo, attainment, percentile
+from loadtests.replay.report import Parity, allowed
+from loadtests.slo import RequestRecord, Slo, attainment, meets_its_task, percentile
+
+# How much of an error message names its kind (the rest is a request's own detail).
+ERROR_KIND_CHARS = 80
 
 
 def load_records(path: Path, time_scale: float = 1.0) -> list[RequestRecord]:
@@ -54,10 +58,25 @@ def unfinished_records(scheduled: Mapping[str, int], records: Sequence[RequestRe
             for task, count in scheduled.items() for _ in range(max(0, count - done[task]))]
 
 
+def good(record: RequestRecord, slos: Mapping[str, Slo], parity: Parity) -> bool:
+    """Met its budget on a variant ``parity`` allows for its task: the replay's *good request*
+    (``loadtests.replay.report.allowed`` judges the variant)."""
+    return meets_its_task(record, slos) and allowed(record, parity)  # type: ignore[arg-type]  # reads .variant and .task only
+
+
+def error_kinds(records: Iterable[RequestRecord]) -> dict[str, int]:
+    """Failed requests by the start of their error message, most frequent first."""
+    kinds = Counter((r.error or "no token streamed")[:ERROR_KIND_CHARS] for r in records if not r.ok)
+    return dict(kinds.most_common())
+
+
 def group_summary(records: Sequence[RequestRecord], slos: Mapping[str, Slo], prices: Mapping[str, Price],
-                  duration_s: float) -> dict[str, Any]:
-    """The numbers for one group of requests over ``duration_s`` model seconds."""
+                  duration_s: float, parity: Parity | None = None) -> dict[str, Any]:
+    """The numbers for one group of requests over ``duration_s`` model seconds; ``parity`` (variant
+    -> tasks allowed on it, None: all) decides which budget-meeting requests are good."""
+    parity = parity or {}
     result = attainment(records, slos, duration_s)
+    good_requests = sum(good(r, slos, parity) for r in records)
     cost = sum(request_cost(r, prices) for r in records)
     mix = Counter(r.variant for r in records if r.ok)
     served = sum(mix.values())
@@ -68,6 +87,10 @@ def group_summary(records: Sequence[RequestRecord], slos: Mapping[str, Slo], pri
         "unfinished": sum(1 for r in records if r.variant == "unfinished"),
         "met_slo": result.met,
         "attainment": round(result.share, 4),
+        "good_requests": good_requests,
+        "good_fraction": round(good_requests / len(records), 4) if records else 0.0,
+        # Served where parity refuses the task, whatever the latency (the replay's quality miss).
+        "quality_misses": sum(not allowed(r, parity) for r in records),  # type: ignore[arg-type]
         "throughput_rps": round(result.throughput_rps, 3),
         "goodput_rps": round(result.goodput_rps, 3),
         "cost_usd": round(cost, 6),
@@ -79,18 +102,24 @@ def group_summary(records: Sequence[RequestRecord], slos: Mapping[str, Slo], pri
         "e2e_ms": _ms(r.latency_s for r in ok),
         "lag_ms": _ms(r.lag_s for r in records),
         "output_tokens": sum(r.output_tokens for r in ok),
+        "errors": error_kinds(records),
     }
 
 
 def run_summary(records: Sequence[RequestRecord], slos: Mapping[str, Slo], prices: Mapping[str, Price],
-                duration_s: float, meta: Mapping[str, Any]) -> dict[str, Any]:
+                duration_s: float, meta: Mapping[str, Any], parity: Parity | None = None) -> dict[str, Any]:
     """``meta`` (policy, rates, scales) plus the overall, per-task and per-variant summaries."""
     tasks = sorted({r.task for r in records})
     variants = sorted({r.variant for r in records if r.ok})
+
+    def of(group: Sequence[RequestRecord]) -> dict[str, Any]:
+        return group_summary(group, slos, prices, duration_s, parity)
+
     return {
         **meta,
         "slos": {t: {"ttft_ms": s.ttft_ms, "tpot_ms": s.tpot_ms} for t, s in slos.items() if t in tasks},
-        "overall": group_summary(records, slos, prices, duration_s),
-        "tasks": {t: group_summary([r for r in records if r.task == t], slos, prices, duration_s) for t in tasks},
-        "variants": {v: group_summary([r for r in records if r.variant == v], slos, prices, duration_s) for v in variants},
+        "parity": {v: None if t is None else sorted(t) for v, t in (parity or {}).items()},
+        "overall": of(records),
+        "tasks": {t: of([r for r in records if r.task == t]) for t in tasks},
+        "variants": {v: of([r for r in records if r.variant == v]) for v in variants},
     }

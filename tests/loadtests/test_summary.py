@@ -52,3 +52,15 @@ def test_markdown_tables_name_every_task_and_policy():
     table = comparison_markdown(rows, {"duet": 4.0, "always-standard": None})
     assert "| duet | 4.00 | 95.0% | 90.0% | 3.80 |" in table
     assert "below the lowest rate tried" in table
+
+
+def test_a_good_request_met_its_budget_on_a_variant_parity_allows_for_its_task():
+    records = [record("chat", "fast"), record("coding", "fast"), record("coding", "standard"),
+               record("coding", "fast", ttft=2.0), record("chat", "unfinished", ok=False)]
+    parity = {"standard": None, "fast": frozenset({"chat"})}
+    overall = run_summary(records, SLOS, PRICES, duration_s=1.0, meta={}, parity=parity)["overall"]
+    # coding on fast is a quality miss whether or not it met its budget; a failed request is none
+    assert (overall["met_slo"], overall["good_requests"], overall["quality_misses"]) == (3, 2, 2)
+    assert overall["good_fraction"] == 0.4
+    assert overall["errors"] == {"no token streamed": 1}
+    assert run_summary(records, SLOS, PRICES, 1.0, {})["overall"]["good_requests"] == 3  # no parity: all allowed

@@ -1,0 +1,110 @@
+"""The small results file of a ``duet bench slo`` run (``--results docs/results/bench-slo/<name>.json``):
+what docs/benchmarks.md's bench-slo section is rendered from (``loadtests.slo_docs``).
+
+It keeps, from the run folder's ``summary.json``, the command line, the date, the host (CPU model,
+AVX-512 or not, the 1-minute load average at each run's start and end, the git commit) and per
+policy and rate: requests, budgets met, good requests, cost, TTFT and TPOT p50 / p90 / p99, the
+variant mix and the errors. The per-request records, plots and locust HTML stay in the run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from loadtests.bench import BenchSettings
+from serving.hardware import this_machine
+
+REPO = Path(__file__).resolve().parents[1]
+# The code a run's numbers depend on: uncommitted changes there are named beside the commit.
+RUN_CODE = ("gateway", "loadtests", "serving")
+ERRORS_KEPT = 3  # most frequent error kinds per run
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """``model name`` of the first CPU in ``cpuinfo`` ('unknown' without one)."""
+    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def _git(*args: str) -> str:
+    result = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False)
+    return result.stdout if result.returncode == 0 else ""
+
+
+def host_facts() -> dict[str, Any]:
+    """This machine and the tree the run used: CPU model and count, hardware class, AVX-512, git
+    commit and the run code's uncommitted files (the tree may be shared with other work)."""
+    hardware = this_machine()
+    changed = _git("status", "--porcelain", "--untracked-files=no", "--", *RUN_CODE)
+    return {
+        "cpu_model": cpu_model(), "cpus": os.cpu_count(), "hardware_class": hardware.hardware_class,
+        "avx512": "avx512f" in hardware.cpu_flags, "git_commit": _git("rev-parse", "--short=12", "HEAD").strip(),
+        "uncommitted": sorted(line[3:] for line in changed.splitlines()),
+    }
+
+
+def _latency(stats: Mapping[str, float | None]) -> dict[str, float | None]:
+    return {q: stats[q] for q in ("p50", "p90", "p99")}
+
+
+def run_entry(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """One (policy, rate) of a run folder's ``summary.json``, reduced to what the docs show."""
+    overall = summary["overall"]
+    return {
+        "policy": summary["policy"], "rate_scale": summary["rate_scale"], "offered_rps": summary["offered_rps"],
+        "requests": overall["requests"], "budgets_met": overall["met_slo"], "attainment": overall["attainment"],
+        "good_requests": overall["good_requests"], "good_fraction": overall["good_fraction"],
+        "quality_misses": overall["quality_misses"], "failed": overall["failed"], "unfinished": overall["unfinished"],
+        "errors": dict(list(overall["errors"].items())[:ERRORS_KEPT]),
+        "cost_usd": overall["cost_usd"], "cost_per_1k_requests_usd": overall["cost_per_1k_requests_usd"],
+        "ttft_ms": _latency(overall["ttft_ms"]), "tpot_ms": _latency(overall["tpot_ms"]),
+        "variant_mix": overall["variant_mix"],
+        "tasks": {task: {"requests": g["requests"], "budgets_met": g["met_slo"], "good_requests": g["good_requests"]}
+                  for task, g in summary["tasks"].items()},
+        "host": summary.get("host"),
+    }
+
+
+def results(report: Mapping[str, Any], settings: BenchSettings, host: Mapping[str, Any], note: str = "") -> dict[str, Any]:
+    """The results file's content from a report (``runner.write_report``'s), ``host_facts()`` and
+    the operator's ``note`` (what the numbers need beside them)."""
+    runs = [run_entry(s) for s in report["runs"]]
+    timed = [r["host"] for r in runs if r["host"]]
+    replica_set = settings.replica_set
+    return {
+        "command": report["command"],
+        "date": timed[0]["started_utc"] if timed else None,
+        "note": note,
+        "host": {**host, "load_avg_1m": {"first_start": timed[0]["load_avg_1m"][0] if timed else None,
+                                          "last_end": timed[-1]["load_avg_1m"][1] if timed else None,
+                                          "peak": max((x for t in timed for x in t["load_avg_1m"]), default=None)},
+                 "wall_s": round(sum(t["wall_s"] for t in timed), 1)},
+        "settings": {
+            "replicas": replica_set.name, "replica_counts": {v.name: v.replicas for v in replica_set.variants},
+            "profiles": {v.name: v.profile for v in replica_set.variants},
+            "prices": {v.name: [v.price.input_per_mtok, v.price.output_per_mtok] for v in replica_set.variants},
+            "parity": {v: None if t is None else sorted(t) for v, t in replica_set.parity.items()},
+            "traces": list(settings.traces), "trace_start_s": settings.trace_start_s,
+            "duration_model_s": settings.duration_s, "time_scale": settings.time_scale,
+            "slos": {t: [s.ttft_ms, s.tpot_ms] for t, s in settings.slos.items()},
+        },
+        "goodput": report["goodput"],
+        "runs": runs,
+    }
+
+
+def write(path: Path, content: Mapping[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(content, indent=1) + "\n")
+
+
+def rates(content: Mapping[str, Any]) -> Sequence[float]:
+    """The rate scales of a results file, lowest first."""
+    return sorted({r["rate_scale"] for r in content["runs"]})
