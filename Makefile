@@ -215,15 +215,17 @@ bench-loadgens: $(STAMP) vllm-env local-model $(BENCH_AIPERF_VENV)/.installed
 # ---- end bench-loadgens ----
 
 # ---- bench-slo (issue #6): SLO attainment, goodput and cost per routing policy, with locust ----
-# Six policies (always-standard, always-fast, round-robin, least-loaded, LiteLLM's latency-based
-# routing from its own venv, Duet) on simulated H100 70B bf16 + FP8 replicas, the Azure 2023 code +
+# Every shipped policy (--compare: always-standard, always-fast, round-robin, least-loaded, static-split,
+# llm-d-default, LiteLLM's latency-based routing from its own venv, Duet) on simulated H100 70B bf16 + FP8 replicas, the Azure 2023 code +
 # conv traces at four rates, time-compressed 2x. Report: runs/bench-slo/ (summary.json, summary.md,
-# plots, locust HTML per run). About 50 minutes (LiteLLM's runs drain slowly).
+# plots, locust HTML per run); the small results file docs/results/bench-slo/h100-70b-full.json, from
+# which loadtests.slo_docs writes the bench-slo section of docs/benchmarks.md. About 50 minutes.
 .PHONY: bench-slo
 
 bench-slo: $(STAMP) $(BENCH_LITELLM_VENV)/.installed
 	$(BIN)/duet bench slo --replicas h100-70b --compare --duration 90 --time-scale 2 --trace-start 1200 \
-		--rate-scale 0.125,0.25,0.5,1 --out runs/bench-slo $(ARGS)
+		--rate-scale 0.125,0.25,0.5,1 --out runs/bench-slo --results docs/results/bench-slo/h100-70b-full.json $(ARGS)
+	$(BIN)/python -m loadtests.slo_docs
 # ---- end bench-slo ----
 
 # ---- deploy (issue #9): Kubernetes, compose, Prometheus rules and Grafana rendered from duet.yaml ----
