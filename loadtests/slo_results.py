@@ -17,20 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from loadtests.bench import BenchSettings
+from loadtests.overhead.document import cpu_model
 from serving.hardware import this_machine
 
 REPO = Path(__file__).resolve().parents[1]
 # The code a run's numbers depend on: uncommitted changes there are named beside the commit.
 RUN_CODE = ("gateway", "loadtests", "serving")
 ERRORS_KEPT = 3  # most frequent error kinds per run
-
-
-def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """``model name`` of the first CPU in ``cpuinfo`` ('unknown' without one)."""
-    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def _git(*args: str) -> str:

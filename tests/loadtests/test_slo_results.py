@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 from gateway.cli import main
-from loadtests import slo_results
 
 
 def test_results_write_the_command_the_host_and_each_runs_scores(tmp_path):
@@ -28,9 +27,3 @@ def test_results_write_the_command_the_host_and_each_runs_scores(tmp_path):
     assert set(run["ttft_ms"]) == {"p50", "p90", "p99"} and sum(run["variant_mix"].values()) == 1.0
     assert run["host"]["wall_s"] > 0
 
-
-def test_the_host_is_read_from_cpuinfo(tmp_path):
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nmodel name\t: Example CPU @ 2.0GHz\nflags\t\t: fpu avx2\n")
-    assert slo_results.cpu_model(cpuinfo) == "Example CPU @ 2.0GHz"
-    assert slo_results.cpu_model(tmp_path / "missing") == "unknown"
