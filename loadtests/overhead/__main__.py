@@ -14,6 +14,9 @@ from loadtests.overhead.document import section, write_section
 from loadtests.overhead.machine import describe_busy
 from loadtests.overhead.measure import PhasePlan
 from loadtests.overhead.report import goals, goals_text, json_lines, production_goals, text_table
+from loadtests.overhead.results import RESULTS, Host, RunRecord
+from loadtests.overhead.results import read as read_results
+from loadtests.overhead.results import write as write_results
 from loadtests.overhead.run import GATEWAYS, OPTIONAL_GATEWAYS, RunSettings, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--vllm-router-venv", type=Path, default=ROOT / ".venv-bench-vllm-router")
     parser.add_argument("--docs", type=Path, default=ROOT / "docs" / "benchmarks.md",
                         help="file whose 'Gateway overhead' section is rewritten")
-    parser.add_argument("--no-docs", action="store_true", help="do not touch the docs file")
+    parser.add_argument("--no-docs", action="store_true", help="do not touch the docs file nor the results file")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the run's record, which the section is rendered from")
     parser.add_argument("--command-label", default=None,
                         help="the command quoted in the docs (default: this command line)")
     return parser
@@ -64,9 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\ngoals of the production path (issue #19):\n" + goals_text(production_goals(result.measurements)))
     if not args.no_docs:
         command = args.command_label or "python -m loadtests.overhead " + shlex.join(sys.argv[1:] if argv is None else argv)
-        when = time.strftime("%Y-%m-%d")
-        write_section(args.docs, section(result, command.strip(), plan, args.gateway_core, when))
-        print(f"\nwrote the 'Gateway overhead' section of {args.docs}")
+        record = RunRecord(result, command.strip(), plan, args.gateway_core, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                           Host.here())
+        write_results(record, args.results)
+        write_section(args.docs, section(read_results(args.results)))
+        print(f"\nwrote {args.results} and the 'Gateway overhead' section of {args.docs} from it")
     print()
     for line in json_lines(result.measurements):
         print(line)

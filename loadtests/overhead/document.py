@@ -1,25 +1,19 @@
-"""The "Gateway overhead" section of docs/benchmarks.md, rendered from one run."""
+"""The "Gateway overhead" section of docs/benchmarks.md, rendered from one run's record
+(``docs/results/overhead.json``): ``python -m loadtests.overhead.document`` renders it again."""
 
 from __future__ import annotations
 
-import os
-import platform
+import sys
 from pathlib import Path
 
 from loadtests.overhead.canned import CONTENT_TOKENS, canned_responses
 from loadtests.overhead.machine import describe_busy
-from loadtests.overhead.measure import PhasePlan
 from loadtests.overhead.modes import ALL_MODES, MESSAGES_GATEWAYS, RESPONSES_GATEWAYS
 from loadtests.overhead.report import goals, goals_text, markdown_table, production_goals, replace_section
+from loadtests.overhead.results import RESULTS, RunRecord, read
 from loadtests.overhead.run import RunResult
 
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo ("unknown" if absent)."""
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
 
 
 def _busy_warning(result: RunResult) -> str:
@@ -29,8 +23,9 @@ def _busy_warning(result: RunResult) -> str:
             "see the gateway CPU column): re-run on a quiet machine before quoting them.")
 
 
-def section(result: RunResult, command: str, plan: PhasePlan, gateway_core: int, when: str) -> str:
+def section(record: RunRecord) -> str:
     """Markdown for the section: command, machine, method, numbers, goals."""
+    result, plan, gateway_core, host = record.result, record.plan, record.gateway_core, record.host
     versions = ", ".join(f"{name} {version}" for name, version in result.versions.items())
     ceiling = "; ".join(f"{mode.name} {result.backend_ceiling[mode.name].rps:.0f} req/s" for mode in ALL_MODES)
     canned = canned_responses()
@@ -41,9 +36,10 @@ def section(result: RunResult, command: str, plan: PhasePlan, gateway_core: int,
     return f"""\
 ## Gateway overhead
 
-Measured {when} with `{command}` (the harness is `loadtests/overhead/`).
+Measured {record.date} with `{record.command}` (the harness is `loadtests/overhead/`; the run's record is
+`docs/results/overhead.json`, which this section is rendered from).
 
-**Machine.** {os.cpu_count()} cores ({cpu_model()}), Linux {platform.release()}. Versions: {versions}.
+**Machine.** {host.cpus} cores ({host.cpu_model}; {host.hardware_class}), Linux {host.kernel}. Versions: {versions}.
 Other work on the machine just before the run: {describe_busy(result.busy_before)} busy.{_busy_warning(result)}
 
 **Method.** Each gateway runs alone on core {gateway_core} (`taskset`); the backend (nginx + Lua
@@ -86,3 +82,14 @@ def write_section(docs_path: Path, text: str) -> None:
     document = docs_path.read_text() if docs_path.exists() else ""
     docs_path.parent.mkdir(parents=True, exist_ok=True)
     docs_path.write_text(replace_section(document, text))
+
+
+def main() -> int:
+    """Render the section again from the committed record."""
+    write_section(DOCS, section(read(RESULTS)))
+    print(f"wrote the 'Gateway overhead' section of {DOCS} from {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

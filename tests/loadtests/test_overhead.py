@@ -12,6 +12,7 @@ import yaml
 from loadtests.overhead.backend import render_canned_lua, render_nginx_conf
 from loadtests.overhead.canned import API_KEY, CONTENT_TOKENS, canned_responses, request_body
 from loadtests.overhead.duet import REFERENCE_CONFIG, duet_config
+from loadtests.overhead.launch import Unavailable
 from loadtests.overhead.measure import Measurement
 from loadtests.overhead.report import (
     SECTION_END,
@@ -305,12 +306,14 @@ def test_the_docs_section_names_the_responses_rows_and_their_goals() -> None:
     from loadtests.overhead.document import section
     from loadtests.overhead.measure import PhasePlan
     from loadtests.overhead.modes import ALL_MODES
+    from loadtests.overhead.results import Host, RunRecord
     from loadtests.overhead.run import RunResult
 
     runs = tuple(m(gateway, mode.name, 500, 1000) for gateway in ("direct", "duet", "vllm-router") for mode in ALL_MODES)
     result = RunResult(runs, (), {mode.name: wrk(100, 5000) for mode in ALL_MODES}, {"nginx": "1.22.1"},
                        {"cpu0": 0.01, "cpu1": 0.02})
-    text = section(result, "make bench-overhead", PhasePlan(), 1, "2026-12-04")
+    host = Host(2, "Some CPU", "6.1.0", "avx2")
+    text = section(RunRecord(result, "make bench-overhead", PhasePlan(), 1, "2026-12-04 12:00 UTC", host))
     assert "| duet | responses-stream | 1000 |" in text and "`POST /v1/responses`" in text
     assert "duet responses rps / vllm-router's: 1.00 (goal >= 0.5) — met" in text
     assert f"{len(canned_responses().responses_sse_events)} SSE events" in text
@@ -360,3 +363,17 @@ def test_the_production_path_is_held_to_three_quarters_of_vllm_router_and_to_its
         "duet-production stream rps / the same config with keys off": (0.778, False),
     }
     assert all(goal.met is None for goal in production_goals(runs[:2]))  # no peer measured: no verdict
+
+
+def test_a_run_record_survives_its_json_file_whole(tmp_path: Path) -> None:
+    from loadtests.overhead.measure import PhasePlan
+    from loadtests.overhead.results import Host, RunRecord, read, write
+    from loadtests.overhead.run import RunResult
+
+    result = RunResult((m("direct", "non-stream", 40, 20000), Measurement("duet", "stream", wrk(800, 460), wrk(900, 400), None)),
+                       (Unavailable("litellm", "no venv"),), {"non-stream": wrk(30, 40000)}, {"nginx": "1.22.1"},
+                       {"cpu0": 0.01, "cpu1": 0.5})
+    record = RunRecord(result, "make bench-overhead", PhasePlan(1.0, 2.0, 3.0, 8, 0), 1, "2026-12-04 12:00 UTC",
+                       Host(2, "Some CPU", "6.1.0", "avx512"))
+    write(record, tmp_path / "overhead.json")
+    assert read(tmp_path / "overhead.json") == record
