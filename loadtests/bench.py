@@ -100,13 +100,29 @@ def run_locust(command: Sequence[str], run_dir: Path, progress: Progress | None)
         raise StackError(f"locust exited with {process.returncode}:\n{tail}")
 
 
+# The code a run's numbers depend on: uncommitted changes there are named beside the commit.
+RUN_CODE = ("gateway", "loadtests", "serving")
+
+
+def code_version() -> dict[str, Any]:
+    """The git commit of the tree the benchmark runs from, and its uncommitted files under
+    ``RUN_CODE`` (the tree may be shared with other work); empty values outside a checkout."""
+    def git(*args: str) -> str:
+        result = subprocess.run(["git", *args], cwd=LOCUSTFILE.parents[1], capture_output=True, text=True, check=False)
+        return result.stdout if result.returncode == 0 else ""
+
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", *RUN_CODE)
+    return {"git_commit": git("rev-parse", "--short=12", "HEAD").strip(),
+            "uncommitted": sorted(line[3:] for line in changed.splitlines())}
+
+
 def run_one(settings: BenchSettings, policy: str, rate_scale: float, run_dir: Path,
             progress: Progress | None = None) -> dict[str, Any]:
     """One policy at one rate: start everything, replay, collect; returns the run's summary."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "records.jsonl").unlink(missing_ok=True)
     started_utc = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    load_start, started = os.getloadavg()[0], time.monotonic()
+    load_start, started, code = os.getloadavg()[0], time.monotonic(), code_version()
     with replicas(settings.replica_set, settings.time_scale, settings.seed, settings.replica_urls) as urls:
         with gateway(policy, settings.replica_set, urls, settings.time_scale, run_dir, settings.port, settings.api_key) as url:
             warm_up(url, settings.replica_set.model, settings.api_key)
@@ -119,7 +135,7 @@ def run_one(settings: BenchSettings, policy: str, rate_scale: float, run_dir: Pa
                 (run_dir / f"replica-{variant}-{i}.metrics").write_text(scrape(replica_url))
     # The run shares the host's cores with whatever else runs: its load says how far to trust it.
     host = {"started_utc": started_utc, "wall_s": round(time.monotonic() - started, 1),
-            "load_avg_1m": [round(load_start, 2), round(os.getloadavg()[0], 2)]}
+            "load_avg_1m": [round(load_start, 2), round(os.getloadavg()[0], 2)], **code}
     (run_dir / "host.json").write_text(json.dumps(host) + "\n")
     return summarize_run(settings, policy, rate_scale, run_dir)
 

@@ -131,11 +131,12 @@ def goodput_table(result: Mapping[str, Any]) -> list[str]:
 
 
 def host_line(result: Mapping[str, Any]) -> str:
-    host = result["host"]
+    host, code = result["host"], result["code"]
     load = host["load_avg_1m"]
-    tree = f"commit `{host['git_commit']}`"
-    if host["uncommitted"]:
-        tree += f" with uncommitted changes to {', '.join(f'`{p}`' for p in host['uncommitted'])}"
+    tree = f"code at commit `{code['git_commit']}`"
+    if code["uncommitted"]:
+        tree += f" with uncommitted changes to {', '.join(f'`{p}`' for p in code['uncommitted'])}"
+    tree += f" (recorded {code['recorded']})"
     return (f"Measured {result['date']} on {host['cpu_model']} ({host['cpus']} CPUs, class {host['hardware_class']}, "
             f"{'with' if host['avx512'] else 'no'} AVX-512), {tree}; {host['wall_s']:,.0f} s of wall time for the grid. "
             f"Host load (1-minute average): {load['first_start']:.2f} at the first run's start, {load['last_end']:.2f} at "

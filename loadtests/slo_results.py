@@ -11,36 +11,32 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadtests.bench import BenchSettings
-from loadtests.overhead.document import cpu_model
+from loadtests.bench import BenchSettings, code_version
+from loadtests.overhead.results import cpu_model
 from serving.hardware import this_machine
 
-REPO = Path(__file__).resolve().parents[1]
-# The code a run's numbers depend on: uncommitted changes there are named beside the commit.
-RUN_CODE = ("gateway", "loadtests", "serving")
 ERRORS_KEPT = 3  # most frequent error kinds per run
 
 
-def _git(*args: str) -> str:
-    result = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False)
-    return result.stdout if result.returncode == 0 else ""
-
-
 def host_facts() -> dict[str, Any]:
-    """This machine and the tree the run used: CPU model and count, hardware class, AVX-512, git
-    commit and the run code's uncommitted files (the tree may be shared with other work)."""
+    """This machine: CPU model and count, hardware class, AVX-512 or not."""
     hardware = this_machine()
-    changed = _git("status", "--porcelain", "--untracked-files=no", "--", *RUN_CODE)
-    return {
-        "cpu_model": cpu_model(), "cpus": os.cpu_count(), "hardware_class": hardware.hardware_class,
-        "avx512": "avx512f" in hardware.cpu_flags, "git_commit": _git("rev-parse", "--short=12", "HEAD").strip(),
-        "uncommitted": sorted(line[3:] for line in changed.splitlines()),
-    }
+    return {"cpu_model": cpu_model(), "cpus": os.cpu_count(), "hardware_class": hardware.hardware_class,
+            "avx512": "avx512f" in hardware.cpu_flags}
+
+
+def code_of(timed: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The commit(s) and uncommitted files the runs recorded at their start; the tree as it is
+    now, said so, for run folders from before runs recorded it."""
+    commits = sorted({t["git_commit"] for t in timed if "git_commit" in t})
+    if not commits:
+        return {**code_version(), "recorded": "when the results were written, not by the runs"}
+    return {"git_commit": ", ".join(commits), "uncommitted": sorted({p for t in timed for p in t["uncommitted"]}),
+            "recorded": "by each run at its start"}
 
 
 def _latency(stats: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -75,6 +71,7 @@ def results(report: Mapping[str, Any], settings: BenchSettings, host: Mapping[st
         "command": report["command"],
         "date": timed[0]["started_utc"] if timed else None,
         "note": note,
+        "code": code_of(timed),
         "host": {**host, "load_avg_1m": {"first_start": timed[0]["load_avg_1m"][0] if timed else None,
                                           "last_end": timed[-1]["load_avg_1m"][1] if timed else None,
                                           "peak": max((x for t in timed for x in t["load_avg_1m"]), default=None)},

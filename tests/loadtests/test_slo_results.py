@@ -18,7 +18,8 @@ def test_results_write_the_command_the_host_and_each_runs_scores(tmp_path):
         f"--trace-users 20 --seed 0 --out {out} --results {results} --note 'a test run'")
     assert content["note"] == "a test run" and content["date"].endswith("UTC")
     host = content["host"]
-    assert host["cpus"] >= 1 and isinstance(host["avx512"], bool) and len(host["git_commit"]) == 12
+    assert host["cpus"] >= 1 and isinstance(host["avx512"], bool)
+    assert len(content["code"]["git_commit"]) == 12 and content["code"]["recorded"] == "by each run at its start"
     assert host["load_avg_1m"]["peak"] >= host["load_avg_1m"]["first_start"] >= 0
     assert content["settings"]["replica_counts"] == {"standard": 1, "fast": 1}
     [run] = content["runs"]
