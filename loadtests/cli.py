@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -61,7 +60,8 @@ def _replica_urls(text: str) -> dict[str, list[str]]:
 
 
 def command_line(args: argparse.Namespace) -> str:
-    """The command that reruns ``args`` (without ``--report-only``): what reports and results show."""
+    """The command that reruns ``args`` (without ``--report-only``, and without ``--note``, which
+    the results keep on their own): what reports and results show."""
     parts = ["duet bench slo", "--replicas", args.replicas]
     parts += ["--compare"] if args.compare else [f"--policy {p}" for p in args.policy]
     parts += [f"--duration {args.duration:g}", f"--time-scale {args.time_scale:g}", f"--trace-start {args.trace_start:g}",
@@ -70,7 +70,6 @@ def command_line(args: argparse.Namespace) -> str:
     optional = {"--replica-urls": args.replica_urls, "--slos": args.slos}
     parts += [f"{flag} {value}" for flag, value in optional.items() if value]
     parts += [f"--out {args.out}"] + ([f"--results {args.results}"] if args.results else [])
-    parts += [f"--note {shlex.quote(args.note)}"] if args.note else []
     return " ".join(parts)
 
 

@@ -52,6 +52,11 @@ INTRO = (
     "ended. TTFT and TPOT over requests that succeeded; cost per 1,000 served requests at the serving variant's "
     "price. Goodput (DistServe): the highest offered rate with at least 90% of budgets met, interpolated between "
     "the rates tried.",
+    "",
+    "The locust side works on its own too: `locust -f loadtests/locustfile.py --host http://127.0.0.1:8000` (web UI; "
+    "coding, chat, two-turn agent with a tool, and long-document extraction users; `--duet-shape step|ramp|trace`, "
+    "`locust -f loadtests/locustfile.py --help` for the `--duet-*` options). TTFT and TPOT are request types of their "
+    "own in locust's tables, charts and CSVs.",
 )
 
 
