@@ -18,7 +18,7 @@ from pathlib import Path
 from loadtests.loadgens.document import DOCS, RESULTS, replace_section, run_record, section, write_results
 from loadtests.loadgens.run import REPO, TIME_SCALE, LoadgenError, Settings, run
 from loadtests.loadgens.tools import AIPERF, VLLM_BENCH, VLLM_BENCH_RESPONSES, Workload
-from loadtests.overhead.document import cpu_model
+from loadtests.overhead.results import cpu_model
 from loadtests.stack import StackError
 from serving.hardware import this_machine
 from serving.local_model import LocalModelPaths, default_cache_dir
