@@ -23,17 +23,17 @@ SHOWN = ("duet", "llm-d-default", "always-standard", "least-loaded", "always-fas
 COST_GOAL = 0.6  # Duet's cost at most this fraction of always-standard's
 
 
-# The code the committed replays ran on (the gateway kept changing under them the same morning).
-REPLAYED_ON = ("Both replays ran on the shared tree at ee3d4a8 (2026-12-04 05:22 UTC). The gateway's session and "
-               "prefix-index commits that followed it move a one-seed rerun of Duet at x0.3 slightly (within the "
-               "seeds' spread of good requests and cost); the five-seed replays were not rerun on them.")
+# The code the committed replays ran on.
+REPLAYED_ON = ("Both replays were rerun on the h100-70b profiles refitted to published vLLM measurements (issue #16), "
+               "with the gateway of the commit that adds these files.")
+
 
 # Why the goals come out as they do, by mechanism (no figures: those are the tables' own).
 WHY = (
     "- Cost: the FP8 variant's price puts always-fast, the floor of any policy here, just under 0.6x always-standard "
-    "(its row), so the goal leaves Duet about one request in fifty for the standard variant. Duet sends it the "
-    "requests for which no fast replica is predicted to meet the budget, a few per hundred, and lands just above "
-    "the line: reaching it means shedding those to a fast replica that misses their budget.",
+    "(its row), so the goal leaves Duet almost nothing for the standard variant. Duet sends it the requests for which "
+    "no fast replica is predicted to meet the budget (its variant mix says how many) and lands above the line: "
+    "reaching it means shedding those to a fast replica that misses their budget.",
     "- `llm-d-default` waits longer for its first tokens than least-loaded and always-fast, which route over the same "
     "replicas without a prefix scorer: its prefix-cache scorer (weight 3 against the queue scorer's 2, on a 1 s scrape) keeps a "
     "conversation on the replica that holds it after that replica has queued up. Duet's step model instead prices "

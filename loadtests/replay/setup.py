@@ -3,6 +3,7 @@ trace's arrivals."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -72,10 +73,14 @@ class PriorError:
 
     @classmethod
     def draw(cls, variants: Sequence[str], error: float, seed: int) -> PriorError:
-        """Each variant off by ``error``, slower or faster by a seeded coin (prefill and decode
-        alike: a calibration on the wrong machine is off in one direction)."""
-        rng = random.Random(f"prior-error:{seed}")
-        signs = {v: rng.choice((-1, 1)) for v in variants}
+        """Each variant off by ``error``, slower or faster (prefill and decode alike: a calibration
+        on the wrong machine is off in one direction). Consecutive seeds go through every
+        combination of directions, in a fixed shuffled order, so that a few seeds hold variants
+        erring apart (their relative speed wrong: what choosing between them turns on) as well as
+        together; a coin per variant had all of seeds 0-4 err together for standard and fast."""
+        combinations = list(itertools.product((-1, 1), repeat=len(variants)))
+        random.Random("prior-error").shuffle(combinations)
+        signs = dict(zip(variants, combinations[seed % len(combinations)], strict=True))
         return cls({v: (1 + sign * error, 1 + sign * error) for v, sign in signs.items()})
 
     def apply(self, speed: Mapping[str, Any], variant: str) -> dict[str, Any]:
