@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.domain import Candidate, Decision, Replica, ReplicaState, RequestProfile
@@ -37,9 +38,6 @@ class Plan:
     # What the request's session did to the decision (None: no session, or sessions off).
     session: SessionVerdict | None = None
 
-    def candidate(self, replica_id: str) -> Candidate | None:
-        return next((c for c in self.candidates if c.replica.id == replica_id), None)
-
 
 @dataclass(frozen=True, slots=True)
 class View:
@@ -65,10 +63,15 @@ def candidates_for(model: ModelSpec, view: View, replicas: tuple[Replica, ...] |
     candidates = []
     for replica in model.replicas if replicas is None else replicas:
         state = view.snapshot.get(replica.id) or ReplicaState(replica.id)
+        # One copy with both ledgers' figures: dataclasses.replace walks every field of the state,
+        # per replica and request, and was the gateway's costliest single call under load.
+        ledgers: dict[str, Any] = {}
         if pending := view.backlog.get(replica.id):
-            state = dataclasses.replace(state, prefill_backlog_tokens=pending)
+            ledgers["prefill_backlog_tokens"] = pending
         if (least := view.slack.get(replica.id)) is not None:
-            state = dataclasses.replace(state, decode_slack_ms=least)
+            ledgers["decode_slack_ms"] = least
+        if ledgers:
+            state = dataclasses.replace(state, **ledgers)
         cached = 0
         if prefix is not None and view.prefixes is not None and prefix.blocks:
             cached = view.prefixes.cached_blocks(replica.id, prefix.blocks) * prefix.block_tokens
@@ -81,12 +84,11 @@ def decode_claim(plan: Plan) -> DecodeClaim:
     profile, decision = plan.profile, plan.decision
     slack: dict[str, float | None] = {}
     prefill: dict[str, float] = {}
+    cached = {c.replica.id: c.cached_tokens for c in plan.candidates}
     for replica in decision.ranked:
         prediction = decision.predictions.get(replica.id)
         slack[replica.id] = None if prediction is None else profile.budget.slack_ms(prediction, profile.expected_output_tokens)
-        candidate = plan.candidate(replica.id)
-        cached = 0 if candidate is None else candidate.cached_tokens
-        prefill[replica.id] = prefill_ms(profile, plan.target.model.variant_of(replica), cached)
+        prefill[replica.id] = prefill_ms(profile, plan.target.model.variant_of(replica), cached.get(replica.id, 0))
     return DecodeClaim(slack, prefill)
 
 
