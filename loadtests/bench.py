@@ -24,6 +24,7 @@ from typing import Any
 
 from loadtests import plots
 from loadtests.policies import ReplicaSet, policy_name, prices, variant_map
+from loadtests.prior_error import PriorError
 from loadtests.slo import Slo, max_rate_with_attainment
 from loadtests.stack import StackError, gateway, replicas, scrape, warm_up
 from loadtests.summary import load_records, run_summary, unfinished_records
@@ -44,9 +45,15 @@ class BenchSettings:
     traces: tuple[str, ...] = ("code", "conv")
     trace_users: int = 200
     seed: int = 0
+    # How far off the router's speed priors are, per variant (a seeded draw: ``prior_errors``).
+    prior_error: float = 0.3
     port: int | None = None
     api_key: str = "sk-duet"
     replica_urls: Mapping[str, list[str]] = field(default_factory=dict)
+
+    def prior_errors(self) -> PriorError:
+        """The draw every Duet gateway of this benchmark gets (baselines route without priors)."""
+        return PriorError.draw([v.name for v in self.replica_set.variants], self.prior_error, self.seed)
 
     def slo_option(self) -> str:
         return ",".join(f"{t}={s.ttft_ms:g}/{s.tpot_ms:g}" for t, s in self.slos.items())
@@ -124,7 +131,8 @@ def run_one(settings: BenchSettings, policy: str, rate_scale: float, run_dir: Pa
     started_utc = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     load_start, started, code = os.getloadavg()[0], time.monotonic(), code_version()
     with replicas(settings.replica_set, settings.time_scale, settings.seed, settings.replica_urls) as urls:
-        with gateway(policy, settings.replica_set, urls, settings.time_scale, run_dir, settings.port, settings.api_key) as url:
+        with gateway(policy, settings.replica_set, urls, settings.time_scale, run_dir, settings.port, settings.api_key,
+                     settings.prior_errors()) as url:
             warm_up(url, settings.replica_set.model, settings.api_key)
             command = locust_command(settings, url, rate_scale, run_dir, variant_map(settings.replica_set, urls))
             (run_dir / "command.txt").write_text(" ".join(command) + "\n")

@@ -42,6 +42,9 @@ def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-users", type=int, default=200, help="most requests in flight")
     parser.add_argument("--port", type=int, default=None, help="gateway port (default: a free one)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prior-error", type=float, default=0.3,
+                        help="the router's speed priors are off by this much per variant, slower or faster by a "
+                             "seeded draw (0: the simulator profile's own, an oracle)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-slo"), help="report folder")
     parser.add_argument("--report-only", action="store_true", help="rebuild the report from the run folders in --out")
     parser.add_argument("--results", type=Path, default=None,
@@ -66,7 +69,7 @@ def command_line(args: argparse.Namespace) -> str:
     parts += ["--compare"] if args.compare else [f"--policy {p}" for p in args.policy]
     parts += [f"--duration {args.duration:g}", f"--time-scale {args.time_scale:g}", f"--trace-start {args.trace_start:g}",
               f"--rate-scale {args.rate_scale}", f"--traces {args.traces}", f"--trace-users {args.trace_users}",
-              f"--seed {args.seed}"]
+              f"--seed {args.seed}", f"--prior-error {args.prior_error:g}"]
     optional = {"--replica-urls": args.replica_urls, "--slos": args.slos}
     parts += [f"{flag} {value}" for flag, value in optional.items() if value]
     parts += [f"--out {args.out}"] + ([f"--results {args.results}"] if args.results else [])
@@ -90,7 +93,7 @@ def run_slo(args: argparse.Namespace) -> int:
         replica_set=replica_set, slos=parse_slos(args.slos), duration_s=args.duration,
         time_scale=args.time_scale, trace_start_s=args.trace_start,
         traces=tuple(t for t in args.traces.split(",") if t), trace_users=args.trace_users, seed=args.seed,
-        port=args.port, replica_urls=_replica_urls(args.replica_urls),
+        prior_error=args.prior_error, port=args.port, replica_urls=_replica_urls(args.replica_urls),
     )
     rates = [float(r) for r in args.rate_scale.split(",") if r]
     command = command_line(args)

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from gateway.flow import Price
+from loadtests.prior_error import PriorError
 from serving.sim.prior import speed_prior
 from serving.sim.profile import load_profile
 
@@ -100,9 +101,13 @@ def _scaled_tasks(tasks: Mapping[str, Any], time_scale: float) -> dict[str, Any]
     return {name: {k: (v / time_scale if k in timed else v) for k, v in spec.items()} for name, spec in tasks.items()}
 
 
-def duet_config(replica_set: ReplicaSet, urls: Mapping[str, list[str]], policy: str, time_scale: float) -> dict[str, Any]:
+def duet_config(replica_set: ReplicaSet, urls: Mapping[str, list[str]], policy: str, time_scale: float,
+                prior_error: PriorError | None = None) -> dict[str, Any]:
     """A Duet config: ``replica_set``'s variants at ``urls`` (variant -> replica URLs), routed by the
-    ``routing`` section of ``policy`` (a shipped name or a config path)."""
+    ``routing`` section of ``policy`` (a shipped name or a config path), with each variant's speed
+    prior its simulator profile's off by ``prior_error`` (None: the profile's own, an oracle no
+    real gateway has; for tools that measure routing cost, not routing quality)."""
+    error = prior_error or PriorError({})
     routing = yaml.safe_load(policy_path(policy).read_text())["routing"]
     routing = {**routing, "tasks": _scaled_tasks(routing["tasks"], time_scale)}
     variants = {
@@ -112,7 +117,7 @@ def duet_config(replica_set: ReplicaSet, urls: Mapping[str, list[str]], policy: 
             "max_model_len": replica_set.max_context,
             "tools": True,
             "price": {"input_per_mtok": v.price.input_per_mtok, "output_per_mtok": v.price.output_per_mtok},
-            "speed": _speed(v.profile, time_scale),
+            "speed": error.apply(_speed(v.profile, time_scale), v.name),
             "launch_profile": v.profile,
             "replicas": [{"url": url} for url in urls[v.name]],
             **({} if v.allowed_tasks is None else {"allowed_tasks": list(v.allowed_tasks)}),

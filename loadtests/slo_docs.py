@@ -155,7 +155,20 @@ def settings_line(settings: Mapping[str, Any]) -> str:
     parity = "; ".join(f"{v} allows {'every task' if t is None else ', '.join(t)}" for v, t in settings["parity"].items())
     return (f"Replicas: {replicas}. Traces {', '.join(settings['traces'])} from {settings['trace_start_s']:g} s in, "
             f"{settings['duration_model_s']:g} s of arrivals per run at time scale {settings['time_scale']:g}. Budgets "
-            f"(TTFT / TPOT ms, model time): {slos}. Parity: {parity}.")
+            f"(TTFT / TPOT ms, model time): {slos}. Parity: {parity}. {prior_line(settings.get('prior_error'))}")
+
+
+def prior_line(prior_error: Mapping[str, Mapping[str, float]] | None) -> str:
+    """What Duet's speed priors were: a results file from before the option gave Duet its replicas'
+    own profiles, which no real gateway knows, and says so."""
+    if prior_error is None:
+        return ("Duet's speed priors: the simulator profiles' own (an oracle: this run predates "
+                "`--prior-error`).")
+    factors = ", ".join(f"{v} x{f['decode']:g}" for v, f in prior_error.items())
+    exact = all(f["decode"] == 1 and f["prefill"] == 1 for f in prior_error.values())
+    return ("Duet's speed priors: the simulator profiles' own (`--prior-error 0`: an oracle)." if exact else
+            f"Duet's speed priors: the simulator profiles' off by a seeded draw per variant ({factors}: step "
+            f"times multiplied, prefill rate divided).")
 
 
 def render_result(stem: str, result: Mapping[str, Any]) -> list[str]:

@@ -84,6 +84,8 @@ def results(report: Mapping[str, Any], settings: BenchSettings, host: Mapping[st
             "traces": list(settings.traces), "trace_start_s": settings.trace_start_s,
             "duration_model_s": settings.duration_s, "time_scale": settings.time_scale,
             "slos": {t: [s.ttft_ms, s.tpot_ms] for t, s in settings.slos.items()},
+            # Duet's speed prior per variant: its profile's with prefill rate / and step times x these
+            "prior_error": {v: {"prefill": p, "decode": d} for v, (p, d) in settings.prior_errors().factors.items()},
         },
         "goodput": report["goodput"],
         "runs": runs,

@@ -18,6 +18,7 @@ import yaml
 
 from loadtests.gateway_process import GatewayProcess
 from loadtests.policies import LITELLM_POLICY, ReplicaSet, duet_config, litellm_config
+from loadtests.prior_error import PriorError
 from serving.sim.testing import SimProcess
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,8 +77,9 @@ def replicas(replica_set: ReplicaSet, time_scale: float, seed: int,
 
 @contextmanager
 def gateway(policy: str, replica_set: ReplicaSet, urls: Mapping[str, list[str]], time_scale: float,
-            run_dir: Path, port: int | None, api_key: str) -> Iterator[str]:
-    """The base URL of a gateway for ``policy`` in front of ``urls``, stopped on exit."""
+            run_dir: Path, port: int | None, api_key: str, prior_error: PriorError | None = None) -> Iterator[str]:
+    """The base URL of a gateway for ``policy`` in front of ``urls``, its speed priors off by
+    ``prior_error``, stopped on exit."""
     if port is not None:
         check_port_free(port)
     if policy == LITELLM_POLICY:
@@ -85,7 +87,7 @@ def gateway(policy: str, replica_set: ReplicaSet, urls: Mapping[str, list[str]],
             yield url
         return
     config_path = run_dir / "duet.yaml"
-    config_path.write_text(yaml.safe_dump(duet_config(replica_set, urls, policy, time_scale), sort_keys=False))
+    config_path.write_text(yaml.safe_dump(duet_config(replica_set, urls, policy, time_scale, prior_error), sort_keys=False))
     try:
         process = GatewayProcess(config_path, port=port, log_path=run_dir / "gateway.log")
         with process:

@@ -38,6 +38,9 @@ class Plan:
     # What the request's session did to the decision (None: no session, or sessions off).
     session: SessionVerdict | None = None
 
+    def candidate(self, replica_id: str) -> Candidate | None:
+        return next((c for c in self.candidates if c.replica.id == replica_id), None)
+
 
 @dataclass(frozen=True, slots=True)
 class View:

@@ -377,3 +377,12 @@ def test_a_run_record_survives_its_json_file_whole(tmp_path: Path) -> None:
                        Host(2, "Some CPU", "6.1.0", "avx512"))
     write(record, tmp_path / "overhead.json")
     assert read(tmp_path / "overhead.json") == record
+
+
+def test_the_committed_overhead_section_is_what_the_committed_run_renders_to() -> None:
+    from loadtests.overhead.document import DOCS, section
+    from loadtests.overhead.report import SECTION_END, SECTION_START
+    from loadtests.overhead.results import RESULTS, read
+
+    committed = DOCS.read_text().split(SECTION_START, 1)[1].split(SECTION_END, 1)[0].strip()
+    assert committed == section(read(RESULTS)).strip(), "run `python -m loadtests.overhead.document`"

@@ -53,3 +53,15 @@ def test_every_benchmark_policy_carries_the_fast_variants_parity_verdicts(path):
     assert variants["fast"].allowed_tasks == frozenset({"chat", "coding", "agent", "extraction"})
     assert variants["standard"].allowed_tasks is None
     assert "long-context" in config.policy.tasks
+
+
+def test_a_prior_error_makes_the_benchmark_prior_other_than_the_profile():
+    from loadtests.prior_error import PriorError
+
+    exact = duet_config(REPLICA_SETS["h100-70b"], URLS, "duet", time_scale=1.0)
+    wrong = duet_config(REPLICA_SETS["h100-70b"], URLS, "duet", time_scale=1.0,
+                        prior_error=PriorError({"fast": (1.3, 1.3), "standard": (0.7, 0.7)}))
+    for variant, factor in (("fast", 1.3), ("standard", 0.7)):
+        truth, prior = (c["models"]["duet-70b"]["variants"][variant]["speed"] for c in (exact, wrong))
+        assert prior["decode_s_per_token"] == pytest.approx(truth["decode_s_per_token"] * factor)
+        assert prior["prefill_tokens_per_s"] == pytest.approx(truth["prefill_tokens_per_s"] / factor)
