@@ -61,7 +61,10 @@ class ReplicaSet:
 
 
 # Prices (USD per 1M tokens) are illustrative, in proportion to the GPU time each variant needs per
-# token on the same 4x H100: FP8 decodes ~1.5x and prefills ~1.8x faster than bf16.
+# token on the same 4x H100, as the datasheet profiles had it (FP8 decoding ~1.5x and prefilling
+# ~1.8x faster than bf16). The profiles refitted to published figures put FP8 at ~1.3x (one
+# request) to ~1.6x (large batches) in decode and 1.5x in prefill; the prices stay, so that every
+# committed result prices requests alike.
 REPLICA_SETS: Mapping[str, ReplicaSet] = {
     # The model is named neutrally: LiteLLM fetches a Llama 3 tokenizer from the Hugging Face hub for
     # any model whose name says "llama-3" (no hub here: each request then stalls on its retries).
