@@ -250,6 +250,10 @@ def test_sigterm_stops_accepting_finishes_in_flight_streams_and_exits_0(tmp_path
                 httpx.post(c.url + "/v1/chat/completions", json=CHAT, timeout=2)
             except httpx.ConnectError:
                 return True
+            except httpx.ReadError:
+                # Connected just before the listener closed: the kernel resets a connection still
+                # in the accept queue, unserved. That is a refusal too (seen once in make test).
+                return True
             return False
 
         wait_until(refuses_new_connections, 5, "the listening socket closed")
