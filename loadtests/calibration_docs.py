@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from loadtests.doc_section import DocSection
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
 DOCS = ROOT / "docs" / "routing.md"
@@ -60,11 +62,7 @@ def render(results: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
 
 def section(text: str) -> str:
     """The section as it stands in ``text`` (markers included), or '' when there is none."""
-    if START not in text:
-        return ""
-    _, _, rest = text.partition(START)
-    body, _, _ = rest.partition(END)
-    return START + body + END
+    return DocSection(START, END).whole(text)
 
 
 def write(docs: Path = DOCS) -> None:

@@ -22,6 +22,13 @@ class DocSection:
             return head + block + rest.split(self.end, 1)[1]
         return f"{document.rstrip()}\n\n{block}\n"
 
+    def whole(self, document: str) -> str:
+        """The section as it stands in ``document``, markers included ('' when there is none)."""
+        if self.start not in document:
+            return ""
+        body = document.partition(self.start)[2].partition(self.end)[0]
+        return self.start + body + self.end
+
     def committed(self, document: str) -> str | None:
         """The text between the markers in ``document``, stripped (None when absent)."""
         if self.start not in document or self.end not in document:

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from loadtests.doc_section import DocSection
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "docs" / "results" / "length-quantile"
 DOCS = ROOT / "docs" / "routing.md"
@@ -71,11 +73,7 @@ def against_kept(results: Sequence[Mapping[str, Any]], quantiles: Sequence[float
 
 def section(text: str) -> str:
     """The section as it stands in ``text`` (markers included), or '' when there is none."""
-    if START not in text:
-        return ""
-    _, _, rest = text.partition(START)
-    body, _, _ = rest.partition(END)
-    return START + body + END
+    return DocSection(START, END).whole(text)
 
 
 def write(docs: Path = DOCS) -> None:

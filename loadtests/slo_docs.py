@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from loadtests.doc_section import DocSection
 from loadtests.replay.report import latency_cells
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,11 +199,7 @@ def render(results: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
 
 def section(text: str) -> str:
     """The section as it stands in ``text`` (markers included), or '' when there is none."""
-    if START_PREFIX not in text:
-        return ""
-    _, _, rest = text.partition(START_PREFIX)
-    body, _, _ = rest.partition(END)
-    return START_PREFIX + body + END
+    return DocSection(START_PREFIX, END).whole(text)
 
 
 def write(docs: Path = DOCS) -> None:
