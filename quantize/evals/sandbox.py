@@ -60,11 +60,15 @@ class SandboxResult:
 
 class Sandbox:
     """Runs code in a child process under the layers listed above; ``prefix`` is the isolation
-    command line found on this machine (empty: resource limits and the audit hook only)."""
+    command line found on this machine (empty: resource limits and the audit hook only);
+    ``scratch`` is where each run's two directories are made (default: the system temp directory;
+    with privileges dropped it must be traversable by nobody)."""
 
-    def __init__(self, limits: Limits = Limits(), prefix: tuple[str, ...] | None = None) -> None:
+    def __init__(self, limits: Limits = Limits(), prefix: tuple[str, ...] | None = None,
+                 scratch: Path | None = None) -> None:
         self.limits = limits
         self.prefix = detect_isolation() if prefix is None else prefix
+        self.scratch = scratch
 
     @property
     def drops_privileges(self) -> bool:
@@ -72,8 +76,8 @@ class Sandbox:
 
     def run(self, code: str, tests: list[str]) -> SandboxResult:
         """Execute ``code``, then each test (a Python statement, e.g. an ``assert``)."""
-        home = Path(tempfile.mkdtemp(prefix="duet-sandbox-"))
-        logs = Path(tempfile.mkdtemp(prefix="duet-sandbox-out-"))
+        home = Path(tempfile.mkdtemp(prefix="duet-sandbox-", dir=self.scratch))
+        logs = Path(tempfile.mkdtemp(prefix="duet-sandbox-out-", dir=self.scratch))
         try:
             (home / "solution.py").write_text(code)
             (home / "tests.json").write_text(json.dumps(tests))

@@ -4,6 +4,7 @@ outside its directory, sockets, processes and fake results are stopped. Real sub
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -133,11 +134,17 @@ def test_an_output_flood_is_capped(sandbox: Sandbox) -> None:
     assert not result.ok
 
 
-def test_the_directory_is_removed_afterwards(sandbox: Sandbox, tmp_path: Path) -> None:
-    code = "import os\nopen('where.txt', 'w').write(os.getcwd())\ndef add_one(x):\n    return x + 1\n"
-    before = set(Path(tempfile.gettempdir()).glob("duet-sandbox-*"))
-    assert sandbox.run(code, TESTS).ok
-    assert set(Path(tempfile.gettempdir()).glob("duet-sandbox-*")) <= before
+def test_the_directory_is_removed_afterwards(sandbox: Sandbox) -> None:
+    # Its own scratch root: other xdist workers run sandboxes in the shared temp directory at once.
+    scratch = Path(tempfile.mkdtemp(prefix="duet-sandbox-test-"))
+    try:
+        scratch.chmod(0o711)  # the sandboxed user (nobody) must reach the run's directory
+        own = Sandbox(sandbox.limits, sandbox.prefix, scratch=scratch)
+        code = "import os\nopen('where.txt', 'w').write(os.getcwd())\ndef add_one(x):\n    return x + 1\n"
+        assert own.run(code, TESTS).ok
+        assert list(scratch.iterdir()) == []
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def test_without_isolation_the_hook_and_limits_still_hold() -> None:
