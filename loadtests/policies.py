@@ -22,7 +22,7 @@ from serving.sim.profile import load_profile
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"
 DUET_POLICIES = ("always-standard", "always-fast", "round-robin", "least-loaded", "static-split", "llm-d-default",
-                 "duet")
+                 "production-stack-prefixaware", "duet")
 LITELLM_POLICY = "litellm-latency"
 ALL_POLICIES = (*DUET_POLICIES[:-1], LITELLM_POLICY, DUET_POLICIES[-1])
 
@@ -94,6 +94,12 @@ def policy_name(name_or_path: str) -> str:
     return name_or_path if name_or_path == LITELLM_POLICY else policy_path(name_or_path).stem
 
 
+def policy_state(policy: str) -> dict[str, Any]:
+    """The ``state`` settings a policy file brings as part of what it copies (llm-d's 50 ms
+    metrics refresh), in model seconds; {} for the rest, which run with the gateway's defaults."""
+    return dict(yaml.safe_load(policy_path(policy).read_text()).get("state") or {})
+
+
 def _speed(profile_name: str, time_scale: float) -> dict[str, Any]:
     """The Duet speed prior of a simulator profile, in wall time at ``time_scale``."""
     return speed_prior(load_profile(profile_name), time_scale)
@@ -131,8 +137,10 @@ def duet_config(replica_set: ReplicaSet, urls: Mapping[str, list[str]], policy: 
         "server": {"host": "127.0.0.1", "port": 0, "upstream_idle_timeout_s": 600.0},
         "models": {replica_set.model: {"tokenizer": "approx", "variants": variants}},
         "routing": routing,
-        # Scrape replicas' queues often: at a compressed time scale a second is a long time.
-        "state": {"health_interval_s": 0.5, "scrape_interval_s": 0.25, "stale_after_s": 5.0},
+        # Scrape replicas' queues often: at a compressed time scale a second is a long time. A
+        # policy's own intervals (model time) are scaled like its budgets.
+        "state": {"health_interval_s": 0.5, "scrape_interval_s": 0.25, "stale_after_s": 5.0,
+                  **{k: v / time_scale if k.endswith("_s") else v for k, v in policy_state(policy).items()}},
     }
 
 

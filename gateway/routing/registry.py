@@ -20,6 +20,7 @@ from gateway.routing.llmd import LlmdKvCacheUtilizationScorer, LlmdPrefixCacheSc
 from gateway.routing.objectives import CheapestWithinBudgetObjective, FastestObjective, FixedOrderObjective
 from gateway.routing.predictors import QueueAwareLatencyPredictor, StepModelPredictor
 from gateway.routing.prefix_affinity import PrefixAffinityScorer
+from gateway.routing.production_stack import ProductionStackPrefixScorer
 from gateway.routing.rollout import RolloutStageFilter
 from gateway.routing.scorers import (
     DecodeSlackScorer,
@@ -49,7 +50,8 @@ PLUGIN_TYPES: Mapping[str, PluginType] = _table({
                RolloutStageFilter),
     "predictor": (QueueAwareLatencyPredictor, StepModelPredictor),
     "scorer": (LeastLoadedScorer, DecodeSlackScorer, PredictedLatencyScorer, LowErrorScorer, ObservedTtftScorer,
-               LlmdQueueScorer, LlmdKvCacheUtilizationScorer, LlmdPrefixCacheScorer, PrefixAffinityScorer),
+               LlmdQueueScorer, LlmdKvCacheUtilizationScorer, LlmdPrefixCacheScorer, PrefixAffinityScorer,
+               ProductionStackPrefixScorer),
     "objective": (CheapestWithinBudgetObjective, FastestObjective, FixedOrderObjective, RoundRobinObjective,
                   BestScoreObjective, StaticSplitObjective),
 })

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gateway.flow import DuetConfig
-    from loadtests.replay.setup import Cluster, PriorError
+    from loadtests.prior_error import PriorError
+    from loadtests.replay.setup import Cluster
     from loadtests.traces import Arrival
 
 COMPARED = ("always-standard", "always-fast", "round-robin", "least-loaded", "litellm-style", "static-split",
-            "llm-d-default", "duet")
+            "llm-d-default", "production-stack-prefixaware", "duet")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -48,6 +49,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="which quantile of each task's learned output lengths the router plans with")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--out", help="also write the JSON object (with the command that made it) to this file")
+    parser.add_argument("--rerun", metavar="POLICIES",
+                        help="with --compare and --out: replay only these policies (comma-separated) and keep the "
+                             "others' results from the --out file, which must come from the same command (replays "
+                             "are deterministic: a new or changed baseline without rerunning every policy)")
     parser.set_defaults(run=run)
 
 
@@ -60,16 +65,26 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"duet replay: {exc}", file=sys.stderr)
         return 2
-    by_seed = [_replay(args, run_) for run_ in runs]
-    summaries = by_seed[0] if args.seeds == 1 else {name: combine([s[name] for s in by_seed]) for name in by_seed[0]}
     first = runs[0]
-    meta = {"trace": args.trace, "replicas": args.replicas, "rate_scale": args.rate_scale, "duration_s": args.duration,
-            "start_s": args.start, "seed": args.seed, "requests": len(first.schedule), "output_length": _length_mode(args),
-            "prior_error": _factors(first.prior_error),
-            "parity": {v: "all" if tasks is None else sorted(tasks) for v, tasks in first.cluster.parity.items()}}
+    meta: dict[str, Any] = {
+        "trace": args.trace, "replicas": args.replicas, "rate_scale": args.rate_scale, "duration_s": args.duration,
+        "start_s": args.start, "seed": args.seed, "requests": len(first.schedule), "output_length": _length_mode(args),
+        "prior_error": _factors(first.prior_error),
+        "parity": {v: "all" if tasks is None else sorted(tasks) for v, tasks in first.cluster.parity.items()}}
     if args.seeds > 1:
         meta["seeds"] = {"count": args.seeds, "shift_s": args.shift, "requests": [len(r.schedule) for r in runs],
                          "prior_error": [_factors(r.prior_error) for r in runs]}
+    meta["scrape_interval_s"] = {_name(p): scrape_interval_s(p) for p in first.configs}
+    kept: dict[str, dict[str, Any]] = {}
+    if args.rerun is not None:
+        try:
+            kept = _kept(args, meta, first.configs)  # checked before an hour of replays, not after
+        except ValueError as exc:
+            print(f"duet replay: {exc}", file=sys.stderr)
+            return 2
+    by_seed = [_replay(args, run_, skip=set(kept)) for run_ in runs]
+    fresh = by_seed[0] if args.seeds == 1 else {name: combine([s[name] for s in by_seed]) for name in by_seed[0]}
+    summaries = {_name(p): fresh[_name(p)] if _name(p) in fresh else kept[_name(p)] for p in first.configs}
     if args.out:
         with open(args.out, "w") as handle:
             json.dump({"command": command(args), **meta, "policies": summaries}, handle, indent=1)
@@ -96,8 +111,9 @@ class _SeedRun:
 
 def _prepare(args: argparse.Namespace, index: int) -> _SeedRun:
     """Seed ``args.seed + index``: the window shifted by ``index x --shift`` (``seeds.start_for``)."""
+    from loadtests.prior_error import PriorError
     from loadtests.replay.seeds import start_for
-    from loadtests.replay.setup import PriorError, arrivals, check_tasks, parse_cluster, policy_config
+    from loadtests.replay.setup import arrivals, check_tasks, parse_cluster, policy_config
 
     seed = args.seed + index
     cluster = parse_cluster(args.replicas)
@@ -110,21 +126,57 @@ def _prepare(args: argparse.Namespace, index: int) -> _SeedRun:
     return _SeedRun(seed, cluster, prior_error, configs, schedule)
 
 
-def _replay(args: argparse.Namespace, run_: _SeedRun) -> dict[str, dict[str, Any]]:
-    """Each policy's summary for one seed."""
+def _replay(args: argparse.Namespace, run_: _SeedRun, skip: set[str]) -> dict[str, dict[str, Any]]:
+    """Each policy's summary for one seed, but those in ``skip``."""
     from loadtests.replay.report import summarize
     from loadtests.replay.simulation import Replay
 
     summaries: dict[str, dict[str, Any]] = {}
     for policy, config in run_.configs.items():
+        if _name(policy) in skip:
+            continue
         started = time.perf_counter()
         results = Replay(config, run_.cluster.profiles(), seed=run_.seed, forced_length=args.forced_length,
-                         length_quantile=args.length_quantile).run(run_.schedule)
+                         length_quantile=args.length_quantile,
+                         scrape_interval_s=scrape_interval_s(policy)).run(run_.schedule)
         summary = summaries[_name(policy)] = {**summarize(results, args.duration, run_.cluster.parity),
                                               "wall_s": round(time.perf_counter() - started, 2)}
         if not args.json:
             print(f"  seed {run_.seed} {_name(policy)}: {len(results)} requests in {summary['wall_s']} s", file=sys.stderr)
     return summaries
+
+
+def scrape_interval_s(policy: str) -> float:
+    """How often the replay scrapes the replicas for ``policy``: its file's own interval where it
+    copies a scheduler that has one (llm-d's 50 ms), else the gateway's default."""
+    from gateway.config.types import StateSettings
+    from loadtests.policies import policy_state
+
+    return float(policy_state(policy).get("scrape_interval_s", StateSettings().scrape_interval_s))
+
+
+def _kept(args: argparse.Namespace, meta: dict[str, Any], configs: dict[str, DuetConfig]) -> dict[str, dict[str, Any]]:
+    """``--rerun``: the --out file's summaries of the policies not rerun. The file must come from
+    this very command, over the same arrivals and prior errors, and hold every one of them."""
+    if not args.compare or not args.out:
+        raise ValueError("--rerun needs --compare and --out (the results file to update)")
+    rerun = set(args.rerun.split(","))
+    names = [_name(p) for p in configs]
+    if unknown := rerun - set(names):
+        raise ValueError(f"--rerun: not compared here: {', '.join(sorted(unknown))}")
+    try:
+        with open(args.out) as handle:
+            written = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--rerun: cannot read {args.out}: {exc}") from exc
+    same = ("requests", "prior_error", "seeds", "parity", "output_length")
+    if written.get("command") != command(args) or any(written.get(k) != meta.get(k) for k in same):
+        raise ValueError(f"--rerun: {args.out} was not written by this command over the same arrivals: "
+                         "rerun every policy instead")
+    policies = written.get("policies", {})
+    if missing := [name for name in names if name not in rerun and name not in policies]:
+        raise ValueError(f"--rerun: {args.out} has no results for {', '.join(missing)}: rerun them too")
+    return {name: policies[name] for name in names if name not in rerun}
 
 
 def _factors(prior_error: PriorError) -> dict[str, dict[str, float]]:

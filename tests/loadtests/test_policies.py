@@ -8,7 +8,7 @@ from serving.sim.profile import load_profile
 URLS = {"standard": ["http://127.0.0.1:9001"], "fast": ["http://127.0.0.1:9002"]}
 OBJECTIVES = {"always-standard": "fixed-order", "always-fast": "fixed-order", "round-robin": "round-robin",
               "least-loaded": "best-score", "static-split": "static-split", "llm-d-default": "best-score",
-              "duet": "cheapest-within-budget"}
+              "production-stack-prefixaware": "best-score", "duet": "cheapest-within-budget"}
 
 
 @pytest.mark.parametrize("policy", DUET_POLICIES)
@@ -21,6 +21,13 @@ def test_every_shipped_policy_makes_a_config_the_gateway_loads(policy, replica_s
     shipped = yaml.safe_load(policy_path(policy).read_text())["routing"]
     objective = next(p for p in shipped["plugins"] if p["name"] == shipped["profiles"]["default"]["objective"])
     assert objective["type"] == OBJECTIVES[policy]
+
+
+def test_a_policy_brings_its_own_scrape_interval_scaled_like_its_budgets():
+    llmd = duet_config(REPLICA_SETS["h100-70b"], URLS, "llm-d-default", time_scale=2.0)
+    duet = duet_config(REPLICA_SETS["h100-70b"], URLS, "duet", time_scale=2.0)
+    assert llmd["state"]["scrape_interval_s"] == pytest.approx(0.025)  # llm-d's 50 ms in model time
+    assert duet["state"]["scrape_interval_s"] == 0.25  # the benchmark's own
 
 
 def test_compressed_runs_scale_budgets_and_speed_priors():

@@ -212,8 +212,10 @@ def test_the_gateways_prefix_index_keeps_conversations_on_the_replica_that_holds
     schedule = conversations(23, 5, 2.0)  # busy enough that least-loaded spreads them over the replicas
     bound = infinite_cache_hit_rate(schedule, 16)
     hit_rate = {policy: summarize(Replay(policy_config(cluster, policy), cluster.profiles()).run(schedule), 60.0)
-                ["prefix_hit_rate"] for policy in ("least-loaded", "llm-d-default")}
-    # llm-d's prefix-cache scorer (weight 3) reads the index the replay's dispatches taught it: every
-    # later turn finds its history; least-loaded sends a turn where its history is only by chance.
+                ["prefix_hit_rate"] for policy in ("least-loaded", "llm-d-default", "production-stack-prefixaware")}
+    # llm-d's prefix-cache scorer (weight 3) and production-stack's longest-prefix pick read the
+    # index the replay's dispatches taught them: every later turn finds its history; least-loaded
+    # sends a turn where its history is only by chance.
     assert hit_rate["llm-d-default"] > 0.95 * bound
+    assert hit_rate["production-stack-prefixaware"] > 0.95 * bound
     assert hit_rate["least-loaded"] < 0.75 * bound
