@@ -13,7 +13,7 @@ re-exported here, so the gateway's inside can move without breaking them.
 from gateway.config.active import ActiveConfig
 from gateway.config.load import load_config, parse_config
 from gateway.config.policy import PrefixCacheSettings
-from gateway.config.types import DuetConfig, ModelSpec
+from gateway.config.types import DuetConfig, ModelSpec, StateSettings
 from gateway.domain import (
     AttemptFailure,
     Budget,
@@ -69,7 +69,7 @@ __all__ = [
     "DecodeLedger", "Director", "DuetConfig", "Exchange", "Health", "HfTokenCounter",
     "HistogramTotals", "Hooks", "InMemoryStateStore", "Inbound", "Ledgers", "ModelSpec", "Outcome", "Plan",
     "Prediction", "PrefillBacklog", "Price", "Priority", "RECHECK_S", "Replica", "ReplicaState", "RequestError",
-    "RequestProfile", "Ruling", "StateStore", "StoreSettings", "TokenCounter", "Transport", "View", "VllmStats",
+    "RequestProfile", "Ruling", "StateSettings", "StateStore", "StoreSettings", "TokenCounter", "Transport", "View", "VllmStats",
     "Waiting", "WaitingRoom", "candidates_for", "count_prompt_tokens", "explain_plan", "gateway_hooks", "load_config",
     "parse_any_body", "parse_body", "parse_config", "plan_request", "route", "routing_hooks", "upstream_request",
     # The prompt cache: Inbound.prefix_blocks, the index routing reads (Ledgers.prefixes, routing_hooks' prefixes)

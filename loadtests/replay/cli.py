@@ -149,7 +149,7 @@ def _replay(args: argparse.Namespace, run_: _SeedRun, skip: set[str]) -> dict[st
 def scrape_interval_s(policy: str) -> float:
     """How often the replay scrapes the replicas for ``policy``: its file's own interval where it
     copies a scheduler that has one (llm-d's 50 ms), else the gateway's default."""
-    from gateway.config.types import StateSettings
+    from gateway.flow import StateSettings
     from loadtests.policies import policy_state
 
     return float(policy_state(policy).get("scrape_interval_s", StateSettings().scrape_interval_s))
