@@ -1,13 +1,13 @@
 """Duet's vocabulary: the plain, immutable data that every layer speaks.
 
-Nothing here does I/O or imports a framework. Routing consumes these types; replica state
-produces ``ReplicaState`` snapshots; the HTTP layer builds ``RequestProfile`` values and
-turns ``Decision`` values into upstream calls.
+Nothing here does I/O or imports a framework. Routing consumes these types and answers with a
+``gateway.decision.Decision``; replica state produces ``ReplicaState`` snapshots and takes
+``gateway.outcome.Outcome`` values back; the HTTP layer builds ``RequestProfile`` values.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -332,71 +332,3 @@ class Prediction:
     # How busy the replica's compute is (prompt-token utilisation, 0..1): the higher, the more
     # prompts arriving later can stretch this request's decode beyond the prediction.
     utilisation: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """One plugin's word on one candidate: kept/rejected by a filter, or a score in [0, 1]."""
-
-    plugin: str
-    replica_id: str
-    passed: bool
-    score: float | None = None
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Blocker:
-    """The filter that rejected most candidates of a request none survived: its instance name
-    (as configured) and its plugin type (what a refusal's status follows from)."""
-
-    name: str
-    type: str
-
-
-# A decision with no candidate at all (a pin naming a variant without replicas) names this type.
-PINNED_VARIANT = "pinned-variant"
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """The router's answer: the variant chosen, replicas ranked (head first), and why.
-    ``blocked_by``: when ``ranked`` is empty, what blocked the request."""
-
-    model: str
-    variant: str | None
-    ranked: tuple[Replica, ...]
-    reason: str
-    meets_budget: bool
-    predictions: dict[str, Prediction] = field(default_factory=dict)
-    verdicts: tuple[Verdict, ...] = ()
-    profile: str = ""
-    blocked_by: Blocker | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What happened to a request on one replica; fed back into replica state and telemetry."""
-
-    replica_id: str
-    ok: bool
-    status: int
-    ttft_s: float | None
-    duration_s: float
-    input_tokens: int
-    output_tokens: int
-    # The latency model's uncorrected prediction for this request (seconds), when there was one.
-    predicted_ttft_s: float | None = None
-    predicted_tpot_s: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptFailure:
-    """A replica that did not take a request before anything reached the client: a connect error
-    or timeout (status 502 / 504), or a retryable status it answered with. The next ranked replica
-    may still take the request."""
-
-    replica_id: str
-    status: int
-    detail: str
-    duration_s: float

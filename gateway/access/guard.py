@@ -25,8 +25,9 @@ from gateway.access.quotas import Admission, QuotaBook, Refusal
 from gateway.access.reservation import Demand, Hold, Reservation
 from gateway.access.unknown import UnknownKeys
 from gateway.config.types import AccessSettings, DuetConfig, ModelSpec, Tier
-from gateway.domain import Outcome, Price, Priority, ReplicaState, Variant
+from gateway.domain import Price, Priority, ReplicaState, Variant
 from gateway.errors import AuthenticationFailed, KeyStoreUnavailable, ModelNotFound, PermissionDenied, RateLimited
+from gateway.outcome import Outcome
 from gateway.state.redis_link import StoreUnavailable
 from gateway.telemetry import Telemetry
 

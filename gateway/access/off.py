@@ -6,7 +6,8 @@ from __future__ import annotations
 from gateway.access.guard import OPEN, Grant
 from gateway.access.keys import ApiKey
 from gateway.access.reservation import Demand
-from gateway.domain import Outcome, Price
+from gateway.domain import Price
+from gateway.outcome import Outcome
 
 
 class OpenAccess:

@@ -17,7 +17,6 @@ from typing import Any
 
 from gateway.api.asgi import Message, Receive, Scope, Send
 from gateway.api.gate import key_of
-from gateway.domain import Outcome
 from gateway.errors import RequestError
 from gateway.flow import (
     ChatBody,
@@ -37,6 +36,7 @@ from gateway.flow.answer_tap import AnswerTap
 from gateway.flow.demand import demand_of
 from gateway.flow.escalation import escalation_headers
 from gateway.flow.session import session_headers
+from gateway.outcome import Outcome
 from gateway.proxy.forward import Answer
 from gateway.proxy.framing import MESSAGES, OPENAI, RESPONSES, Framing
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream

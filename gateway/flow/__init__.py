@@ -14,20 +14,8 @@ from gateway.config.active import ActiveConfig
 from gateway.config.load import load_config, parse_config
 from gateway.config.policy import PrefixCacheSettings
 from gateway.config.types import DuetConfig, ModelSpec, StateSettings
-from gateway.domain import (
-    AttemptFailure,
-    Budget,
-    Candidate,
-    Decision,
-    Health,
-    Outcome,
-    Prediction,
-    Price,
-    Priority,
-    Replica,
-    ReplicaState,
-    RequestProfile,
-)
+from gateway.decision import Decision
+from gateway.domain import Budget, Candidate, Health, Prediction, Price, Priority, Replica, ReplicaState, RequestProfile
 from gateway.errors import RequestError
 from gateway.flow.admission import Action, Ruling
 from gateway.flow.affinity import ResponseHomes
@@ -53,6 +41,7 @@ from gateway.flow.session import Sessions
 from gateway.flow.shadow_sample import shadow_sample
 from gateway.flow.upstream import upstream_request
 from gateway.flow.waiting_room import RECHECK_S, Waiting, WaitingRoom
+from gateway.outcome import AttemptFailure, Outcome
 from gateway.routing.router import route
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog

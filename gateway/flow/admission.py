@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from gateway.domain import Decision, Priority, ReplicaState, RequestProfile, Variant
+from gateway.decision import Decision
+from gateway.domain import Priority, ReplicaState, RequestProfile, Variant
 
 
 class Action(StrEnum):

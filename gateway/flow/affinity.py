@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from gateway.domain import Outcome
 from gateway.flow.body import RequestBody, ResponsesBody
 from gateway.flow.exchange import Exchange
+from gateway.outcome import Outcome
 
 REMEMBERED = 100_000
 

@@ -9,13 +9,13 @@ import logging
 from typing import Any
 
 from gateway.access.guard import Access
-from gateway.domain import Outcome
 from gateway.errors import RequestError
 from gateway.flow.escalation import Escalation
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import decode_claim
 from gateway.flow.waiting_room import Waiting
+from gateway.outcome import Outcome
 from gateway.state.decodes import DecodeLedger
 from gateway.state.observations import with_prediction
 from gateway.state.prefill import PrefillBacklog

@@ -19,7 +19,7 @@ from typing import Protocol, TypeVar
 from gateway.access.guard import OPEN, Grant
 from gateway.config.active import ActiveConfig
 from gateway.config.types import DuetConfig
-from gateway.domain import AttemptFailure, Outcome, Replica
+from gateway.domain import Replica
 from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, RequestError, UpstreamFailed
 from gateway.flow.admission import Action, AdmissionLimits, Ruling, assess, limits_for
 from gateway.flow.escalation import Escalation, Handling, WholeAnswer, answered, escalated, inspect
@@ -28,6 +28,7 @@ from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, plan_request
 from gateway.flow.refusal import refuse
 from gateway.flow.waiting_room import Waiting, place_in_line
+from gateway.outcome import AttemptFailure, Outcome
 from gateway.routing.rollout import request_draw
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog

@@ -18,11 +18,12 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol
 
-from gateway.domain import Outcome, Replica, VariantKind
+from gateway.domain import Replica, VariantKind
 from gateway.flow.body import ChatBody
 from gateway.flow.contract import contract_of, violation
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.plan import Plan
+from gateway.outcome import Outcome
 from gateway.proxy.sse import usage_of
 
 

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 from gateway.access.guard import OPEN, Grant
 from gateway.config.types import DuetConfig
-from gateway.domain import Outcome, Prediction, Replica, Variant
+from gateway.domain import Prediction, Replica, Variant
 from gateway.flow.plan import Inbound, Plan
+from gateway.outcome import Outcome
 from gateway.state.decodes import DecodeClaim
 
 if TYPE_CHECKING:

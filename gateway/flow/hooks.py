@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from gateway.domain import Outcome
 from gateway.errors import RequestError
 from gateway.flow.exchange import Attempt, Exchange
+from gateway.outcome import Outcome
 
 OnAttempt = Callable[[Exchange, Attempt], None]
 OnAttemptEnded = Callable[[Exchange, Attempt, Outcome], Awaitable[None] | None]

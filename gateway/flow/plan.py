@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.config.types import DuetConfig, ModelSpec
-from gateway.domain import Candidate, Decision, Replica, ReplicaState, RequestProfile
+from gateway.decision import Decision
+from gateway.domain import Candidate, Replica, ReplicaState, RequestProfile
 from gateway.flow.body import ChatBody, EmbeddingsBody, RequestBody
 from gateway.flow.classify import Target, classify, resolve_model
 from gateway.flow.prefix import PromptPrefix, prompt_blocks

@@ -5,7 +5,7 @@ the service's (503, retry)."""
 
 from __future__ import annotations
 
-from gateway.domain import PINNED_VARIANT
+from gateway.decision import PINNED_VARIANT
 from gateway.errors import ContextTooLong, InvalidRequest, NoHealthyReplica, RequestError
 from gateway.flow.plan import Plan
 

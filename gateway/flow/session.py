@@ -26,7 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from gateway.domain import Candidate, Decision, RequestProfile, VariantKind
+from gateway.decision import Decision
+from gateway.domain import Candidate, RequestProfile, VariantKind
 from gateway.flow.body import ChatBody, RequestBody
 from gateway.state.seats import Seat, Sessions
 from gateway.tokens import message_texts

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.config.types import DuetConfig
-from gateway.domain import Outcome, Rollout, RolloutStage, Variant
+from gateway.domain import Rollout, RolloutStage, Variant
 from gateway.flow.exchange import Attempt, Exchange
+from gateway.outcome import Outcome
 from gateway.parity.metrics import ParityMetrics
 from gateway.parity.ports import ParityTools, Revision
 from gateway.parity.sequential import Conclusion

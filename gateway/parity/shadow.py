@@ -34,7 +34,7 @@ import orjson
 
 from gateway.config.online_parity import OnlineParitySettings
 from gateway.config.types import DuetConfig, ModelSpec
-from gateway.domain import Outcome, RolloutStage, Variant
+from gateway.domain import RolloutStage, Variant
 from gateway.errors import RequestError
 from gateway.flow.admission import Action
 from gateway.flow.answer_tap import AnswerTap
@@ -44,6 +44,7 @@ from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.plan import Inbound, decode_claim
 from gateway.flow.shadow_sample import Sample, shadow_sample
 from gateway.flow.upstream import upstream_request
+from gateway.outcome import Outcome
 from gateway.parity.metrics import ParityMetrics
 from gateway.parity.ports import PairJudge, PairScore
 from gateway.parity.sequential import Conclusion

@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gateway.domain import AttemptFailure, Replica
+from gateway.domain import Replica
+from gateway.outcome import AttemptFailure
 from gateway.proxy.http1 import Pool, Response, UpstreamError, UpstreamTimeout
 from gateway.proxy.sse import EventSplitter
 

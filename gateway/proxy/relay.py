@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from gateway.domain import Outcome
+from gateway.outcome import Outcome
 from gateway.proxy.forward import Answer
 from gateway.proxy.framing import OPENAI, Framing
 from gateway.proxy.http1 import UpstreamError, UpstreamTimeout

@@ -10,7 +10,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gateway.domain import PINNED_VARIANT, Blocker, Candidate, Decision, RequestProfile, Verdict
+from gateway.decision import PINNED_VARIANT, Blocker, Decision, Verdict
+from gateway.domain import Candidate, RequestProfile
 from gateway.routing.plugin import Filter, Objective, Option, Predictor, Scorer
 
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway.domain import Outcome
+from gateway.outcome import Outcome
 from gateway.state.store import InMemoryStateStore
 from gateway.state.vllm_metrics import VllmStats, parse_vllm_metrics
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gateway.domain import Outcome, Prediction
+from gateway.domain import Prediction
+from gateway.outcome import Outcome
 from gateway.state.outcomes import OutcomeKind
 
 

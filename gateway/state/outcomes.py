@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from gateway.domain import Outcome
+from gateway.outcome import Outcome
 
 
 class OutcomeKind(Enum):

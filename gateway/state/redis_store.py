@@ -31,7 +31,8 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.domain import BreakerState, Health, Outcome, ReplicaState
+from gateway.domain import BreakerState, Health, ReplicaState
+from gateway.outcome import Outcome
 from gateway.state import redis_scripts as scripts
 from gateway.state.breaker import Breaker
 from gateway.state.lengths import LengthEstimates

@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gateway.domain import Health, Outcome, ReplicaState
+from gateway.domain import Health, ReplicaState
+from gateway.outcome import Outcome
 from gateway.state import breaker as breakers
 from gateway.state.breaker import Breaker, BreakerPolicy, Permit
 from gateway.state.lengths import LengthEstimates, LengthSettings, OutputLengths

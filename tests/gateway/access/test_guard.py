@@ -21,8 +21,9 @@ from gateway.access.quotas import Admission, InMemoryQuotaBook
 from gateway.access.reservation import Hold
 from gateway.config import parse_config
 from gateway.config.types import DuetConfig, Tier
-from gateway.domain import Outcome, Price, Priority, ReplicaState
+from gateway.domain import Price, Priority, ReplicaState
 from gateway.errors import AuthenticationFailed, PermissionDenied, RateLimited
+from gateway.outcome import Outcome
 from gateway.state.redis_link import StoreUnavailable
 from gateway.telemetry import Telemetry
 

@@ -21,8 +21,8 @@ from gateway.access.redis_quotas import RedisQuotaBook
 from gateway.access.reservation import BYTES_PER_TOKEN, Demand
 from gateway.config import parse_config
 from gateway.config.types import DuetConfig
-from gateway.domain import Outcome
 from gateway.errors import RateLimited
+from gateway.outcome import Outcome
 from gateway.state.redis_link import LinkSettings, RedisLink
 from gateway.telemetry import Telemetry
 from tests.redis_server import RedisServer

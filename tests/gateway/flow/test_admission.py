@@ -1,6 +1,7 @@
 import pytest
 
-from gateway.domain import Decision, Prediction, Priority, Replica, ReplicaState
+from gateway.decision import Decision
+from gateway.domain import Prediction, Priority, Replica, ReplicaState
 from gateway.flow.admission import Action, AdmissionLimits, assess
 
 from ..routing.factories import request

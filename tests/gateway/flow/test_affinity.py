@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from gateway.domain import Outcome
 from gateway.flow.affinity import ResponseHomes
 from gateway.flow.body import ChatBody, ResponsesBody, validate_body
+from gateway.outcome import Outcome
 
 
 def _responses(**fields):

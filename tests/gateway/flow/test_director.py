@@ -14,10 +14,11 @@ import yaml
 
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
-from gateway.domain import AttemptFailure, Outcome, Replica
+from gateway.domain import Replica
 from gateway.errors import InvalidRequest, RateLimited
 from gateway.flow import Director, Exchange, Hooks, Inbound, Ledgers, WaitingRoom, routing_hooks
 from gateway.flow.body import ChatBody, validate_body
+from gateway.outcome import AttemptFailure, Outcome
 from gateway.state.decodes import DecodeLedger
 from gateway.state.lengths import LengthSettings
 from gateway.state.prefill import PrefillBacklog

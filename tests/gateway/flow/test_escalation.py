@@ -11,8 +11,9 @@ from typing import Any
 import orjson
 import pytest
 
-from gateway.domain import AttemptFailure, Budget, Outcome, Prediction, Replica
+from gateway.domain import Budget, Prediction, Replica
 from gateway.flow.escalation import Handling, escalation_headers, standard_within_budget
+from gateway.outcome import AttemptFailure, Outcome
 from tests.gateway.flow.test_director import DEMO, Rig
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {

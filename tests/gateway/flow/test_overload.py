@@ -8,9 +8,9 @@ import asyncio
 import time
 from typing import Any
 
-from gateway.domain import Outcome
 from gateway.errors import RateLimited
 from gateway.flow import Exchange
+from gateway.outcome import Outcome
 from tests.gateway.flow.test_director import CHAT, DEMO, Rig, Script, _full
 
 REQUESTS = 3_000

@@ -12,9 +12,10 @@ import yaml
 
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
-from gateway.domain import Outcome, Replica
+from gateway.domain import Replica
 from gateway.flow import Director, Inbound, InMemoryPrefixIndex, Ledgers, WaitingRoom, explain_plan, routing_hooks
 from gateway.flow.body import ChatBody, validate_body
+from gateway.outcome import Outcome
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.store import InMemoryStateStore

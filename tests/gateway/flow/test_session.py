@@ -14,10 +14,12 @@ import yaml
 
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
-from gateway.domain import Decision, Outcome, Prediction, Replica
+from gateway.decision import Decision
+from gateway.domain import Prediction, Replica
 from gateway.flow import Director, Inbound, Ledgers, Sessions, WaitingRoom, routing_hooks
 from gateway.flow.body import ChatBody, CompletionBody, validate_body
 from gateway.flow.session import Move, Seat, continues, keep_seat, session_key
+from gateway.outcome import Outcome
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_index import InMemoryPrefixIndex

@@ -25,10 +25,10 @@ from gateway.cli.online_parity import Judge, tools
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.config.types import DuetConfig
-from gateway.domain import Outcome
 from gateway.flow import Attempt, ChatBody, Director, Exchange, Inbound, Ledgers, WaitingRoom, routing_hooks
 from gateway.flow.answer_tap import AnswerTap
 from gateway.flow.shadow_sample import Sample
+from gateway.outcome import Outcome
 from gateway.parity.metrics import ParityMetrics
 from gateway.parity.sequential import Conclusion
 from gateway.parity.shadow import Job, Live, ShadowChecks, ShadowParts, shadow_body

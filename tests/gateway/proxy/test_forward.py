@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from gateway.domain import AttemptFailure, Replica
+from gateway.domain import Replica
+from gateway.outcome import AttemptFailure
 from gateway.proxy.forward import Answer, UpstreamCall, UpstreamRequest
 
 REFUSING = Replica("m/fast/0", "m", "fast", "http://refusing.invalid")

@@ -8,7 +8,8 @@ import asyncio
 import orjson
 import pytest
 
-from gateway.domain import Outcome, Replica
+from gateway.domain import Replica
+from gateway.outcome import Outcome
 from gateway.proxy.forward import Answer, UpstreamCall, UpstreamRequest
 from gateway.proxy.framing import MESSAGES, OPENAI, RESPONSES, Framing
 from gateway.proxy.http1 import Pool

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain import Outcome
+from gateway.outcome import Outcome
 from gateway.state.observations import (
     DecayingMean,
     Observations,
@@ -108,7 +108,7 @@ def test_error_rate_recovers_as_successes_arrive() -> None:
 def test_latency_model_bias_is_learned_from_predictions():
     import math
 
-    from gateway.domain import Outcome
+    from gateway.outcome import Outcome
     from gateway.state.observations import Observations, observe
     from gateway.state.outcomes import OutcomeKind
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain import Outcome
+from gateway.outcome import Outcome
 from gateway.state.outcomes import OutcomeKind, classify
 
 

@@ -13,7 +13,8 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from gateway.domain import BreakerState, Health, Outcome
+from gateway.domain import BreakerState, Health
+from gateway.outcome import Outcome
 from gateway.state import breaker as breakers
 from gateway.state import redis_scripts as scripts
 from gateway.state.breaker import Breaker, BreakerPolicy, Permit

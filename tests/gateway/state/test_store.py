@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from gateway.domain import BreakerState, Health, Outcome, ReplicaState
+from gateway.domain import BreakerState, Health, ReplicaState
+from gateway.outcome import Outcome
 from gateway.state.breaker import BreakerPolicy
 from gateway.state.store import Entry, InMemoryStateStore, StateStore, StoreSettings
 from gateway.state.vllm_metrics import VllmStats
