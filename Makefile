@@ -106,8 +106,8 @@ local-model: $(VLLM_STAMP)
 
 # Each real variant measured on the same prompts, one replica at a time on one core: TTFT,
 # single-stream and 8-stream tok/s, n-gram speed-up on a code edit vs open chat with vLLM's
-# acceptance counters. Table + JSON on stdout, runs/bench-variants/results.json, and the
-# "Real variants" section of docs/benchmarks.md. 5-15 minutes per variant on this 2-core AVX2 machine.
+# acceptance counters. Table + JSON on stdout, docs/results/bench-variants.json (committed), and the
+# "Real variants" section of docs/benchmarks.md. 3-8 minutes per variant on this 2-core AVX2 machine.
 .PHONY: bench-variants
 bench-variants: $(STAMP) vllm-env local-model checkpoints
 	$(BIN)/python -m loadtests.variants_bench $(ARGS)

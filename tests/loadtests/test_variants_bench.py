@@ -58,12 +58,7 @@ def test_the_committed_docs_have_the_section_to_replace() -> None:
 
 
 def test_the_docs_section_is_the_committed_results_rendered() -> None:
-    """Issue #16: the table is its results file rendered. The table measured on 2026-12-03 predates
-    the committed file (its raw numbers were written under runs/ and not kept): until the next
-    `make bench-variants` writes docs/results/bench-variants.json, the section says so."""
+    """Issue #16: the table is its committed results file rendered, nothing copied by hand."""
     text = DOCS.read_text(encoding="utf-8")
     section = text[text.index(START):text.index(END) + len(END)]
-    if RESULTS.exists():
-        assert section == docs_section(json.loads(RESULTS.read_text()))
-    else:
-        assert "Raw numbers: `runs/bench-variants/results.json`" in section
+    assert section == docs_section(json.loads(RESULTS.read_text()))
