@@ -27,6 +27,7 @@ from typing import Any
 
 from loadtests.vllm_cpu import measure
 from serving.errors import ReplicaFailed
+from serving.hardware import this_machine
 from serving.launch import LaunchProfile, by_variant, load_profiles
 from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.local_model import LocalModelPaths, default_cache_dir
@@ -127,7 +128,8 @@ def docs_section(report: dict[str, Any]) -> str:
     load = report["load_avg"]
     return "\n".join([
         START,
-        f"Measured {report['date']} with `{report['command']}` (vllm-cpu {report['vllm_cpu']}, one replica at a time on "
+        f"Measured {report['date']} with `{report['command']}` on {report.get('hardware_class', 'an unrecorded hardware class')} "
+        f"(vllm-cpu {report['vllm_cpu']}, one replica at a time on "
         f"core 0, 128 forced output tokens, median of {report['repeats']} repeats; load average "
         f"{load['start']:.2f} at start, {load['end']:.2f} at end on this 2-core machine). Open = a short-story chat "
         "prompt; code edit = rename a parameter in six small functions and return the code (the answer copies the "
@@ -211,6 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": command,
               "vllm_cpu": "0.32.0", "repeats": args.repeats, "cores": os.cpu_count(),
+              "hardware_class": this_machine().hardware_class,
               "load_avg": {"start": load_start, "end": os.getloadavg()[0]}, "results": with_speedups(results),
               "results_file": _shown(args.out)}
     print("\n".join(table(report["results"])))
