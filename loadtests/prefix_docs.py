@@ -19,7 +19,7 @@ REPLAYS = ROOT / "docs" / "results" / "replay"
 REAL_RUNS = ROOT / "docs" / "results"  # prefix-real*.json
 START = "<!-- prompt-cache:start (written by `python -m loadtests.prefix_docs` from docs/results) -->"
 END = "<!-- prompt-cache:end -->"
-SHOWN = ("duet", "llm-d-default", "always-standard", "least-loaded", "always-fast")
+SHOWN = ("duet", "llm-d-default", "production-stack-prefixaware", "always-standard", "least-loaded", "always-fast")
 COST_GOAL = 0.6  # Duet's cost at most this fraction of always-standard's
 
 
@@ -34,10 +34,12 @@ WHY = (
     "(its row), so the goal leaves Duet almost nothing for the standard variant. Duet sends it the requests for which "
     "no fast replica is predicted to meet the budget (its variant mix says how many) and lands above the line: "
     "reaching it means shedding those to a fast replica that misses their budget.",
-    "- `llm-d-default` waits longer for its first tokens than least-loaded and always-fast, which route over the same "
-    "replicas without a prefix scorer: its prefix-cache scorer (weight 3 against the queue scorer's 2, on a 1 s scrape) keeps a "
-    "conversation on the replica that holds it after that replica has queued up. Duet's step model instead prices "
-    "the cached prefix into the predicted TTFT and weighs it against the queue (not isolated by an ablation here).",
+    "- `llm-d-default` and `production-stack-prefixaware` wait longer for their first tokens than least-loaded and "
+    "always-fast, which route over the same replicas without a prefix scorer: llm-d's prefix-cache scorer (weight 3 "
+    "against the queue scorer's 2, on its 50 ms scrape) keeps a conversation on the replica that holds it after that "
+    "replica has queued up, and production-stack's router looks at nothing but the prefix. Duet's step model "
+    "instead prices the cached prefix into the predicted TTFT and weighs it against the queue (not isolated by an "
+    "ablation here).",
     "- Hit rates stay far below the trace's 36.6% of reusable blocks: a window of a few thousand 12k-token prompts "
     "overruns each replica's KV cache (411k tokens) within minutes, so most reuse arrives after its prefix was evicted; "
     "always-standard's one overloaded replica evicts fastest.",

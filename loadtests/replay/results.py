@@ -102,16 +102,19 @@ def render(results: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
              "carries the same verdicts (the FP8 variant: chat, coding, agent, extraction) and is scored by them. "
              "Traces: Azure LLM inference trace 2023 (CC-BY 4.0; Patel et al., \"Splitwise\", ISCA 2024) and the "
              "Mooncake FAST'25 conversation trace (Apache-2.0; Qin et al., \"Mooncake\", FAST 2025). Baselines "
-             "(docs/routing.md, Baselines) include `static-split` and `llm-d-default` (llm-d's default queue, "
-             "KV-cache and prefix-cache scorers; the prefix scorer scores every replica alike on the Azure traces, "
-             "which carry no prompt reuse, while the long-context setting's Mooncake requests carry their prefix "
-             "blocks). Simulated replicas: the h100-70b profiles, fitted to published vLLM measurements (Simulator, "
-             "\"H100 profiles against published measurements\"); every setting here was rerun on them.", "",
+             "(docs/routing.md, Baselines) include `static-split`, `llm-d-default` (llm-d's default queue, "
+             "KV-cache and prefix-cache scorers, on its 50 ms metrics refresh where the others run with the "
+             "gateway's 1 s scrape) and `production-stack-prefixaware` (vLLM production-stack's prefix-aware "
+             "router: the longest cached prefix, else any replica at random). The prefix scorers score every "
+             "replica alike on the Azure traces, which carry no prompt reuse, while the long-context setting's "
+             "Mooncake requests carry their prefix blocks. Simulated replicas: the h100-70b profiles, fitted to "
+             "published vLLM measurements (Simulator, \"H100 profiles against published measurements\"); every "
+             "setting here was rerun on them.", "",
              *summary(results), "", *findings(results), *WHY, ""]
     for stem, title, result in results:
         parts += [f"### {title}", "", "```sh", result["command"], "```", "",
                   f"{_seeds(result)}{result['requests']} requests; output length {result['output_length']}; speed prior factors "
-                  f"{_prior_factors(result)} (`{stem}.json`).", "", _table(result["policies"]), "",
+                  f"{_prior_factors(result)}{_scrapes(result)} (`{stem}.json`).", "", _table(result["policies"]), "",
                   verdict(result["policies"]), ""]
     parts.append(END)
     return "\n".join(parts)
@@ -167,9 +170,14 @@ WHY = (
     "- On the long-context mix parity keeps long documents on the one standard replica whichever policy routes, and "
     "they miss their budgets there alike: more standard capacity or prompt reuse (the prefix-cache issue) would move "
     "it, routing cannot.",
-    "- `llm-d-default` is replayed with the replay's 1 s metrics scrape, like every policy, while llm-d refreshes its "
-    "metrics every 50 ms by default and its default scorers count no requests of their own: between scrapes it "
-    "sends bursts to one replica. This replay does not remove that handicap yet.",
+    "- `llm-d-default` is scraped every 50 ms, the EPP's default refresh. Replayed on the gateway's 1 s scrape "
+    "before, it sent bursts to one replica between scrapes (its default scorers count no requests of their own) and "
+    "served several points fewer good requests on the Azure mixes (this section's git history). "
+    "`production-stack-prefixaware` reads no load at all: without prompt reuse, as on the Azure traces, it picks any "
+    "replica at random, one request in four on the one standard replica. Both were added to the committed files "
+    "with `duet replay --rerun` (the same command, those two policies replayed again; the others' replays are "
+    "deterministic, and rerunning `duet` and `least-loaded` on the long-context setting reproduced their figures "
+    "exactly).",
 )
 
 
@@ -189,6 +197,17 @@ def summary(results: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[str]:
         lines.append(f"| `{stem}` | {_good(duet)} | {best_name} | {_good(best)} | {room:.2f} | {gap:+.2f} | "
                      f"{_cost(duet)} | {_cost(best)} | {'met' if met else 'not met'} |")
     return lines
+
+
+def _scrapes(result: Mapping[str, Any]) -> str:
+    """How often each policy's replay scraped the replicas, when the file says (the common
+    interval, then the policies that had their own)."""
+    intervals = result.get("scrape_interval_s")
+    if not intervals:
+        return ""
+    common = max(set(intervals.values()), key=list(intervals.values()).count)
+    own = [f"`{name}` every {s:g} s" for name, s in intervals.items() if s != common]
+    return f"; replicas scraped every {common:g} s" + (f" ({', '.join(own)})" if own else "")
 
 
 def _seeds(result: Mapping[str, Any]) -> str:
