@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from loadtests.doc_section import DocSection
+from loadtests.replay.seeds import interval
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "docs" / "results" / "length-quantile"
@@ -39,7 +40,9 @@ def load(results_dir: Path = RESULTS_DIR) -> list[dict[str, Any]]:
 
 def _cell(result: Mapping[str, Any]) -> str:
     duet = result["policies"]["duet"]
-    return f"{duet['good_fraction']:.2%} / ${duet['cost_usd']:.2f}"
+    ci = duet.get("good_fraction_ci95")
+    good = f"{duet['good_fraction']:.2%}" if ci is None else f"{duet['good_fraction']:.2%} ± {ci:.2%}"
+    return f"{good} / ${duet['cost_usd']:.2f}"
 
 
 def render(results: Sequence[Mapping[str, Any]]) -> str:
@@ -59,16 +62,30 @@ def render(results: Sequence[Mapping[str, Any]]) -> str:
 
 
 def against_kept(results: Sequence[Mapping[str, Any]], quantiles: Sequence[float], starts: Sequence[float]) -> list[str]:
-    """Per other quantile, window by window: points of good requests and cost relative to ``KEPT``."""
+    """Per other quantile, window by window: points of good requests and cost relative to ``KEPT``.
+    With several seeds the difference is paired seed by seed (the same arrivals and prior errors
+    under both quantiles), its mean with a 95% Student-t interval."""
     duet = {(r["quantile"], r["start"]): r["policies"]["duet"] for r in results}
     lines = []
     for q in (q for q in quantiles if q != KEPT):
         pairs = [(duet[(q, s)], duet[(KEPT, s)]) for s in starts if (q, s) in duet and (KEPT, s) in duet]
-        points = " / ".join(f"{100 * (a['good_fraction'] - b['good_fraction']):+.2f}" for a, b in pairs)
-        cost = " / ".join(f"{100 * (a['cost_usd'] / b['cost_usd'] - 1):+.1f}%" for a, b in pairs)
+        points = " / ".join(_paired(a, b, lambda x, y: 100 * (x["good_fraction"] - y["good_fraction"]), "+.2f", "")
+                            for a, b in pairs)
+        cost = " / ".join(_paired(a, b, lambda x, y: 100 * (x["cost_usd"] / y["cost_usd"] - 1), "+.1f", "%")
+                          for a, b in pairs)
         lines.append(f"- p{100 * q:g} against p{100 * KEPT:g}, window by window: {points} points of good requests, "
                      f"cost {cost}.")
     return lines
+
+
+def _paired(a: Mapping[str, Any], b: Mapping[str, Any], diff: Callable[[Mapping[str, Any], Mapping[str, Any]], float],
+            fmt: str, unit: str) -> str:
+    """``diff`` of the two summaries, or of their seeds pair by pair (mean ± 95% half-width)."""
+    runs_a, runs_b = a.get("runs"), b.get("runs")
+    if not runs_a or not runs_b or len(runs_a) != len(runs_b):
+        return f"{format(diff(a, b), fmt)}{unit}"
+    mean, half = interval([diff(x, y) for x, y in zip(runs_a, runs_b, strict=True)])
+    return f"{format(mean, fmt)}{unit} ± {abs(half):.2f}{unit}"
 
 
 def section(text: str) -> str:

@@ -32,3 +32,16 @@ def test_write_needs_the_markers(tmp_path):
     path.write_text("no markers")
     with pytest.raises(SystemExit, match="no length-quantile markers"):
         docs.write(path)
+
+
+def test_with_seeds_the_difference_is_paired_seed_by_seed():
+    def seeded(quantile, goods, costs):
+        result = replay(quantile, 0.0, sum(goods) / len(goods), sum(costs) / len(costs))
+        result["policies"]["duet"]["runs"] = [{"good_fraction": g, "cost_usd": c} for g, c in zip(goods, costs)]
+        return result
+
+    # every seed gains exactly 0.5 points: the pairing removes the seeds' own spread
+    low = seeded(0.1, [0.905, 0.955, 0.985], [10.0, 20.0, 30.0])
+    kept = seeded(0.5, [0.900, 0.950, 0.980], [10.0, 20.0, 30.0])
+    (line,) = docs.against_kept([low, kept], [0.1, 0.5], [0.0])
+    assert line == "- p10 against p50, window by window: +0.50 ± 0.00 points of good requests, cost +0.0% ± 0.00%."
