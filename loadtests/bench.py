@@ -47,6 +47,9 @@ class BenchSettings:
     seed: int = 0
     # How far off the router's speed priors are, per variant (a seeded draw: ``prior_errors``).
     prior_error: float = 0.3
+    # Force each answer's traced length, which tells the gateway the true length (an oracle, for
+    # comparison); by default only the simulated replicas are told it.
+    forced_length: bool = False
     port: int | None = None
     api_key: str = "sk-duet"
     replica_urls: Mapping[str, list[str]] = field(default_factory=dict)
@@ -88,6 +91,7 @@ def locust_command(settings: BenchSettings, url: str, rate_scale: float, run_dir
         "--duet-max-context", str(settings.replica_set.max_context), "--duet-slos", settings.slo_option(),
         "--duet-records", str(run_dir / "records.jsonl"), "--duet-api-key", settings.api_key,
         "--duet-variant-map", ",".join(f"{k}={v}" for k, v in variants.items()), "--duet-seed", str(settings.seed),
+        *(["--duet-forced-length"] if settings.forced_length else []),
         "--csv", str(run_dir / "locust"), "--html", str(run_dir / "locust.html"), "--only-summary",
         "--loglevel", "WARNING", "--stop-timeout", "5",
     ]

@@ -45,6 +45,10 @@ def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prior-error", type=float, default=0.3,
                         help="the router's speed priors are off by this much per variant, slower or faster by a "
                              "seeded draw (0: the simulator profile's own, an oracle)")
+    parser.add_argument("--forced-length", action="store_true",
+                        help="force each answer's traced length (max_tokens = min_tokens, ignore_eos), which tells the "
+                             "gateway the true length: an oracle, for comparison (default: only the simulated "
+                             "replicas are told it, in vllm_xargs)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-slo"), help="report folder")
     parser.add_argument("--report-only", action="store_true", help="rebuild the report from the run folders in --out")
     parser.add_argument("--results", type=Path, default=None,
@@ -70,6 +74,7 @@ def command_line(args: argparse.Namespace) -> str:
     parts += [f"--duration {args.duration:g}", f"--time-scale {args.time_scale:g}", f"--trace-start {args.trace_start:g}",
               f"--rate-scale {args.rate_scale}", f"--traces {args.traces}", f"--trace-users {args.trace_users}",
               f"--seed {args.seed}", f"--prior-error {args.prior_error:g}"]
+    parts += ["--forced-length"] if args.forced_length else []
     optional = {"--replica-urls": args.replica_urls, "--slos": args.slos}
     parts += [f"{flag} {value}" for flag, value in optional.items() if value]
     parts += [f"--out {args.out}"] + ([f"--results {args.results}"] if args.results else [])
@@ -93,7 +98,8 @@ def run_slo(args: argparse.Namespace) -> int:
         replica_set=replica_set, slos=parse_slos(args.slos), duration_s=args.duration,
         time_scale=args.time_scale, trace_start_s=args.trace_start,
         traces=tuple(t for t in args.traces.split(",") if t), trace_users=args.trace_users, seed=args.seed,
-        prior_error=args.prior_error, port=args.port, replica_urls=_replica_urls(args.replica_urls),
+        prior_error=args.prior_error, forced_length=args.forced_length, port=args.port,
+        replica_urls=_replica_urls(args.replica_urls),
     )
     rates = [float(r) for r in args.rate_scale.split(",") if r]
     command = command_line(args)

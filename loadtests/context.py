@@ -53,6 +53,10 @@ def add_options(parser: Any) -> None:
                        help="NAME=VARIANT,... : served model names or api bases -> variant (gateways without x-duet-variant)")
     group.add_argument("--duet-api-key", default="sk-duet", help="sent as the bearer token")
     group.add_argument("--duet-seed", type=int, default=0)
+    group.add_argument("--duet-forced-length", action="store_true",
+                       help="force each answer's traced length (max_tokens = min_tokens, ignore_eos), which tells the "
+                            "gateway the true length: an oracle, for comparison; by default only the simulator is "
+                            "told it (vllm_xargs.sim_output_tokens) and the request sends no max_tokens")
 
 
 @dataclass
@@ -110,6 +114,7 @@ class LoadContext:
             synthesizer=synthesizer(options.duet_tokenizer or None),
             slos=parse_slos(options.duet_slos),
             time_scale=options.duet_time_scale,
+            forced_length=options.duet_forced_length,
         )
         names = [n.strip() for n in options.duet_traces.split(",") if n.strip()]
         traces = {TRACE_TASKS.get(name, name): load_trace(name) for name in names}

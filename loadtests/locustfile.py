@@ -1,14 +1,15 @@
 """Duet's locust scenarios: ``locust -f loadtests/locustfile.py --host http://127.0.0.1:8000``.
 
 Users per task type (coding and chat with lengths from the Azure 2023 traces, a two-turn agent
-with a tool, long-document extraction), every request streamed with its output length forced and
+with a tool, long-document extraction), every request streamed, its traced output length told to
+a simulated replica alone (``--duet-forced-length`` forces it, an oracle for the gateway), and
 its SLO in ``x-slo-ttft-ms`` / ``x-slo-tpot-ms``; TTFT and TPOT appear as request types of their
 own. ``ConversationUser`` (multi-turn, each turn resending the history) and ``AgentLoopUser``
 (tool call, tool result, next turn) repeat a growing prefix in one ``x-session-id`` session; they
-run when named (``locust -f ... ConversationUser AgentLoopUser``). ``--duet-shape trace`` replays the traces' arrival times (``--duet-rate-scale``,
-``--duet-time-scale``); ``step`` and ``ramp`` are the usual shapes. ``locust -f ... --help`` lists
-every ``--duet-*`` option. Traces: Azure LLM inference trace 2023, CC-BY 4.0, Patel et al.,
-"Splitwise", ISCA 2024 (loadtests/traces/README.md).
+run when named (``locust -f ... ConversationUser AgentLoopUser``). ``--duet-shape trace`` replays
+the traces' arrival times (``--duet-rate-scale``, ``--duet-time-scale``); ``step`` and ``ramp`` are
+the usual shapes. ``locust -f ... --help`` lists every ``--duet-*`` option. Traces: Azure LLM
+inference trace 2023, CC-BY 4.0, Patel et al., "Splitwise", ISCA 2024 (loadtests/traces/README.md).
 """
 
 from __future__ import annotations

@@ -129,7 +129,8 @@ def render(replays: Sequence[tuple[str, Mapping[str, Any]]], reals: Sequence[tup
                   "", "```sh", real["command"], "```", "",
                   f"{real['replicas']} replicas `{real['variants']}` ({', '.join(real['cpu_flags'])}), {real['users']} "
                   f"`ConversationUser`s for {real['seconds']} s per gateway, {real['date']}; off = {real['off_means']}. "
-                  "vLLM's hit rate is its own counters' increase over the run, both replicas "
+                  "Answers are forced to their drawn lengths on both gateways (the run is about the cache, and the "
+                  "gateway then knows each length). vLLM's hit rate is its own counters' increase over the run, both replicas "
                   f"(`docs/results/{name}`).", "", real_table(real), ""]
     if reals:
         parts += ["What the real runs say: on and off do not differ beyond noise at these sample sizes (a few dozen "

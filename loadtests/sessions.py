@@ -40,7 +40,7 @@ class Conversation:
         """The turn's request: the whole history, the session header, the task's SLO headers."""
         headers = {**slo_headers(self.task, settings.slos.get(self.task), settings.time_scale),
                    SESSION_HEADER: self.session_id}
-        body = chat_body(settings.model, list(self.messages), output_tokens, **extra)
+        body = chat_body(settings.model, list(self.messages), output_tokens, settings.forced_length, **extra)
         return ChatRequest(self.task, body, headers, output_tokens)
 
     def then(self, *messages: dict[str, Any], tokens: int) -> Conversation:

@@ -35,10 +35,13 @@ INTRO = (
     "gateway (Duet with the policy's routing section, or LiteLLM's proxy with `latency-based-routing` from its own "
     "venv, `.venv-bench-litellm`) and `locust --headless -f loadtests/locustfile.py --duet-shape trace`. Arrivals "
     "replay the Azure LLM inference trace 2023 (CC-BY 4.0; Patel et al., \"Splitwise\", ISCA 2024). Every request "
-    "streams; its prompt is synthesised to the trace's token count, its output forced to the trace's length, and it "
-    "carries `x-duet-task` and its budget (`x-slo-ttft-ms`, `x-slo-tpot-ms`). Policies: `always-standard`, "
-    "`always-fast`, `round-robin`, `least-loaded` (across both variants), `litellm-latency` (LiteLLM's proxy, one "
-    "worker) and `duet` (`loadtests/policies/duet.yaml`).",
+    "streams; its prompt is synthesised to the trace's token count, it sends no `max_tokens` and names its trace "
+    "length only in `vllm_xargs.sim_output_tokens`, where the simulator ends the answer (the gateway does not read "
+    "it; `--forced-length` forces the length instead, an oracle for comparison), and it "
+    "carries `x-duet-task` and its budget (`x-slo-ttft-ms`, `x-slo-tpot-ms`). Policies (`--compare`: all of "
+    "them; a run may name fewer): `always-standard`, `always-fast`, `round-robin`, `least-loaded` (across both "
+    "variants), `static-split`, `llm-d-default`, `production-stack-prefixaware` (docs/routing.md, Baselines), "
+    "`litellm-latency` (LiteLLM's proxy, one worker) and `duet` (`loadtests/policies/duet.yaml`).",
     "",
     "**Time.** The simulated replicas run `time scale` times faster than the hardware they model, arrivals come as "
     "much faster, and budgets and the gateway's speed priors are divided by it; every time below is converted back "
@@ -156,7 +159,20 @@ def settings_line(settings: Mapping[str, Any]) -> str:
     parity = "; ".join(f"{v} allows {'every task' if t is None else ', '.join(t)}" for v, t in settings["parity"].items())
     return (f"Replicas: {replicas}. Traces {', '.join(settings['traces'])} from {settings['trace_start_s']:g} s in, "
             f"{settings['duration_model_s']:g} s of arrivals per run at time scale {settings['time_scale']:g}. Budgets "
-            f"(TTFT / TPOT ms, model time): {slos}. Parity: {parity}. {prior_line(settings.get('prior_error'))}")
+            f"(TTFT / TPOT ms, model time): {slos}. Parity: {parity}. {prior_line(settings.get('prior_error'))} "
+            f"{length_line(settings.get('output_length'))}")
+
+
+def length_line(output_length: str | None) -> str:
+    """Whether the gateway knew each answer's length: a results file from before natural lengths
+    forced every request's (``min_tokens`` = ``max_tokens``, ``ignore_eos``), and says so."""
+    if output_length is None:
+        return ("Output lengths: forced on every request, which told the gateway each answer's length (an oracle: "
+                "this run predates natural lengths).")
+    if output_length == "natural":
+        return ("Output lengths: natural (no `max_tokens`; only the simulated replicas were told where each answer "
+                "ends, and the gateway planned with the lengths it learned).")
+    return "Output lengths: forced on every request (`--forced-length`: the gateway knew each one, an oracle)."
 
 
 def prior_line(prior_error: Mapping[str, Mapping[str, float]] | None) -> str:

@@ -86,6 +86,8 @@ def results(report: Mapping[str, Any], settings: BenchSettings, host: Mapping[st
             "slos": {t: [s.ttft_ms, s.tpot_ms] for t, s in settings.slos.items()},
             # Duet's speed prior per variant: its profile's with prefill rate / and step times x these
             "prior_error": {v: {"prefill": p, "decode": d} for v, (p, d) in settings.prior_errors().factors.items()},
+            # Whether requests forced their traced lengths (the gateway then knew them: an oracle)
+            "output_length": "forced (the gateway knows it: oracle)" if settings.forced_length else "natural",
         },
         "goodput": report["goodput"],
         "runs": runs,

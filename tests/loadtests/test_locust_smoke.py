@@ -2,6 +2,7 @@
 trace replay as ``duet bench slo`` runs it, then every task user under locust's own -u/-t."""
 
 import csv
+import json
 import subprocess
 import urllib.request
 import sys
@@ -45,6 +46,10 @@ def test_trace_replay_through_duet_reports_ttft_events_and_slo_fields(tmp_path):
     assert overall["ttft_ms"]["p50"] is not None and overall["tpot_ms"]["p90"] is not None
     assert {p.name for p in tmp_path.glob("*.png")} >= {"slo_attainment_by_task.png", "ttft_tpot_cdf_by_variant.png"}
     assert (tmp_path / "locust.html").stat().st_size > 10_000
+    # Natural lengths: the simulator ended each answer at its traced length, which no field the
+    # gateway reads carried (tests/loadtests/test_scenarios.py checks the bodies)
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert records and all(r["output_tokens"] == r["wanted_output_tokens"] for r in records)
 
 
 def test_every_task_user_under_plain_users_and_run_time(tmp_path):

@@ -6,14 +6,23 @@ from loadtests.streaming import ToolCall
 SETTINGS = ScenarioSettings(model="duet-70b", synthesizer=synthesizer(), slos=dict(DEFAULT_SLOS), time_scale=2.0)
 
 
-def test_single_turn_forces_the_traced_output_and_streams_with_usage():
+def test_single_turn_tells_only_the_simulator_its_traced_length_and_streams_with_usage():
     request = single_turn(SETTINGS, "coding", 1469, 13, seed=7)
     body = request.body
     assert body["model"] == "duet-70b"
-    assert (body["max_tokens"], body["min_tokens"], body["ignore_eos"]) == (13, 13, True)
+    # Nothing the gateway reads says 13: no max_tokens, min_tokens or ignore_eos (issue #16, no oracle)
+    assert not {"max_tokens", "max_completion_tokens", "min_tokens", "ignore_eos"} & set(body)
+    assert body["vllm_xargs"] == {"sim_output_tokens": 13}
     assert body["stream"] and body["stream_options"] == {"include_usage": True}
     assert SETTINGS.synthesizer.counter.count_text(body["messages"][0]["content"]) in range(1468, 1471)
     assert request.name == "chat [coding]"
+
+
+def test_forced_length_forces_the_traced_output_for_every_replica_and_the_gateway():
+    forced = ScenarioSettings(model="duet-70b", synthesizer=synthesizer(), slos=dict(DEFAULT_SLOS), forced_length=True)
+    body = single_turn(forced, "coding", 500, 13, seed=7).body
+    assert (body["max_tokens"], body["min_tokens"], body["ignore_eos"]) == (13, 13, True)
+    assert "vllm_xargs" not in body
 
 
 def test_slo_headers_carry_the_task_and_budgets_in_wall_time():
@@ -31,4 +40,4 @@ def test_agent_turns_offer_the_tool_then_feed_its_result_back():
     assert roles == ["user", "assistant", "tool"]
     assert second.body["messages"][1]["tool_calls"][0]["id"] == "call_9"
     assert second.body["messages"][2]["tool_call_id"] == "call_9"
-    assert second.body["max_tokens"] == 50 and second.body["tool_choice"] == "none"
+    assert second.body["vllm_xargs"] == {"sim_output_tokens": 50} and second.body["tool_choice"] == "none"
