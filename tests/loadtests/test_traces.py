@@ -114,3 +114,18 @@ def test_unreadable_traces_say_which_file_and_why(tmp_path, name, text, message)
 def test_two_traces_for_one_task_are_refused():
     with pytest.raises(TraceError, match="task 'chat' already has a trace"):
         task_traces(["conv", "chat=code"])
+
+
+def test_code_answers_do_not_follow_their_prompts_length():
+    """docs/routing.md (why the median): in the Azure code trace the prompt's length says nothing
+    about the answer's, so it cannot single out the short answers a TPOT budget is at risk for."""
+    import statistics
+
+    requests = sorted(load_trace("code").requests, key=lambda r: r.input_tokens)
+    quarter = len(requests) // 4
+    medians = [statistics.median(r.output_tokens for r in requests[i * quarter:(i + 1) * quarter]) for i in range(4)]
+    assert max(medians) - min(medians) <= 2, medians
+    ranks_in = {id(r): i for i, r in enumerate(requests)}
+    by_output = sorted(requests, key=lambda r: r.output_tokens)
+    pairs = [(ranks_in[id(r)], j) for j, r in enumerate(by_output)]
+    assert abs(statistics.correlation(*zip(*pairs, strict=True))) < 0.1
