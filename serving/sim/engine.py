@@ -11,10 +11,10 @@ under the ``max_num_batched_tokens`` budget and ``max_num_seqs``. A sequence tha
 blocks preempts the most recently admitted running one, which returns to the head of the queue
 and recomputes later; a step that preempted admits no waiting request (V1's ``if not
 preempted_reqs``); a waiting head that does not fit stays waiting (and blocks the queue).
-With ``scheduling="priority"`` (``--scheduling-policy priority``) the waiting queue is ordered by
-(``priority``, arrival) instead, a preempted sequence goes back to its place in that order, and
-the running sequence preempted for blocks is the one with the largest (``priority``, arrival),
-even one already planned in this step (its tokens go back to the budget), as V1 does.
+With ``scheduling="priority"`` (``--scheduling-policy priority``) the waiting queue and the
+choice of whom to preempt follow (``priority``, arrival) instead (``scheduling_order``); the
+sequence preempted may be one already planned in this step (its tokens go back to the budget),
+as V1 does.
 
 The prefix cache as V1 keeps it: a prompt's full blocks become reusable as soon as they are
 computed (chunk by chunk, not when the prompt ends), so a preempted sequence's recompute and a
@@ -36,6 +36,7 @@ from serving.sim.decoderun import DecodeRun
 from serving.sim.events import EngineCounters, EngineSnapshot, Event, Finished, Refusal, SimRequest, TokensOut
 from serving.sim.kvcache import KVCache
 from serving.sim.profile import Profile
+from serving.sim.scheduling_order import SchedulingOrder
 from serving.sim.sequence import Seq, Step
 from serving.sim.stepcost import BatchShape, accepted_drafts, step_duration
 
@@ -47,10 +48,8 @@ class Engine:
 
     def __init__(self, profile: Profile, *, seed: int = 0, token_events: bool = True,
                  step_observer: Callable[[int], None] | None = None, scheduling: str = "fcfs") -> None:
-        if scheduling not in ("fcfs", "priority"):
-            raise ValueError(f"unknown scheduling policy '{scheduling}' (fcfs or priority)")
         self.profile = profile
-        self._by_priority = scheduling == "priority"
+        self._order = SchedulingOrder.named(scheduling)
         self._step_observer = step_observer  # called with each step's token count (for metrics)
         self.counters = EngineCounters()
         self.clock = 0.0
@@ -99,7 +98,7 @@ class Engine:
             task = self._spec.for_task(request.task)
             seq.acceptance, seq.proposal_rate = task.acceptance, task.proposal_rate
         self._by_id[request.request_id] = seq
-        self._enqueue(seq, front=False)
+        self._order.enqueue(self._waiting, seq, front=False)
         return None
 
     def abort(self, request_id: str, now: float) -> None:
@@ -234,7 +233,7 @@ class Engine:
             # most steps stay inside the blocks a sequence holds: no need to ask the cache
             fits = -(-(seq.computed + tokens) // block_size) <= seq.blocks
             blocks = seq.blocks if fits else kv.grow(seq.blocks, seq.computed + tokens)
-            while blocks is None and (victim := self._victim(seq)) is not seq:
+            while blocks is None and (victim := self._order.victim(self._running)) is not seq:
                 i -= self._evict(victim, i)
                 budget += self._unplan(victim, plan)
                 blocks = self._kv.grow(seq.blocks, seq.computed + tokens)
@@ -342,13 +341,6 @@ class Engine:
             self._kv.remember(seq.req.prefix_hashes[seq.cached_blocks:full])
             seq.cached_blocks = full
 
-    def _victim(self, seq: Seq) -> Seq:
-        """The running sequence to preempt so that ``seq`` gets blocks: the last admitted, or
-        under priority scheduling the one with the largest (priority, arrival)."""
-        if self._by_priority:
-            return max(self._running, key=lambda s: (s.req.priority, s.arrival))
-        return self._running[-1]
-
     def _evict(self, victim: Seq, i: int) -> int:
         """Preempt ``victim``; 1 when it ran before position ``i`` of the running list (the
         caller's index moves back by one), else 0."""
@@ -367,27 +359,11 @@ class Engine:
                 return tokens
         return 0
 
-    def _enqueue(self, seq: Seq, *, front: bool) -> None:
-        """Into the waiting queue: at the back (a new request) or the front (a preempted one),
-        or under priority scheduling at its place by (priority, arrival)."""
-        waiting = self._waiting
-        if not self._by_priority:
-            if front:
-                waiting.appendleft(seq)
-            else:
-                waiting.append(seq)
-            return
-        rank = (seq.req.priority, seq.arrival)
-        at = len(waiting)
-        while at > 0 and (waiting[at - 1].req.priority, waiting[at - 1].arrival) > rank:
-            at -= 1
-        waiting.insert(at, seq)
-
     def _preempt(self, seq: Seq) -> None:
         self._kv.release(seq.blocks)
         seq.blocks = seq.computed = seq.cached_blocks = 0  # its blocks stay cached, not held
         seq.preemptions += 1
-        self._enqueue(seq, front=True)
+        self._order.enqueue(self._waiting, seq, front=True)
         self.counters.preemptions += 1
 
     def _finish(self, seq: Seq, reason: str, now: float) -> None:
