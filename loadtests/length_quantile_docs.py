@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtests.doc_section import DocSection
+from loadtests.replay.results import good_cell
 from loadtests.replay.seeds import interval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,9 +41,7 @@ def load(results_dir: Path = RESULTS_DIR) -> list[dict[str, Any]]:
 
 def _cell(result: Mapping[str, Any]) -> str:
     duet = result["policies"]["duet"]
-    ci = duet.get("good_fraction_ci95")
-    good = f"{duet['good_fraction']:.2%}" if ci is None else f"{duet['good_fraction']:.2%} ± {ci:.2%}"
-    return f"{good} / ${duet['cost_usd']:.2f}"
+    return f"{good_cell(duet)} / ${duet['cost_usd']:.2f}"
 
 
 def render(results: Sequence[Mapping[str, Any]]) -> str:

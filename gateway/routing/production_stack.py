@@ -25,11 +25,11 @@ from gateway.domain import Candidate, Prediction, RequestProfile
 from gateway.routing.baselines import request_hash
 
 
-def coin(request: RequestProfile, replica_id: str) -> float:
-    """A number in [0, 1) fixed by the request's fields and the replica: its random pick."""
+def coin(request_key: int, replica_id: str) -> float:
+    """A number in [0, 1) fixed by the request (``request_hash``) and the replica: its random pick."""
     # blake2b, not CRC-32: a CRC is linear, and its values for one request over "…/0", "…/1", …
     # are correlated enough to favour one replica in four by half again.
-    digest = hashlib.blake2b(f"{request_hash(request)}|{replica_id}".encode(), digest_size=8).digest()
+    digest = hashlib.blake2b(f"{request_key}|{replica_id}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64
 
 
@@ -45,7 +45,8 @@ class ProductionStackPrefixScorer:
 
     def score_pool(self, request: RequestProfile, candidates: Sequence[Candidate]) -> list[float]:
         longest = max((c.cached_tokens for c in candidates), default=0)
-        return [(1.0 + coin(request, c.replica.id)) / 2 if c.cached_tokens == longest else 0.0 for c in candidates]
+        key = request_hash(request)  # once per request, not per candidate
+        return [(1.0 + coin(key, c.replica.id)) / 2 if c.cached_tokens == longest else 0.0 for c in candidates]
 
     def score(self, request: RequestProfile, candidate: Candidate, prediction: Prediction) -> float:
-        return (1.0 + coin(request, candidate.replica.id)) / 2  # alone, it holds the longest match
+        return (1.0 + coin(request_hash(request), candidate.replica.id)) / 2  # alone, it holds the longest match

@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if args.seeds > 1:
         meta["seeds"] = {"count": args.seeds, "shift_s": args.shift, "requests": [len(r.schedule) for r in runs],
                          "prior_error": [_factors(r.prior_error) for r in runs]}
-    meta["scrape_interval_s"] = {_name(p): scrape_interval_s(p) for p in first.configs}
+    intervals = {p: scrape_interval_s(p) for p in first.configs}  # read from each policy file once
+    meta["scrape_interval_s"] = {_name(p): s for p, s in intervals.items()}
     kept: dict[str, dict[str, Any]] = {}
     if args.rerun is not None:
         try:
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"duet replay: {exc}", file=sys.stderr)
             return 2
-    by_seed = [_replay(args, run_, skip=set(kept)) for run_ in runs]
+    by_seed = [_replay(args, run_, intervals, skip=set(kept)) for run_ in runs]
     fresh = by_seed[0] if args.seeds == 1 else {name: combine([s[name] for s in by_seed]) for name in by_seed[0]}
     summaries = {_name(p): fresh[_name(p)] if _name(p) in fresh else kept[_name(p)] for p in first.configs}
     if args.out:
@@ -126,8 +127,10 @@ def _prepare(args: argparse.Namespace, index: int) -> _SeedRun:
     return _SeedRun(seed, cluster, prior_error, configs, schedule)
 
 
-def _replay(args: argparse.Namespace, run_: _SeedRun, skip: set[str]) -> dict[str, dict[str, Any]]:
-    """Each policy's summary for one seed, but those in ``skip``."""
+def _replay(args: argparse.Namespace, run_: _SeedRun, intervals: dict[str, float],
+            skip: set[str]) -> dict[str, dict[str, Any]]:
+    """Each policy's summary for one seed, but those in ``skip``; ``intervals``: policy -> how
+    often its replicas are scraped."""
     from loadtests.replay.report import summarize
     from loadtests.replay.simulation import Replay
 
@@ -138,7 +141,7 @@ def _replay(args: argparse.Namespace, run_: _SeedRun, skip: set[str]) -> dict[st
         started = time.perf_counter()
         results = Replay(config, run_.cluster.profiles(), seed=run_.seed, forced_length=args.forced_length,
                          length_quantile=args.length_quantile,
-                         scrape_interval_s=scrape_interval_s(policy)).run(run_.schedule)
+                         scrape_interval_s=intervals[policy]).run(run_.schedule)
         summary = summaries[_name(policy)] = {**summarize(results, args.duration, run_.cluster.parity),
                                               "wall_s": round(time.perf_counter() - started, 2)}
         if not args.json:

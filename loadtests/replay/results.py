@@ -60,7 +60,7 @@ def verdict(policies: Mapping[str, Mapping[str, Any]]) -> str:
         gap = 100 * (duet["good_fraction"] - other["good_fraction"])
         cheaper = duet["cost_usd"] <= other["cost_usd"]
         met = gap > 0 and cheaper
-        lines.append(f"Duet against {label}: good requests {_good(duet)} vs {_good(other)} "
+        lines.append(f"Duet against {label}: good requests {good_cell(duet)} vs {good_cell(other)} "
                      f"({gap:+.2f} points), cost {_cost(duet)} vs {_cost(other)}: "
                      f"**{'beats it at equal or lower cost' if met else 'does not beat it at equal or lower cost'}**.")
     best = policies[best_name]
@@ -71,7 +71,8 @@ def verdict(policies: Mapping[str, Mapping[str, Any]]) -> str:
     return "\n".join(f"- {line}" for line in lines)
 
 
-def _good(s: Mapping[str, Any]) -> str:
+def good_cell(s: Mapping[str, Any]) -> str:
+    """Good requests as a percentage, with its 95% interval when the summary spans seeds."""
     ci = s.get("good_fraction_ci95")
     return f"{s['good_fraction']:.2%}" if ci is None else f"{s['good_fraction']:.2%} ± {ci:.2%}"
 
@@ -87,7 +88,7 @@ def _table(policies: Mapping[str, Mapping[str, Any]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, s in policies.items():
         mix = ", ".join(f"{v} {p:.0%}" for v, p in s["variant_mix"].items())
-        cells = [name, f"{s['slo_attainment']:.2%}", _good(s), f"{s['quality_misses']:g}",
+        cells = [name, f"{s['slo_attainment']:.2%}", good_cell(s), f"{s['quality_misses']:g}",
                  f"{s['rejected']:g}", _cost(s).lstrip("$"), latency_cells(s["ttft_ms"]), latency_cells(s["tpot_ms"]), mix]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -194,7 +195,7 @@ def summary(results: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[str]:
         gap = 100 * (duet["good_fraction"] - best["good_fraction"])
         met = gap >= GOAL_POINTS and duet["cost_usd"] <= best["cost_usd"]
         room = 100 * (1 - best["good_fraction"])  # under GOAL_POINTS: no policy could meet the goal
-        lines.append(f"| `{stem}` | {_good(duet)} | {best_name} | {_good(best)} | {room:.2f} | {gap:+.2f} | "
+        lines.append(f"| `{stem}` | {good_cell(duet)} | {best_name} | {good_cell(best)} | {room:.2f} | {gap:+.2f} | "
                      f"{_cost(duet)} | {_cost(best)} | {'met' if met else 'not met'} |")
     return lines
 

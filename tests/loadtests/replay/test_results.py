@@ -65,7 +65,7 @@ def test_the_goal_needs_two_points_over_the_best_other_policy_at_equal_or_lower_
 
 
 def test_several_seeds_show_their_intervals():
-    from loadtests.replay.results import _good
+    from loadtests.replay.results import good_cell
 
-    assert _good({"good_fraction": 0.9912, "good_fraction_ci95": 0.0021}) == "99.12% ± 0.21%"
-    assert _good({"good_fraction": 0.9912}) == "99.12%"
+    assert good_cell({"good_fraction": 0.9912, "good_fraction_ci95": 0.0021}) == "99.12% ± 0.21%"
+    assert good_cell({"good_fraction": 0.9912}) == "99.12%"
