@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from loadtests import plots
-from loadtests.policies import ReplicaSet, policy_name, prices, variant_map
-from loadtests.prior_error import PriorError
 from loadtests.slo import Slo, max_rate_with_attainment
 from loadtests.stack import StackError, gateway, replicas, scrape, warm_up
 from loadtests.summary import load_records, run_summary, unfinished_records
 from loadtests.traces import ATTRIBUTION, replay_arrivals, task_traces
+from loadtests.world.policies import policy_name
+from loadtests.world.prior_error import PriorError
+from loadtests.world.replica_sets import ReplicaSet, prices, variant_map
 
 LOCUSTFILE = Path(__file__).resolve().parent / "locustfile.py"
 

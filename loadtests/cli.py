@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from loadtests.policies import ALL_POLICIES, REPLICA_SETS, policy_name
 from loadtests.slo import parse_slos
+from loadtests.world.policies import ALL_POLICIES, policy_name
+from loadtests.world.replica_sets import REPLICA_SETS
 
 
 def register(subparsers: Any) -> None:

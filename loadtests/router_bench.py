@@ -24,7 +24,8 @@ import yaml
 
 from gateway.flow import Budget, Health, ReplicaState, RequestProfile, View, candidates_for, parse_config, route
 from loadtests import prefix_bench
-from loadtests.policies import REPLICA_SETS, duet_config
+from loadtests.world.policies import duet_config
+from loadtests.world.replica_sets import REPLICA_SETS
 from serving.hardware import this_machine
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,9 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from loadtests import plots
 from loadtests.bench import BenchSettings, comparison_rows, distserve_goodput, run_one, summarize_run
-from loadtests.policies import policy_name
 from loadtests.report import comparison_markdown, run_markdown
 from loadtests.traces import replay_arrivals, task_traces
+from loadtests.world.policies import policy_name
 
 
 def _expected_requests(settings: BenchSettings, rate: float) -> int:

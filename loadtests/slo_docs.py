@@ -41,7 +41,7 @@ INTRO = (
     "carries `x-duet-task` and its budget (`x-slo-ttft-ms`, `x-slo-tpot-ms`). Policies (`--compare`: all of "
     "them; a run may name fewer): `always-standard`, `always-fast`, `round-robin`, `least-loaded` (across both "
     "variants), `static-split`, `llm-d-default`, `production-stack-prefixaware` (docs/routing.md, Baselines), "
-    "`litellm-latency` (LiteLLM's proxy, one worker) and `duet` (`loadtests/policies/duet.yaml`).",
+    "`litellm-latency` (LiteLLM's proxy, one worker) and `duet` (`loadtests/world/policies/duet.yaml`).",
     "",
     "**Time.** The simulated replicas run `time scale` times faster than the hardware they model, arrivals come as "
     "much faster, and budgets and the gateway's speed priors are divided by it; every time below is converted back "

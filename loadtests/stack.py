@@ -17,8 +17,9 @@ import httpx
 import yaml
 
 from loadtests.gateway_process import GatewayProcess
-from loadtests.policies import LITELLM_POLICY, ReplicaSet, duet_config, litellm_config
-from loadtests.prior_error import PriorError
+from loadtests.world.policies import LITELLM_POLICY, duet_config, litellm_config
+from loadtests.world.prior_error import PriorError
+from loadtests.world.replica_sets import ReplicaSet
 from serving.sim.testing import SimProcess
 
 REPO = Path(__file__).resolve().parents[1]

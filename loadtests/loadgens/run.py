@@ -31,7 +31,7 @@ from loadtests.loadgens.tools import (
     load_vllm_bench,
     vllm_bench_command,
 )
-from loadtests.policies import ReplicaSet, VariantSpec
+from loadtests.world.replica_sets import ReplicaSet, VariantSpec
 from serving.hardware import vllm_version
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gateway.flow import DuetConfig
-    from loadtests.prior_error import PriorError
     from loadtests.replay.setup import Cluster
     from loadtests.traces import Arrival
+    from loadtests.world.prior_error import PriorError
 
 COMPARED = ("always-standard", "always-fast", "round-robin", "least-loaded", "litellm-style", "static-split",
             "llm-d-default", "production-stack-prefixaware", "duet")
@@ -112,9 +112,9 @@ class _SeedRun:
 
 def _prepare(args: argparse.Namespace, index: int) -> _SeedRun:
     """Seed ``args.seed + index``: the window shifted by ``index x --shift`` (``seeds.start_for``)."""
-    from loadtests.prior_error import PriorError
     from loadtests.replay.seeds import start_for
     from loadtests.replay.setup import arrivals, check_tasks, parse_cluster, policy_config
+    from loadtests.world.prior_error import PriorError
 
     seed = args.seed + index
     cluster = parse_cluster(args.replicas)
@@ -153,7 +153,7 @@ def scrape_interval_s(policy: str) -> float:
     """How often the replay scrapes the replicas for ``policy``: its file's own interval where it
     copies a scheduler that has one (llm-d's 50 ms), else the gateway's default."""
     from gateway.flow import StateSettings
-    from loadtests.policies import policy_state
+    from loadtests.world.policies import policy_state
 
     return float(policy_state(policy).get("scrape_interval_s", StateSettings().scrape_interval_s))
 

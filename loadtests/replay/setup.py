@@ -9,9 +9,10 @@ from dataclasses import dataclass, replace
 import yaml
 
 from gateway.flow import DuetConfig, parse_config
-from loadtests.policies import REPLICA_SETS, ReplicaSet, duet_config
-from loadtests.prior_error import PriorError
 from loadtests.traces import Arrival, replay_arrivals, task_traces
+from loadtests.world.policies import duet_config
+from loadtests.world.prior_error import PriorError
+from loadtests.world.replica_sets import REPLICA_SETS, ReplicaSet
 from serving.sim.profile import Profile, load_profile
 
 

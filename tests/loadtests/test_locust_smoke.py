@@ -4,14 +4,14 @@ trace replay as ``duet bench slo`` runs it, then every task user under locust's 
 import csv
 import json
 import subprocess
-import urllib.request
 import sys
+import urllib.request
 from pathlib import Path
 
 from loadtests.bench import LOCUSTFILE, BenchSettings, run_one
-from loadtests.policies import REPLICA_SETS, variant_map
 from loadtests.slo import DEFAULT_SLOS
 from loadtests.stack import gateway, replicas
+from loadtests.world.replica_sets import REPLICA_SETS, variant_map
 
 SMOKE = REPLICA_SETS["smoke"]
 

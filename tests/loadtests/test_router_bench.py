@@ -9,7 +9,8 @@ import yaml
 
 from gateway.flow import parse_config
 from loadtests import router_bench
-from loadtests.policies import REPLICA_SETS, duet_config
+from loadtests.world.policies import duet_config
+from loadtests.world.replica_sets import REPLICA_SETS
 
 
 def test_the_docs_section_is_rendered_from_the_committed_results():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loadtests.prior_error import PriorError
+from loadtests.world.prior_error import PriorError
 
 
 def test_prior_errors_are_seeded_and_move_rates_and_times_apart():

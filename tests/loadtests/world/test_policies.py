@@ -2,7 +2,8 @@ import pytest
 import yaml
 
 from gateway.config.load import parse_config
-from loadtests.policies import DUET_POLICIES, POLICY_DIR, REPLICA_SETS, duet_config, litellm_config, policy_path, variant_map
+from loadtests.world.policies import DUET_POLICIES, POLICY_DIR, duet_config, litellm_config, policy_path
+from loadtests.world.replica_sets import REPLICA_SETS, variant_map
 from serving.sim.profile import load_profile
 
 URLS = {"standard": ["http://127.0.0.1:9001"], "fast": ["http://127.0.0.1:9002"]}
@@ -63,7 +64,7 @@ def test_every_benchmark_policy_carries_the_fast_variants_parity_verdicts(path):
 
 
 def test_a_prior_error_makes_the_benchmark_prior_other_than_the_profile():
-    from loadtests.prior_error import PriorError
+    from loadtests.world.prior_error import PriorError
 
     exact = duet_config(REPLICA_SETS["h100-70b"], URLS, "duet", time_scale=1.0)
     wrong = duet_config(REPLICA_SETS["h100-70b"], URLS, "duet", time_scale=1.0,
