@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 import yaml
 
 from gateway.flow import DuetConfig, parse_config
-from loadtests.traces import Arrival, replay_arrivals, task_traces
+from loadtests.scoring.traces import Arrival, replay_arrivals, task_traces
 from loadtests.world.policies import duet_config
 from loadtests.world.prior_error import PriorError
 from loadtests.world.replica_sets import REPLICA_SETS, ReplicaSet
@@ -41,6 +41,13 @@ class Cluster:
     def parity(self) -> dict[str, frozenset[str] | None]:
         """variant -> the task types parity allows on it (None: all): what every policy is scored by."""
         return {v.name: None if v.allowed_tasks is None else frozenset(v.allowed_tasks) for v in self.replica_set.variants}
+
+    def fleet(self, seconds: float) -> dict[str, float | None]:
+        """What this fixed fleet costs for ``seconds``: replica-hours, and their bill in USD (None
+        for a set without replica costs). The same for every policy: idle replicas are paid too."""
+        replicas = sum(self.counts.values())
+        return {"replica_hours": round(replicas * seconds / 3600.0, 4),
+                "fleet_usd": self.replica_set.fleet_usd(self.counts, seconds)}
 
 
 def parse_cluster(spec: str) -> Cluster:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gateway.flow import Price
+from loadtests.world.pricing import ReplicaCost, variant_pricing
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,15 @@ class VariantSpec:
     # The task types parity allows on this variant (None: all); every policy's config carries
     # them, and every policy is scored by them (a request served elsewhere is a quality miss).
     allowed_tasks: tuple[str, ...] | None = None
+    # What one replica costs per hour, busy or idle (None: a test set with no GPUs to pay for).
+    cost: ReplicaCost | None = None
+
+
+def priced(name: str, kind: str, profile: str, allowed_tasks: tuple[str, ...] | None = None) -> VariantSpec:
+    """A variant on GPUs: its replica cost from its launch profile, its per-token chargeback
+    derived from that cost and its simulator profile (``loadtests.world.pricing``)."""
+    price, cost = variant_pricing(profile)
+    return VariantSpec(name, kind, profile, price, allowed_tasks=allowed_tasks, cost=cost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,22 +51,50 @@ class ReplicaSet:
         """variant -> the task types parity allows on it (None: all): what every policy is scored by."""
         return {v.name: None if v.allowed_tasks is None else frozenset(v.allowed_tasks) for v in self.variants}
 
+    def fleet_usd(self, counts: Mapping[str, int], seconds: float) -> float | None:
+        """What ``counts`` replicas per variant cost for ``seconds``, busy or idle (None when a
+        variant has no replica cost)."""
+        costs = {v.name: v.cost for v in self.variants}
+        if any(costs[name] is None for name, n in counts.items() if n):
+            return None
+        return sum(costs[name].fleet_usd(n, seconds) for name, n in counts.items() if n)  # type: ignore[union-attr]
 
-# Prices (USD per 1M tokens) are illustrative, in proportion to the GPU time each variant needs per
-# token on the same 4x H100, as the datasheet profiles had it (FP8 decoding ~1.5x and prefilling
-# ~1.8x faster than bf16). The profiles refitted to published figures put FP8 at ~1.3x (one
-# request) to ~1.6x (large batches) in decode and 1.5x in prefill; the prices stay, so that every
-# committed result prices requests alike.
+
+# Parity of the quantized fast variants, as the H100 deployment states FP8's
+# (deploy/render/h100-70b.yaml, as the demo config): long documents and multi-step reasoning stay on
+# the standard variant. No FP8 or W4A16 parity report is in the repo; the measured CPU ones
+# (docs/parity-real) refuse long-context on int8 and bnb4 too. Speculative decoding verifies every
+# draft with the target model: lossless against its own weights, so parity allows every task.
+QUANTIZED_PARITY = ("chat", "coding", "agent", "extraction")
+_H100 = ReplicaCost(gpus=4)
+
+# Every H100 replica costs the same per hour (``pricing``). The h100-70b per-token chargeback is the
+# list it had before GPU-hour pricing (USD per 1M tokens, in proportion to each variant's GPU time
+# per token under the datasheet profiles), kept so that the committed replays of that set price
+# requests alike; the other sets derive theirs from the replica cost (``priced``).
 REPLICA_SETS: Mapping[str, ReplicaSet] = {
     # The model is named neutrally: LiteLLM fetches a Llama 3 tokenizer from the Hugging Face hub for
     # any model whose name says "llama-3" (no hub here: each request then stalls on its retries).
     "h100-70b": ReplicaSet("h100-70b", "duet-70b", (
-        VariantSpec("standard", "full", "h100-70b-bf16", Price(0.60, 1.20)),
-        # FP8's verdicts as the H100 deployment states them (deploy/render/h100-70b.yaml, as the demo
-        # config): long documents and multi-step reasoning stay on bf16. No FP8 parity report is in
-        # the repo; the measured CPU ones (docs/parity-real) refuse long-context on int8 and bnb4 too.
-        VariantSpec("fast", "quantized", "h100-70b-fp8", Price(0.35, 0.75),
-                    allowed_tasks=("chat", "coding", "agent", "extraction")),
+        VariantSpec("standard", "full", "h100-70b-bf16", Price(0.60, 1.20), cost=_H100),
+        VariantSpec("fast", "quantized", "h100-70b-fp8", Price(0.35, 0.75), allowed_tasks=QUANTIZED_PARITY,
+                    cost=_H100),
+    ), max_context=32768),
+    # The pairings that trade off (issue #26): each fast variant wins somewhere and loses elsewhere.
+    # W4A16 (Marlin): faster than bf16 for one request, slower in large decode batches.
+    "h100-70b-w4a16": ReplicaSet("h100-70b-w4a16", "duet-70b", (
+        priced("standard", "full", "h100-70b-bf16"),
+        priced("fast", "quantized", "h100-70b-w4a16", QUANTIZED_PARITY),
+    ), max_context=32768),
+    # EAGLE-3 on the bf16 weights: its gain depends on the task's acceptance and shrinks with batch.
+    "h100-70b-eagle3": ReplicaSet("h100-70b-eagle3", "duet-70b", (
+        priced("standard", "full", "h100-70b-bf16"),
+        priced("fast", "speculative", "h100-70b-eagle3"),
+    ), max_context=32768),
+    # FP8 as the standard deployment, n-gram speculation on the same FP8 weights as the fast one.
+    "h100-70b-fp8-ngram": ReplicaSet("h100-70b-fp8-ngram", "duet-70b", (
+        priced("standard", "quantized", "h100-70b-fp8"),
+        priced("fast", "speculative", "h100-70b-fp8-ngram"),
     ), max_context=32768),
     # For tests: two instant replicas, the standard one made 3x slower so policies differ.
     "smoke": ReplicaSet("smoke", "sim", (
