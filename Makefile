@@ -39,11 +39,11 @@ test-slow: $(STAMP) redis-server vllm-env local-model
 	$(BIN)/pytest -q -m slow
 
 bench-sim: $(STAMP)
-	$(BIN)/python -m loadtests.sim_bench
+	$(BIN)/python -m loadtests.benchmarks.sim.bench
 
 bench-router: $(STAMP)
-	$(BIN)/python -m loadtests.router_bench
-	$(BIN)/python -m loadtests.shadow_bench
+	$(BIN)/python -m loadtests.benchmarks.router.cost
+	$(BIN)/python -m loadtests.benchmarks.router.shadow
 
 # Style gates for the gateway package (ruff, mypy --strict).
 lint: $(STAMP)
@@ -110,7 +110,7 @@ local-model: $(VLLM_STAMP)
 # "Real variants" section of docs/benchmarks.md. 3-8 minutes per variant on this 2-core AVX2 machine.
 .PHONY: bench-variants
 bench-variants: $(STAMP) vllm-env local-model checkpoints
-	$(BIN)/python -m loadtests.variants_bench $(ARGS)
+	$(BIN)/python -m loadtests.benchmarks.variants.bench $(ARGS)
 # ---- end vLLM replica environment ----
 
 # ---- quantize (issue #7): the high-speed variants' checkpoints, built with llmcompressor ----------
@@ -180,16 +180,16 @@ $(BENCH_ROUTER_VENV)/.installed:
 	touch $@
 
 bench-overhead: $(STAMP) bench-overhead-tools $(BENCH_LITELLM_VENV)/.installed $(BENCH_ROUTER_VENV)/.installed
-	$(BIN)/python -m loadtests.overhead --command-label "make bench-overhead" --wait-quiet-s 300 $(ARGS)
-	$(BIN)/python -m loadtests.shadow_bench --command-label "make bench-overhead"
+	$(BIN)/python -m loadtests.benchmarks.overhead --command-label "make bench-overhead" --wait-quiet-s 300 $(ARGS)
+	$(BIN)/python -m loadtests.benchmarks.router.shadow --command-label "make bench-overhead"
 # Duet's instructions per request under valgrind's callgrind: repeatable where req/s are not (they
 # moved 20% between identical runs on this VM), for comparing a change before and after.
 # ARGS="--tree /path/to/other/checkout" measures another checkout with this venv. ~2 min per mode.
 .PHONY: bench-instructions
 bench-instructions: $(STAMP)
 	@command -v valgrind >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq valgrind; }
-	$(BIN)/python -m loadtests.overhead.instructions $(ARGS)
-	$(BIN)/python -m loadtests.overhead.instructions --stream $(ARGS)
+	$(BIN)/python -m loadtests.benchmarks.overhead.instructions $(ARGS)
+	$(BIN)/python -m loadtests.benchmarks.overhead.instructions --stream $(ARGS)
 # ---- end bench-overhead ----
 
 # ---- bench-loadgens (issue #20): vllm bench serve and AIPerf against Duet, checked against Duet's numbers ----
@@ -211,7 +211,7 @@ $(BENCH_AIPERF_VENV)/.installed:
 	touch $@
 
 bench-loadgens: $(STAMP) vllm-env local-model $(BENCH_AIPERF_VENV)/.installed
-	$(BIN)/python -m loadtests.loadgens --command-label "make bench-loadgens" $(ARGS)
+	$(BIN)/python -m loadtests.benchmarks.loadgens --command-label "make bench-loadgens" $(ARGS)
 # ---- end bench-loadgens ----
 
 # ---- bench-slo (issue #6): SLO attainment, goodput and cost per routing policy, with locust ----
@@ -219,13 +219,13 @@ bench-loadgens: $(STAMP) vllm-env local-model $(BENCH_AIPERF_VENV)/.installed
 # llm-d-default, LiteLLM's latency-based routing from its own venv, Duet) on simulated H100 70B bf16 + FP8 replicas, the Azure 2023 code +
 # conv traces at four rates, time-compressed 2x. Report: runs/bench-slo/ (summary.json, summary.md,
 # plots, locust HTML per run); the small results file docs/results/bench-slo/h100-70b-full.json, from
-# which loadtests.slo_docs writes the bench-slo section of docs/benchmarks.md. About 50 minutes.
+# which loadtests.benchmarks.slo.render writes the bench-slo section of docs/benchmarks.md. About 50 minutes.
 .PHONY: bench-slo
 
 bench-slo: $(STAMP) $(BENCH_LITELLM_VENV)/.installed
 	$(BIN)/duet bench slo --replicas h100-70b --compare --duration 90 --time-scale 2 --trace-start 1200 \
 		--rate-scale 0.125,0.25,0.5,1 --out runs/bench-slo --results docs/results/bench-slo/h100-70b-full.json $(ARGS)
-	$(BIN)/python -m loadtests.slo_docs
+	$(BIN)/python -m loadtests.benchmarks.slo.render
 # ---- end bench-slo ----
 
 # ---- deploy (issue #9): Kubernetes, compose, Prometheus rules and Grafana rendered from duet.yaml ----
@@ -250,5 +250,5 @@ deploy-render: $(STAMP)
 .PHONY: soak
 
 soak: $(STAMP)
-	$(BIN)/python -m loadtests.soak --duration 600 --out runs/soak $(ARGS)
+	$(BIN)/python -m loadtests.benchmarks.soak.bench --duration 600 --out runs/soak $(ARGS)
 # ---- end soak ----

@@ -121,3 +121,34 @@ def test_no_gateway_function_takes_more_than_six_parameters():
                 if count > 6:
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({count})")
     assert offenders == []
+
+
+# The rooms of loadtests/ (docs/architecture.md): what each may import of the others.
+LOADTEST_ROOMS = {
+    "loadtests.world": (),
+    "loadtests.scoring": ("loadtests.world",),
+    "loadtests.launch": ("loadtests.world",),
+    "loadtests.load": ("loadtests.scoring", "loadtests.world"),
+    "loadtests.replay": ("loadtests.scoring", "loadtests.world", "loadtests.sections.section"),
+    "loadtests.benchmarks": ("loadtests.benchmarks", "loadtests.world", "loadtests.scoring", "loadtests.launch",
+                             "loadtests.replay", "loadtests.sections.section"),
+    "loadtests.real": ("loadtests.real", "loadtests.world", "loadtests.scoring", "loadtests.launch",
+                       "loadtests.sections.section"),
+    "loadtests.sections": ("loadtests",),
+}
+
+
+def _room(module: str) -> str | None:
+    return next((room for room in LOADTEST_ROOMS if _within(module, room)), None)
+
+
+def test_every_load_test_module_lives_in_a_room():
+    modules = {src for src, _, _ in _imports("loadtests")}
+    assert [m for m in modules if m != "loadtests" and _room(m) is None] == []
+
+
+def test_load_test_rooms_import_only_the_rooms_below_them():
+    def allowed(src: str, dst: str) -> bool:
+        room = _room(src)
+        return not _within(dst, "loadtests") or room is None or _within(dst, room, *LOADTEST_ROOMS[room])
+    assert _violations("loadtests", allowed) == []

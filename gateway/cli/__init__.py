@@ -20,7 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("loadtests.replay.cli", "replay a trace through routing policies in virtual time"),
     "keys": ("gateway.cli.keys", "create, list and revoke API keys"),
     "usage": ("gateway.cli.usage", "usage and cost per key, model, variant and task"),
-    "bench": ("loadtests.cli", "load tests and benchmarks"),
+    "bench": ("loadtests.benchmarks.cli", "load tests and benchmarks"),
     "deploy": ("gateway.cli.deploy", "render Kubernetes / compose deployments from a config"),
     "parity": ("gateway.cli.parity", "capability parity of a candidate variant against the standard, per task"),
     "quantize": ("gateway.cli.quantize", "build a quantized checkpoint (llmcompressor) from a recipe"),

@@ -66,6 +66,6 @@ __all__ = [
     "InMemoryPrefixIndex", "PrefixCacheSettings", "PrefixIndex", "prompt_prefix", "text_block_ids", "token_block_ids",
     # Sessions keep their variant (Ledgers.sessions, routing_hooks' sessions).
     "Sessions",
-    # Online parity's draw at dispatch (what a request that is not sampled pays: loadtests/shadow_bench.py).
+    # Online parity's draw at dispatch (what a request that is not sampled pays: loadtests/benchmarks/router/shadow.py).
     "shadow_sample",
 ]

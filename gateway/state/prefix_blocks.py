@@ -16,7 +16,7 @@ little-endian 32-bit words (a text block of ``block_tokens`` tokens is ``block_t
 bytes a token), their dot product with fixed random 64-bit keys, mod 2^64 (a multilinear hash:
 two different blocks collide with probability at most 2^-33 whatever the text, ~2^-64 for most
 differences), then chained with Python's tuple hash, one step a block. Measured on an 8k-token
-prompt (``loadtests/prefix_bench.py``): 11 µs for the hashing against 20 µs for the 32-bit CRC-32
+prompt (``loadtests/benchmarks/router/prefix_hashing.py``): 11 µs for the hashing against 20 µs for the 32-bit CRC-32
 chain it replaced, which spent half its time calling zlib once a block; a second stdlib hash for
 64 bits (Adler-32, SHA-1, BLAKE2) cost 1.8x-3x.
 

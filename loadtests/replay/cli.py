@@ -9,10 +9,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from loadtests.replay.sweep_cli import add_arguments as add_sweep_arguments
+from loadtests.replay.sweep_cli import run as run_sweep
+from loadtests.replay.sweep_cli import sweeping
+
 if TYPE_CHECKING:
     from gateway.flow import DuetConfig
     from loadtests.replay.setup import Cluster
-    from loadtests.traces import Arrival
+    from loadtests.scoring.traces import Arrival
     from loadtests.world.prior_error import PriorError
 
 COMPARED = ("always-standard", "always-fast", "round-robin", "least-loaded", "litellm-style", "static-split",
@@ -53,10 +57,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="with --compare and --out: replay only these policies (comma-separated) and keep the "
                              "others' results from the --out file, which must come from the same command (replays "
                              "are deterministic: a new or changed baseline without rerunning every policy)")
+    add_sweep_arguments(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if sweeping(args):
+        return run_sweep(args)
     from loadtests.replay.report import table
     from loadtests.replay.seeds import combine
 

@@ -39,7 +39,7 @@ from gateway.flow import (
 )
 from gateway.routing.registry import PLUGIN_TYPES
 from loadtests.replay.sync import run_now
-from loadtests.traces import Arrival
+from loadtests.scoring.traces import Arrival
 from serving.sim.engine import Engine
 from serving.sim.events import Finished, SimRequest, TokensOut
 from serving.sim.profile import Profile

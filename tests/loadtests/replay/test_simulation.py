@@ -6,12 +6,12 @@ import dataclasses
 
 import pytest
 
-from loadtests.prefix import PromptBlocks
+from loadtests.scoring.prefix import PromptBlocks
 from loadtests.replay.report import summarize
 from loadtests.replay.setup import arrivals, parse_cluster, policy_config
 from loadtests.replay.simulation import Replay
 from loadtests.replay.sync import run_now
-from loadtests.traces import Arrival
+from loadtests.scoring.traces import Arrival
 
 
 def replay(policy: str, spec: str = "h100-70b:standard=1,fast=1", rate: float = 0.3, duration: float = 60.0):
@@ -80,7 +80,7 @@ def test_full_replicas_make_requests_wait_in_virtual_time_as_the_gateway_would()
     ones that waited count the wait in their TTFT."""
     import dataclasses
 
-    from loadtests.traces import Arrival
+    from loadtests.scoring.traces import Arrival
 
     cluster = parse_cluster("h100-70b:standard=1,fast=1")
     config = policy_config(cluster, "least-loaded")

@@ -1,0 +1,1 @@
+"""The output-length quantile sweep of the replay: which quantile the router plans with."""

@@ -1,0 +1,1 @@
+"""make bench-router: what a routing decision, the prefix hashing and online parity's draw cost."""

@@ -1,0 +1,1 @@
+"""make bench-variants: every real CPU variant's start, speed and TTFT."""

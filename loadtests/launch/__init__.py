@@ -1,0 +1,2 @@
+"""The processes a run talks to: simulated replicas and a gateway (Duet or LiteLLM) on loopback.
+Imports world only."""

@@ -1,0 +1,77 @@
+"""Every generated section of the docs, registered once: its name, its document, the committed
+results it is rendered from and its renderer (and, for an area of the benchmarks summary, its
+headline). ``python -m loadtests.sections`` writes them all; one test checks them all.
+
+A new benchmark registers its section with one line in ``SECTIONS``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from loadtests.benchmarks.escalation import bench as escalation
+from loadtests.benchmarks.length_quantile import render as length_quantile
+from loadtests.benchmarks.loadgens import document as loadgens
+from loadtests.benchmarks.overhead import document as overhead
+from loadtests.benchmarks.overhead.results import read as read_overhead
+from loadtests.benchmarks.prompt_cache import render as prompt_cache
+from loadtests.benchmarks.router import cost as router_cost
+from loadtests.benchmarks.router import shadow
+from loadtests.benchmarks.sim import h100_fidelity
+from loadtests.benchmarks.slo import render as slo
+from loadtests.benchmarks.soak import render as soak
+from loadtests.benchmarks.variants import bench as variants
+from loadtests.benchmarks.vllm_cpu import benchmarks_section as vllm_cpu
+from loadtests.real import calibration_render as calibration
+from loadtests.replay import results as replay
+from loadtests.sections import headlines, summary
+from loadtests.sections.section import Section, between_markers
+from quantize.parity import real_docs as parity_real
+
+BENCHMARKS, ROUTING, PARITY, RELIABILITY = "docs/benchmarks.md", "docs/routing.md", "docs/parity.md", "docs/reliability.md"
+
+
+def _json(path: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads(path.read_text())
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("bench-overhead", BENCHMARKS, "docs/results/overhead.json",
+            lambda: overhead.section(read_overhead()).strip(), headlines.overhead),
+    Section("shadow-sampling", BENCHMARKS, "docs/results/shadow-sampling.json",
+            lambda: between_markers(shadow.docs_section(_json(shadow.RESULTS)))),
+    Section("h100-fidelity", BENCHMARKS, "docs/results/h100-fidelity.json",
+            lambda: h100_fidelity.docs_section(_json(h100_fidelity.RESULTS)).rstrip(), headlines.fidelity),
+    Section("bench-slo", BENCHMARKS, "docs/results/bench-slo/*.json", lambda: between_markers(slo.render(slo.load()))),
+    Section("vllm-cpu-measured", BENCHMARKS, "serving/sim/vllm_cpu_measurements.json",
+            lambda: between_markers(vllm_cpu.section(_json(vllm_cpu.MEASUREMENTS)))),
+    Section("replay-heldout", BENCHMARKS, "docs/results/replay/*.json",
+            lambda: between_markers(replay.render(replay.load())), headlines.knee),
+    Section("bench-variants", BENCHMARKS, "docs/results/bench-variants.json",
+            lambda: between_markers(variants.docs_section(_json(variants.RESULTS))), headlines.variants),
+    Section("bench-router", BENCHMARKS, "docs/results/router-bench.json",
+            lambda: between_markers(router_cost.docs_section(_json(router_cost.RESULTS)))),
+    Section("bench-escalation", BENCHMARKS, "docs/results/escalation/",
+            lambda: between_markers(escalation.render(_json(escalation.RESULTS)))),
+    Section("prompt-cache", BENCHMARKS, "docs/results", lambda: between_markers(prompt_cache.current()),
+            headlines.prompt_cache),
+    Section("loadgens", BENCHMARKS, "docs/results/loadgens.json", lambda: loadgens.section(_json(loadgens.RESULTS)).strip()),
+    Section("length-quantile", ROUTING, "docs/results/length-quantile",
+            lambda: between_markers(length_quantile.render(length_quantile.load()))),
+    Section("calibration-real", ROUTING, "docs/results/calibration-*.json",
+            lambda: between_markers(calibration.render(calibration.load()))),
+    Section("soak", RELIABILITY, "docs/results/soak-*.json", lambda: soak.render(soak.load()).strip()),
+    Section("parity-real-offline", PARITY, "docs/parity-real",
+            lambda: between_markers(parity_real.render_offline(parity_real.offline_reports()))),
+    Section("parity-real-online", PARITY, "docs/parity-real",
+            lambda: between_markers(parity_real.render_online(parity_real.online_runs()))),
+)
+
+# The first screen of docs/benchmarks.md: each area's headline, from the sections above.
+SUMMARY = Section("summary", BENCHMARKS, "the headlines of the sections below", lambda: summary.render(SECTIONS))
+ALL: tuple[Section, ...] = (SUMMARY, *SECTIONS)
+
+
+def section(name: str) -> Section:
+    """The registered section called ``name``."""
+    return next(s for s in ALL if s.name == name)

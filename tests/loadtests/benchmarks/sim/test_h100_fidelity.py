@@ -1,0 +1,38 @@
+"""The H100 fidelity table in docs/benchmarks.md is the committed result file, rendered; and that
+file was written with the profiles and published figures as they are now."""
+
+from __future__ import annotations
+
+import json
+
+from loadtests.benchmarks.sim import h100_fidelity
+from serving.sim.published_fidelity import load_points
+
+
+def committed() -> dict:
+    return json.loads(h100_fidelity.RESULTS.read_text())
+
+
+def test_the_docs_section_is_rendered_from_the_committed_results() -> None:
+    section = h100_fidelity.docs_section(committed())
+    text = h100_fidelity.DOCS.read_text()
+    assert f"{h100_fidelity.START}\n{section.rstrip()}\n{h100_fidelity.END}" in text
+
+
+def test_the_results_were_written_with_the_shipped_profiles_and_figures() -> None:
+    result = committed()
+    assert result["profiles"] == h100_fidelity.profile_versions(list(result["profiles"])), \
+        "a profile changed since docs/results/h100-fidelity.json: rerun python -m loadtests.benchmarks.sim.h100_fidelity"
+    points = load_points()
+    assert [(p["row"], p["label"], p["published"]) for p in result["points"]] == \
+        [(p.row, p.label, p.published) for p in points]
+    assert all(p["before"] is not None for p in result["points"])
+
+
+def test_the_fit_summary_counts_close_points_and_names_the_furthest() -> None:
+    points = [{"row": 1, "label": "a", "fitted": True, "published": 10.0, "before": 20.0, "sim": 11.0},
+              {"row": 2, "label": "b", "fitted": True, "published": 10.0, "before": 10.0, "sim": 5.0},
+              {"row": 3, "label": "c", "fitted": False, "published": 1.0, "before": 1.0, "sim": 1.0}]
+    fitted, others = h100_fidelity.fit_summary(points)
+    assert "1 of 2 within 15%" in fitted and "(before the refit: 1)" in fitted and "row 2, b" in fitted
+    assert "1 of 1 within 15%" in others
