@@ -18,7 +18,7 @@ import orjson
 import uvicorn
 import yaml
 
-from loadtests.gateway_process import GatewayProcess
+from loadtests.launch.gateway_process import GatewayProcess
 from serving.ports import free_port
 from tests.tls_certs import TlsFiles
 

@@ -12,7 +12,7 @@ import httpx
 
 from gateway.config import load_config
 from loadtests.replay.simulation import Replay
-from loadtests.traces import Arrival
+from loadtests.scoring.traces import Arrival
 from serving.sim.profile import load_profile
 
 from .cluster import cluster

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from gateway.cli import main as duet
-from loadtests.gateway_process import GatewayProcess
+from loadtests.launch.gateway_process import GatewayProcess
 from quantize.evals.scripted import answer_rules
 from quantize.evals.suite import build_suite, task_types
 from serving.sim.testing import SimProcess

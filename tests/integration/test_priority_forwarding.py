@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from loadtests.gateway_process import GatewayProcess
+from loadtests.launch.gateway_process import GatewayProcess
 
 from .recording_replica import RecordingReplica, gateway_over_recorders
 

@@ -21,7 +21,7 @@ import httpx
 import pytest
 import yaml
 
-from loadtests.gateway_process import GatewayProcess
+from loadtests.launch.gateway_process import GatewayProcess
 from serving.sim.testing import SimProcess
 from tests.redis_server import RedisServer
 
