@@ -1,0 +1,95 @@
+"""A request's features for task detection: what its messages say and how they are shaped.
+
+Reads a bounded window, whatever the prompt's length: the last user turn's first
+``HEAD_CHARS`` and last ``TAIL_CHARS`` characters (an instruction sits at the top or the bottom of
+a long document), the system prompt's first ``SYSTEM_CHARS`` and each tool result's first
+``TOOL_CHARS``, plus the lengths and roles of every message (one ``len`` per message). So a
+32k-token prompt costs about what a 1k-token one does."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+HEAD_CHARS = 1536
+TAIL_CHARS = 512
+SYSTEM_CHARS = 256
+TOOL_CHARS = 128
+# Words, runs of digits (folded to zeros: a number's size, not its value) and single symbols.
+_TOKEN = re.compile(r"[a-z_]+|0+|[^\sa-z_0]")
+_DIGITS = str.maketrans("123456789", "000000000")
+# The former has_code rule's pattern, kept as one feature among the others.
+_CODE = re.compile(
+    r"```|^\s*(?:def |class |import |from \S+ import |function |#include|public |const |let |fn |package )",
+    re.MULTILINE,
+)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _window(text: str) -> str:
+    if len(text) <= HEAD_CHARS + TAIL_CHARS:
+        return text
+    return text[:HEAD_CHARS] + "\n" + text[-TAIL_CHARS:]
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower().translate(_DIGITS))
+
+
+def _bucket(n: float) -> int:
+    return 0 if n < 1 else int(math.log2(n))
+
+
+def message_features(messages: Sequence[Any]) -> list[str]:
+    """Feature names of a chat request (``messages`` as the client sent them)."""
+    user, system, chars, tool_results, calls = "", "", 0, [], 0
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        role, text = message.get("role"), _text(message.get("content"))
+        chars += len(text)
+        if role == "user":
+            user = text
+        elif role == "system" or role == "developer":
+            system = system or text
+        elif role == "tool" or role == "function":
+            tool_results.append(text[:TOOL_CHARS])
+        if message.get("tool_calls"):
+            calls += 1
+    last = messages[-1].get("role") if messages and isinstance(messages[-1], dict) else None
+    shape = [f"last:{last}", f"turns:{_bucket(len(messages))}", f"len:{_bucket(chars)}", f"calls:{min(calls, 3)}",
+             f"results:{min(len(tool_results), 3)}", f"system:{bool(system)}"]
+    return shape + _text_features(user, "u") + _words(system[:SYSTEM_CHARS], "s") + _words(" ".join(tool_results), "t")
+
+
+def prompt_features(prompt: str) -> list[str]:
+    """Feature names of a completions prompt (one text, no roles)."""
+    return [f"len:{_bucket(len(prompt))}", "last:prompt"] + _text_features(prompt, "u")
+
+
+def _words(text: str, part: str) -> list[str]:
+    return [f"{part}:{t}" for t in _tokens(text)] if text else []
+
+
+def _text_features(full: str, part: str) -> list[str]:
+    text = _window(full)
+    folded = text.lower().translate(_DIGITS)
+    tokens = _TOKEN.findall(folded)
+    signals = [f"code:{_CODE.search(text) is not None}", f"lines:{_bucket(text.count(chr(10)))}",
+               f"digits:{_bucket(folded.count('0'))}", f"ulen:{_bucket(len(full))}"]
+    return signals + [f"{part}:{t}" for t in tokens] + [f"{part}:{a} {b}" for a, b in zip(tokens, tokens[1:], strict=False)]
+
+
+def feature_ids(names: Iterable[str], vocabulary: dict[str, int]) -> list[int]:
+    """The vocabulary's ids of ``names``, each once (features are present or not)."""
+    get = vocabulary.get
+    return list({i for i in map(get, names) if i is not None})

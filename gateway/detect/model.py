@@ -1,0 +1,88 @@
+"""The task detector: a multinomial logistic regression over a request's features
+(``gateway.detect.features``), its weights shipped as package data (``task_detector.json``,
+written by ``python -m gateway.detect.train``), and its answer with the abstention it implies."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from gateway.detect.features import feature_ids, message_features, prompt_features
+
+MODEL_FILE = "task_detector.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """The detector's probability per task type (they sum to 1)."""
+
+    probabilities: Mapping[str, float]
+
+    @property
+    def task(self) -> str:
+        return max(self.probabilities, key=self.probabilities.__getitem__)
+
+    @property
+    def confidence(self) -> float:
+        """The most likely task's probability, in (0, 1]."""
+        return self.probabilities[self.task]
+
+    def plausible(self, threshold: float, floor: float) -> frozenset[str]:
+        """The tasks the request may be: every task when the confidence is below ``threshold``
+        (the detector abstains), else those whose probability reaches ``floor``."""
+        if self.confidence < threshold:
+            return frozenset(self.probabilities)
+        return frozenset(t for t, p in self.probabilities.items() if p >= floor)
+
+    def among(self, tasks: Sequence[str] | frozenset[str]) -> Detection:
+        """The same answer over ``tasks`` only (a config that names fewer task types),
+        renormalised; unchanged when it already names only those."""
+        kept = {t: p for t, p in self.probabilities.items() if t in tasks}
+        if len(kept) == len(self.probabilities) or not kept:
+            return self
+        total = sum(kept.values())
+        return Detection({t: p / total for t, p in kept.items()})
+
+
+class TaskDetector:
+    """``detect`` costs one pass over a bounded window of the prompt and one row sum per present
+    feature; immutable after construction."""
+
+    def __init__(self, tasks: Sequence[str], vocabulary: Mapping[str, int], weights: np.ndarray, bias: np.ndarray,
+                 meta: Mapping[str, Any] | None = None) -> None:
+        self.tasks = tuple(tasks)
+        self._vocabulary = dict(vocabulary)
+        self._weights = weights.astype(np.float64)
+        self._bias = bias.astype(np.float64)
+        self.meta = dict(meta or {})
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> TaskDetector:
+        features, tasks = document["features"], document["tasks"]
+        weights = np.frombuffer(base64.b64decode(document["weights_f16"]), dtype="<f2").reshape(len(features), len(tasks))
+        return cls(tasks, {f: i for i, f in enumerate(features)}, weights, np.asarray(document["bias"]), document.get("meta"))
+
+    @classmethod
+    def builtin(cls) -> TaskDetector:
+        """The model shipped inside the package."""
+        text = resources.files("gateway.detect").joinpath(MODEL_FILE).read_text()
+        return cls.from_document(json.loads(text))
+
+    def detect_messages(self, messages: Sequence[Any]) -> Detection:
+        return self._detect(message_features(messages))
+
+    def detect_prompt(self, prompt: str) -> Detection:
+        return self._detect(prompt_features(prompt))
+
+    def _detect(self, names: list[str]) -> Detection:
+        ids = feature_ids(names, self._vocabulary)
+        scores = self._weights[ids].sum(axis=0) + self._bias if ids else self._bias.copy()
+        exp = np.exp(scores - scores.max())
+        probabilities = exp / exp.sum()
+        return Detection(dict(zip(self.tasks, probabilities.tolist(), strict=True)))

@@ -1,0 +1,23 @@
+from gateway.detect.features import HEAD_CHARS, TAIL_CHARS, message_features, prompt_features
+
+
+def test_a_long_prompt_is_read_through_a_bounded_window():
+    short = message_features([{"role": "user", "content": "word " * ((HEAD_CHARS + TAIL_CHARS) // 5)}])
+    long = message_features([{"role": "user", "content": "word " * 200_000}])
+    assert abs(len(long) - len(short)) < 10  # the same window, whatever the length
+    assert any(f.startswith("len:") for f in long) and "ulen:19" in long
+
+
+def test_roles_tool_results_and_system_prompt_are_features():
+    names = message_features([
+        {"role": "system", "content": "You extract entities."},
+        {"role": "user", "content": "Where is my order?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function"}]},
+        {"role": "tool", "content": '{"status": "shipped"}'},
+    ])
+    assert {"last:tool", "calls:1", "results:1", "system:True", "s:extract", "t:shipped", "u:order"} <= set(names)
+
+
+def test_the_former_code_rule_is_a_feature():
+    assert "code:True" in prompt_features("```python\nprint(1)\n```")
+    assert "code:False" in prompt_features("What is the capital of France?")

@@ -1,0 +1,62 @@
+"""The shipped detector: it loads as package data, answers in [0, 1], and abstains as documented."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
+
+from gateway.detect import Detection, TaskDetector
+from gateway.detect.model import MODEL_FILE
+
+ROOT = Path(__file__).resolve().parents[3]
+DETECTOR = TaskDetector.builtin()
+
+
+def test_the_model_file_is_package_data_and_loads_from_an_installed_copy(tmp_path):
+    """What setuptools would install (pyproject's package-data globs over the package's files),
+    copied alone into a fresh directory and imported by an isolated interpreter (no checkout
+    on its path), loads and detects."""
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["*"]
+    assert any(fnmatch(MODEL_FILE, g) for g in globs)
+    site = tmp_path / "site"
+    for package in ("gateway", "gateway/detect"):
+        (site / package).mkdir(parents=True)
+        for path in (ROOT / package).iterdir():
+            if path.suffix == ".py" or any(fnmatch(path.name, g) for g in globs):
+                shutil.copy(path, site / package / path.name)
+    numpy_site = Path(__import__("numpy").__file__).parents[1]
+    code = (f"import sys; sys.path[:0] = [{str(site)!r}, {str(numpy_site)!r}]\n"
+            "from gateway.detect import TaskDetector\n"
+            "d = TaskDetector.builtin(); assert d.__module__ and __import__('gateway').__file__.startswith(sys.path[0])\n"
+            "print(d.detect_messages([{'role': 'user', 'content': 'Solve for x: 3x + 4 = 19.'}]).task)")
+    out = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "reasoning"
+
+
+def test_probabilities_are_a_distribution_over_its_tasks():
+    found = DETECTOR.detect_messages([{"role": "user", "content": "hello"}])
+    assert set(found.probabilities) == set(DETECTOR.tasks)
+    assert abs(sum(found.probabilities.values()) - 1) < 1e-9 and 0 < found.confidence <= 1
+
+
+def test_plausible_tasks_above_the_floor_or_all_below_the_threshold():
+    found = Detection({"chat": 0.90, "reasoning": 0.07, "coding": 0.03})
+    assert found.plausible(threshold=0.8, floor=0.05) == {"chat", "reasoning"}
+    assert found.plausible(threshold=0.95, floor=0.05) == {"chat", "reasoning", "coding"}
+    assert found.plausible(threshold=0.8, floor=0.01) == {"chat", "reasoning", "coding"}
+
+
+def test_among_renormalises_over_the_configs_tasks():
+    found = Detection({"chat": 0.5, "reasoning": 0.25, "coding": 0.25}).among(frozenset({"chat", "coding"}))
+    assert found.probabilities == {"chat": 2 / 3, "coding": 1 / 3}
+
+
+def test_empty_and_odd_messages_still_answer():
+    for messages in ([], [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], ["not a dict"],
+                     [{"role": "user", "content": None}]):
+        assert DETECTOR.detect_messages(messages).task in DETECTOR.tasks
+    assert DETECTOR.detect_prompt("def f(x):\n    return x").task in DETECTOR.tasks
