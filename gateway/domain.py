@@ -235,6 +235,9 @@ class Variant:
     def allows(self, task: str) -> bool:
         return self.allowed_tasks is None or task in self.allowed_tasks
 
+    def allows_all(self, tasks: frozenset[str]) -> bool:
+        return self.allowed_tasks is None or tasks <= self.allowed_tasks
+
 
 @dataclass(frozen=True, slots=True)
 class Replica:
@@ -305,6 +308,16 @@ class RequestProfile:
     # A number in [0, 1) from the request id's hash: a canary's share is compared with it, so one
     # request always routes alike (in a dry run, a replay and the gateway) and routing stays pure.
     draw: float = 0.0
+    # The task detector's probability for ``task`` (None: the task came from a header or a rule),
+    # and every task the request may be (empty: ``task`` alone). A variant serves the request only
+    # if parity allows it all of them: an abstained detection names every task.
+    task_confidence: float | None = None
+    plausible_tasks: frozenset[str] = frozenset()
+
+    @property
+    def tasks_to_allow(self) -> frozenset[str]:
+        """The tasks a variant's parity must allow to serve this request."""
+        return self.plausible_tasks | {self.task}
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,10 @@ class Telemetry:
             "reason and what was done: escalated to the standard, or kept (no budget left, no standard, it failed).",
             ["model", "task", "reason", "action"], registry=r,
         )
+        self.task_sources = Counter(
+            "duet_task_sources", "Requests by task type and where it came from: header, rule, detector, abstained "
+            "(the detector was unsure: every task plausible) or default.", ["model", "task", "source"], registry=r,
+        )
         self.slo = Counter("duet_slo", "Requests by whether they met their latency budget.", ["task", "result"], registry=r)
         self.cost = Counter("duet_cost_usd", "Cost of served tokens at the variant's price.", MODEL_VARIANT, registry=r)
         self.tokens = Counter("duet_tokens", "Tokens served.", ["model", "variant", "kind"], registry=r)
@@ -141,6 +145,7 @@ class Telemetry:
         self.e2e_by = Series(self.e2e)
         self.fallbacks_by = Series(self.fallbacks)
         self.slo_by = Series(self.slo)
+        self.task_sources_by = Series(self.task_sources)
         self.cost_by = Series(self.cost)
         self.tokens_by = Series(self.tokens)
         self.stream_errors_by = Series(self.stream_errors)

@@ -97,8 +97,14 @@ def _snapshot(replicas: Any, overrides: dict[str, dict[str, Any]]) -> dict[str, 
 
 def render(report: dict[str, Any]) -> str:
     request, decision = report["request"], report["decision"]
+    confidence = request.get("task_confidence")
+    detected = "" if confidence is None else f" confidence {confidence:.2f}"
+    if request.get("task_abstained"):
+        detected += f", abstained: may be {', '.join(request['plausible_tasks'])}"
+    elif len(request.get("plausible_tasks") or ()) > 1:
+        detected += f", may also be {', '.join(t for t in request['plausible_tasks'] if t != request['task'])}"
     lines = [
-        f"model {report['model']}  task {request['task']} ({request['task_source']})  "
+        f"model {report['model']}  task {request['task']} ({request['task_source']}{detected})  "
         f"input {request['input_tokens']} tok  expected output {request['expected_output_tokens']} tok",
         f"budget ttft {request['ttft_budget_ms']} ms  latency {request['latency_budget_ms']} ms  "
         f"tpot {request['tpot_budget_ms']} ms  pinned {request['pinned_variant']}",

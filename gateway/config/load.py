@@ -13,7 +13,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from gateway.config import schema
 from gateway.config.online_parity import build_online_parity
-from gateway.config.policy import Policy, PrefixCacheSettings, SessionSettings, Signal, TaskDefaults, TaskRule
+from gateway.config.policy import DetectorSettings, Policy, PrefixCacheSettings, SessionSettings, Signal, TaskDefaults, TaskRule
 from gateway.config.types import (
     AccessSettings,
     BreakerSettings,
@@ -25,6 +25,7 @@ from gateway.config.types import (
     Tier,
     TokenizerSpec,
 )
+from gateway.detect import TaskDetector
 from gateway.domain import Price, Priority, Replica, Rollout, RolloutStage, Scheduling, SpeedPrior, Variant, VariantKind
 from gateway.errors import ConfigError
 from gateway.routing.registry import PLUGIN_TYPES, PluginKind
@@ -250,7 +251,20 @@ def _policy(routing: schema.RoutingSection) -> Policy:
         if profile not in profiles:
             raise ConfigError(f"routing.task_profiles.{task}", f"references undefined profile '{profile}'")
     return Policy(tasks, rules, routing.default_task, profiles, routing.default_profile, dict(routing.task_profiles),
-                  PrefixCacheSettings(**routing.prefix_cache.model_dump()), SessionSettings(**routing.sessions.model_dump()))
+                  PrefixCacheSettings(**routing.prefix_cache.model_dump()), SessionSettings(**routing.sessions.model_dump()),
+                  _detection(routing.task_detector, tasks))
+
+
+def _detection(section: schema.TaskDetectorSection, tasks: Mapping[str, TaskDefaults]) -> DetectorSettings | None:
+    """The shipped detector with the section's threshold and floor (else the shipped ones); None
+    when the section turns it off or the config names none of the tasks it detects."""
+    if not section.enabled:
+        return None
+    detector = TaskDetector.builtin()
+    if not set(detector.tasks) & set(tasks):
+        return None
+    meta = detector.meta
+    return DetectorSettings(detector, section.threshold or float(meta["threshold"]), section.floor or float(meta["floor"]))
 
 
 def _require_task(task: str, tasks: Mapping[str, TaskDefaults], path: str) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from gateway.detect import TaskDetector
 from gateway.domain import Priority
 from gateway.routing.router import RoutingProfile
 
@@ -62,6 +63,18 @@ class SessionSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class DetectorSettings:
+    """The task detector (``gateway.detect``) and when it abstains: below ``threshold`` of
+    confidence every task is plausible; above it, every task whose probability reaches ``floor``.
+    The defaults are the ones its training chose on the tuning split (``python -m
+    gateway.detect.train``; docs/routing.md). ``Policy.detection`` None: off, the rules alone decide."""
+
+    detector: TaskDetector
+    threshold: float
+    floor: float
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     tasks: Mapping[str, TaskDefaults]
     rules: tuple[TaskRule, ...]
@@ -71,6 +84,7 @@ class Policy:
     task_profiles: Mapping[str, str]
     prefix_cache: PrefixCacheSettings = PrefixCacheSettings()
     sessions: SessionSettings = SessionSettings()
+    detection: DetectorSettings | None = None
 
     def profile_for(self, task: str) -> RoutingProfile:
         return self.profiles[self.task_profiles.get(task, self.default_profile)]

@@ -267,6 +267,14 @@ class SessionsSection(Strict):
     remembered: PositiveInt = default_of(SessionSettings, "remembered")
 
 
+class TaskDetectorSection(Strict):
+    """The task detector; threshold and floor default to the ones shipped with its model."""
+
+    enabled: bool = True
+    threshold: Annotated[float, Field(gt=0, le=1)] | None = None
+    floor: Annotated[float, Field(gt=0, lt=1)] | None = None
+
+
 class RoutingSection(Strict):
     tasks: dict[Name, TaskSection] = Field(min_length=1)
     rules: list[RuleSection] = Field(default_factory=list)
@@ -277,6 +285,7 @@ class RoutingSection(Strict):
     task_profiles: dict[Name, Name] = Field(default_factory=dict)
     prefix_cache: PrefixCacheSection = PrefixCacheSection()
     sessions: SessionsSection = SessionsSection()
+    task_detector: TaskDetectorSection = TaskDetectorSection()
 
 
 class ConfigFile(Strict):

@@ -144,6 +144,7 @@ class TelemetryKeeper:
         if exchange is not None:
             profile = exchange.plan.profile
             self._telemetry.requests_by(profile.model, "none", profile.task, str(error.status)).inc()
+            self._telemetry.task_sources_by(profile.model, profile.task, task_source_kind(profile.task_source)).inc()
             if (overhead_s := exchange.overhead_s) is not None:  # it was dispatched, and every attempt failed
                 self._telemetry.overhead.observe(overhead_s)
 
@@ -154,6 +155,7 @@ class TelemetryKeeper:
         if (overhead_s := exchange.overhead_s) is not None:
             telemetry.overhead.observe(overhead_s)
         telemetry.requests_by(model, variant.name, profile.task, str(outcome.status)).inc()
+        telemetry.task_sources_by(model, profile.task, task_source_kind(profile.task_source)).inc()
         telemetry.decisions_by(model, variant.name, exchange.plan.decision.reason).inc()
         telemetry.e2e_by(model, variant.name).observe(outcome.duration_s)
         if exchange.failed_attempts:
@@ -182,12 +184,18 @@ def count_escalation(telemetry: Telemetry, exchange: Exchange, escalation: Escal
         telemetry.cost_by(model, escalation.set_aside_variant).inc(escalation.set_aside_cost_usd)
 
 
+def task_source_kind(source: str) -> str:
+    """header, rule, detector, abstained or default (a rule's name dropped: bounded labels)."""
+    return source.split(":", 1)[0]
+
+
 def access_fields(exchange: Exchange, outcome: Outcome) -> dict[str, Any]:
     profile = exchange.plan.profile
     return {
         "request_id": exchange.request_id, "model": profile.model,
         "variant": None if exchange.attempt is None else exchange.attempt.variant.name,
-        "replica": outcome.replica_id, "task": profile.task, "route": exchange.plan.decision.reason,
+        "replica": outcome.replica_id, "task": profile.task, "task_source": profile.task_source,
+        "task_confidence": profile.task_confidence, "route": exchange.plan.decision.reason,
         "status": outcome.status, "ttft_ms": None if outcome.ttft_s is None else round(outcome.ttft_s * 1e3, 2),
         "duration_ms": round(outcome.duration_s * 1e3, 2),
         "input_tokens": outcome.input_tokens, "output_tokens": outcome.output_tokens,

@@ -1,5 +1,10 @@
 """Building a RequestProfile: explicit signals first (pinned model name, ``x-duet-*`` and llm-d
-``x-slo-*`` headers), then the policy's task rules, then the task's defaults."""
+``x-slo-*`` headers), then the policy's task rules and the task detector, then the task's
+defaults.
+
+The task: the ``x-duet-task`` header; else tools present and a prompt over the long-context rule's
+size (rules ``has_tools``, ``input_tokens_over``); else the detector, which abstains when unsure
+(every task plausible); with the detector off, the rules in order and the default task."""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway.config.policy import Policy, Signal, TaskRule
+from gateway.config.policy import DetectorSettings, Policy, Signal, TaskRule
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.domain import Budget, Priority, RequestProfile
 from gateway.errors import InvalidRequest, ModelNotFound
@@ -62,6 +67,50 @@ def has_code(texts: list[str]) -> bool:
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class TaskGuess:
+    """A request's task and where it came from: ``header``, ``rule:<signal>``, ``detector``,
+    ``abstained`` or ``default``; the detector's confidence and the other tasks it may be."""
+
+    task: str
+    source: str
+    confidence: float | None = None
+    plausible: frozenset[str] = frozenset()
+
+
+# The rules the detector leaves to run first: explicit shapes, not guesses.
+_SHAPE_SIGNALS = (Signal.HAS_TOOLS, Signal.INPUT_TOKENS_OVER)
+
+
+def find_task(policy: Policy, body: RequestBody, *, tools: bool, input_tokens: int) -> TaskGuess:
+    """The task of a request that names none (see the module docstring for the order)."""
+    detection = policy.detection
+    if detection is None:
+        task, source = infer_task(policy.rules, policy.default_task, tools=tools, texts=_texts(body), input_tokens=input_tokens)
+        return TaskGuess(task, source)
+    shapes = tuple(rule for rule in policy.rules if rule.signal in _SHAPE_SIGNALS)
+    task, source = infer_task(shapes, "", tools=tools, texts=[], input_tokens=input_tokens)
+    if task:
+        return TaskGuess(task, source)
+    return detect_task(detection, body, frozenset(policy.tasks))
+
+
+def detect_task(settings: DetectorSettings, body: RequestBody, tasks: frozenset[str]) -> TaskGuess:
+    """The detector's answer over the config's tasks; ``abstained`` when below the threshold."""
+    if isinstance(body, ChatBody):
+        found = settings.detector.detect_messages(body.messages)
+    else:
+        found = settings.detector.detect_prompt("\n".join(_prompt_texts(body.prompt)))
+    found = found.among(tasks)
+    plausible = found.plausible(settings.threshold, settings.floor)
+    source = "abstained" if found.confidence < settings.threshold else "detector"
+    return TaskGuess(found.task, source, round(found.confidence, 4), plausible if len(plausible) > 1 else frozenset())
+
+
+def _texts(body: RequestBody) -> list[str]:
+    return list(message_texts(body.messages)) if isinstance(body, ChatBody) else _prompt_texts(body.prompt)
+
+
 def infer_task(rules: tuple[TaskRule, ...], default: str, *, tools: bool, texts: list[str], input_tokens: int) -> tuple[str, str]:
     """First matching rule's task and ``rule:<signal>``; else the default task and ``default``."""
     code: bool | None = None
@@ -106,10 +155,10 @@ def classify(
         if explicit not in policy.tasks:
             known = ", ".join(sorted(policy.tasks))
             raise InvalidRequest(f"Unknown task type '{explicit}' in {TASK_HEADER}; known: {known}.", param=TASK_HEADER)
-        task, source = explicit, "header"
+        guess = TaskGuess(explicit, "header")
     else:
-        texts = list(message_texts(body.messages)) if isinstance(body, ChatBody) else _prompt_texts(body.prompt)
-        task, source = infer_task(policy.rules, policy.default_task, tools=tools, texts=texts, input_tokens=input_tokens)
+        guess = find_task(policy, body, tools=tools, input_tokens=input_tokens)
+    task = guess.task
     defaults = policy.tasks[task]
     budgets = {"latency_ms": defaults.latency_ms, "ttft_ms": defaults.ttft_ms, "tpot_ms": defaults.tpot_ms}
     for header, field in BUDGET_HEADERS:
@@ -121,7 +170,7 @@ def classify(
     return RequestProfile(
         model=target.model.name,
         task=task,
-        task_source=source,
+        task_source=guess.source,
         input_tokens=input_tokens,
         max_output_tokens=max_output,
         expected_output_tokens=_expected_output(body, max_output, typical),
@@ -130,6 +179,8 @@ def classify(
         pinned_variant=target.pinned_variant,
         budget=Budget(**budgets),
         priority=_priority(headers, defaults.priority),
+        task_confidence=guess.confidence,
+        plausible_tasks=guess.plausible,
     )
 
 

@@ -15,6 +15,8 @@ def explain_plan(plan: Plan) -> dict[str, Any]:
     decision = plan.decision
     profile = dataclasses.asdict(plan.profile)
     profile["priority"] = plan.profile.priority.value
+    profile["plausible_tasks"] = sorted(plan.profile.tasks_to_allow)
+    profile["task_abstained"] = plan.profile.task_source == "abstained"
     # The document keeps its flat budget fields (clients read them).
     budget = profile.pop("budget")
     profile.update(ttft_budget_ms=budget["ttft_ms"], latency_budget_ms=budget["latency_ms"], tpot_budget_ms=budget["tpot_ms"])

@@ -144,7 +144,7 @@ def _may_move(current: str, decision: Decision, candidates: tuple[Candidate, ...
 
 def _why_gone(profile: RequestProfile, candidates: tuple[Candidate, ...], variant: str) -> Move:
     own = [c for c in candidates if c.variant.name == variant]
-    if own and not own[0].variant.allows(profile.task):
+    if own and not own[0].variant.allows_all(profile.tasks_to_allow):
         return Move.PARITY
     return Move.UNAVAILABLE
 

@@ -55,7 +55,8 @@ class ToolsSupportedFilter:
 
 @dataclass(frozen=True, slots=True)
 class TaskAllowedFilter:
-    """Keeps variants whose proven capability covers the request's task type (parity verdicts).
+    """Keeps variants whose proven capability covers the request's task type (parity verdicts),
+    and every other task it may be when the detector was unsure (``plausible_tasks``).
 
     A request pinned to a variant is kept: the client chose it knowingly.
     """
@@ -67,9 +68,16 @@ class TaskAllowedFilter:
         variant = candidate.variant
         if request.pinned_variant == variant.name:
             return True, "pinned"
-        if variant.allows(request.task):
-            return True, f"{request.task} allowed"
-        return False, f"{request.task} not proven on {variant.name}"
+        if not request.plausible_tasks:
+            if variant.allows(request.task):
+                return True, f"{request.task} allowed"
+            return False, f"{request.task} not proven on {variant.name}"
+        tasks = request.tasks_to_allow
+        if variant.allows_all(tasks):
+            return True, f"{', '.join(sorted(tasks))} allowed"
+        refused = sorted(t for t in tasks if not variant.allows(t))
+        others = ", ".join(sorted(tasks - {request.task}))
+        return False, f"task unsure ({request.task} or {others}): {', '.join(refused)} not proven on {variant.name}"
 
 
 @dataclass(frozen=True, slots=True)

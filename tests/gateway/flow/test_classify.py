@@ -1,21 +1,32 @@
 from pathlib import Path
 
 import pytest
+import yaml
 
-from gateway.config import load_config
+from gateway.config import load_config, parse_config
 from gateway.errors import InvalidRequest, ModelNotFound
 from gateway.flow.body import ChatBody, CompletionBody
 from gateway.flow.classify import classify, has_code, resolve_model
 
-CONFIG = load_config(Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml")
+DEMO_PATH = Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml"
+CONFIG = load_config(DEMO_PATH)
+
+
+def rules_only() -> object:
+    raw = yaml.safe_load(DEMO_PATH.read_text())
+    raw["routing"]["task_detector"] = {"enabled": False}
+    return parse_config(yaml.safe_dump(raw))
+
+
+RULES_ONLY = rules_only()
 
 
 def chat(content="hello", **fields):
     return ChatBody.model_validate({"model": "smollm2", "messages": [{"role": "user", "content": content}], **fields})
 
 
-def profile(body, headers=None, tokens=10):
-    return classify(body, headers or {}, resolve_model(CONFIG, body.model), CONFIG.policy, tokens)
+def profile(body, headers=None, tokens=10, config=CONFIG):
+    return classify(body, headers or {}, resolve_model(config, body.model), config.policy, tokens)
 
 
 @pytest.mark.parametrize(
@@ -43,9 +54,46 @@ TASK_CASES = [
 
 
 @pytest.mark.parametrize(("body", "headers", "tokens", "task", "source"), TASK_CASES)
-def test_task_from_header_then_rules_then_default(body, headers, tokens, task, source):
+def test_without_the_detector_task_from_header_then_rules_then_default(body, headers, tokens, task, source):
+    p = profile(body, headers, tokens, config=RULES_ONLY)
+    assert (p.task, p.task_source) == (task, source)
+    assert p.task_confidence is None and p.plausible_tasks == frozenset()
+
+
+GSM = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+       "How many clips did Natalia sell altogether in April and May?")
+DETECTOR_CASES = [
+    (chat(GSM), {}, 40, "reasoning", "detector"),
+    (chat("Write a Python function to merge two sorted lists."), {}, 15, "coding", "detector"),
+    (chat("Extract the fields as JSON (name, date, amount) from the text below.\n\nINVOICE #4411\nBill to: "
+          "Summit Foods, Lyon\nDate: 2025-03-02\nTotal due: $1200.00"), {}, 60, "extraction", "detector"),
+    (chat(tools=[{"type": "function", "function": {"name": "f"}}]), {}, 10, "agent", "rule:has_tools"),
+    (chat("summarise"), {}, 1600, "long-context", "rule:input_tokens_over_1500"),
+    (chat(GSM), {"x-duet-task": "chat"}, 40, "chat", "header"),
+]
+
+
+@pytest.mark.parametrize(("body", "headers", "tokens", "task", "source"), DETECTOR_CASES)
+def test_task_from_header_then_shape_rules_then_detector(body, headers, tokens, task, source):
     p = profile(body, headers, tokens)
     assert (p.task, p.task_source) == (task, source)
+    assert (p.task_confidence is None) == (source != "detector")
+
+
+def test_a_header_always_overrides_the_detector():
+    for text in (GSM, "Write a Python function to merge two sorted lists.", "hello"):
+        for task in CONFIG.policy.tasks:
+            p = profile(chat(text), {"x-duet-task": task})
+            assert (p.task, p.task_source, p.plausible_tasks) == (task, "header", frozenset())
+
+
+def test_an_unsure_detection_abstains_and_names_every_task():
+    raw = yaml.safe_load(DEMO_PATH.read_text())
+    raw["routing"]["task_detector"] = {"threshold": 1.0}  # nothing is that sure: always abstain
+    config = parse_config(yaml.safe_dump(raw))
+    p = profile(chat(GSM), tokens=40, config=config)
+    assert p.task_source == "abstained" and p.task == "reasoning"
+    assert p.tasks_to_allow == frozenset(config.policy.tasks) & frozenset(config.policy.detection.detector.tasks)
 
 
 def test_unknown_task_header_is_400():

@@ -29,6 +29,10 @@ CASES = [
     (TaskAllowedFilter(), {"task": "reasoning"}, candidate(STANDARD), True),
     (TaskAllowedFilter(), {"task": "coding"}, candidate(FAST), True),
     (TaskAllowedFilter(), {"task": "reasoning", "pinned_variant": "fast"}, candidate(FAST), True),
+    # unsure detections: every plausible task must be allowed
+    (TaskAllowedFilter(), {"task": "coding", "plausible_tasks": frozenset({"coding", "reasoning"})}, candidate(FAST), False),
+    (TaskAllowedFilter(), {"task": "coding", "plausible_tasks": frozenset({"coding", "reasoning"})}, candidate(STANDARD), True),
+    (TaskAllowedFilter(), {"task": "chat", "plausible_tasks": frozenset({"chat", "coding"})}, candidate(FAST), True),
     (ErrorRateFilter(max_error_rate=0.5), {}, candidate(STANDARD, error_rate=0.6), False),
     (ErrorRateFilter(max_error_rate=0.5), {}, candidate(STANDARD, error_rate=0.5), True),
 ]
