@@ -1,0 +1,98 @@
+"""The task detector's benchmark: held-out accuracy, leaks and the cost of abstention, and its
+latency by prompt size; writes docs/results/task-detector.json.
+
+    .venv/bin/python -m loadtests.benchmarks.router.detector [--prompts ../shared/prompts]
+
+Accuracy is measured on the held-out splits only (``test``: unseen prompts of seen templates and
+public sets; ``test-template``: templates never trained or tuned on), at the shipped threshold and
+floor, against the FP8 verdict of deploy/render/h100-70b.yaml (fast allowed chat, coding, agent,
+extraction). Latency: ``detect_messages`` on one user turn of about 256, 1k, 8k and 32k tokens
+(4 characters a token), 2,000 calls each after 200 warm-up calls."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from gateway.detect import TaskDetector
+from gateway.detect.corpus import PROMPTS, corpus
+from gateway.detect.evaluate import confusions, evaluate, judge_all
+from serving.hardware import cpu_flags, hardware_of
+
+RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "task-detector.json"
+SIZES = (256, 1024, 8192, 32768)
+CALLS, WARMUP = 2000, 200
+
+
+def accuracy(detector: TaskDetector, prompts: Path) -> dict[str, Any]:
+    samples = corpus(prompts)
+    threshold, floor = float(detector.meta["threshold"]), float(detector.meta["floor"])
+    out: dict[str, Any] = {}
+    for name, splits in (("held_out", ("test",)), ("held_out_templates", ("test-template",)),
+                         ("vicuna_held_out", ("test",))):
+        chosen = [s for s in samples if s.split in splits and (name != "vicuna_held_out" or s.source.startswith("vicuna"))]
+        judged = judge_all(detector.detect_messages, chosen)
+        out[name] = {**evaluate(judged, threshold, floor), "confusions": confusions(judged)}
+    return out
+
+
+def latency(detector: TaskDetector) -> dict[str, dict[str, float]]:
+    rng = random.Random(0)
+    words = ("the", "report", "budget", "clips", "function", "return", "2025", "how", "many", "json", "{", "}")
+    out = {}
+    for tokens in SIZES:
+        text = " ".join(rng.choice(words) for _ in range(tokens))  # ~4 characters a token with the space
+        messages = [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": text}]
+        for _ in range(WARMUP):
+            detector.detect_messages(messages)
+        samples = []
+        for _ in range(CALLS):
+            start = time.perf_counter_ns()
+            detector.detect_messages(messages)
+            samples.append(time.perf_counter_ns() - start)
+        samples.sort()
+        out[str(tokens)] = {"chars": len(text), "p50_us": samples[len(samples) // 2] / 1e3,
+                            "p99_us": samples[int(len(samples) * 0.99)] / 1e3}
+    return out
+
+
+def run(prompts: Path) -> dict[str, Any]:
+    detector = TaskDetector.builtin()
+    return {"command": "python -m loadtests.benchmarks.router.detector", "model": dict(detector.meta),
+            "hardware_class": hardware_of(cpu_flags()).hardware_class,
+            "accuracy": accuracy(detector, prompts), "latency_by_prompt_tokens": latency(detector)}
+
+
+def render(results: dict[str, Any]) -> str:
+    """The docs section: per task on the held-out splits, then leaks, then latency."""
+    lines = ["| split | task | n | precision | recall | abstained | served fast |", "|---|---|---|---|---|---|---|"]
+    for split, report in results["accuracy"].items():
+        for task, row in report["tasks"].items():
+            if row["n"]:
+                lines.append(f"| {split} | {task} | {row['n']} | {row['precision'] or 0:.3f} | {row['recall']:.3f} | "
+                             f"{row['abstained']:.3f} | {row['served_fast']:.3f} |")
+    lines += ["", "| split | leak rate | cost of abstention |", "|---|---|---|"]
+    lines += [f"| {s} | {r['leak_rate']:.4f} | {r['abstention_cost']:.4f} |" for s, r in results["accuracy"].items()]
+    lines += ["", f"Latency on {results['hardware_class']}:", "", "| prompt tokens | p50 µs | p99 µs |", "|---|---|---|"]
+    lines += [f"| {t} | {r['p50_us']:.0f} | {r['p99_us']:.0f} |" for t, r in results["latency_by_prompt_tokens"].items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=Path, default=PROMPTS)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    results = run(args.prompts)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
