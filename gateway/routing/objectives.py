@@ -102,3 +102,56 @@ class FixedOrderObjective:
         ranked = sorted(best, key=lambda o: (rank.get(_variant(o), len(rank)), o.prediction.e2e_ms))
         head_meets = request.budget.fits(ranked[0].prediction)
         return VariantOrder(tuple(_variant(o) for o in ranked), "fixed-order", head_meets)
+
+
+@dataclass(frozen=True, slots=True)
+class MostHeadroomObjective:
+    """A fixed fleet's objective: serve as many requests within budget as the replicas can, so the
+    variant predicted to meet the request's budget with the most room goes first, and cost only
+    breaks ties (a fixed fleet's bill is the same whether a replica is busy or idle: an idle
+    standard replica is free capacity, not an expense).
+
+    Room is the request's risk, the largest of its predicted TTFT, end-to-end and TPOT over their
+    targets, where the TPOT counts the stall other prompts' prefill is expected to add
+    (``prefill_interference_ms`` x ``interference_weight``); a prompt whose prefill would push a
+    request already decoding there past its budget (its prefill exceeds the replica's least
+    ``decode_slack_ms``) adds ``harm_penalty``: the harm it does to others counts like its own
+    miss. Options whose risk is within ``tie`` of the lowest are ordered by expected cost.
+
+    The objective of an autoscaled fleet, where an idle replica can be given back, is
+    ``cheapest-within-budget``. Inputs: each variant's best prediction, its replica's prefill
+    backlog and rate and least decode slack, the variant's price; range: risk >= 0, 1 = at budget.
+    """
+
+    name: str = "most-headroom"
+    type: ClassVar[str] = "most-headroom"
+    interference_weight: float = 1.0
+    harm_penalty: float = 1.0
+    tie: float = 0.0
+
+    def order(self, request: RequestProfile, best: Sequence[Option]) -> VariantOrder:
+        risk = {id(o): self.risk(request, o) for o in best}
+        ranked = sorted(best, key=lambda o: (risk[id(o)], expected_cost_usd(request, o)))
+        lowest = risk[id(ranked[0])]
+        head = min((o for o in ranked if risk[id(o)] <= lowest + self.tie),
+                   key=lambda o: (expected_cost_usd(request, o), risk[id(o)]))
+        ordered = [head, *(o for o in ranked if o is not head)]
+        meets = risk[id(head)] <= 1.0
+        reason = "most-headroom" if meets else "most-headroom-none-within-budget"
+        return VariantOrder(tuple(_variant(o) for o in ordered), reason, meets_budget=meets)
+
+    def risk(self, request: RequestProfile, option: Option) -> float:
+        """How many times its tightest target the request is predicted to take on ``option``
+        (0: no target), plus ``harm_penalty`` if its prefill breaks a decode in flight there."""
+        budget, prediction = request.budget, option.prediction
+        ratios = [0.0]
+        if budget.ttft_ms:
+            ratios.append(prediction.ttft_ms / budget.ttft_ms)
+        if budget.latency_ms:
+            ratios.append(prediction.e2e_ms / budget.latency_ms)
+        if budget.tpot_ms:
+            stall_ms = self.interference_weight * prefill_interference_ms(request, option.candidate, prediction)
+            ratios.append((prediction.tpot_ms + stall_ms) / budget.tpot_ms)
+        slack_ms = option.candidate.state.decode_slack_ms
+        harms = slack_ms is not None and prefill_ms(request, option.candidate.variant, option.candidate.cached_tokens) > slack_ms
+        return max(ratios) + (self.harm_penalty if harms else 0.0)

@@ -17,7 +17,12 @@ from gateway.routing.filters import (
     ToolsSupportedFilter,
 )
 from gateway.routing.llmd import LlmdKvCacheUtilizationScorer, LlmdPrefixCacheScorer, LlmdQueueScorer
-from gateway.routing.objectives import CheapestWithinBudgetObjective, FastestObjective, FixedOrderObjective
+from gateway.routing.objectives import (
+    CheapestWithinBudgetObjective,
+    FastestObjective,
+    FixedOrderObjective,
+    MostHeadroomObjective,
+)
 from gateway.routing.predictors import QueueAwareLatencyPredictor, StepModelPredictor
 from gateway.routing.prefix_affinity import PrefixAffinityScorer
 from gateway.routing.production_stack import ProductionStackPrefixScorer
@@ -52,6 +57,6 @@ PLUGIN_TYPES: Mapping[str, PluginType] = _table({
     "scorer": (LeastLoadedScorer, DecodeSlackScorer, PredictedLatencyScorer, LowErrorScorer, ObservedTtftScorer,
                LlmdQueueScorer, LlmdKvCacheUtilizationScorer, LlmdPrefixCacheScorer, PrefixAffinityScorer,
                ProductionStackPrefixScorer),
-    "objective": (CheapestWithinBudgetObjective, FastestObjective, FixedOrderObjective, RoundRobinObjective,
+    "objective": (CheapestWithinBudgetObjective, MostHeadroomObjective, FastestObjective, FixedOrderObjective, RoundRobinObjective,
                   BestScoreObjective, StaticSplitObjective),
 })
