@@ -24,6 +24,7 @@ from loadtests.benchmarks.variants import bench as variants
 from loadtests.benchmarks.vllm_cpu import benchmarks_section as vllm_cpu
 from loadtests.real import calibration_render as calibration
 from loadtests.replay import results as replay
+from loadtests.replay import sweep_docs as knee_sweep
 from loadtests.sections import headlines, summary
 from loadtests.sections.section import Section, between_markers
 from quantize.parity import real_docs as parity_real
@@ -47,6 +48,7 @@ SECTIONS: tuple[Section, ...] = (
             lambda: between_markers(vllm_cpu.section(_json(vllm_cpu.MEASUREMENTS)))),
     Section("replay-heldout", BENCHMARKS, "docs/results/replay/*.json",
             lambda: between_markers(replay.render(replay.load())), headlines.knee),
+    Section("knee-sweep", BENCHMARKS, "docs/results/knee/*.json", lambda: knee_sweep.render(knee_sweep.load())),
     Section("bench-variants", BENCHMARKS, "docs/results/bench-variants.json",
             lambda: between_markers(variants.docs_section(_json(variants.RESULTS))), headlines.variants),
     Section("bench-router", BENCHMARKS, "docs/results/router-bench.json",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadtests.replay.sweep_docs import SECTION, load, load_cell, plot, render, verdict
+from loadtests.replay.sweep_docs import load_cell, plot, render, verdict
 
 
 def estimate(kind, mean, ci95=None, nonmonotone=0):
@@ -60,11 +60,3 @@ def test_the_section_opens_with_duet_against_the_best_baseline_and_the_goal(tmp_
     assert "![good share against load, h100-70b-tuning](results/knee/h100-70b-tuning.png)" in text
     png = plot(grid_result(), tmp_path / "knee.png")
     assert png.read_bytes().startswith(b"\x89PNG")
-
-
-def test_the_committed_section_is_the_committed_results_rendered():
-    committed = SECTION.committed(SECTION.path.read_text())
-    if committed is None:  # not written into docs/benchmarks.md yet: nothing committed to check
-        assert not load()
-        return
-    assert committed == SECTION.block()
