@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from loadtests.replay.sweep_results import DUET_POLICIES, compare
 from loadtests.sections.section import Headline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,11 +66,11 @@ def summary(results: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for stem, result in results:
         for entry in result["crossings"]:
-            comparison = entry["comparison"]
+            comparison = compare(entry)
             if comparison is None:
                 continue
             best = comparison["best_baseline"]
-            duet, theirs = entry["policies"]["duet"]["load"], entry["policies"][best]["load"]
+            duet, theirs = entry["policies"][comparison["subject"]]["load"], entry["policies"][best]["load"]
             ratio = comparison["ratio"]
             lines.append(f"| `{stem}` | {entry['constraint']} | {load_cell(duet)} | {best} | {load_cell(theirs)} | "
                          f"{ratio_cell(ratio)} | ≥ {goal(result):g}x | {verdict(ratio, goal(result))} |")
@@ -91,7 +92,7 @@ def crossing_table(result: Mapping[str, Any]) -> str:
     """Per constraint, each policy's crossing load in multiples and req/s, and Duet's ratio."""
     lines = ["| constraint | policy | load | req/s | Duet / it |", "|---|---|---|---|---|"]
     for entry in result["crossings"]:
-        comparison = entry["comparison"]
+        comparison = compare(entry)
         for policy, c in entry["policies"].items():
             best = comparison is not None and comparison["best_baseline"] == policy
             ratio = ratio_cell(comparison["ratio"]) if best else ""
@@ -145,7 +146,7 @@ def plot(result: Mapping[str, Any], path: Path) -> Path:
     for policy, rows in result["grid"].items():
         ax.errorbar([r["load"] for r in rows], [100 * r["good_fraction"] for r in rows],
                     yerr=[100 * r["ci95"] for r in rows], label=policy, marker="o", markersize=3, capsize=2,
-                    linewidth=2.2 if policy == "duet" else 1.0)
+                    linewidth=2.2 if policy in DUET_POLICIES else 1.0)
     for level in (99, 95):
         ax.axhline(level, color="grey", linestyle="--", linewidth=0.8)
     ax.set_xlabel("load (x the trace's arrival rate)")
@@ -162,10 +163,10 @@ def plot(result: Mapping[str, Any], path: Path) -> Path:
 def headline() -> Headline:
     """A summary row: Duet's goodput at 99% good over the best baseline's, per setting (not
     registered yet: ``replay-heldout``'s headline is "Routing at the knee")."""
-    rows = [(stem, result, entry) for stem, result in load() for entry in result["crossings"]
-            if entry["level"] == 0.99 and entry["comparison"] is not None]
-    figure = "; ".join(f"{ratio_cell(entry['comparison']['ratio'])} on `{stem}`" for stem, _, entry in rows) or "no sweep yet"
-    verdicts = [verdict(entry["comparison"]["ratio"], goal(result)) for _, result, entry in rows]
+    rows = [(stem, result, comparison) for stem, result in load() for entry in result["crossings"]
+            if entry["level"] == 0.99 and (comparison := compare(entry)) is not None]
+    figure = "; ".join(f"{ratio_cell(comparison['ratio'])} on `{stem}`" for stem, _, comparison in rows) or "no sweep yet"
+    verdicts = [verdict(comparison["ratio"], goal(result)) for _, result, comparison in rows]
     met = None if not rows or any(v.startswith("undetermined") for v in verdicts) else all(
         v.startswith("**met**") for v in verdicts)
     return Headline("Goodput at 99% good (`duet replay --sweep`)", figure,

@@ -30,6 +30,10 @@ from loadtests.replay.sla import ConstraintSet, good_share_at_least
 from loadtests.replay.sweep import Point, SweepSpec, TaskResult, grid_crossing, trial
 
 DUET = "duet"
+# Duet's policies, subject first: on a fixed fleet (what a sweep holds) Duet runs its fixed-fleet
+# objective (duet-fixed); duet (cost-first, the autoscaled fleet's objective) is shown beside it
+# and is never anyone's baseline.
+DUET_POLICIES = ("duet-fixed", DUET)
 
 
 def assemble(spec: SweepSpec, done: Sequence[TaskResult], *, command: str, levels: Sequence[float],
@@ -99,14 +103,25 @@ def _crossing_entry(constraint: str, level: float | None, runs: Mapping[str, Seq
 
 
 def _comparison(runs: Mapping[str, Sequence[Crossing]]) -> dict[str, Any] | None:
-    """Duet's crossing over the best baseline's (the one with the highest mean), seed by seed."""
-    baselines = {name: estimate(c) for name, c in runs.items() if name != DUET}
+    """Duet's crossing (its first policy in ``DUET_POLICIES`` that ran) over the best baseline's
+    (the one with the highest mean), seed by seed."""
+    subject = next((name for name in DUET_POLICIES if name in runs), None)
+    baselines = {name: estimate(c) for name, c in runs.items() if name not in DUET_POLICIES}
     known = {name: e.mean for name, e in baselines.items() if e.mean is not None}
-    if DUET not in runs or not known:
+    if subject is None or not known:
         return None
     best = max(known, key=lambda name: known[name] or 0.0)
-    ratios = [ratio(ours, theirs) for ours, theirs in zip(runs[DUET], runs[best], strict=True)]
-    return {"best_baseline": best, "ratio": estimate(ratios).as_dict(), "runs": [_run(r) for r in ratios]}
+    ratios = [ratio(ours, theirs) for ours, theirs in zip(runs[subject], runs[best], strict=True)]
+    return {"subject": subject, "best_baseline": best, "ratio": estimate(ratios).as_dict(),
+            "runs": [_run(r) for r in ratios]}
+
+
+def compare(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``_comparison`` of a written crossing entry, from its per-seed runs (a file written before
+    the comparison's rule changed gets today's)."""
+    runs = {name: [Crossing(r["kind"], r["value"], r["nonmonotone"]) for r in policy["runs"]]
+            for name, policy in entry["policies"].items()}
+    return _comparison(runs)
 
 
 def _run(c: Crossing, trials: Sequence[searching.Trial] | None = None) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadtests.replay.sweep_docs import load_cell, plot, render, verdict
+from loadtests.replay.sweep_results import compare
 
 
 def estimate(kind, mean, ci95=None, nonmonotone=0):
@@ -35,13 +36,17 @@ def test_the_verdict_against_a_goal(ratio, goal, expected):
     assert verdict(ratio, goal).startswith(expected)
 
 
+def exact(value):
+    return {"kind": "exact", "value": value, "nonmonotone": False}
+
+
 def grid_result():
     runs = [{"seed": 0, "start_s": 0.0, "end_s": 1200.0, "requests": 1000, "rate_rps_at_x1": 0.83}]
     rows = {p: [{"load": x, "rate_rps": 0.83 * x, "good_fraction": g, "ci95": 0.01, "runs": [g]} for x, g in shares]
             for p, shares in {"least-loaded": [(1.0, 0.995), (2.0, 0.9)], "duet": [(1.0, 0.999), (2.0, 0.97)]}.items()}
     crossing = {"constraint": "good_fraction>=0.99", "level": 0.99,
-                "policies": {"least-loaded": {"load": estimate("exact", 1.05, 0.01)},
-                             "duet": {"load": estimate("exact", 1.3, 0.02)}},
+                "policies": {"least-loaded": {"load": estimate("exact", 1.05, 0.01), "runs": [exact(1.04), exact(1.06)]},
+                             "duet": {"load": estimate("exact", 1.3, 0.02), "runs": [exact(1.3), exact(1.3)]}},
                 "comparison": {"best_baseline": "least-loaded", "ratio": estimate("exact", 1.24, 0.02)}}
     for entry in crossing["policies"].values():
         entry["rate_rps"] = entry["load"]
@@ -54,9 +59,20 @@ def grid_result():
 def test_the_section_opens_with_duet_against_the_best_baseline_and_the_goal(tmp_path):
     text = render([("h100-70b-tuning", grid_result())])
     summary = text.split("### ")[0]
-    assert "| `h100-70b-tuning` | good_fraction>=0.99 | x1.3 ± 0.02 | least-loaded | x1.05 ± 0.01 | 1.24x ± 0.02 | ≥ 1x | " \
+    assert "| `h100-70b-tuning` | good_fraction>=0.99 | x1.3 ± 0.02 | least-loaded | x1.05 ± 0.01 | 1.24x ± 0.15 | ≥ 1x | " \
            "**met** (interval clears it) |" in summary
     assert "| duet | 99.90% ± 1.00% | 97.00% ± 1.00% |" in text
     assert "![good share against load, h100-70b-tuning](results/knee/h100-70b-tuning.png)" in text
     png = plot(grid_result(), tmp_path / "knee.png")
     assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_duet_fixed_is_the_subject_and_neither_duet_policy_is_a_baseline():
+    result = grid_result()
+    crossing = result["crossings"][0]
+    crossing["policies"]["duet-fixed"] = {"load": estimate("exact", 1.5, 0.0), "runs": [exact(1.5), exact(1.5)]}
+    crossing["policies"]["duet-fixed"]["rate_rps"] = crossing["policies"]["duet-fixed"]["load"]
+    comparison = compare(crossing)
+    assert (comparison["subject"], comparison["best_baseline"]) == ("duet-fixed", "least-loaded")
+    del crossing["policies"]["least-loaded"]
+    assert compare(crossing) is None  # duet alone is no baseline for duet-fixed
