@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from gateway.detect.features import feature_ids, message_features, prompt_features
+from gateway.detect.features import Parts, message_parts, prompt_parts
 
 MODEL_FILE = "task_detector.json"
+# The parts of the text whose tokens are features (gateway.detect.features.Parts).
+TEXT_PARTS = ("u", "s", "t")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,18 @@ class TaskDetector:
                  meta: Mapping[str, Any] | None = None) -> None:
         self.tasks = tuple(tasks)
         self._vocabulary = dict(vocabulary)
+        # The token features by part, keyed by the token (and by the pair of tokens): looked up
+        # without spelling each feature's name (most of a call's time before).
+        self._words: dict[str, dict[str, int]] = {}
+        self._pairs: dict[str, dict[tuple[str, str], int]] = {}
+        for name, i in self._vocabulary.items():
+            part, colon, token = name.partition(":")
+            if colon and part in TEXT_PARTS:
+                first, space, second = token.partition(" ")
+                if space:
+                    self._pairs.setdefault(part, {})[(first, second)] = i
+                else:
+                    self._words.setdefault(part, {})[token] = i
         self._weights = weights.astype(np.float64)
         self._bias = bias.astype(np.float64)
         self.meta = dict(meta or {})
@@ -75,13 +89,26 @@ class TaskDetector:
         return cls.from_document(json.loads(text))
 
     def detect_messages(self, messages: Sequence[Any]) -> Detection:
-        return self._detect(message_features(messages))
+        return self._detect(message_parts(messages))
 
     def detect_prompt(self, prompt: str) -> Detection:
-        return self._detect(prompt_features(prompt))
+        return self._detect(prompt_parts(prompt))
 
-    def _detect(self, names: list[str]) -> Detection:
-        ids = feature_ids(names, self._vocabulary)
+    def feature_ids(self, parts: Parts) -> list[int]:
+        """The vocabulary's ids of the features in ``parts``, each once (present or not): those of
+        ``feature_ids(parts.names(), vocabulary)``."""
+        get = self._vocabulary.get
+        found = set(map(get, parts.shape))
+        empty: dict[Any, int] = {}
+        for part, tokens in (*parts.words, *parts.paired):
+            found.update(map(self._words.get(part, empty).get, tokens))
+        for part, tokens in parts.paired:
+            found.update(map(self._pairs.get(part, empty).get, zip(tokens, tokens[1:], strict=False)))
+        found.discard(None)
+        return list(found)  # type: ignore[arg-type]
+
+    def _detect(self, parts: Parts) -> Detection:
+        ids = self.feature_ids(parts)
         scores = self._weights[ids].sum(axis=0) + self._bias if ids else self._bias.copy()
         exp = np.exp(scores - scores.max())
         probabilities = exp / exp.sum()

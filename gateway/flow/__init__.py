@@ -15,6 +15,12 @@ from gateway.config.load import load_config, parse_config
 from gateway.config.policy import PrefixCacheSettings
 from gateway.config.types import DuetConfig, ModelSpec, StateSettings
 from gateway.decision import Decision
+from gateway.detect import Detection, TaskDetector
+from gateway.detect.corpus import PROMPTS as DETECTOR_PROMPTS
+from gateway.detect.corpus import corpus as detector_corpus
+from gateway.detect.evaluate import confusions as detector_confusions
+from gateway.detect.evaluate import evaluate as evaluate_detector
+from gateway.detect.evaluate import judge_all as judge_detections
 from gateway.domain import Budget, Candidate, Health, Prediction, Price, Priority, Replica, ReplicaState, RequestProfile
 from gateway.errors import RequestError
 from gateway.flow.admission import Action, Ruling
@@ -68,4 +74,7 @@ __all__ = [
     "Sessions",
     # Online parity's draw at dispatch (what a request that is not sampled pays: loadtests/benchmarks/router/shadow.py).
     "shadow_sample",
+    # The task detector and its held-out evaluation (loadtests/benchmarks/router/detector.py).
+    "DETECTOR_PROMPTS", "Detection", "TaskDetector", "detector_confusions", "detector_corpus", "evaluate_detector",
+    "judge_detections",
 ]

@@ -60,3 +60,18 @@ def test_empty_and_odd_messages_still_answer():
                      [{"role": "user", "content": None}]):
         assert DETECTOR.detect_messages(messages).task in DETECTOR.tasks
     assert DETECTOR.detect_prompt("def f(x):\n    return x").task in DETECTOR.tasks
+
+
+def test_the_detector_looks_up_the_same_features_as_their_names():
+    """detect looks tokens up by part without spelling each feature; the ids are those of the names."""
+    from gateway.detect.features import feature_ids, message_parts, prompt_parts
+
+    requests = [
+        [{"role": "system", "content": "You extract entities as JSON."}, {"role": "user", "content": "Invoice 42: ACME, $1,200"}],
+        [{"role": "user", "content": "def add(a, b):\n    return a + b\n\nWhy does this fail? " * 80}],
+        [{"role": "user", "content": "Check the order"}, {"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]},
+         {"role": "tool", "content": '{"status": "shipped", "eta": "2025-01-03"}'}],
+    ]
+    for parts in [*map(message_parts, requests), prompt_parts("Natalia sold clips to 48 of her friends. How many?")]:
+        assert sorted(DETECTOR.feature_ids(parts)) == sorted(feature_ids(parts.names(), DETECTOR._vocabulary))
+        assert DETECTOR.feature_ids(parts)
