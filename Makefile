@@ -44,6 +44,7 @@ bench-sim: $(STAMP)
 bench-router: $(STAMP)
 	$(BIN)/python -m loadtests.benchmarks.router.cost
 	$(BIN)/python -m loadtests.benchmarks.router.shadow
+	$(BIN)/python -m loadtests.benchmarks.router.detector
 
 # Style gates for the gateway package (ruff, mypy --strict).
 lint: $(STAMP)

@@ -16,6 +16,7 @@ from loadtests.benchmarks.overhead import document as overhead
 from loadtests.benchmarks.overhead.results import read as read_overhead
 from loadtests.benchmarks.prompt_cache import render as prompt_cache
 from loadtests.benchmarks.router import cost as router_cost
+from loadtests.benchmarks.router import detector as task_detector
 from loadtests.benchmarks.router import shadow
 from loadtests.benchmarks.sim import h100_fidelity
 from loadtests.benchmarks.slo import render as slo
@@ -60,6 +61,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("loadgens", BENCHMARKS, "docs/results/loadgens.json", lambda: loadgens.section(_json(loadgens.RESULTS)).strip()),
     Section("length-quantile", ROUTING, "docs/results/length-quantile",
             lambda: between_markers(length_quantile.render(length_quantile.load()))),
+    Section("task-detector", ROUTING, "docs/results/task-detector.json",
+            lambda: task_detector.render(_json(task_detector.RESULTS))),
     Section("calibration-real", ROUTING, "docs/results/calibration-*.json",
             lambda: between_markers(calibration.render(calibration.load()))),
     Section("soak", RELIABILITY, "docs/results/soak-*.json", lambda: soak.render(soak.load()).strip()),
