@@ -57,6 +57,6 @@ PLUGIN_TYPES: Mapping[str, PluginType] = _table({
     "scorer": (LeastLoadedScorer, DecodeSlackScorer, PredictedLatencyScorer, LowErrorScorer, ObservedTtftScorer,
                LlmdQueueScorer, LlmdKvCacheUtilizationScorer, LlmdPrefixCacheScorer, PrefixAffinityScorer,
                ProductionStackPrefixScorer),
-    "objective": (CheapestWithinBudgetObjective, MostHeadroomObjective, FastestObjective, FixedOrderObjective, RoundRobinObjective,
-                  BestScoreObjective, StaticSplitObjective),
+    "objective": (CheapestWithinBudgetObjective, MostHeadroomObjective, FastestObjective, FixedOrderObjective,
+                  RoundRobinObjective, BestScoreObjective, StaticSplitObjective),
 })

@@ -4,7 +4,7 @@ per grid file next to it: good share against load, one line per policy, with 95%
 
 Registered as ``knee-sweep`` in ``loadtests/sections/registry.py`` (``python -m
 loadtests.sections`` writes it, one test checks every section); ``python -m
-loadtests.replay.sweep_docs`` rewrites the plots, then the section.
+loadtests.replay.sweep_docs`` rewrites the plots.
 """
 
 from __future__ import annotations
@@ -182,7 +182,5 @@ def write_plots(results_dir: Path = RESULTS_DIR) -> None:
 
 
 if __name__ == "__main__":
-    from loadtests.sections.registry import section
-
+    # The section itself is written with every other one: ``python -m loadtests.sections``.
     write_plots()
-    section("knee-sweep").write()
