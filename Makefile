@@ -45,6 +45,7 @@ bench-router: $(STAMP)
 	$(BIN)/python -m loadtests.benchmarks.router.cost
 	$(BIN)/python -m loadtests.benchmarks.router.shadow
 	$(BIN)/python -m loadtests.benchmarks.router.detector
+	$(BIN)/python -m loadtests.sections
 
 # Style gates for the gateway package (ruff, mypy --strict).
 lint: $(STAMP)
@@ -108,10 +109,12 @@ local-model: $(VLLM_STAMP)
 # Each real variant measured on the same prompts, one replica at a time on one core: TTFT,
 # single-stream and 8-stream tok/s, n-gram speed-up on a code edit vs open chat with vLLM's
 # acceptance counters. Table + JSON on stdout, docs/results/bench-variants.json (committed), and the
-# "Real variants" section of docs/benchmarks.md. 3-8 minutes per variant on this 2-core AVX2 machine.
+# "Real variants" section of docs/benchmarks.md rendered from it by python -m loadtests.sections (as
+# every bench-* target ends). 3-8 minutes per variant on this 2-core AVX2 machine.
 .PHONY: bench-variants
 bench-variants: $(STAMP) vllm-env local-model checkpoints
 	$(BIN)/python -m loadtests.benchmarks.variants.bench $(ARGS)
+	$(BIN)/python -m loadtests.sections
 # ---- end vLLM replica environment ----
 
 # ---- quantize (issue #7): the high-speed variants' checkpoints, built with llmcompressor ----------
@@ -183,6 +186,7 @@ $(BENCH_ROUTER_VENV)/.installed:
 bench-overhead: $(STAMP) bench-overhead-tools $(BENCH_LITELLM_VENV)/.installed $(BENCH_ROUTER_VENV)/.installed
 	$(BIN)/python -m loadtests.benchmarks.overhead --command-label "make bench-overhead" --wait-quiet-s 300 $(ARGS)
 	$(BIN)/python -m loadtests.benchmarks.router.shadow --command-label "make bench-overhead"
+	$(BIN)/python -m loadtests.sections
 # Duet's instructions per request under valgrind's callgrind: repeatable where req/s are not (they
 # moved 20% between identical runs on this VM), for comparing a change before and after.
 # ARGS="--tree /path/to/other/checkout" measures another checkout with this venv. ~2 min per mode.
@@ -213,6 +217,7 @@ $(BENCH_AIPERF_VENV)/.installed:
 
 bench-loadgens: $(STAMP) vllm-env local-model $(BENCH_AIPERF_VENV)/.installed
 	$(BIN)/python -m loadtests.benchmarks.loadgens --command-label "make bench-loadgens" $(ARGS)
+	$(BIN)/python -m loadtests.sections
 # ---- end bench-loadgens ----
 
 # ---- bench-slo (issue #6): SLO attainment, goodput and cost per routing policy, with locust ----
@@ -220,13 +225,13 @@ bench-loadgens: $(STAMP) vllm-env local-model $(BENCH_AIPERF_VENV)/.installed
 # llm-d-default, LiteLLM's latency-based routing from its own venv, Duet) on simulated H100 70B bf16 + FP8 replicas, the Azure 2023 code +
 # conv traces at four rates, time-compressed 2x. Report: runs/bench-slo/ (summary.json, summary.md,
 # plots, locust HTML per run); the small results file docs/results/bench-slo/h100-70b-full.json, from
-# which loadtests.benchmarks.slo.render writes the bench-slo section of docs/benchmarks.md. About 50 minutes.
+# which python -m loadtests.sections writes the bench-slo section of docs/benchmarks.md. About 50 minutes.
 .PHONY: bench-slo
 
 bench-slo: $(STAMP) $(BENCH_LITELLM_VENV)/.installed
 	$(BIN)/duet bench slo --replicas h100-70b --compare --duration 90 --time-scale 2 --trace-start 1200 \
 		--rate-scale 0.125,0.25,0.5,1 --out runs/bench-slo --results docs/results/bench-slo/h100-70b-full.json $(ARGS)
-	$(BIN)/python -m loadtests.benchmarks.slo.render
+	$(BIN)/python -m loadtests.sections
 # ---- end bench-slo ----
 
 # ---- deploy (issue #9): Kubernetes, compose, Prometheus rules and Grafana rendered from duet.yaml ----

@@ -1,24 +1,18 @@
 """The real-replica calibration paragraph of docs/routing.md ("Where priors come from"), rendered
 from the committed results of ``loadtests.real.calibrate`` (``docs/results/calibration-*.json``)
-so no figure in it is copied by hand (issue #16): ``python -m loadtests.real.calibration_render``
-rewrites it, and a test checks the docs hold exactly what the files render to.
+so no figure in it is copied by hand (issue #16): ``python -m loadtests.sections`` rewrites it,
+and the registry's test checks the docs hold exactly what the files render to.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadtests.sections.section import DocSection
-
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
-DOCS = ROOT / "docs" / "routing.md"
-START = "<!-- calibration-real:start (written by `python -m loadtests.real.calibration_render` from docs/results/calibration-*.json) -->"
-END = "<!-- calibration-real:end -->"
 
 
 def load(results_dir: Path = RESULTS) -> list[tuple[str, dict[str, Any]]]:
@@ -56,23 +50,5 @@ def paragraph(name: str, result: Mapping[str, Any]) -> str:
 
 
 def render(results: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
-    """The section, markers included."""
-    return "\n".join([START, *(paragraph(name, result) for name, result in results), END])
-
-
-def section(text: str) -> str:
-    """The section as it stands in ``text`` (markers included), or '' when there is none."""
-    return DocSection(START, END).whole(text)
-
-
-def write(docs: Path = DOCS) -> None:
-    """Replace the section in ``docs`` with the committed results rendered (the markers must be there)."""
-    text = docs.read_text()
-    old = section(text)
-    if not old:
-        raise SystemExit(f"{docs} has no calibration-real markers: place them where the paragraph belongs")
-    docs.write_text(text.replace(old, render(load())))
-
-
-if __name__ == "__main__":
-    write(Path(sys.argv[1]) if len(sys.argv) > 1 else DOCS)
+    """The section (between its markers)."""
+    return "\n".join(paragraph(name, result) for name, result in results)

@@ -2,51 +2,22 @@
 them is copied by hand (issue #16): the offline reports of the real CPU variants
 (``docs/parity-real/<variant>/parity.json``, ``python -m quantize.parity.real``) and the online
 runs on real replicas (``docs/parity-real/online-*.json``, ``loadtests.real.online_parity``).
-``python -m quantize.parity.real_docs`` rewrites both sections; a test checks the docs hold exactly
-what the files render to.
+``python -m loadtests.sections`` writes both sections (its registry names these renderers; quantize
+imports no load test) and the registry's test checks the docs hold exactly what the files render to.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 EVIDENCE = ROOT / "docs" / "parity-real"
-DOCS = ROOT / "docs" / "parity.md"
+DOCS = ROOT / "docs" / "parity.md"  # where the sections go (loadtests.sections.registry)
 # Variants in the order the docs discuss them (others follow, by name).
 ORDER = ("fast-spec", "fast-int8-compiled", "fast-int8", "fast-int4", "fast-bnb4")
-
-
-@dataclass(frozen=True, slots=True)
-class Section:
-    """A generated region of the docs: its markers and what renders it from ``EVIDENCE``."""
-
-    name: str
-
-    @property
-    def start(self) -> str:
-        return f"<!-- {self.name}:start (written by `python -m quantize.parity.real_docs` from docs/parity-real) -->"
-
-    @property
-    def end(self) -> str:
-        return f"<!-- {self.name}:end -->"
-
-    def within(self, text: str) -> str:
-        """The section as it stands in ``text`` (markers included), or '' when there is none."""
-        if self.start not in text:
-            return ""
-        _, _, rest = text.partition(self.start)
-        body, _, _ = rest.partition(self.end)
-        return self.start + body + self.end
-
-
-OFFLINE = Section("parity-real-offline")
-ONLINE = Section("parity-real-online")
 
 
 def offline_reports(evidence: Path = EVIDENCE) -> list[tuple[str, dict[str, Any]]]:
@@ -70,8 +41,7 @@ def _cell(t: Mapping[str, Any]) -> str:
 
 def render_offline(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     tasks = list(reports[0][1]["tasks"]) if reports else []
-    lines = [OFFLINE.start,
-             "Generated from the committed reports (`docs/parity-real/<variant>/parity.json`; each folder also holds "
+    lines = ["Generated from the committed reports (`docs/parity-real/<variant>/parity.json`; each folder also holds "
              "`parity.md`, `items.jsonl` with every answer, and `parity.png`). Each cell: candidate accuracy / "
              "standard accuracy, the difference with its 95% paired-bootstrap interval, and the verdict.", "",
              "| variant | measured | hardware class | items per task | tolerance | suite wall s |", "|---|---|---|---|---|---|"]
@@ -92,13 +62,11 @@ def render_offline(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         lines.append(f"| {variant} | {round(chat['same_answer'] * chat['samples'])} of {chat['samples']} | "
                      f"{same} of {sum(t['samples'] for t in every)} | "
                      f"{chat['standard_tokens_per_s']:g} / {chat['candidate_tokens_per_s']:g} |")
-    lines.append(OFFLINE.end)
     return "\n".join(lines)
 
 
 def render_online(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
-    lines = [ONLINE.start,
-             "| file | check method | replicas ready s | pairs | checking s | s per pair | online mean loss | tolerance "
+    lines = ["| file | check method | replicas ready s | pairs | checking s | s per pair | online mean loss | tolerance "
              "| conclusion | offline chat diff [95% CI], items |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name, run in runs:
         offline = run["offline"]
@@ -108,24 +76,4 @@ def render_online(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
             f"| {run['checking_s']:,.0f} | {run['checking_s'] / run['pairs']:.1f} | {run['online_mean_loss']:.3f} "
             f"| {run['tolerance']:g} | {run['conclusion']} | {offline['diff']:+.2f} [{low:+.2f}, {high:+.2f}], "
             f"{offline['samples']} |")
-    lines.append(ONLINE.end)
     return "\n".join(lines)
-
-
-def rendered(evidence: Path = EVIDENCE) -> dict[Section, str]:
-    return {OFFLINE: render_offline(offline_reports(evidence)), ONLINE: render_online(online_runs(evidence))}
-
-
-def write(docs: Path = DOCS) -> None:
-    """Replace each section already in ``docs`` (between its markers) with the evidence rendered."""
-    text = docs.read_text()
-    for section, new in rendered().items():
-        old = section.within(text)
-        if not old:
-            raise SystemExit(f"{docs} has no {section.name} markers: place them where the section belongs")
-        text = text.replace(old, new)
-    docs.write_text(text)
-
-
-if __name__ == "__main__":
-    write(Path(sys.argv[1]) if len(sys.argv) > 1 else DOCS)

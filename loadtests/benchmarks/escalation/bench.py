@@ -12,8 +12,8 @@ answer and escalates a broken one when the budget left fits the standard's predi
 Reported per setting: escalations (and answers kept for want of budget), answers that keep the
 contract, client latency p50/p90 of both runs and the difference, and the cost the gateway
 counted (``duet_cost_usd``, which includes the set-aside fast answers). Output: a table on
-stdout, ``docs/results/escalation/escalation.json``, and its section of docs/benchmarks.md
-(rendered from that file: ``python -m loadtests.benchmarks.escalation.bench --render-only``).
+stdout and ``docs/results/escalation/escalation.json``, from which ``python -m loadtests.sections``
+renders its section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -44,9 +44,6 @@ from serving.sim.testing import SimProcess
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "deploy" / "config" / "demo.yaml"
 RESULTS = REPO / "docs" / "results" / "escalation" / "escalation.json"
-DOCS = REPO / "docs" / "benchmarks.md"
-START = "<!-- bench-escalation:start (written by `python -m loadtests.benchmarks.escalation.bench` from docs/results/escalation/) -->"
-END = "<!-- bench-escalation:end -->"
 PARAMETERS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
               "additionalProperties": False}
 TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
@@ -190,7 +187,7 @@ def run(requests: int, invalid_rate: float, concurrency: int, seed: int, time_sc
 
 def render(result: Mapping[str, Any]) -> str:
     """The docs section, from a result file's content."""
-    lines = [START, "## Validate, then escalate (tool calls)", "",
+    lines = ["## Validate, then escalate (tool calls)", "",
              f"Generated from `docs/results/escalation/escalation.json` ({result['date']}): "
              f"`{result['command']}`. {result['requests']} tool-call requests, {result['broken']} of them "
              f"({result['broken'] / result['requests']:.0%}, seeded rate {result['invalid_rate']}) answered with broken JSON "
@@ -204,7 +201,7 @@ def render(result: Mapping[str, Any]) -> str:
             r = s[run_name]
             lines.append(f"| {s['setting']} | {run_name} | {r['valid']}/{s['requests']} | {r['escalated']} | "
                          f"{r['kept_no_budget']} | {r['p50_s']:.3f} | {r['p90_s']:.3f} | {r['cost_usd']:.6f} |")
-    lines += ["", *[_delta(s) for s in result["settings"]], "", END]
+    lines += ["", *[_delta(s) for s in result["settings"]], ""]
     return "\n".join(lines)
 
 
@@ -219,18 +216,6 @@ def _delta(setting: Mapping[str, Any]) -> str:
             f"({with_['valid']} valid answers against {without['valid']}).")
 
 
-def write_docs(result: Mapping[str, Any], docs: Path = DOCS) -> None:
-    """Replace the section in ``docs`` (or append it) with ``result`` rendered."""
-    text = docs.read_text()
-    new = render(result)
-    if START in text:
-        head, _, rest = text.partition(START)
-        text = head + new + rest.partition(END)[2]
-    else:
-        text = text.rstrip("\n") + "\n\n" + new + "\n"
-    docs.write_text(text)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m loadtests.benchmarks.escalation.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=100)
@@ -239,20 +224,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--time-scale", type=float, default=1.0, help="simulator time scale (1: the twins' real speed)")
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--docs", type=Path, default=DOCS)
-    parser.add_argument("--render-only", action="store_true", help="rewrite the docs section from --out")
     args = parser.parse_args(argv)
-    if not args.render_only:
-        if args.requests < 1 or not 0 <= args.invalid_rate <= 1 or args.concurrency < 1:
-            print("escalation_bench: --requests >= 1, --invalid-rate in [0, 1], --concurrency >= 1", file=sys.stderr)
-            return 2
-        result = run(args.requests, args.invalid_rate, args.concurrency, args.seed, args.time_scale)
-        argv_used = sys.argv[1:] if argv is None else list(argv)
-        result["command"] = "python -m loadtests.benchmarks.escalation.bench " + shlex.join(argv_used)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
-    result = json.loads(args.out.read_text())
-    write_docs(result, args.docs)
+    if args.requests < 1 or not 0 <= args.invalid_rate <= 1 or args.concurrency < 1:
+        print("escalation_bench: --requests >= 1, --invalid-rate in [0, 1], --concurrency >= 1", file=sys.stderr)
+        return 2
+    result = run(args.requests, args.invalid_rate, args.concurrency, args.seed, args.time_scale)
+    argv_used = sys.argv[1:] if argv is None else list(argv)
+    result["command"] = "python -m loadtests.benchmarks.escalation.bench " + shlex.join(argv_used)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(render(result))
     return 0
 

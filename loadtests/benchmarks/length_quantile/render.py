@@ -1,27 +1,22 @@
 """The "Why the median" table of docs/routing.md (issue #16): Duet planning with other quantiles of
 each task's learned output lengths, replayed on the tuning window and the held-out ones, rendered
 from the committed ``duet replay --length-quantile Q --out`` results
-(``docs/results/length-quantile/*.json``). ``python -m loadtests.benchmarks.length_quantile.render`` rewrites
-the table; a test checks the docs hold exactly what the files render to.
+(``docs/results/length-quantile/*.json``). ``python -m loadtests.sections`` rewrites the table; the
+registry's test checks the docs hold exactly what the files render to.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadtests.sections.section import DocSection
 from loadtests.replay.results import good_cell
 from loadtests.replay.seeds import interval
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS_DIR = ROOT / "docs" / "results" / "length-quantile"
-DOCS = ROOT / "docs" / "routing.md"
-START = "<!-- length-quantile:start (written by `python -m loadtests.benchmarks.length_quantile.render` from docs/results/length-quantile) -->"
-END = "<!-- length-quantile:end -->"
 KEPT = 0.5  # the router's default quantile
 WINDOWS = {0.0: "tuning window", 1260.0: "held out", 2340.0: "held out"}
 
@@ -51,12 +46,12 @@ def render(results: Sequence[Mapping[str, Any]]) -> str:
     cells = {(r["quantile"], r["start"]): _cell(r) for r in results}
     example = next(r["command"] for r in results if r["quantile"] != KEPT)
     head = ["planned at", *(f"{WINDOWS.get(s, 'window')} (start {s:g})" for s in starts)]
-    lines = [START, "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for q in quantiles:
         name = f"p{100 * q:g}" + (" (kept)" if q == KEPT else "")
         lines.append("| " + " | ".join([name, *(cells.get((q, s), "–") for s in starts)]) + " |")
     lines += ["", f"Good requests / cost, from `docs/results/length-quantile/`; each file's command, e.g. `{example}`.",
-              "", *against_kept(results, quantiles, starts), END]
+              "", *against_kept(results, quantiles, starts)]
     return "\n".join(lines)
 
 
@@ -85,21 +80,3 @@ def _paired(a: Mapping[str, Any], b: Mapping[str, Any], diff: Callable[[Mapping[
         return f"{format(diff(a, b), fmt)}{unit}"
     mean, half = interval([diff(x, y) for x, y in zip(runs_a, runs_b, strict=True)])
     return f"{format(mean, fmt)}{unit} ± {abs(half):.2f}{unit}"
-
-
-def section(text: str) -> str:
-    """The section as it stands in ``text`` (markers included), or '' when there is none."""
-    return DocSection(START, END).whole(text)
-
-
-def write(docs: Path = DOCS) -> None:
-    """Replace the table in ``docs`` with the committed results rendered (the markers must be there)."""
-    text = docs.read_text()
-    old = section(text)
-    if not old:
-        raise SystemExit(f"{docs} has no length-quantile markers: place them where the table belongs")
-    docs.write_text(text.replace(old, render(load())))
-
-
-if __name__ == "__main__":
-    write(Path(sys.argv[1]) if len(sys.argv) > 1 else DOCS)

@@ -1,11 +1,11 @@
 """``python -m loadtests.benchmarks.loadgens`` (``make bench-loadgens``): vllm bench serve and AIPerf
 against Duet over simulated replicas, each compared with Duet's numbers; writes
-docs/results/loadgens.json and its section of docs/benchmarks.md. Exits 1 if a tool disagrees."""
+docs/results/loadgens.json, from which ``python -m loadtests.sections`` renders its section of
+docs/benchmarks.md. Exits 1 if a tool disagrees."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shlex
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 
-from loadtests.benchmarks.loadgens.document import DOCS, RESULTS, replace_section, run_record, section, write_results
+from loadtests.benchmarks.loadgens.document import RESULTS, run_record, section, write_results
 from loadtests.benchmarks.loadgens.run import REPO, TIME_SCALE, LoadgenError, Settings, run
 from loadtests.benchmarks.loadgens.tools import AIPERF, VLLM_BENCH, VLLM_BENCH_RESPONSES, Workload
 from loadtests.benchmarks.overhead.results import cpu_model
@@ -36,11 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--vllm-python", type=Path, default=REPO / ".venv-vllm" / "bin" / "python")
     parser.add_argument("--aiperf", type=Path, default=REPO / ".venv-bench-aiperf" / "bin" / "aiperf")
     parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--docs", type=Path, default=DOCS)
-    parser.add_argument("--no-docs", action="store_true", help="write neither the results file nor the docs")
+    parser.add_argument("--no-docs", action="store_true", help="do not write the results file (the docs' source)")
     parser.add_argument("--command-label", default=None, help="the command quoted in the docs")
-    parser.add_argument("--render-only", action="store_true",
-                        help="rewrite the docs section from the results file without running anything")
     parser.add_argument("--nice", type=int, default=-10, help="niceness of the run and all it starts (root only)")
     return parser
 
@@ -58,9 +55,6 @@ def _raise_priority(niceness: int) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.render_only:
-        args.docs.write_text(replace_section(args.docs.read_text(), section(json.loads(args.results.read_text()))))
-        return 0
     names = [n.strip() for n in args.tools.split(",") if n.strip()]
     if unknown := [n for n in names if n not in TOOLS]:
         print(f"unknown tool(s) {unknown}; known: {sorted(TOOLS)}", file=sys.stderr)
@@ -82,7 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     hardware = this_machine()
     results = {
         "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "command": args.command_label or "python -m loadtests.benchmarks.loadgens " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "command": args.command_label
+        or "python -m loadtests.benchmarks.loadgens " + shlex.join(sys.argv[1:] if argv is None else argv),
         "hardware": {"hardware_class": hardware.hardware_class, "cpu_flags": list(hardware.cpu_flags),
                      "cpu_model": cpu_model(), "cores": os.cpu_count()},
         "load_average": [load_before, os.getloadavg()[0]],
@@ -99,8 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     if not args.no_docs:
         write_results(args.results, results)
-        args.docs.write_text(replace_section(args.docs.read_text(), text))
-        print(f"wrote {args.results} and the section of {args.docs}", file=sys.stderr)
+        print(f"wrote {args.results}; `python -m loadtests.sections` renders the docs from it", file=sys.stderr)
     return 0 if all(r.agree for r in runs) else 1
 
 

@@ -1,5 +1,5 @@
 """docs/results/loadgens.json and the "Third-party load generators" section of
-docs/benchmarks.md, rendered from that file alone (a test checks the committed section)."""
+docs/benchmarks.md, rendered from that file alone (``python -m loadtests.sections`` writes it)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,6 @@ from loadtests.benchmarks.loadgens.stats import percentile
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS = ROOT / "docs" / "results" / "loadgens.json"
-DOCS = ROOT / "docs" / "benchmarks.md"
-START = "<!-- loadgens:start (written by `make bench-loadgens` from docs/results/loadgens.json) -->"
-END = "<!-- loadgens:end -->"
 
 
 def run_record(run: ToolRun) -> dict[str, Any]:
@@ -91,19 +88,3 @@ and in the rule column. Per request, client TTFT minus Duet's: {deltas}.
 def write_results(path: Path, results: Mapping[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n")
-
-
-def replace_section(document: str, text: str) -> str:
-    """``document`` with this section's text between its markers (appended when absent)."""
-    block = f"{START}\n{text.strip()}\n{END}"
-    if START in document and END in document:
-        head, rest = document.split(START, 1)
-        return head + block + rest.split(END, 1)[1]
-    return f"{document.rstrip()}\n\n{block}\n"
-
-
-def committed_section(document: str) -> str | None:
-    """The text between the markers in ``document`` (None when absent)."""
-    if START not in document or END not in document:
-        return None
-    return document.split(START, 1)[1].split(END, 1)[0].strip()

@@ -10,12 +10,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from loadtests.benchmarks.overhead.document import section, write_section
 from loadtests.benchmarks.overhead.machine import describe_busy
 from loadtests.benchmarks.overhead.measure import PhasePlan
 from loadtests.benchmarks.overhead.report import goals, goals_text, json_lines, production_goals, text_table
 from loadtests.benchmarks.overhead.results import RESULTS, Host, RunRecord
-from loadtests.benchmarks.overhead.results import read as read_results
 from loadtests.benchmarks.overhead.results import write as write_results
 from loadtests.benchmarks.overhead.run import GATEWAYS, OPTIONAL_GATEWAYS, RunSettings, run
 
@@ -45,9 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "bench-overhead")
     parser.add_argument("--litellm-venv", type=Path, default=ROOT / ".venv-bench-litellm")
     parser.add_argument("--vllm-router-venv", type=Path, default=ROOT / ".venv-bench-vllm-router")
-    parser.add_argument("--docs", type=Path, default=ROOT / "docs" / "benchmarks.md",
-                        help="file whose 'Gateway overhead' section is rewritten")
-    parser.add_argument("--no-docs", action="store_true", help="do not touch the docs file nor the results file")
+    parser.add_argument("--no-docs", action="store_true", help="do not write the results file (the docs' source)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="the run's record, which the section is rendered from")
     parser.add_argument("--command-label", default=None,
                         help="the command quoted in the docs (default: this command line)")
@@ -67,12 +63,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\ngoals (issues #3 and #20):\n" + goals_text(goals(result.measurements)))
     print("\ngoals of the production path (issue #19):\n" + goals_text(production_goals(result.measurements)))
     if not args.no_docs:
-        command = args.command_label or "python -m loadtests.benchmarks.overhead " + shlex.join(sys.argv[1:] if argv is None else argv)
+        used = shlex.join(sys.argv[1:] if argv is None else argv)
+        command = args.command_label or f"python -m loadtests.benchmarks.overhead {used}"
         record = RunRecord(result, command.strip(), plan, args.gateway_core, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                            Host.here())
         write_results(record, args.results)
-        write_section(args.docs, section(read_results(args.results)))
-        print(f"\nwrote {args.results} and the 'Gateway overhead' section of {args.docs} from it")
+        print(f"\nwrote {args.results}; `python -m loadtests.sections` renders the docs from it")
     print()
     for line in json_lines(result.measurements):
         print(line)

@@ -1,19 +1,14 @@
 """The "Gateway overhead" section of docs/benchmarks.md, rendered from one run's record
-(``docs/results/overhead.json``): ``python -m loadtests.benchmarks.overhead.document`` renders it again."""
+(``docs/results/overhead.json``); ``python -m loadtests.sections`` writes it."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 from loadtests.benchmarks.overhead.canned import CONTENT_TOKENS, canned_responses
 from loadtests.benchmarks.overhead.machine import describe_busy
 from loadtests.benchmarks.overhead.modes import ALL_MODES, MESSAGES_GATEWAYS, RESPONSES_GATEWAYS
-from loadtests.benchmarks.overhead.report import goals, goals_text, markdown_table, production_goals, replace_section
-from loadtests.benchmarks.overhead.results import RESULTS, RunRecord, read
+from loadtests.benchmarks.overhead.report import goals, goals_text, markdown_table, production_goals
+from loadtests.benchmarks.overhead.results import RunRecord
 from loadtests.benchmarks.overhead.run import RunResult
-
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "benchmarks.md"
 
 
 def _busy_warning(result: RunResult) -> str:
@@ -75,21 +70,3 @@ reference config's rules; against vllm-router and against the same config with k
 
 {goals_text(production_goals(result.measurements))}
 """
-
-
-def write_section(docs_path: Path, text: str) -> None:
-    """Replace (or add) the harness's section in ``docs_path``, leaving other sections alone."""
-    document = docs_path.read_text() if docs_path.exists() else ""
-    docs_path.parent.mkdir(parents=True, exist_ok=True)
-    docs_path.write_text(replace_section(document, text))
-
-
-def main() -> int:
-    """Render the section again from the committed record."""
-    write_section(DOCS, section(read(RESULTS)))
-    print(f"wrote the 'Gateway overhead' section of {DOCS} from {RESULTS}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

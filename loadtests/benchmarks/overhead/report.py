@@ -1,4 +1,4 @@
-"""What a run prints and writes: the table, the goals of issue #3, the JSON lines, and the
+"""What a run prints: the table, the goals of issue #3, the JSON lines, and the tables of the
 "Gateway overhead" section of docs/benchmarks.md. Pure functions of the measurements.
 """
 
@@ -12,8 +12,6 @@ from loadtests.benchmarks.overhead.launch import Unavailable
 from loadtests.benchmarks.overhead.measure import Measurement
 
 DIRECT = "direct"
-SECTION_START = "<!-- bench-overhead:start (written by `make bench-overhead`; edit the harness, not this) -->"
-SECTION_END = "<!-- bench-overhead:end -->"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,14 +150,3 @@ def json_lines(measurements: Sequence[Measurement]) -> list[str]:
         "gateway": m.gateway, "mode": m.mode, "rps": round(m.throughput.rps, 1),
         "p50_ms": round(m.latency.p50_ms, 3), "p99_ms": round(m.latency.p99_ms, 3), "errors": m.errors,
     }) for m in measurements]
-
-
-def replace_section(document: str, section: str) -> str:
-    """``document`` with the text between the harness's markers replaced by ``section``
-    (appended, with the markers, when absent; a new document gets a ``# Benchmarks`` title)."""
-    block = f"{SECTION_START}\n{section.strip()}\n{SECTION_END}"
-    if SECTION_START in document and SECTION_END in document:
-        head, rest = document.split(SECTION_START, 1)
-        return head + block + rest.split(SECTION_END, 1)[1]
-    base = document.rstrip() if document.strip() else "# Benchmarks"
-    return f"{base}\n\n{block}\n"

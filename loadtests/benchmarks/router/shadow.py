@@ -10,8 +10,8 @@ is planned by the real director on the demo config (planning is not timed).
 Cases: online parity off; on, served by the fast variant with a 5% share for its task (drawn
 above the share: not sampled); on, served by the standard with no shadow-stage variant to mirror
 to. Prints the numbers and writes ``--out`` (default docs/results/shadow-sampling.json, with the
-hardware class, the load average and the date) and its section of docs/benchmarks.md
-(``--no-docs`` to leave the docs alone).
+hardware class, the load average and the date), which ``python -m loadtests.sections`` renders
+into docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -47,12 +47,6 @@ from serving.hardware import this_machine
 ROOT = Path(__file__).resolve().parents[3]
 DEMO = ROOT / "deploy" / "config" / "demo.yaml"
 RESULTS = ROOT / "docs" / "results" / "shadow-sampling.json"
-DOCS = ROOT / "docs" / "benchmarks.md"
-HEADING = "### Online parity: what a request that is not sampled pays (issue #18)"
-START = "<!-- shadow-sampling:start (written by loadtests/benchmarks/router/shadow.py from docs/results/shadow-sampling.json) -->"
-END = "<!-- shadow-sampling:end -->"
-# The section goes after the overhead report (the harness owns the part between its markers).
-AFTER = "<!-- bench-overhead:end -->"
 SHARE = 0.05
 GOAL_P99_US = 50
 
@@ -97,9 +91,8 @@ def measure(director: Director, variant: str, requests: int) -> dict[str, Any]:
 
 
 def docs_section(result: dict[str, Any]) -> str:
-    """The markdown between the markers, from a result file's contents only."""
+    """The markdown of the section, from a result file's contents only."""
     lines = [
-        START,
         f"Measured {result['date']} with `{result['command']}` on {result['hardware_class']}, {result['cpus']} CPUs "
         f"(1-min load average {result['load_avg'][0]:.2f} at start, {result['load_avg'][1]:.2f} at end), "
         f"{result['requests']:,} requests per case: the draw at dispatch and the tap check at the end of each "
@@ -115,22 +108,8 @@ def docs_section(result: dict[str, Any]) -> str:
         lines.append(f"| {name} | {case['not_sampled']:,} | {case['sampled']:,} | {case['p50_us']} | {case['p99_us']} "
                      f"| {case['max_us']} | {case['cpu_p50_us']} | {case['cpu_p99_us']} | {met} |")
     lines += ["", "A request that is not drawn keeps no byte of its answer: only a drawn one's writes go through "
-              "a tap (docs/parity.md).", END]
+              "a tap (docs/parity.md)."]
     return "\n".join(lines)
-
-
-def write_docs(section: str, docs: Path = DOCS) -> None:
-    """Replace the section between the markers, or put it under its heading after the overhead report."""
-    text = docs.read_text(encoding="utf-8")
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    elif AFTER in text:
-        head, rest = text.split(AFTER, 1)
-        text = head + AFTER + f"\n\n{HEADING}\n\n{section}" + rest
-    else:
-        text = text.rstrip("\n") + f"\n\n{HEADING}\n\n{section}\n"
-    docs.write_text(text, encoding="utf-8")
 
 
 def main() -> int:
@@ -138,7 +117,6 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--command-label", default="make bench-router", help="the command the docs name")
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--no-docs", action="store_true")
     args = parser.parse_args()
     load_start = os.getloadavg()[0]
     cases = {
@@ -158,9 +136,7 @@ def main() -> int:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    if not args.no_docs:
-        write_docs(docs_section(result))
-    print(f"written: {args.out}")
+    print(f"written: {args.out} (`python -m loadtests.sections` renders the docs from it)")
     return 0
 
 

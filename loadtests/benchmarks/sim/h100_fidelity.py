@@ -1,12 +1,12 @@
 """The H100 profiles against published measurements: runs every published figure of
 ``serving/sim/h100_published.json`` through the simulator (``serving.sim.published_fidelity``),
-writes ``docs/results/h100-fidelity.json`` and, from that file, the fidelity table of
-docs/benchmarks.md (beside the "Simulator" section).
+writes ``docs/results/h100-fidelity.json``, from which ``python -m loadtests.sections`` renders the
+fidelity table of docs/benchmarks.md (beside the "Simulator" section).
 
 ``--before REV`` also runs the profiles as they were at git revision REV (the column "before");
 without it, the committed file's "before" column is kept.
 
-    python -m loadtests.benchmarks.sim.h100_fidelity [--before REV] [--render-only]
+    python -m loadtests.benchmarks.sim.h100_fidelity [--before REV]
 """
 
 from __future__ import annotations
@@ -26,10 +26,6 @@ from serving.sim.published_fidelity import PUBLISHED, PublishedPoint, load_point
 
 REPO = Path(__file__).resolve().parents[3]
 RESULTS = REPO / "docs" / "results" / "h100-fidelity.json"
-DOCS = REPO / "docs" / "benchmarks.md"
-START = "<!-- h100-fidelity:start (written by `python -m loadtests.benchmarks.sim.h100_fidelity` from docs/results/h100-fidelity.json) -->"
-END = "<!-- h100-fidelity:end -->"
-ANCHOR = "<!-- bench-sim:end -->"  # the section goes right after the simulator's
 SEEDS = 3
 CLOSE = 0.15  # a fitted point is close when sim / published is within this of 1
 METRIC_NAMES = {
@@ -181,42 +177,26 @@ def fit_summary(points: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def write_docs(section: str, path: Path = DOCS) -> None:
-    """Replace the section between its markers, or put it right after the simulator's section."""
-    text = path.read_text()
-    block = f"{START}\n{section.rstrip()}\n{END}"
-    if START in text and END in text:
-        text = text[: text.index(START)] + block + text[text.index(END) + len(END):]
-    else:
-        at = text.index(ANCHOR) + len(ANCHOR)
-        text = text[:at] + "\n\n" + block + text[at:]
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", metavar="REV", help="also run the profiles as they were at this git revision")
-    parser.add_argument("--render-only", action="store_true", help="rewrite the docs from the committed file")
     args = parser.parse_args(argv)
-    if not args.render_only:
-        points = load_points()
-        sims = measure(points)
-        before: list[float | None]
-        if args.before:
-            with tempfile.TemporaryDirectory() as directory:
-                profiles_at(args.before, profile_names(points), Path(directory))
-                before = list(measure(points, Path(directory)))
-            revision = args.before
-        else:
-            old = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"points": [], "before_revision": None}
-            kept = {(p["row"], p["label"]): p["before"] for p in old["points"]}
-            before, revision = [kept.get((p.row, p.label)) for p in points], old["before_revision"]
-        command = "python -m loadtests.benchmarks.sim.h100_fidelity" + (f" --before {args.before}" if args.before else "")
-        RESULTS.write_text(json.dumps(result(points, sims, before, revision, command), indent=1) + "\n")
-        print(f"wrote {RESULTS}")
-    section = docs_section(json.loads(RESULTS.read_text()))
-    write_docs(section)
-    print(section)
+    points = load_points()
+    sims = measure(points)
+    before: list[float | None]
+    if args.before:
+        with tempfile.TemporaryDirectory() as directory:
+            profiles_at(args.before, profile_names(points), Path(directory))
+            before = list(measure(points, Path(directory)))
+        revision = args.before
+    else:
+        old = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"points": [], "before_revision": None}
+        kept = {(p["row"], p["label"]): p["before"] for p in old["points"]}
+        before, revision = [kept.get((p.row, p.label)) for p in points], old["before_revision"]
+    command = "python -m loadtests.benchmarks.sim.h100_fidelity" + (f" --before {args.before}" if args.before else "")
+    RESULTS.write_text(json.dumps(result(points, sims, before, revision, command), indent=1) + "\n")
+    print(f"wrote {RESULTS}; `python -m loadtests.sections` renders the docs from it")
+    print(docs_section(json.loads(RESULTS.read_text())))
     return 0
 
 

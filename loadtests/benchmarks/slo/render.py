@@ -1,32 +1,26 @@
 """The bench-slo section of docs/benchmarks.md, rendered from the committed results of ``duet bench
 slo --results`` (``docs/results/bench-slo/*.json``, ``loadtests.benchmarks.slo.results``), so the tables and
-the files cannot disagree: ``python -m loadtests.benchmarks.slo.render`` rewrites the section, and a test checks
-the committed docs hold exactly what the files render to.
+the files cannot disagree: ``python -m loadtests.sections`` rewrites the section, and the registry's test
+checks the committed docs hold exactly what the files render to.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadtests.sections.section import DocSection
 from loadtests.replay.report import latency_cells
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS_DIR = ROOT / "docs" / "results" / "bench-slo"
-DOCS = ROOT / "docs" / "benchmarks.md"
-START = "<!-- bench-slo:start (written by `python -m loadtests.benchmarks.slo.render` from docs/results/bench-slo/*.json) -->"
-START_PREFIX = "<!-- bench-slo:start"
-END = "<!-- bench-slo:end -->"
 REFERENCE = "always-standard"  # costs are shown against it
 
 # What every run does and what the columns mean (no figures: those are the files').
 INTRO = (
     "Generated from the committed results in `docs/results/bench-slo/` (one file per run, written by the `--results` "
-    "of the command above its tables); `python -m loadtests.benchmarks.slo.render` rewrites this section and a test checks that "
+    "of the command above its tables); `python -m loadtests.sections` rewrites this section and a test checks that "
     "it matches the files. The run folder (`--out`, under the untracked `runs/`: locust's CSVs and HTML, every "
     "request's record, the replicas' and gateway's /metrics, plots) is not kept. `make bench-slo` runs the full "
     "grid (all policies, four rates, about 50 minutes).",
@@ -205,26 +199,8 @@ def render_result(stem: str, result: Mapping[str, Any]) -> list[str]:
 
 
 def render(results: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
-    """The section, markers included."""
-    parts = [START, "## SLO, goodput and cost through HTTP (`duet bench slo`, locust)", "", *INTRO, ""]
+    """The section (between its markers)."""
+    parts = ["## SLO, goodput and cost through HTTP (`duet bench slo`, locust)", "", *INTRO, ""]
     for stem, result in results:
         parts += render_result(stem, result)
-    parts.append(END)
     return "\n".join(parts)
-
-
-def section(text: str) -> str:
-    """The section as it stands in ``text`` (markers included), or '' when there is none."""
-    return DocSection(START_PREFIX, END).whole(text)
-
-
-def write(docs: Path = DOCS) -> None:
-    """Replace the section in ``docs`` (or append it) with the committed results rendered."""
-    text = docs.read_text()
-    new = render(load())
-    old = section(text)
-    docs.write_text(text.replace(old, new) if old else text.rstrip("\n") + "\n\n" + new + "\n")
-
-
-if __name__ == "__main__":
-    write(Path(sys.argv[1]) if len(sys.argv) > 1 else DOCS)

