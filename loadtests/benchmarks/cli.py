@@ -54,7 +54,7 @@ def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report-only", action="store_true", help="rebuild the report from the run folders in --out")
     parser.add_argument("--results", type=Path, default=None,
                         help="also write the small results file docs are rendered from, e.g. "
-                             "docs/results/bench-slo/NAME.json (python -m loadtests.benchmarks.slo.render renders them)")
+                             "docs/results/bench-slo/NAME.json (python -m loadtests.sections renders them)")
     parser.add_argument("--note", default="", help="what a reader of --results needs beside the numbers "
                                                     "(e.g. what else the machine ran)")
 
@@ -85,9 +85,9 @@ def command_line(args: argparse.Namespace) -> str:
 def run_slo(args: argparse.Namespace) -> int:
     """Run every (policy, rate), then write the report; 2 on a setup error with its reason."""
     from loadtests.benchmarks.slo.bench import BenchSettings
-    from loadtests.replay.setup import parse_cluster
     from loadtests.benchmarks.slo.runner import rebuild_report, run_bench
     from loadtests.launch.stack import StackError
+    from loadtests.replay.setup import parse_cluster
 
     policies = list(ALL_POLICIES) if args.compare else (args.policy or ["duet"])
     try:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadtests.load.prompts import PromptSynthesizer, Style
-from loadtests.scoring.slo import Slo
 from loadtests.load.streaming import ToolCall
+from loadtests.scoring.slo import Slo
 
 # The agent's tool: a lookup whose result is fed back as the second turn's input.
 AGENT_TOOLS: tuple[dict[str, Any], ...] = (

@@ -19,8 +19,8 @@ from locust import User, between, constant, task
 from loadtests.load.context import LoadContext
 from loadtests.load.scenarios import ChatRequest, agent_first_turn, agent_second_turn, single_turn
 from loadtests.load.sessions import Conversation, agent_request, agent_step, answered, ask, start_conversation
-from loadtests.scoring.slo import RequestRecord
 from loadtests.load.streaming import StreamResult, read_stream
+from loadtests.scoring.slo import RequestRecord
 
 
 class DuetUser(User):

@@ -109,7 +109,7 @@ def locust_run(url: str, users: int, seconds: int, seed: int, records: Path, log
     # Answers forced to their drawn lengths (``--duet-forced-length``), both gateways alike: the run
     # compares the prompt cache with and without affinity, and a 135M model's natural answers to
     # synthetic prompts run on towards the window, so each turn would outgrow the conversation.
-    command = [sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests" / "locustfile.py"), "ConversationUser",
+    command = [sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests" / "load" / "locustfile.py"), "ConversationUser",
                "--headless", "--host", url, "-u", str(users), "-r", str(users), "-t", f"{seconds}s",
                "--duet-model", "smollm2", "--duet-records", str(records), "--duet-seed", str(seed),
                "--duet-forced-length", "--only-summary", "--loglevel", "WARNING"]

@@ -10,7 +10,8 @@ from typing import Any
 from loadtests.benchmarks.overhead.report import goals
 from loadtests.benchmarks.overhead.results import read as read_overhead
 from loadtests.benchmarks.prompt_cache.render import COST_GOAL, load_replays
-from loadtests.benchmarks.sim.h100_fidelity import CLOSE, RESULTS as FIDELITY
+from loadtests.benchmarks.sim.h100_fidelity import CLOSE
+from loadtests.benchmarks.sim.h100_fidelity import RESULTS as FIDELITY
 from loadtests.benchmarks.variants.bench import RESULTS as VARIANTS
 from loadtests.replay.results import GOAL_POINTS
 from loadtests.replay.results import load as load_replay
@@ -43,7 +44,8 @@ def prompt_cache() -> Headline:
     ratio = policies["duet"]["cost_usd"] / policies["always-standard"]["cost_usd"]
     llmd = policies["duet"]["good_fraction"] >= policies["llm-d-default"]["good_fraction"]
     return Headline("Prompt cache", f"cost {ratio:.3f}x always-standard's; good requests "
-                    f"{policies['duet']['good_fraction']:.1%} vs llm-d-default's {policies['llm-d-default']['good_fraction']:.1%} "
+                    f"{policies['duet']['good_fraction']:.1%} vs llm-d-default's "
+                    f"{policies['llm-d-default']['good_fraction']:.1%} "
                     f"(Mooncake x{result['rate_scale']:g})", f"cost at most {COST_GOAL:g}x, good at least llm-d-default's",
                     "always-standard, llm-d-default", ratio <= COST_GOAL and llmd)
 

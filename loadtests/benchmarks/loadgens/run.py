@@ -18,7 +18,6 @@ from pathlib import Path
 import httpx
 
 from gateway.flow import Price
-from loadtests.launch import stack
 from loadtests.benchmarks.loadgens.compare import Check, GatewayNumbers, client_minus_gateway_ms, compare
 from loadtests.benchmarks.loadgens.gateway_view import AccessRecord, access_records, read_counters
 from loadtests.benchmarks.loadgens.tools import (
@@ -31,6 +30,7 @@ from loadtests.benchmarks.loadgens.tools import (
     load_vllm_bench,
     vllm_bench_command,
 )
+from loadtests.launch import stack
 from loadtests.world.replica_sets import ReplicaSet, VariantSpec
 from serving.hardware import vllm_version
 

@@ -22,16 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loadtests.benchmarks.slo.summary import load_records, run_summary, unfinished_records
+from loadtests.launch.stack import StackError, gateway, replicas, scrape, warm_up
 from loadtests.scoring import plots
 from loadtests.scoring.slo import Slo, max_rate_with_attainment
-from loadtests.launch.stack import StackError, gateway, replicas, scrape, warm_up
-from loadtests.benchmarks.slo.summary import load_records, run_summary, unfinished_records
 from loadtests.scoring.traces import ATTRIBUTION, replay_arrivals, task_traces
 from loadtests.world.policies import policy_name
 from loadtests.world.prior_error import PriorError
 from loadtests.world.replica_sets import ReplicaSet, prices, variant_map
 
-LOCUSTFILE = Path(__file__).resolve().parents[2] / "load" / "locustfile.py"
+REPO = Path(__file__).resolve().parents[3]
+LOCUSTFILE = REPO / "loadtests" / "load" / "locustfile.py"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +103,7 @@ def run_locust(command: Sequence[str], run_dir: Path, progress: Progress | None)
     """Run locust to the end, reporting finished requests to ``progress``; raise if it failed."""
     records = run_dir / "records.jsonl"
     with (run_dir / "locust.log").open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=LOCUSTFILE.parents[1])
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
         while process.poll() is None:
             if progress is not None and records.exists():
                 progress(records.read_bytes().count(b"\n"))
@@ -120,7 +121,7 @@ def code_version() -> dict[str, Any]:
     """The git commit of the tree the benchmark runs from, and its uncommitted files under
     ``RUN_CODE`` (the tree may be shared with other work); empty values outside a checkout."""
     def git(*args: str) -> str:
-        result = subprocess.run(["git", *args], cwd=LOCUSTFILE.parents[1], capture_output=True, text=True, check=False)
+        result = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False)
         return result.stdout if result.returncode == 0 else ""
 
     changed = git("status", "--porcelain", "--untracked-files=no", "--", *RUN_CODE)

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadtests.benchmarks.slo.bench import BenchSettings, code_version
 from loadtests.benchmarks.overhead.results import cpu_model
+from loadtests.benchmarks.slo.bench import BenchSettings, code_version
 from serving.hardware import this_machine
 
 ERRORS_KEPT = 3  # most frequent error kinds per run

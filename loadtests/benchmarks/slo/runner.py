@@ -13,8 +13,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from loadtests.scoring import plots
 from loadtests.benchmarks.slo.bench import BenchSettings, comparison_rows, distserve_goodput, run_one, summarize_run
+from loadtests.scoring import plots
 from loadtests.scoring.report import comparison_markdown, run_markdown
 from loadtests.scoring.traces import replay_arrivals, task_traces
 from loadtests.world.policies import policy_name

@@ -9,8 +9,8 @@ import urllib.request
 from pathlib import Path
 
 from loadtests.benchmarks.slo.bench import LOCUSTFILE, BenchSettings, run_one
-from loadtests.scoring.slo import DEFAULT_SLOS
 from loadtests.launch.stack import gateway, replicas
+from loadtests.scoring.slo import DEFAULT_SLOS
 from loadtests.world.replica_sets import REPLICA_SETS, variant_map
 
 SMOKE = REPLICA_SETS["smoke"]
@@ -47,7 +47,7 @@ def test_trace_replay_through_duet_reports_ttft_events_and_slo_fields(tmp_path):
     assert {p.name for p in tmp_path.glob("*.png")} >= {"slo_attainment_by_task.png", "ttft_tpot_cdf_by_variant.png"}
     assert (tmp_path / "locust.html").stat().st_size > 10_000
     # Natural lengths: the simulator ended each answer at its traced length, which no field the
-    # gateway reads carried (tests/loadtests/test_scenarios.py checks the bodies)
+    # gateway reads carried (tests/loadtests/load/test_scenarios.py checks the bodies)
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     assert records and all(r["output_tokens"] == r["wanted_output_tokens"] for r in records)
 

@@ -1,7 +1,7 @@
 from loadtests.load.prompts import synthesizer
 from loadtests.load.scenarios import AGENT_TOOLS, ScenarioSettings, agent_first_turn, agent_second_turn, single_turn, slo_headers
-from loadtests.scoring.slo import DEFAULT_SLOS, Slo
 from loadtests.load.streaming import ToolCall
+from loadtests.scoring.slo import DEFAULT_SLOS, Slo
 
 SETTINGS = ScenarioSettings(model="duet-70b", synthesizer=synthesizer(), slos=dict(DEFAULT_SLOS), time_scale=2.0)
 

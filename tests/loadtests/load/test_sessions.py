@@ -3,8 +3,8 @@
 from loadtests.load.prompts import synthesizer
 from loadtests.load.scenarios import ScenarioSettings
 from loadtests.load.sessions import SESSION_HEADER, agent_request, agent_step, answered, ask, start_conversation
-from loadtests.scoring.slo import DEFAULT_SLOS
 from loadtests.load.streaming import ToolCall
+from loadtests.scoring.slo import DEFAULT_SLOS
 
 SETTINGS = ScenarioSettings("smollm2", synthesizer(), DEFAULT_SLOS)
 

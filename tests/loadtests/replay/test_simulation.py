@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
-from loadtests.scoring.prefix import PromptBlocks
 from loadtests.replay.report import summarize
 from loadtests.replay.setup import arrivals, parse_cluster, policy_config
 from loadtests.replay.simulation import Replay
 from loadtests.replay.sync import run_now
+from loadtests.scoring.prefix import PromptBlocks
 from loadtests.scoring.traces import Arrival
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from loadtests.launch import stack
 from loadtests.benchmarks.loadgens.run import REPLICA_SET, TIME_SCALE, Settings, measure_tool
 from loadtests.benchmarks.loadgens.tools import VLLM_BENCH, Workload
+from loadtests.launch import stack
 from serving.local_model import LocalModelPaths, default_cache_dir
 
 REPO = Path(__file__).resolve().parents[4]

@@ -8,9 +8,9 @@ import httpx
 import yaml
 
 from gateway.config import parse_config
-from loadtests.launch.gateway_process import GatewayProcess
 from loadtests.benchmarks.overhead.canned import request_body
 from loadtests.benchmarks.overhead.instructions import _config, _serve_replica
+from loadtests.launch.gateway_process import GatewayProcess
 
 
 def test_the_harness_gateway_answers_from_the_canned_replica(tmp_path):

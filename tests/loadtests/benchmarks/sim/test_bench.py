@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loadtests.benchmarks.sim.bench import DOCS, END, START, ReplaySpeed, StreamLoad, render, replace_curves, replay_speed, write_docs
+from loadtests.benchmarks.sim.bench import (
+    DOCS,
+    END,
+    START,
+    ReplaySpeed,
+    StreamLoad,
+    render,
+    replace_curves,
+    replay_speed,
+    write_docs,
+)
 from serving.sim.fidelity import Point
 
 

@@ -3,9 +3,9 @@ import json
 import pytest
 
 from gateway.domain import Price
+from loadtests.benchmarks.slo.summary import load_records, run_summary
 from loadtests.scoring.report import comparison_markdown, run_markdown
 from loadtests.scoring.slo import RequestRecord, Slo
-from loadtests.benchmarks.slo.summary import load_records, run_summary
 
 PRICES = {"standard": Price(1.0, 2.0), "fast": Price(0.5, 1.0)}
 SLOS = {"chat": Slo(ttft_ms=1000, tpot_ms=50), "coding": Slo(ttft_ms=500, tpot_ms=50)}
