@@ -70,6 +70,10 @@ class RequestResult:
     expected_output_tokens: int | None = None
     # Prompt tokens the serving engine found in its prefix cache (vLLM's per-request hit).
     cached_tokens: int = 0
+    # The replica that served it and how long it waited in the gateway first (for diagnosis:
+    # which requests shared a replica when).
+    replica: str | None = None
+    waited_s: float = 0.0
 
     @property
     def tpot_s(self) -> float | None:
@@ -323,5 +327,5 @@ class Replay:
             event.prompt_tokens, event.output_tokens, ttft_s, waited_s + event.e2e_s, attempt.prediction,
             exchange.plan.profile.budget, variant.price.cost_usd(event.prompt_tokens, event.output_tokens),
             pending.step_model, exchange.route, expected_output_tokens=exchange.plan.profile.expected_output_tokens,
-            cached_tokens=event.cached_tokens,
+            cached_tokens=event.cached_tokens, replica=attempt.replica.id, waited_s=waited_s,
         ))
