@@ -5,6 +5,7 @@ written by ``python -m gateway.detect.train``), and its answer with the abstenti
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -84,9 +85,10 @@ class TaskDetector:
 
     @classmethod
     def builtin(cls) -> TaskDetector:
-        """The model shipped inside the package."""
-        text = resources.files("gateway.detect").joinpath(MODEL_FILE).read_text()
-        return cls.from_document(json.loads(text))
+        """The model shipped inside the package: one instance per process, shared by every config
+        that loads it (it is immutable; parsing its 200 KB file per config load cost every reload
+        and replay that much, and two loads of one config would not compare equal)."""
+        return _builtin()
 
     def detect_messages(self, messages: Sequence[Any]) -> Detection:
         return self._detect(message_parts(messages))
@@ -113,3 +115,9 @@ class TaskDetector:
         exp = np.exp(scores - scores.max())
         probabilities = exp / exp.sum()
         return Detection(dict(zip(self.tasks, probabilities.tolist(), strict=True)))
+
+
+@functools.cache
+def _builtin() -> TaskDetector:
+    text = resources.files("gateway.detect").joinpath(MODEL_FILE).read_text()
+    return TaskDetector.from_document(json.loads(text))

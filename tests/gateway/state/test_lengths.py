@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from gateway.state.lengths import LengthHistogram, LengthSettings, NoEstimates, OutputLengths
-from loadtests.traces import load_trace
+from loadtests.scoring.traces import load_trace
 
 
 @pytest.mark.parametrize("trace", ["code", "conv"])
