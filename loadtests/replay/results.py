@@ -1,13 +1,12 @@
 """The held-out replay section of docs/benchmarks.md, rendered from the committed results
 (``docs/results/replay/*.json``, written by ``duet replay --compare --out``), so the tables and the
-files cannot disagree: ``python -m loadtests.replay.results`` rewrites the section, and a test
-checks the committed docs hold exactly what the files render to.
+files cannot disagree: registered as ``replay-heldout`` in ``loadtests/sections/registry.py``
+(``python -m loadtests.sections`` writes it, one test checks every section).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,6 @@ from loadtests.replay.report import latency_cells
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR = ROOT / "docs" / "results" / "replay"
-DOCS = ROOT / "docs" / "benchmarks.md"
-START = "<!-- replay-heldout:start (written by `python -m loadtests.replay.results` from docs/results/replay/*.json) -->"
-END = "<!-- replay-heldout:end -->"
 BASELINE = "least-loaded"
 # file stem -> what the setting is; in this order. The tuning window is the hour (x0.35: trace
 # seconds 0-1,260) the policy was tuned on over several rounds; the others it never saw.
@@ -95,8 +91,8 @@ def _table(policies: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def render(results: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
-    """The section, markers included."""
-    parts = [START, "## Routing without the oracle, on traffic it was not tuned on (`duet replay`)", "",
+    """The section's text (``loadtests.sections`` puts it between its markers)."""
+    parts = ["## Routing without the oracle, on traffic it was not tuned on (`duet replay`)", "",
              "Generated from the committed results in `docs/results/replay/` (one file per setting, written by the "
              "command above its table). *Good* = the request met its budgets on a variant whose parity verdicts "
              "allow its task; a request served where parity refuses its task is a *quality miss*. Every policy "
@@ -117,8 +113,7 @@ def render(results: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
                   f"{_seeds(result)}{result['requests']} requests; output length {result['output_length']}; speed prior factors "
                   f"{_prior_factors(result)}{_scrapes(result)} (`{stem}.json`).", "", _table(result["policies"]), "",
                   verdict(result["policies"]), ""]
-    parts.append(END)
-    return "\n".join(parts)
+    return "\n".join(parts).rstrip()
 
 
 def findings(results: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[str]:
@@ -231,24 +226,3 @@ def _prior_factors(result: Mapping[str, Any]) -> str:
 def _factors(prior_error: Mapping[str, Mapping[str, float]]) -> str:
     return ", ".join(f"{v} x{f['decode']:g}" if f["prefill"] == f["decode"] else f"{v} prefill x{f['prefill']:g} "
                      f"decode x{f['decode']:g}" for v, f in prior_error.items())
-
-
-def section(text: str) -> str:
-    """The section as it stands in ``text`` (markers included), or '' when there is none."""
-    if START not in text:
-        return ""
-    head, _, rest = text.partition(START)
-    body, _, _ = rest.partition(END)
-    return START + body + END
-
-
-def write(docs: Path = DOCS) -> None:
-    """Replace the section in ``docs`` (or append it) with the committed results rendered."""
-    text = docs.read_text()
-    new = render(load())
-    old = section(text)
-    docs.write_text(text.replace(old, new) if old else text.rstrip("\n") + "\n\n" + new + "\n")
-
-
-if __name__ == "__main__":
-    write(Path(sys.argv[1]) if len(sys.argv) > 1 else DOCS)

@@ -27,7 +27,7 @@ from loadtests.real import calibration_render as calibration
 from loadtests.replay import results as replay
 from loadtests.replay import sweep_docs as knee_sweep
 from loadtests.sections import headlines, summary
-from loadtests.sections.section import Section, between_markers
+from loadtests.sections.section import Section
 from quantize.parity import real_docs as parity_real
 
 BENCHMARKS, ROUTING, PARITY, RELIABILITY = "docs/benchmarks.md", "docs/routing.md", "docs/parity.md", "docs/reliability.md"
@@ -48,7 +48,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("vllm-cpu-measured", BENCHMARKS, "serving/sim/vllm_cpu_measurements.json",
             lambda: vllm_cpu.section(_json(vllm_cpu.MEASUREMENTS))),
     Section("replay-heldout", BENCHMARKS, "docs/results/replay/*.json",
-            lambda: between_markers(replay.render(replay.load())), headlines.knee),
+            lambda: replay.render(replay.load()), headlines.knee),
     Section("knee-sweep", BENCHMARKS, "docs/results/knee/*.json", lambda: knee_sweep.render(knee_sweep.load())),
     Section("bench-variants", BENCHMARKS, "docs/results/bench-variants.json",
             lambda: variants.docs_section(_json(variants.RESULTS)), headlines.variants),

@@ -1,16 +1,10 @@
-"""The held-out replay section of docs/benchmarks.md is the committed results rendered."""
+"""The held-out replay section's verdicts and the results files `duet replay --out` writes."""
 
 from __future__ import annotations
 
 import json
 
-from loadtests.replay.results import DOCS, END, START, load, render, section, verdict, write
-
-
-def test_the_docs_section_is_the_committed_results_rendered():
-    results = load()
-    assert {stem for stem, _, _ in results} >= {"tuning-oracle", "tuning", "heldout-azure-1260"}
-    assert section(DOCS.read_text()) == render(results)
+from loadtests.replay.results import verdict
 
 
 def policy(good, cost):
@@ -24,15 +18,6 @@ def test_the_verdict_needs_more_good_requests_at_equal_or_lower_cost():
     assert dearer.count("**does not beat it") == 2
     fewer = verdict({"duet": policy(0.97, 6.5), "least-loaded": policy(0.98, 7.2)})
     assert "(-1.00 points)" in fewer and "**does not beat it" in fewer
-
-
-def test_write_replaces_the_section_and_keeps_the_rest(tmp_path):
-    docs = tmp_path / "benchmarks.md"
-    docs.write_text(f"# Benchmarks\n\nbefore\n\n{START}\nstale\n{END}\n\nafter\n")
-    write(docs)
-    text = docs.read_text()
-    assert text.startswith("# Benchmarks\n\nbefore\n\n") and text.endswith(f"{END}\n\nafter\n")
-    assert "stale" not in text and section(text) == render(load())
 
 
 def test_replay_out_writes_the_json_with_the_command_that_reruns_it(tmp_path, capsys):
