@@ -55,7 +55,8 @@ def render(results: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
                   f"({', '.join(str(r['requests']) for r in window['runs'])} requests); output length "
                   f"{result['output_length']}; speed priors off by {result['prior_error']:.0%}.", ""]
         if result["kind"] == "grid":
-            parts += [share_table(result), "", f"![good share against load, {stem}](results/knee/{stem}.png)", ""]
+            parts += [share_table(result), "", trailing_line(result), "",
+                      f"![good share against load, {stem}](results/knee/{stem}.png)", ""]
         parts += [crossing_table(result), ""]
     return "\n".join(parts).rstrip()
 
@@ -74,7 +75,35 @@ def summary(results: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
             ratio = comparison["ratio"]
             lines.append(f"| `{stem}` | {entry['constraint']} | {load_cell(duet)} | {best} | {load_cell(theirs)} | "
                          f"{ratio_cell(ratio)} | ≥ {goal(result):g}x | {verdict(ratio, goal(result))} |")
+    lines.append("")
+    lines += [f"- `{stem}`: {trailing_line(result)}" for stem, result in results if result["kind"] == "grid"]
     return "\n".join(lines)
+
+
+def trailing(result: Mapping[str, Any]) -> list[tuple[float, float, float]]:
+    """The grid's loads where Duet's good share trails the best baseline's at that load by more
+    than that load's interval (the larger of the two 95% half-widths): (load, points behind,
+    interval in points). Empty without a Duet policy or a baseline."""
+    grid = result["grid"]
+    subject = next((name for name in DUET_POLICIES if name in grid), None)
+    baselines = [name for name in grid if name not in DUET_POLICIES]
+    if subject is None or not baselines:
+        return []
+    behind = []
+    for k, ours in enumerate(grid[subject]):
+        best = max((grid[name][k] for name in baselines), key=lambda row: row["good_fraction"])
+        gap, width = best["good_fraction"] - ours["good_fraction"], max(best["ci95"] or 0.0, ours["ci95"] or 0.0)
+        if gap > width:
+            behind.append((ours["load"], round(gap * 100, 2), round(width * 100, 2)))
+    return behind
+
+
+def trailing_line(result: Mapping[str, Any]) -> str:
+    behind = trailing(result)
+    if not behind:
+        return "At no tried load does Duet trail the best baseline at that load by more than its interval."
+    cells = ", ".join(f"x{load:g} ({gap:.2f} points behind, interval {width:.2f})" for load, gap, width in behind)
+    return f"Duet trails the best baseline at that load by more than its interval at {cells}."
 
 
 def share_table(result: Mapping[str, Any]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadtests.replay.sweep_docs import load_cell, plot, render, verdict
+from loadtests.replay.sweep_docs import load_cell, plot, render, trailing, verdict
 from loadtests.replay.sweep_results import compare
 
 
@@ -76,3 +76,11 @@ def test_duet_fixed_is_the_subject_and_neither_duet_policy_is_a_baseline():
     assert (comparison["subject"], comparison["best_baseline"]) == ("duet-fixed", "least-loaded")
     del crossing["policies"]["least-loaded"]
     assert compare(crossing) is None  # duet alone is no baseline for duet-fixed
+
+
+def test_a_load_where_duet_trails_beyond_the_interval_is_named():
+    result = grid_result()
+    assert trailing(result) == []  # duet leads at both loads
+    result["grid"]["duet"][1]["good_fraction"] = 0.85  # 5 points behind least-loaded's 0.90, intervals 1 point
+    assert trailing(result) == [(2.0, 5.0, 1.0)]
+    assert "x2 (5.00 points behind, interval 1.00)" in render([("h100-70b-tuning", result)])
