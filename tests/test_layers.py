@@ -130,6 +130,8 @@ LOADTEST_ROOMS = {
     "loadtests.launch": ("loadtests.world",),
     "loadtests.load": ("loadtests.scoring", "loadtests.world"),
     "loadtests.replay": ("loadtests.scoring", "loadtests.world", "loadtests.sections.section"),
+    "loadtests.capacity": ("loadtests.capacity", "loadtests.replay", "loadtests.world", "loadtests.scoring",
+                           "loadtests.sections.section"),
     "loadtests.benchmarks": ("loadtests.benchmarks", "loadtests.world", "loadtests.scoring", "loadtests.launch",
                              "loadtests.replay", "loadtests.sections.section"),
     "loadtests.real": ("loadtests.real", "loadtests.world", "loadtests.scoring", "loadtests.launch",

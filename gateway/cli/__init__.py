@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("gateway.cli.explain", "show how a config routes a request (dry run)"),
     "sim": ("serving.sim.cli", "run one simulated vLLM replica"),
     "replay": ("loadtests.replay.cli", "replay a trace through routing policies in virtual time"),
+    "plan": ("loadtests.capacity.cli", "the cheapest replica count per variant meeting a target (replayed)"),
     "keys": ("gateway.cli.keys", "create, list and revoke API keys"),
     "usage": ("gateway.cli.usage", "usage and cost per key, model, variant and task"),
     "bench": ("loadtests.benchmarks.cli", "load tests and benchmarks"),

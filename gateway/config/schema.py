@@ -209,6 +209,9 @@ class VariantSection(Strict):
     ca_bundle: str | None = None
     # Instead of static ``replicas``: find them at run time (Kubernetes).
     discovery: DiscoverySection | None = None
+    # How many replicas `duet deploy render` starts for the variant (`duet plan` writes it); None:
+    # one per listed replica, at least one. The gateway routes to the replicas it lists or discovers.
+    replica_count: Annotated[int, Field(ge=0)] | None = None
 
 
 class HfTokenizer(Strict):

@@ -41,7 +41,8 @@ class Target:
 
 @dataclass(frozen=True, slots=True)
 class VariantDeployment:
-    """One variant's replicas: ``replicas`` is how many the config lists (at least one)."""
+    """One variant's replicas: ``replicas`` is the config's ``replica_count`` (``duet plan``'s), else
+    how many the config lists (at least one)."""
 
     model: str
     variant: str
@@ -84,6 +85,9 @@ def load_plan(path: str | Path, target: Target) -> DeployPlan:
         for model, section in parsed.models.items()
         for name, variant in section.variants.items()
     )
+    for model in parsed.models:
+        if not any(d.replicas for d in variants if d.model == model):
+            raise ConfigError(f"models.{model}.variants", "every variant has replica_count 0: nothing would serve")
     return DeployPlan(raw, target, variants)
 
 
@@ -103,8 +107,8 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
         raise ConfigError(f"models.{model}.variants.{name}.scheduling",
                           f"'{section.scheduling}', but launch profile '{profile.name}' schedules "
                           f"{profile.scheduling} (--scheduling-policy): they must agree")
-    return VariantDeployment(model, name, section.served_model_name, section.max_model_len, profile,
-                             max(1, len(section.replicas)))
+    replicas = max(1, len(section.replicas)) if section.replica_count is None else section.replica_count
+    return VariantDeployment(model, name, section.served_model_name, section.max_model_len, profile, replicas)
 
 
 def _known(device: Device) -> str:

@@ -22,7 +22,7 @@ from gateway.detect.evaluate import confusions as detector_confusions
 from gateway.detect.evaluate import evaluate as evaluate_detector
 from gateway.detect.evaluate import judge_all as judge_detections
 from gateway.domain import Budget, Candidate, Health, Prediction, Price, Priority, Replica, ReplicaState, RequestProfile
-from gateway.errors import RequestError
+from gateway.errors import ConfigError, RequestError
 from gateway.flow.admission import Action, Ruling
 from gateway.flow.affinity import ResponseHomes
 from gateway.flow.body import (
@@ -59,7 +59,7 @@ from gateway.tokens import ApproxTokenCounter, HfTokenCounter, TokenCounter, cou
 
 __all__ = [
     "Action", "ActiveConfig", "ApproxTokenCounter", "Attempt", "AttemptFailure", "Budget", "Candidate", "ChatBody",
-    "CompletionBody", "Decision",
+    "CompletionBody", "ConfigError", "Decision",
     "EmbeddingsBody", "MessagesBody", "RequestBody", "ResponsesBody", "ResponseHomes", "TokenizeBody", "parse_tokenize_body",
     "DecodeLedger", "Director", "DuetConfig", "Exchange", "Health", "HfTokenCounter",
     "HistogramTotals", "Hooks", "InMemoryStateStore", "Inbound", "Ledgers", "ModelSpec", "Outcome", "Plan",

@@ -57,3 +57,35 @@ def test_a_variants_scheduling_must_match_its_launch_profiles(tmp_path):
         load_plan(edited(tmp_path, lambda v: v.update(scheduling="fcfs")), Target.parse("k8s-cpu"))
     assert info.value.path == "models.smollm2.variants.fast.scheduling"
     assert "'fcfs', but launch profile 'cpu-smollm2-int4' schedules priority" in info.value.message
+
+
+def gpu_edited(tmp_path, counts):
+    raw = yaml.safe_load(GPU.read_text())
+    for variant, count in counts.items():
+        raw["models"]["llama-3-70b"]["variants"][variant]["replica_count"] = count
+    path = tmp_path / "duet.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def test_replica_count_sets_each_variants_replicas_in_what_render_writes(tmp_path):
+    """``duet plan`` writes ``replica_count``; the Deployments and compose services follow it."""
+    from gateway.deploy.render import render
+
+    path = gpu_edited(tmp_path, {"standard": 1, "fast": 5})
+    assert [d.replicas for d in load_plan(path, Target.parse("k8s-gpu")).variants] == [1, 5]
+    vllm = list(yaml.safe_load_all(render(path, "k8s-gpu")["overlays/gpu/vllm.yaml"]))
+    assert {o["metadata"]["name"]: o["spec"]["replicas"] for o in vllm if o["kind"] == "Deployment"} == {
+        "vllm-llama-3-70b-standard": 1, "vllm-llama-3-70b-fast": 5}
+    services = yaml.safe_load(render(path, "compose-gpu")["compose.yaml"])["services"]
+    assert len([name for name in services if name.startswith("vllm-llama-3-70b-fast-")]) == 5
+
+
+@pytest.mark.parametrize("counts, path, message", [
+    ({"fast": -1}, "models.llama-3-70b.variants.fast.replica_count", "greater than or equal to 0"),
+    ({"standard": 0, "fast": 0}, "models.llama-3-70b.variants", "every variant has replica_count 0"),
+])
+def test_replica_count_errors_name_the_path(tmp_path, counts, path, message):
+    with pytest.raises(ConfigError) as info:
+        load_plan(gpu_edited(tmp_path, counts), Target.parse("k8s-gpu"))
+    assert info.value.path == path and message in info.value.message

@@ -1,0 +1,56 @@
+"""A plan's fleet written into a Duet config: each variant's ``replica_count``, the number of
+replicas ``duet deploy render`` starts for it (gateway/deploy/plan.py). The rest of the file is
+kept as written; the result must load as the gateway loads it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from gateway.flow import parse_config
+
+HEADER = "# Replica counts (replica_count) written by `{command}`.\n"
+
+
+def variants_of(raw: Mapping[str, Any], model: str | None) -> tuple[str, dict[str, Any]]:
+    """The model named ``model`` (None: the config's only one) and its variants section.
+    Raises ValueError naming the config path."""
+    models = raw.get("models") if isinstance(raw, Mapping) else None
+    if not isinstance(models, dict) or not models:
+        raise ValueError("models: the config has no models")
+    if model is None:
+        if len(models) != 1:
+            raise ValueError(f"models: {len(models)} models ({', '.join(models)}); name one with --model")
+        (model,) = models
+    if model not in models:
+        raise ValueError(f"models.{model}: not in the config (models: {', '.join(models)})")
+    variants = models[model].get("variants") if isinstance(models[model], dict) else None
+    if not isinstance(variants, dict):
+        raise ValueError(f"models.{model}.variants: missing")
+    return model, variants
+
+
+def check(text: str, source: str, counts: Mapping[str, int], model: str | None = None) -> str:
+    """Checks that the config at ``source`` loads and has a variant for each of ``counts``' names;
+    returns the model's name. Raises ValueError naming the config path (before any replay)."""
+    parse_config(text, source=source)
+    name, variants = variants_of(yaml.safe_load(text), model)
+    if missing := [v for v in counts if v not in variants]:
+        raise ValueError(f"models.{name}.variants: no variant {', '.join(repr(v) for v in missing)} "
+                         f"(the plan sizes {', '.join(counts)}; the config has {', '.join(variants)})")
+    return name
+
+
+def with_counts(text: str, source: str, counts: Mapping[str, int], command: str, model: str | None = None) -> str:
+    """The config ``text`` with ``replica_count`` set on each variant of ``counts``."""
+    name = check(text, source, counts, model)
+    raw = yaml.safe_load(text)
+    _, variants = variants_of(raw, name)
+    for variant, count in counts.items():
+        variants[variant]["replica_count"] = count
+    body: str = yaml.safe_dump(raw, sort_keys=False, default_flow_style=None, width=120)
+    written = HEADER.format(command=command) + body
+    parse_config(written, source=source)  # what it wrote, loaded as the gateway would
+    return written
