@@ -54,9 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--out", help="also write the JSON object (with the command that made it) to this file")
     parser.add_argument("--rerun", metavar="POLICIES",
-                        help="with --compare and --out: replay only these policies (comma-separated) and keep the "
-                             "others' results from the --out file, which must come from the same command (replays "
-                             "are deterministic: a new or changed baseline without rerunning every policy)")
+                        help="with --compare (or a sweep) and --out: replay only these policies (comma-separated) and "
+                             "keep the others' results from the --out file, which must come from the same command "
+                             "(replays are deterministic: a new or changed policy without rerunning every policy)")
     add_sweep_arguments(parser)
     parser.set_defaults(run=run)
 

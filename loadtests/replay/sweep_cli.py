@@ -11,6 +11,7 @@ duration / load seconds) and ``--rate-scale`` is not used: the loads are the rat
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -71,7 +72,7 @@ def _sweep(args: argparse.Namespace, sets: tuple[Any, ...]) -> dict[str, Any]:
     from loadtests.replay.search import Bracket
     from loadtests.replay.sla import DEFAULT_LEVELS, good_share_at_least
     from loadtests.replay.sweep import SweepSpec, Task, run_tasks
-    from loadtests.replay.sweep_results import assemble
+    from loadtests.replay.sweep_results import assemble, merge, policy_name
 
     if args.sweep and args.sweep_search:
         raise ValueError("--sweep and --sweep-search: choose one")
@@ -87,10 +88,32 @@ def _sweep(args: argparse.Namespace, sets: tuple[Any, ...]) -> dict[str, Any]:
         low, _, high = args.sweep_search.partition(":")
         bracket = Bracket(_positive(low), _positive(high), args.search_steps)
         sets = sets or tuple(good_share_at_least(level) for level in DEFAULT_LEVELS)
+    written = _written(args, spec.policies)
+    rerun = spec.policies if written is None else tuple(args.rerun.split(","))
     tasks = [Task(spec, policy, k, loads, bracket, tuple(sets) if bracket else ())
-             for policy in spec.policies for k in range(spec.seeds)]
+             for policy in rerun for k in range(spec.seeds)]
     done = run_tasks(tasks, args.jobs)
-    return assemble(spec, done, command=command(args), levels=DEFAULT_LEVELS, sets=sets, loads=loads, bracket=bracket)
+    fresh = assemble(dataclasses.replace(spec, policies=rerun), done, command=command(args), levels=DEFAULT_LEVELS,
+                     sets=sets, loads=loads, bracket=bracket)
+    return fresh if written is None else merge(written, fresh, [policy_name(p) for p in rerun])
+
+
+def _written(args: argparse.Namespace, policies: tuple[str, ...]) -> dict[str, Any] | None:
+    """``--rerun``: the --out file this very sweep wrote, whose other policies' results stand."""
+    if args.rerun is None:
+        return None
+    if not args.out:
+        raise ValueError("--rerun needs --out (the results file to update)")
+    if unknown := set(args.rerun.split(",")) - set(policies):
+        raise ValueError(f"--rerun: not in this sweep: {', '.join(sorted(unknown))}")
+    try:
+        with open(args.out) as handle:
+            written: dict[str, Any] = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--rerun: cannot read {args.out}: {exc}") from exc
+    if written.get("command") != command(args):
+        raise ValueError(f"--rerun: {args.out} was not written by this sweep: rerun every policy instead")
+    return written
 
 
 def _policies(args: argparse.Namespace) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ mean, ci95, seeds, nonmonotone_seeds}: a bound carries no interval.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -40,8 +41,8 @@ def assemble(spec: SweepSpec, done: Sequence[TaskResult], *, command: str, level
              sets: Sequence[ConstraintSet] = (), loads: Sequence[float] = (),
              bracket: searching.Bracket | None = None) -> dict[str, Any]:
     """The results file's object (see the module's schema)."""
-    names = [_name(p) for p in spec.policies]
-    by = {(_name(r.task.policy), r.task.seed_index): r for r in done}
+    names = [policy_name(p) for p in spec.policies]
+    by = {(policy_name(r.task.policy), r.task.seed_index): r for r in done}
     requests = [by[names[0], k].requests for k in range(spec.seeds)]
     per_x1 = [n / spec.window.span_s for n in requests]  # req/s at load 1, per seed
     crossings: list[dict[str, Any]] = []
@@ -159,5 +160,20 @@ def _length_mode(spec: SweepSpec) -> str:
     return "learned (max_tokens only)" + ("" if quantile == 0.5 else f", planned at its p{quantile * 100:g}")
 
 
-def _name(policy: str) -> str:
+def policy_name(policy: str) -> str:
     return policy.rsplit("/", 1)[-1].removesuffix(".yaml")
+
+
+def merge(written: Mapping[str, Any], fresh: Mapping[str, Any], policies: Sequence[str]) -> dict[str, Any]:
+    """``written`` (a results file) with ``policies``' grid rows and crossings taken from
+    ``fresh`` (the same sweep, replayed for those policies only), and every comparison redone.
+    Replays are deterministic, so the other policies' results stand as written."""
+    merged = json.loads(json.dumps(written))
+    for name in policies:
+        if "grid" in fresh:
+            merged["grid"][name] = fresh["grid"][name]
+        for entry, new in zip(merged["crossings"], fresh["crossings"], strict=True):
+            entry["policies"][name] = new["policies"][name]
+    for entry in merged["crossings"]:
+        entry["comparison"] = compare(entry)
+    return merged

@@ -63,3 +63,18 @@ def test_a_named_window_refuses_its_own_settings_and_a_bad_sla_names_its_key(tmp
     assert f"{sla}.p99_itl_ms: the replay keeps no per-token times" in capsys.readouterr().err
     assert main(["replay", "--sweep", "1"]) == 2
     assert main(["replay", "--sweep-search", "2:1"]) == 2
+
+
+def test_rerunning_some_policies_into_the_file_leaves_it_as_a_full_sweep_wrote_it(tmp_path):
+    """Replays are deterministic: replaying one policy again and merging it into the file gives the
+    file the whole sweep wrote (comparisons redone); a file another sweep wrote is refused."""
+    full, partial = tmp_path / "full.json", tmp_path / "partial.json"
+    assert main([*SWEEP, "--out", str(full)]) == 0
+    partial.write_text(full.read_text())
+    written = json.loads(partial.read_text())
+    written["grid"]["duet"][0]["good_fraction"] = 0.0  # what the rerun must put back
+    partial.write_text(json.dumps(written))
+    assert main([*SWEEP, "--rerun", "duet", "--out", str(partial)]) == 0
+    assert json.loads(partial.read_text()) == json.loads(full.read_text())
+    assert main([*SWEEP[:-3], "--sweep", "1,3", "--json", "--rerun", "duet", "--out", str(partial)]) == 2
+    assert main([*SWEEP, "--rerun", "round-robin", "--out", str(partial)]) == 2
