@@ -4,8 +4,6 @@ its section: the figure, the goal it is held to, the anchor it is measured again
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
 
 from loadtests.benchmarks.overhead.report import goals
 from loadtests.benchmarks.overhead.results import read as read_overhead
@@ -13,28 +11,7 @@ from loadtests.benchmarks.prompt_cache.render import COST_GOAL, load_replays
 from loadtests.benchmarks.sim.h100_fidelity import CLOSE
 from loadtests.benchmarks.sim.h100_fidelity import RESULTS as FIDELITY
 from loadtests.benchmarks.variants.bench import RESULTS as VARIANTS
-from loadtests.replay.results import GOAL_POINTS
-from loadtests.replay.results import load as load_replay
 from loadtests.sections.section import Headline
-
-KNEE_RESULT = "heldout-azure-1260"  # the held-out window; a later change brings knee sweeps and their own headline
-
-
-def _best_other(policies: Mapping[str, Mapping[str, Any]]) -> str:
-    others = {name: s for name, s in policies.items() if name != "duet"}
-    return max(others, key=lambda name: (others[name]["good_fraction"], -others[name]["cost_usd"]))
-
-
-def knee() -> Headline:
-    """Duet's good requests over the best other policy's on the held-out replay window."""
-    policies = next(r["policies"] for stem, _, r in load_replay() if stem == KNEE_RESULT)
-    best = _best_other(policies)
-    duet, other = policies["duet"], policies[best]
-    gap = 100 * (duet["good_fraction"] - other["good_fraction"])
-    return Headline("Routing at the knee", f"{duet['good_fraction']:.1%} good requests ({gap:+.2f} points), "
-                    f"cost ${duet['cost_usd']:.2f} vs ${other['cost_usd']:.2f} (replay, `{KNEE_RESULT}`)",
-                    f"+{GOAL_POINTS:g} points at equal or lower cost", f"best other policy ({best})",
-                    gap >= GOAL_POINTS and duet["cost_usd"] <= other["cost_usd"])
 
 
 def prompt_cache() -> Headline:
