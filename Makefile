@@ -40,6 +40,7 @@ test-slow: $(STAMP) redis-server vllm-env local-model
 
 bench-sim: $(STAMP)
 	$(BIN)/python -m loadtests.benchmarks.sim.bench
+	$(BIN)/python -m loadtests.sections
 
 bench-router: $(STAMP)
 	$(BIN)/python -m loadtests.benchmarks.router.cost
