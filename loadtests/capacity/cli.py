@@ -59,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
         policies = _policies(args)
         config_text = _config_text(args)
         if config_text is not None:
-            fleet_config.check(config_text, str(args.write_config), {v.name: 0 for v in spec.replicas.variants},
-                               args.model)
+            fleet_config.check(config_text, str(args.write_config), _profiles(spec), args.model)
     except (ValueError, OSError, ConfigError) as exc:  # before any replay
         print(f"duet plan: {exc}", file=sys.stderr)
         return 2
@@ -77,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"duet plan: {args.policy} met the target with no fleet up to {args.max_replicas} replicas per variant; "
               f"{args.to} not written", file=sys.stderr)
         return 1
-    args.to.write_text(fleet_config.with_counts(config_text, str(args.write_config), fleet.counts, command(args),
-                                                args.model))
+    args.to.write_text(fleet_config.with_counts(config_text, str(args.write_config), fleet.counts, _profiles(spec),
+                                                command(args), args.model))
     print(f"{args.to}: replica_count {fleet} (duet deploy render --config {args.to} ...)")
     return 0
 
@@ -98,6 +97,11 @@ def _spec(args: argparse.Namespace) -> PlanSpec:
     return PlanSpec(args.trace, args.replicas, args.target, args.rate_scale, _window(TUNING, args.span),
                     args.search_seeds, _window(HELDOUT, args.span), args.check_seeds, args.max_replicas, args.seed,
                     args.prior_error, args.length_quantile)
+
+
+def _profiles(spec: PlanSpec) -> dict[str, str]:
+    """variant -> the profile its replicas were replayed with (a launch profile of the same name)."""
+    return {v.name: v.profile for v in spec.replicas.variants}
 
 
 def _window(window: Window, span_s: float) -> Window:

@@ -32,20 +32,27 @@ def variants_of(raw: Mapping[str, Any], model: str | None) -> tuple[str, dict[st
     return model, variants
 
 
-def check(text: str, source: str, counts: Mapping[str, int], model: str | None = None) -> str:
-    """Checks that the config at ``source`` loads and has a variant for each of ``counts``' names;
-    returns the model's name. Raises ValueError naming the config path (before any replay)."""
+def check(text: str, source: str, profiles: Mapping[str, str], model: str | None = None) -> str:
+    """Checks that the config at ``source`` loads and has each variant the plan sizes, launched
+    from the profile it was sized with (``profiles``: variant -> profile); returns the model's
+    name. Raises ValueError naming the config path (before any replay)."""
     parse_config(text, source=source)
     name, variants = variants_of(yaml.safe_load(text), model)
-    if missing := [v for v in counts if v not in variants]:
+    if missing := [v for v in profiles if v not in variants]:
         raise ValueError(f"models.{name}.variants: no variant {', '.join(repr(v) for v in missing)} "
-                         f"(the plan sizes {', '.join(counts)}; the config has {', '.join(variants)})")
+                         f"(the plan sizes {', '.join(profiles)}; the config has {', '.join(variants)})")
+    for variant, profile in profiles.items():
+        written = variants[variant].get("launch_profile")
+        if written is not None and written != profile:
+            raise ValueError(f"models.{name}.variants.{variant}.launch_profile: '{written}', but the plan sizes "
+                             f"replicas of '{profile}'")
     return name
 
 
-def with_counts(text: str, source: str, counts: Mapping[str, int], command: str, model: str | None = None) -> str:
-    """The config ``text`` with ``replica_count`` set on each variant of ``counts``."""
-    name = check(text, source, counts, model)
+def with_counts(text: str, source: str, counts: Mapping[str, int], profiles: Mapping[str, str], command: str,
+                model: str | None = None) -> str:
+    """The config ``text`` with ``replica_count`` set on each variant of ``counts`` (checked as ``check`` does)."""
+    name = check(text, source, profiles, model)
     raw = yaml.safe_load(text)
     _, variants = variants_of(raw, name)
     for variant, count in counts.items():

@@ -143,8 +143,9 @@ def render(plans: Sequence[Mapping[str, Any]]) -> str:
     for results in plans:
         replays, wall = _wall(results)
         lines += ["", f"### {results['replica_set']}", "", _settings(results) + ".", "", *table(results), "",
-                  f"{replays} replays, {wall / 60:.0f} CPU-minutes of replay in all (wall time of the worker processes, "
-                  "virtual-time results). Command:", "", "```sh", results["command"], "```"]
+                  f"{replays} replays, {wall / 60:.0f} minutes of worker time (summed over the `--jobs` processes; the "
+                  "good shares are in virtual time and do not depend on it). Command:", "", "```sh", results["command"],
+                  "```"]
     return "\n".join(lines)
 
 

@@ -23,6 +23,8 @@ from loadtests.benchmarks.slo import render as slo
 from loadtests.benchmarks.soak import render as soak
 from loadtests.benchmarks.variants import bench as variants
 from loadtests.benchmarks.vllm_cpu import benchmarks_section as vllm_cpu
+from loadtests.capacity import render as capacity
+from loadtests.capacity import results as capacity_plans
 from loadtests.real import calibration_render as calibration
 from loadtests.replay import results as replay
 from loadtests.replay import sweep_docs as knee_sweep
@@ -51,6 +53,8 @@ SECTIONS: tuple[Section, ...] = (
             lambda: replay.render(replay.load())),
     Section("knee-sweep", BENCHMARKS, "docs/results/knee/*.json", lambda: knee_sweep.render(knee_sweep.load()),
             knee_sweep.headline),
+    Section("capacity", BENCHMARKS, "docs/results/capacity/*.json", lambda: capacity.render(capacity_plans.load()),
+            lambda: capacity.headline(capacity_plans.load())),
     Section("bench-variants", BENCHMARKS, "docs/results/bench-variants.json",
             lambda: variants.docs_section(_json(variants.RESULTS)), headlines.variants),
     Section("bench-router", BENCHMARKS, "docs/results/router-bench.json",

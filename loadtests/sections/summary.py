@@ -1,6 +1,6 @@
 """The first screen of docs/benchmarks.md: for each area, the headline figure against its goal
 and its anchor, met or not, linked to the section that proves it. An area no registered section
-gives a headline to (capacity, until a capacity plan's results are committed) says so."""
+gives a headline to says so."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from gateway.deploy.plan import Target, load_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 GPU = ROOT / "deploy" / "render" / "h100-70b.yaml"
-TINY = ["plan", "--replicas", "h100-70b-w4a16", "--rate-scale", "0.5", "--span", "30", "--search-seeds", "1",
+TINY = ["plan", "--replicas", "h100-70b", "--rate-scale", "0.5", "--span", "30", "--search-seeds", "1",
         "--check-seeds", "2", "--max-replicas", "3", "--baselines", "least-loaded", "--target", "0.9"]
 
 
@@ -21,7 +21,7 @@ def test_a_tiny_plan_writes_its_results_and_the_counts_deploy_render_uses(tmp_pa
     out, planned = tmp_path / "plan.json", tmp_path / "planned.yaml"
     assert main([*TINY, "--out", str(out), "--write-config", str(GPU), "--to", str(planned)]) == 0
     results = json.loads(out.read_text())
-    assert results["command"].startswith("duet plan --replicas h100-70b-w4a16 ") and "--jobs" not in results["command"]
+    assert results["command"].startswith("duet plan --replicas h100-70b ") and "--jobs" not in results["command"]
     assert {name: p["role"] for name, p in results["plans"].items()} == {
         "duet": "duet", "least-loaded": "baseline", "always-standard": "all-standard"}
     duet = results["plans"]["duet"]

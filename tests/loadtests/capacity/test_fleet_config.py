@@ -11,19 +11,23 @@ from loadtests.capacity.fleet_config import with_counts
 
 ROOT = Path(__file__).resolve().parents[3]
 GPU = ROOT / "deploy" / "render" / "h100-70b.yaml"
+PROFILES = {"standard": "h100-70b-bf16", "fast": "h100-70b-fp8"}
 
 
 def test_counts_go_to_each_variants_replica_count():
-    text = with_counts(GPU.read_text(), str(GPU), {"standard": 1, "fast": 5}, "duet plan ...")
+    text = with_counts(GPU.read_text(), str(GPU), {"standard": 1, "fast": 5}, PROFILES, "duet plan ...")
     assert text.startswith("# Replica counts (replica_count) written by `duet plan ...`")
     variants = yaml.safe_load(text)["models"]["llama-3-70b"]["variants"]
     assert (variants["standard"]["replica_count"], variants["fast"]["replica_count"]) == (1, 5)
     assert variants["fast"]["allowed_tasks"] == ["chat", "coding", "agent", "extraction"]
 
 
-@pytest.mark.parametrize("model, message", [
-    ("other", "models.other: not in the config (models: llama-3-70b)"),
+@pytest.mark.parametrize("profiles, model, message", [
+    (PROFILES, "other", "models.other: not in the config (models: llama-3-70b)"),
+    ({**PROFILES, "fast": "h100-70b-w4a16"}, None,
+     "models.llama-3-70b.variants.fast.launch_profile: 'h100-70b-fp8', but the plan sizes replicas of 'h100-70b-w4a16'"),
 ])
-def test_an_unknown_model_is_named(model, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        with_counts(GPU.read_text(), str(GPU), {"standard": 1}, "c", model)
+def test_errors_name_the_path(profiles, model, message):
+    with pytest.raises(ValueError) as info:
+        with_counts(GPU.read_text(), str(GPU), {"standard": 1, "fast": 1}, profiles, "c", model)
+    assert str(info.value) == message
