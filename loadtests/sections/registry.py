@@ -18,6 +18,7 @@ from loadtests.benchmarks.prompt_cache import render as prompt_cache
 from loadtests.benchmarks.router import cost as router_cost
 from loadtests.benchmarks.router import detector as task_detector
 from loadtests.benchmarks.router import shadow
+from loadtests.benchmarks.sim import bench as sim_bench
 from loadtests.benchmarks.sim import h100_fidelity
 from loadtests.benchmarks.slo import render as slo
 from loadtests.benchmarks.soak import render as soak
@@ -44,6 +45,7 @@ SECTIONS: tuple[Section, ...] = (
             lambda: overhead.section(read_overhead()).strip(), headlines.overhead),
     Section("shadow-sampling", BENCHMARKS, "docs/results/shadow-sampling.json",
             lambda: shadow.docs_section(_json(shadow.RESULTS))),
+    Section("bench-sim", BENCHMARKS, "docs/results/bench-sim.json", lambda: sim_bench.render(_json(sim_bench.RESULTS))),
     Section("h100-fidelity", BENCHMARKS, "docs/results/h100-fidelity.json",
             lambda: h100_fidelity.docs_section(_json(h100_fidelity.RESULTS)).rstrip(), headlines.fidelity),
     Section("bench-slo", BENCHMARKS, "docs/results/bench-slo/*.json", lambda: slo.render(slo.load())),
