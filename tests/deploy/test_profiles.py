@@ -29,7 +29,7 @@ def test_every_kind_the_brief_asks_for_has_a_profile():
     cpu = {p.variant for p in PROFILES.values() if p.device == "cpu"}
     assert cpu == {"standard", "fast-int4", "fast-spec", "fast-int8", "fast-int8-compiled", "fast-bnb4"}
     gpu = {p.name for p in PROFILES.values() if p.device == "gpu"}
-    assert gpu == {f"h100-70b-{k}" for k in ("bf16", "fp8", "w4a16", "bnb4", "ngram", "eagle3")}
+    assert gpu == {f"h100-70b-{k}" for k in ("bf16", "fp8", "w4a16", "bnb4", "ngram", "eagle3", "fp8-ngram")}
 
 
 def without_placement(argv):

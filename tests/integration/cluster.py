@@ -37,9 +37,13 @@ def demo_config(urls: dict[str, str], **state: Any) -> dict[str, Any]:
     """The demo config pointed at ``urls``, with the fast variant eligible for chat and coding as
     well: these tests exercise the gateway's mechanics (budgets, fallbacks, faults, reloads) with
     both variants in play. The demo itself keeps fast off chat and coding (its parity report
-    refuses them): tests/gateway/cli/test_up.py and test_parity_sim.py test that."""
+    refuses them): tests/gateway/cli/test_up.py and test_parity_sim.py test that. Task detection is
+    off: a short prompt such as "Say hello in five words." is not confidently chat to the shipped
+    detector, whose abstention then keeps it off the fast variant, which these tests need in play;
+    detection's routing has its own tests (tests/gateway/flow/test_task_detection_routing.py)."""
     raw = yaml.safe_load(DEMO.read_text())
     raw["models"]["smollm2"]["variants"]["fast"]["allowed_tasks"] = ["chat", "coding", "agent", "extraction"]
+    raw["routing"]["task_detector"] = {"enabled": False}
     for name, spec in raw["models"]["smollm2"]["variants"].items():
         spec["replicas"] = [{"url": urls[name]}]
     raw["state"].update(state)
