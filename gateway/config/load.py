@@ -26,7 +26,18 @@ from gateway.config.types import (
     TokenizerSpec,
 )
 from gateway.detect import TaskDetector
-from gateway.domain import Price, Priority, Replica, Rollout, RolloutStage, Scheduling, SpeedPrior, Variant, VariantKind
+from gateway.domain import (
+    Price,
+    Priority,
+    Replica,
+    ReplicaCost,
+    Rollout,
+    RolloutStage,
+    Scheduling,
+    SpeedPrior,
+    Variant,
+    VariantKind,
+)
 from gateway.errors import ConfigError
 from gateway.routing.registry import PLUGIN_TYPES, PluginKind
 from gateway.routing.rollout import ROLLOUT_STAGE
@@ -179,16 +190,26 @@ def _variant(model: str, name: str, v: schema.VariantSection, tasks: set[str], p
     for task in sorted(allowed or ()):
         if task not in tasks:
             raise ConfigError(f"{path}.allowed_tasks", f"unknown task type '{task}' (routing.tasks defines {sorted(tasks)})")
+    speed = SpeedPrior(**{**v.speed.model_dump(exclude={"calibration"}),  # provenance, not a term of the model
+                          "tokens_per_step": tuple(sorted(v.speed.tokens_per_step.items()))})
     return Variant(
         model=model, name=name, kind=VariantKind(v.kind), served_model_name=v.served_model_name,
-        max_model_len=v.max_model_len, supports_tools=v.tools,
-        price=Price(v.price.input_per_mtok, v.price.output_per_mtok),
-        speed=SpeedPrior(**{**v.speed.model_dump(exclude={"calibration"}),  # provenance, not a term of the model
-                            "tokens_per_step": tuple(sorted(v.speed.tokens_per_step.items()))}),
+        max_model_len=v.max_model_len, supports_tools=v.tools, price=_price(v, speed, path), speed=speed,
         allowed_tasks=allowed,
         rollout=_rollout(v.rollout, tasks, f"{path}.rollout"),
         scheduling=Scheduling(v.scheduling),
     )
+
+
+def _price(v: schema.VariantSection, speed: SpeedPrior, path: str) -> Price:
+    """The variant's per-token price: as listed, or charged back from its replica's hourly cost."""
+    if (v.price is None) == (v.replica_cost is None):
+        raise ConfigError(path, "give either price (per-token) or replica_cost (gpus, usd_per_gpu_hour), not both "
+                                "and not neither")
+    if v.price is not None:
+        return Price(v.price.input_per_mtok, v.price.output_per_mtok)
+    assert v.replica_cost is not None
+    return ReplicaCost(v.replica_cost.gpus, v.replica_cost.usd_per_gpu_hour).chargeback(speed)
 
 
 def _rollout(section: schema.RolloutSection, tasks: set[str], path: str) -> Rollout:

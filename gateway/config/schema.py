@@ -114,6 +114,14 @@ class PriceSection(Strict):
     output_per_mtok: Annotated[float, Field(ge=0)]
 
 
+class ReplicaCostSection(Strict):
+    """What one replica costs per hour, busy or idle; the per-token price is then derived from
+    it and the variant's speed (``ReplicaCost.chargeback``)."""
+
+    gpus: PositiveInt
+    usd_per_gpu_hour: PositiveFloat
+
+
 NonNegative = Annotated[float, Field(ge=0)]
 
 
@@ -189,7 +197,9 @@ class VariantSection(Strict):
     served_model_name: str
     max_model_len: PositiveInt
     tools: bool = True
-    price: PriceSection
+    # One of the two: a per-token price list, or the replica's hourly cost it is derived from.
+    price: PriceSection | None = None
+    replica_cost: ReplicaCostSection | None = None
     speed: SpeedSection
     allowed_tasks: Literal["all"] | list[Name] = "all"
     # Where the allowed tasks came from (a parity report's date and hash), for humans.

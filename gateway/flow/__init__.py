@@ -21,7 +21,19 @@ from gateway.detect.corpus import corpus as detector_corpus
 from gateway.detect.evaluate import confusions as detector_confusions
 from gateway.detect.evaluate import evaluate as evaluate_detector
 from gateway.detect.evaluate import judge_all as judge_detections
-from gateway.domain import Budget, Candidate, Health, Prediction, Price, Priority, Replica, ReplicaState, RequestProfile
+from gateway.domain import (
+    Budget,
+    Candidate,
+    Health,
+    Prediction,
+    Price,
+    Priority,
+    Replica,
+    ReplicaCost,
+    ReplicaState,
+    RequestProfile,
+    SpeedPrior,
+)
 from gateway.errors import ConfigError, RequestError
 from gateway.flow.admission import Action, Ruling
 from gateway.flow.affinity import ResponseHomes
@@ -63,7 +75,8 @@ __all__ = [
     "EmbeddingsBody", "MessagesBody", "RequestBody", "ResponsesBody", "ResponseHomes", "TokenizeBody", "parse_tokenize_body",
     "DecodeLedger", "Director", "DuetConfig", "Exchange", "Health", "HfTokenCounter",
     "HistogramTotals", "Hooks", "InMemoryStateStore", "Inbound", "Ledgers", "ModelSpec", "Outcome", "Plan",
-    "Prediction", "PrefillBacklog", "Price", "Priority", "RECHECK_S", "Replica", "ReplicaState", "RequestError",
+    "Prediction", "PrefillBacklog", "Price", "Priority", "RECHECK_S", "Replica", "ReplicaCost", "ReplicaState", "SpeedPrior",
+    "RequestError",
     "RequestProfile", "Ruling", "StateSettings", "StateStore", "StoreSettings", "TokenCounter", "Transport", "View", "VllmStats",
     "Waiting", "WaitingRoom", "candidates_for", "count_prompt_tokens", "explain_plan", "gateway_hooks", "load_config",
     "parse_any_body", "parse_body", "parse_config", "plan_request", "route", "routing_hooks", "upstream_request",

@@ -11,34 +11,14 @@ the scale of the dollars printed beside them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any
 
-from gateway.flow import Price
+from gateway.flow import Price, ReplicaCost, SpeedPrior
 from serving.launch import load_profiles
+from serving.sim.prior import speed_prior
 from serving.sim.profile import Profile, load_profile
-from serving.sim.stepcost import expected_tokens_per_step
 
 H100_USD_PER_GPU_HOUR = 3.00
-# The decode batch a chargeback assumes: a replica that shares each step among this many
-# sequences charges each of them its share. Busier replicas cost less per token, idle ones more;
-# one reference keeps prices comparable between variants.
-CHARGEBACK_BATCH = 32
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaCost:
-    """What one replica of a variant costs per hour: ``gpus`` x ``usd_per_gpu_hour``."""
-
-    gpus: int
-    usd_per_gpu_hour: float = H100_USD_PER_GPU_HOUR
-
-    @property
-    def usd_per_hour(self) -> float:
-        return self.gpus * self.usd_per_gpu_hour
-
-    def fleet_usd(self, replicas: int, seconds: float) -> float:
-        """The bill of ``replicas`` replicas kept for ``seconds``, busy or idle."""
-        return replicas * seconds / 3600.0 * self.usd_per_hour
 
 
 def replica_cost(profile_name: str, usd_per_gpu_hour: float = H100_USD_PER_GPU_HOUR) -> ReplicaCost:
@@ -47,25 +27,14 @@ def replica_cost(profile_name: str, usd_per_gpu_hour: float = H100_USD_PER_GPU_H
 
 
 def chargeback_price(profile: Profile, cost: ReplicaCost) -> Price:
-    """Per-token prices that charge a request for the replica time it used: a prompt token its
-    prefill time, an output token its share of a decode step at ``CHARGEBACK_BATCH`` sequences
-    (speculative variants: divided by the tokens a step yields on default traffic)."""
-    step = profile.step
-    usd_per_s = cost.usd_per_hour / 3600.0
-    tokens_per_step = 1.0
-    draft_s = 0.0
-    if profile.speculation is not None:
-        spec = profile.speculation
-        default = spec.for_task("default")
-        tokens_per_step = (default.proposal_rate * expected_tokens_per_step(default.acceptance, spec.num_speculative_tokens)
-                           + (1.0 - default.proposal_rate))
-        draft_s = spec.draft_s_per_step + spec.draft_s_per_seq * CHARGEBACK_BATCH
-        verified = 1 + spec.num_speculative_tokens * default.proposal_rate
-    else:
-        verified = 1.0
-    step_s = step.base_s + step.decode_s_per_token * CHARGEBACK_BATCH * verified + draft_s
-    per_output_s = step_s / CHARGEBACK_BATCH / tokens_per_step
-    return Price(round(usd_per_s * step.prefill_s_per_token * 1e6, 4), round(usd_per_s * per_output_s * 1e6, 4))
+    """The gateway's chargeback (``ReplicaCost.chargeback``) on the speed prior of ``profile``:
+    the same per-token prices a Duet config with this replica cost and speed derives."""
+    return cost.chargeback(prior_of(profile))
+
+
+def prior_of(profile: Profile) -> SpeedPrior:
+    raw: dict[str, Any] = speed_prior(profile)
+    return SpeedPrior(**{**raw, "tokens_per_step": tuple(sorted(raw.get("tokens_per_step", {}).items()))})
 
 
 def variant_pricing(profile_name: str) -> tuple[Price, ReplicaCost]:

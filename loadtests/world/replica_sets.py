@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway.flow import Price
-from loadtests.world.pricing import ReplicaCost, variant_pricing
+from gateway.flow import Price, ReplicaCost
+from loadtests.world.pricing import H100_USD_PER_GPU_HOUR, variant_pricing
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +66,7 @@ class ReplicaSet:
 # (docs/parity-real) refuse long-context on int8 and bnb4 too. Speculative decoding verifies every
 # draft with the target model: lossless against its own weights, so parity allows every task.
 QUANTIZED_PARITY = ("chat", "coding", "agent", "extraction")
-_H100 = ReplicaCost(gpus=4)
+_H100 = ReplicaCost(gpus=4, usd_per_gpu_hour=H100_USD_PER_GPU_HOUR)
 
 # Every H100 replica costs the same per hour (``pricing``). The h100-70b per-token chargeback is the
 # list it had before GPU-hour pricing (USD per 1M tokens, in proportion to each variant's GPU time

@@ -4,6 +4,7 @@ import pytest
 import yaml
 
 from gateway.config import load_config, parse_config
+from gateway.domain import ReplicaCost
 from gateway.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -95,3 +96,29 @@ def test_scheduling_is_fcfs_unless_a_variant_says_priority():
     config = parse_config(demo_with(lambda r: r["models"]["smollm2"]["variants"]["fast"].pop("scheduling")))
     variants = config.models["smollm2"].variants
     assert (variants["standard"].scheduling, variants["fast"].scheduling) == (Scheduling.PRIORITY, Scheduling.FCFS)
+
+
+def test_a_variant_priced_by_its_replica_cost_gets_the_chargeback_of_its_speed():
+    def hourly(raw):
+        fast = raw["models"]["smollm2"]["variants"]["fast"]
+        del fast["price"]
+        fast["replica_cost"] = {"gpus": 4, "usd_per_gpu_hour": 3.0}
+
+    config = parse_config(demo_with(hourly))
+    variant = config.models["smollm2"].variants["fast"]
+    assert variant.price == ReplicaCost(4, 3.0).chargeback(variant.speed)
+    assert variant.price.input_per_mtok == pytest.approx(12.0 / 3600 / variant.speed.prefill_tokens_per_s * 1e6, rel=1e-3)
+
+
+@pytest.mark.parametrize("replica_cost", [None, {"gpus": 4, "usd_per_gpu_hour": 3.0}])
+def test_a_variant_needs_exactly_one_of_price_and_replica_cost(replica_cost):
+    def edit(raw):
+        fast = raw["models"]["smollm2"]["variants"]["fast"]
+        if replica_cost is None:
+            del fast["price"]
+        else:
+            fast["replica_cost"] = replica_cost
+
+    error = error_of(edit)
+    assert error.path == "models.smollm2.variants.fast"
+    assert "price" in str(error) and "replica_cost" in str(error)

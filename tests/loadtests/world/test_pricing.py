@@ -1,7 +1,8 @@
 import pytest
 
 from loadtests.replay.setup import parse_cluster
-from loadtests.world.pricing import CHARGEBACK_BATCH, ReplicaCost, chargeback_price, replica_cost
+from gateway.domain import CHARGEBACK_BATCH, ReplicaCost
+from loadtests.world.pricing import chargeback_price, replica_cost
 from loadtests.world.replica_sets import REPLICA_SETS
 from serving.sim.profile import load_profile
 
@@ -27,7 +28,7 @@ def test_the_chargeback_is_the_replica_time_a_token_uses():
 
 
 def test_speculation_that_yields_more_tokens_per_step_charges_less_per_token():
-    cost = ReplicaCost(gpus=4)
+    cost = ReplicaCost(gpus=4, usd_per_gpu_hour=3.0)
     base = chargeback_price(load_profile("h100-70b-bf16"), cost)
     eagle = chargeback_price(load_profile("h100-70b-eagle3"), cost)
     assert eagle.output_per_mtok < base.output_per_mtok
