@@ -11,7 +11,6 @@ its check), so ``jobs`` worker processes give the same results as one.
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import sys
 import time
@@ -23,7 +22,7 @@ from loadtests.capacity.search import Bounds, Fleet, Found, cheapest
 from loadtests.replay.cli import scrape_interval_s
 from loadtests.replay.report import summarize
 from loadtests.replay.seeds import interval
-from loadtests.replay.setup import Cluster, arrivals, check_tasks, policy_config
+from loadtests.replay.setup import Cluster, at_load, check_tasks, policy_config, window_arrivals
 from loadtests.replay.simulation import Replay
 from loadtests.replay.windows import Window
 from loadtests.scoring.traces import Arrival
@@ -80,20 +79,18 @@ class Replays:
     def __init__(self, spec: PlanSpec, policy: str, window: Window, seeds: int) -> None:
         self._spec, self._policy = spec, policy
         cluster = Cluster(spec.replicas, {v.name: 1 for v in spec.replicas.variants})
-        variants = [v.name for v in spec.replicas.variants]
-        self._seeds = tuple(self._prepare(cluster, window, k, variants) for k in range(seeds))
+        self._seeds = tuple(self._prepare(cluster, window, k) for k in range(seeds))
         self._duration_s = window.span_s / spec.rate_scale
         self._scrape_s = scrape_interval_s(policy)
 
-    def _prepare(self, cluster: Cluster, window: Window, index: int, variants: list[str]) -> _Seed:
+    def _prepare(self, cluster: Cluster, window: Window, index: int) -> _Seed:
         spec = self._spec
         seed = spec.seed + index
-        prior_error = PriorError.draw(variants, spec.prior_error, seed)
+        prior_error = cluster.prior_error(spec.prior_error, seed)
         # The window's requests at load 1, then sped up: a plan at any rate scale replays the same requests.
-        at_one = arrivals(spec.trace.split(","), window.span_s, 1.0, cluster, window.start_for(index))
+        at_one = window_arrivals(spec.trace.split(","), cluster, window, index)
         check_tasks(at_one, {self._policy: policy_config(cluster, self._policy, prior_error)})
-        schedule = tuple(dataclasses.replace(a, at_s=a.at_s / spec.rate_scale) for a in at_one)
-        return _Seed(seed, prior_error, schedule)
+        return _Seed(seed, prior_error, at_load(at_one, spec.rate_scale))
 
     @property
     def tasks(self) -> frozenset[str]:

@@ -121,12 +121,11 @@ def _prepare(args: argparse.Namespace, index: int) -> _SeedRun:
     """Seed ``args.seed + index``: the window shifted by ``index x --shift`` (``seeds.start_for``)."""
     from loadtests.replay.seeds import start_for
     from loadtests.replay.setup import arrivals, check_tasks, parse_cluster, policy_config
-    from loadtests.world.prior_error import PriorError
 
     seed = args.seed + index
     cluster = parse_cluster(args.replicas)
     policies = [p for p in COMPARED if p != args.policy] + [args.policy] if args.compare else [args.policy]
-    prior_error = PriorError.draw([v.name for v in cluster.replica_set.variants], args.prior_error, seed)
+    prior_error = cluster.prior_error(args.prior_error, seed)
     configs = {p: policy_config(cluster, p, prior_error) for p in policies}
     schedule = arrivals(args.trace.split(","), args.duration, args.rate_scale, cluster,
                         start_for(index, args.start, args.shift))

@@ -166,20 +166,18 @@ def diagnose(results: Sequence[RequestResult]) -> dict[str, Any]:
 
 def replay(replicas: str, policy: str, load: float, window: str, seed: int = 0, *,
            span_s: float | None = None) -> list[RequestResult]:
-    """One seed of ``policy`` on ``replicas`` at ``load`` over a named window (as a sweep runs it;
-    ``span_s``: only its first trace seconds)."""
-    from loadtests.replay.cli import scrape_interval_s
-    from loadtests.replay.setup import arrivals, parse_cluster, policy_config
-    from loadtests.replay.simulation import Replay
-    from loadtests.replay.windows import WINDOWS
-    from loadtests.world.prior_error import PriorError
+    """One seed of ``policy`` on ``replicas`` at ``load`` over a named window, exactly as a sweep
+    replays it (``span_s``: only the window's first trace seconds)."""
+    import dataclasses
 
-    cluster = parse_cluster(replicas)
+    from loadtests.replay.sweep import SeedWindow, SweepSpec
+    from loadtests.replay.windows import WINDOWS
+
     named = WINDOWS[window]
-    prior_error = PriorError.draw([v.name for v in cluster.replica_set.variants], 0.3, seed)
-    schedule = arrivals(["code", "conv"], (span_s or named.span_s) / load, load, cluster, named.start_for(seed))
-    config = policy_config(cluster, policy, prior_error)
-    return Replay(config, cluster.profiles(), seed=seed, scrape_interval_s=scrape_interval_s(policy)).run(schedule)
+    if span_s is not None:
+        named = dataclasses.replace(named, span_s=span_s)
+    spec = SweepSpec("code,conv", replicas, (policy,), named, seeds=seed + 1, prior_error=0.3)
+    return SeedWindow.prepare(spec, policy, seed).results(load)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -14,6 +15,9 @@ from loadtests.world.policies import duet_config
 from loadtests.world.prior_error import PriorError
 from loadtests.world.replica_sets import REPLICA_SETS, ReplicaSet
 from serving.sim.profile import Profile, load_profile
+
+if TYPE_CHECKING:
+    from loadtests.replay.windows import Window
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,10 @@ class Cluster:
     def parity(self) -> dict[str, frozenset[str] | None]:
         """variant -> the task types parity allows on it (None: all): what every policy is scored by."""
         return {v.name: None if v.allowed_tasks is None else frozenset(v.allowed_tasks) for v in self.replica_set.variants}
+
+    def prior_error(self, fraction: float, seed: int) -> PriorError:
+        """The speed priors' error of ``seed``, per variant (``PriorError.draw``)."""
+        return PriorError.draw([v.name for v in self.replica_set.variants], fraction, seed)
 
     def fleet(self, seconds: float) -> dict[str, float | None]:
         """What this fixed fleet costs for ``seconds``: replica-hours, and their bill in USD (None
@@ -85,3 +93,14 @@ def check_tasks(schedule: Sequence[Arrival], configs: Mapping[str, DuetConfig]) 
             if task not in config.policy.tasks:
                 raise ValueError(f"task '{task}' (from --trace) is not a task type of policy '{name}' "
                                  f"(known: {', '.join(sorted(config.policy.tasks))}); name one as TASK=PATH")
+
+
+def window_arrivals(traces: Sequence[str], cluster: Cluster, window: Window, seed_index: int) -> tuple[Arrival, ...]:
+    """Seed ``seed_index``'s window of ``traces`` at load 1: its trace seconds as they came."""
+    return arrivals(traces, window.span_s, 1.0, cluster, window.start_for(seed_index))
+
+
+def at_load(schedule: Sequence[Arrival], load: float) -> tuple[Arrival, ...]:
+    """``schedule`` arriving ``load`` times as fast: the same requests (exactly ``replay_arrivals``
+    with ``rate_scale=load`` over the window's trace seconds), so every load replays one window."""
+    return tuple(replace(a, at_s=a.at_s / load) for a in schedule)

@@ -10,17 +10,20 @@ One task is one policy on one seed, so ``jobs`` worker processes give the same r
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadtests.replay import search as searching
 from loadtests.replay.knee import Crossing, crossing
 from loadtests.replay.sla import ConstraintSet, measure
 from loadtests.replay.windows import Window
+from loadtests.world.policies import policy_name
+
+if TYPE_CHECKING:
+    from loadtests.replay.simulation import RequestResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,7 @@ def run_tasks(tasks: Sequence[Task], jobs: int = 1) -> list[TaskResult]:
 
 def run_task(task: Task) -> TaskResult:
     """Replays the task's loads (a grid) or searches (one per constraint set, sharing replays)."""
-    seed = _Seed.prepare(task.spec, task.policy, task.seed_index)
+    seed = SeedWindow.prepare(task.spec, task.policy, task.seed_index)
     keys = tuple(dict.fromkeys(k for s in task.sets for k in s.keys))
     done: dict[float, Point] = {}
 
@@ -113,7 +116,7 @@ def trial(point: Point, constraint_set: ConstraintSet) -> searching.Trial:
 
 
 @dataclass(frozen=True, slots=True)
-class _Seed:
+class SeedWindow:
     """One policy on one seed's window, ready to replay at any load."""
 
     spec: SweepSpec
@@ -124,31 +127,33 @@ class _Seed:
     schedule: tuple[Any, ...]  # the window's arrivals at load 1
 
     @classmethod
-    def prepare(cls, spec: SweepSpec, policy: str, seed_index: int) -> _Seed:
-        from loadtests.replay.setup import arrivals, check_tasks, parse_cluster, policy_config
-        from loadtests.world.prior_error import PriorError
+    def prepare(cls, spec: SweepSpec, policy: str, seed_index: int) -> SeedWindow:
+        from loadtests.replay.setup import check_tasks, parse_cluster, policy_config, window_arrivals
 
         seed = spec.seed + seed_index
         cluster = parse_cluster(spec.replicas)
-        prior_error = PriorError.draw([v.name for v in cluster.replica_set.variants], spec.prior_error, seed)
-        config = policy_config(cluster, policy, prior_error)
-        schedule = arrivals(spec.trace.split(","), spec.window.span_s, 1.0, cluster, spec.window.start_for(seed_index))
+        config = policy_config(cluster, policy, cluster.prior_error(spec.prior_error, seed))
+        schedule = window_arrivals(spec.trace.split(","), cluster, spec.window, seed_index)
         check_tasks(schedule, {policy: config})
         return cls(spec, policy, seed, cluster, config, schedule)
 
-    def replay(self, load: float, keys: Sequence[str]) -> Point:
+    def results(self, load: float) -> list[RequestResult]:
+        """Every request of the window replayed at ``load``."""
         from loadtests.replay.cli import scrape_interval_s
-        from loadtests.replay.report import summarize
+        from loadtests.replay.setup import at_load
         from loadtests.replay.simulation import Replay
 
-        # Exactly replay_arrivals(..., rate_scale=load): trace offsets divided by the speed.
-        schedule = [dataclasses.replace(a, at_s=a.at_s / load) for a in self.schedule]
+        return Replay(self.config, self.cluster.profiles(), seed=self.seed, forced_length=self.spec.forced_length,
+                      length_quantile=self.spec.length_quantile,
+                      scrape_interval_s=scrape_interval_s(self.policy)).run(at_load(self.schedule, load))
+
+    def replay(self, load: float, keys: Sequence[str]) -> Point:
+        from loadtests.replay.report import summarize
+
+        results = self.results(load)
         duration = self.spec.window.span_s / load
-        results = Replay(self.config, self.cluster.profiles(), seed=self.seed, forced_length=self.spec.forced_length,
-                         length_quantile=self.spec.length_quantile,
-                         scrape_interval_s=scrape_interval_s(self.policy)).run(schedule)
         s = summarize(results, duration, self.cluster.parity)
-        print(f"  {_name(self.policy)} seed {self.seed} x{load:g}: {s['good_fraction']:.2%} good", file=sys.stderr)
+        print(f"  {policy_name(self.policy)} seed {self.seed} x{load:g}: {s['good_fraction']:.2%} good", file=sys.stderr)
         return Point(load, s["requests"], round(duration, 3), s["good_fraction"], s["slo_attainment"], s["rejected"],
                      s["quality_misses"], s["cost_usd"], measure([k for k in keys if k != "good_fraction"], results,
                                                                  s["good_fraction"]))
@@ -158,6 +163,3 @@ def grid_crossing(points: Sequence[Point], level: float) -> Crossing:
     """Goodput at ``level`` good for one seed's grid."""
     return crossing([p.load for p in points], [p.good_fraction for p in points], level)
 
-
-def _name(policy: str) -> str:
-    return policy.rsplit("/", 1)[-1].removesuffix(".yaml")

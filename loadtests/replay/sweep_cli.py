@@ -72,7 +72,8 @@ def _sweep(args: argparse.Namespace, sets: tuple[Any, ...]) -> dict[str, Any]:
     from loadtests.replay.search import Bracket
     from loadtests.replay.sla import DEFAULT_LEVELS, good_share_at_least
     from loadtests.replay.sweep import SweepSpec, Task, run_tasks
-    from loadtests.replay.sweep_results import assemble, merge, policy_name
+    from loadtests.replay.sweep_results import assemble, merge
+    from loadtests.world.policies import policy_name
 
     if args.sweep and args.sweep_search:
         raise ValueError("--sweep and --sweep-search: choose one")

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadtests.replay.sweep_results import DUET_POLICIES, compare
+from loadtests.replay.sweep_results import DUET_POLICIES, compare, subject
 from loadtests.sections.section import Headline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,12 +85,12 @@ def trailing(result: Mapping[str, Any]) -> list[tuple[float, float, float]]:
     than that load's interval (the larger of the two 95% half-widths): (load, points behind,
     interval in points). Empty without a Duet policy or a baseline."""
     grid = result["grid"]
-    subject = next((name for name in DUET_POLICIES if name in grid), None)
+    duet = subject(grid)
     baselines = [name for name in grid if name not in DUET_POLICIES]
-    if subject is None or not baselines:
+    if duet is None or not baselines:
         return []
     behind = []
-    for k, ours in enumerate(grid[subject]):
+    for k, ours in enumerate(grid[duet]):
         best = max((grid[name][k] for name in baselines), key=lambda row: row["good_fraction"])
         gap, width = best["good_fraction"] - ours["good_fraction"], max(best["ci95"] or 0.0, ours["ci95"] or 0.0)
         if gap > width:
@@ -124,7 +124,7 @@ def crossing_table(result: Mapping[str, Any]) -> str:
         comparison = compare(entry)
         for policy, c in entry["policies"].items():
             best = comparison is not None and comparison["best_baseline"] == policy
-            ratio = ratio_cell(comparison["ratio"]) if best else ""
+            ratio = ratio_cell(comparison["ratio"]) if comparison is not None and best else ""
             name = f"{policy} (best baseline)" if best else policy
             lines.append(f"| {entry['constraint']} | {name} | {load_cell(c['load'])} | {load_cell(c['rate_rps'], unit='')} | "
                          f"{ratio} |")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from loadtests.replay import search as searching
@@ -29,6 +29,7 @@ from loadtests.replay.knee import Crossing, estimate, ratio
 from loadtests.replay.seeds import interval
 from loadtests.replay.sla import ConstraintSet, good_share_at_least
 from loadtests.replay.sweep import Point, SweepSpec, TaskResult, grid_crossing, trial
+from loadtests.world.policies import policy_name
 
 DUET = "duet"
 # Duet's policies, subject first: on a fixed fleet (what a sweep holds) Duet runs its fixed-fleet
@@ -103,17 +104,23 @@ def _crossing_entry(constraint: str, level: float | None, runs: Mapping[str, Seq
     return {"constraint": constraint, "level": level, "policies": policies, "comparison": _comparison(runs)}
 
 
+def subject(policies: Iterable[str]) -> str | None:
+    """The Duet policy a sweep judges among ``policies``: the first of ``DUET_POLICIES`` that ran."""
+    ran = set(policies)
+    return next((name for name in DUET_POLICIES if name in ran), None)
+
+
 def _comparison(runs: Mapping[str, Sequence[Crossing]]) -> dict[str, Any] | None:
-    """Duet's crossing (its first policy in ``DUET_POLICIES`` that ran) over the best baseline's
-    (the one with the highest mean), seed by seed."""
-    subject = next((name for name in DUET_POLICIES if name in runs), None)
+    """Duet's crossing (``subject``) over the best baseline's (the one with the highest mean),
+    seed by seed."""
+    subject_ = subject(runs)
     baselines = {name: estimate(c) for name, c in runs.items() if name not in DUET_POLICIES}
     known = {name: e.mean for name, e in baselines.items() if e.mean is not None}
-    if subject is None or not known:
+    if subject_ is None or not known:
         return None
     best = max(known, key=lambda name: known[name] or 0.0)
-    ratios = [ratio(ours, theirs) for ours, theirs in zip(runs[subject], runs[best], strict=True)]
-    return {"subject": subject, "best_baseline": best, "ratio": estimate(ratios).as_dict(),
+    ratios = [ratio(ours, theirs) for ours, theirs in zip(runs[subject_], runs[best], strict=True)]
+    return {"subject": subject_, "best_baseline": best, "ratio": estimate(ratios).as_dict(),
             "runs": [_run(r) for r in ratios]}
 
 
@@ -160,15 +167,12 @@ def _length_mode(spec: SweepSpec) -> str:
     return "learned (max_tokens only)" + ("" if quantile == 0.5 else f", planned at its p{quantile * 100:g}")
 
 
-def policy_name(policy: str) -> str:
-    return policy.rsplit("/", 1)[-1].removesuffix(".yaml")
-
 
 def merge(written: Mapping[str, Any], fresh: Mapping[str, Any], policies: Sequence[str]) -> dict[str, Any]:
     """``written`` (a results file) with ``policies``' grid rows and crossings taken from
     ``fresh`` (the same sweep, replayed for those policies only), and every comparison redone.
     Replays are deterministic, so the other policies' results stand as written."""
-    merged = json.loads(json.dumps(written))
+    merged: dict[str, Any] = json.loads(json.dumps(written))
     for name in policies:
         if "grid" in fresh:
             merged["grid"][name] = fresh["grid"][name]

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gateway.flow import Price, ReplicaCost
-from loadtests.world.pricing import H100_USD_PER_GPU_HOUR, variant_pricing
+from loadtests.world.pricing import replica_cost, variant_pricing
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +55,14 @@ class ReplicaSet:
         """What ``counts`` replicas per variant cost for ``seconds``, busy or idle (None when a
         variant has no replica cost)."""
         costs = {v.name: v.cost for v in self.variants}
-        if any(costs[name] is None for name, n in counts.items() if n):
-            return None
-        return sum(costs[name].fleet_usd(n, seconds) for name, n in counts.items() if n)  # type: ignore[union-attr]
+        total = 0.0
+        for name, n in counts.items():
+            if not n:
+                continue
+            if (cost := costs[name]) is None:
+                return None
+            total += cost.fleet_usd(n, seconds)
+        return total
 
 
 # Parity of the quantized fast variants, as the H100 deployment states FP8's
@@ -66,7 +71,6 @@ class ReplicaSet:
 # (docs/parity-real) refuse long-context on int8 and bnb4 too. Speculative decoding verifies every
 # draft with the target model: lossless against its own weights, so parity allows every task.
 QUANTIZED_PARITY = ("chat", "coding", "agent", "extraction")
-_H100 = ReplicaCost(gpus=4, usd_per_gpu_hour=H100_USD_PER_GPU_HOUR)
 
 # Every H100 replica costs the same per hour (``pricing``). The h100-70b per-token chargeback is the
 # list it had before GPU-hour pricing (USD per 1M tokens, in proportion to each variant's GPU time
@@ -76,9 +80,9 @@ REPLICA_SETS: Mapping[str, ReplicaSet] = {
     # The model is named neutrally: LiteLLM fetches a Llama 3 tokenizer from the Hugging Face hub for
     # any model whose name says "llama-3" (no hub here: each request then stalls on its retries).
     "h100-70b": ReplicaSet("h100-70b", "duet-70b", (
-        VariantSpec("standard", "full", "h100-70b-bf16", Price(0.60, 1.20), cost=_H100),
+        VariantSpec("standard", "full", "h100-70b-bf16", Price(0.60, 1.20), cost=replica_cost("h100-70b-bf16")),
         VariantSpec("fast", "quantized", "h100-70b-fp8", Price(0.35, 0.75), allowed_tasks=QUANTIZED_PARITY,
-                    cost=_H100),
+                    cost=replica_cost("h100-70b-fp8")),
     ), max_context=32768),
     # The pairings that trade off (issue #26): each fast variant wins somewhere and loses elsewhere.
     # W4A16 (Marlin): faster than bf16 for one request, slower in large decode batches.
