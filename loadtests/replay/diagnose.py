@@ -18,6 +18,7 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from loadtests.replay.simulation import RequestResult
@@ -28,6 +29,7 @@ BANDS = ((0.0, "under 30%"), (0.3, "30-70%"), (0.7, "70-100%"))
 # A request in flight with a TPOT target and at most this many output tokens is one a prompt's
 # prefill can push past its budget: a short answer has few steps to spread a stall over.
 SHORT_ANSWER_TOKENS = 32
+RESULTS_DIR = Path(__file__).resolve().parents[2] / "docs" / "results" / "knee"
 
 
 def band(utilisation: float) -> str:
@@ -188,10 +190,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--window", default="tuning", choices=("tuning", "heldout"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--span", type=float, help="only the window's first trace seconds")
+    parser.add_argument("--out", help="also write the diagnosis, with the command, to this file "
+                                      "(docs/results/knee/diagnosis-*.json are rendered into docs/routing.md)")
     args = parser.parse_args(argv)
     results = replay(args.replicas, args.policy, args.load, args.window, args.seed, span_s=args.span)
-    print(json.dumps(diagnose(results), indent=1))
+    found = {"command": command(args), "replicas": args.replicas, "policy": args.policy, "load": args.load,
+             "window": args.window, "seed": args.seed, **diagnose(results)}
+    print(json.dumps(found, indent=1))
+    if args.out:
+        with open(args.out, "w") as handle:
+            json.dump(found, handle, indent=1)
+            handle.write("\n")
     return 0
+
+
+def command(args: argparse.Namespace) -> str:
+    span = f" --span {args.span:g}" if args.span else ""
+    return (f"python -m loadtests.replay.diagnose --replicas {args.replicas} --policy {args.policy} --load {args.load:g} "
+            f"--window {args.window} --seed {args.seed}{span}")
+
+
+def render(found: Sequence[Mapping[str, Any]]) -> str:
+    """The diagnosis section of docs/routing.md: per committed diagnosis, the lost requests by
+    kind, how many TPOT misses placement could have spared, and the step model's error by band."""
+    parts = []
+    for d in found:
+        stalls_ = d["stalls"]
+        share = stalls_["avoidable"] / max(1, stalls_["tpot_misses"])
+        many = sum(n for k, n in stalls_["stalling_prompts"].items() if int(k) >= 6)
+        parts += [f"`{d['command']}`: {d['requests']} requests, {d['good_fraction']:.2%} good.", "",
+                  "| lost requests (task / variant / missed) | count |", "|---|---|",
+                  *[f"| {key} | {n} |" for key, n in d["misses"].items()], "",
+                  f"TPOT misses: {stalls_['tpot_misses']}; {many} of them saw 6 or more prompts dispatched to their "
+                  f"replica while they ran; {stalls_['avoidable']} ({share:.0%}) could have been spared by placement "
+                  "alone (every such prompt had, when it was routed, another replica with no short answer in flight).", "",
+                  "| step model (told the true length) / prefill utilisation | requests | TTFT error, median | "
+                  "\\|TTFT error\\|, median | TPOT error, median | \\|TPOT error\\|, median |",
+                  "|---|---|---|---|---|---|",
+                  *[f"| {key} | {e['count']} | {e['ttft_median']:+.0%} | {e['ttft_abs_median']:.0%} | "
+                    f"{e['tpot_median']:+.0%} | {e['tpot_abs_median']:.0%} |" for key, e in d["step_model_error"].items()],
+                  ""]
+    return "\n".join(parts).rstrip() or "No diagnosis committed yet."
+
+
+def load(results_dir: Path = RESULTS_DIR) -> list[dict[str, Any]]:
+    """Every committed diagnosis (``docs/results/knee/diagnosis-*.json``), by file name."""
+    return [json.loads(p.read_text()) for p in sorted(results_dir.glob("diagnosis-*.json"))]
 
 
 if __name__ == "__main__":

@@ -26,8 +26,10 @@ TRADE_OFF_GOAL = 1.2
 
 
 def load(results_dir: Path = RESULTS_DIR) -> list[tuple[str, dict[str, Any]]]:
-    """(stem, result) for every results file, by name."""
-    return [(path.stem, json.loads(path.read_text())) for path in sorted(results_dir.glob("*.json"))]
+    """(stem, result) for every sweep's results file, by name (the diagnoses beside them are
+    ``loadtests.replay.diagnose``'s)."""
+    return [(path.stem, json.loads(path.read_text())) for path in sorted(results_dir.glob("*.json"))
+            if not path.stem.startswith("diagnosis-")]
 
 
 def goal(result: Mapping[str, Any]) -> float:

@@ -27,6 +27,7 @@ from loadtests.benchmarks.vllm_cpu import benchmarks_section as vllm_cpu
 from loadtests.capacity import render as capacity
 from loadtests.capacity import results as capacity_plans
 from loadtests.real import calibration_render as calibration
+from loadtests.replay import diagnose as knee_diagnosis
 from loadtests.replay import results as replay
 from loadtests.replay import sweep_docs as knee_sweep
 from loadtests.sections import headlines, summary
@@ -55,6 +56,8 @@ SECTIONS: tuple[Section, ...] = (
             lambda: replay.render(replay.load())),
     Section("knee-sweep", BENCHMARKS, "docs/results/knee/*.json", lambda: knee_sweep.render(knee_sweep.load()),
             knee_sweep.headline),
+    Section("knee-diagnosis", ROUTING, "docs/results/knee/diagnosis-*.json",
+            lambda: knee_diagnosis.render(knee_diagnosis.load())),
     Section("capacity", BENCHMARKS, "docs/results/capacity/*.json", lambda: capacity.render(capacity_plans.load()),
             lambda: capacity.headline(capacity_plans.load())),
     Section("bench-variants", BENCHMARKS, "docs/results/bench-variants.json",

@@ -4,7 +4,7 @@ prefill utilisation on every pairing (issue #26: measured and bounded)."""
 import pytest
 
 from gateway.flow import Budget, Prediction
-from loadtests.replay.diagnose import band, miss_kind, misses, replay, stalls, step_model_errors
+from loadtests.replay.diagnose import band, miss_kind, misses, render, replay, stalls, step_model_errors
 from loadtests.replay.simulation import RequestResult
 
 BUDGET = Budget(ttft_ms=1000, tpot_ms=50)
@@ -73,3 +73,16 @@ def test_the_step_model_at_70_to_100_percent_prefill_utilisation(replicas):
     tpot = sum(e.tpot_median * e.count for e in busy) / count
     assert abs(ttft) <= 0.25
     assert -0.8 <= tpot <= 0.0
+
+
+def test_a_committed_diagnosis_renders_its_misses_stalls_and_errors():
+    found = {"command": "python -m loadtests.replay.diagnose ...", "requests": 100, "good_fraction": 0.9,
+             "misses": {"coding / fast / tpot": 8}, "stalls": {"tpot_misses": 8, "avoidable": 2,
+                                                               "stalling_prompts": {"1": 2, "6": 6}},
+             "step_model_error": {"fast / 70-100%": {"count": 5, "ttft_median": -0.04, "ttft_abs_median": 0.1,
+                                                     "tpot_median": -0.35, "tpot_abs_median": 0.35}}}
+    text = render([found])
+    assert "| coding / fast / tpot | 8 |" in text
+    assert "TPOT misses: 8; 6 of them saw 6 or more prompts" in text and "2 (25%) could have been spared" in text
+    assert "| fast / 70-100% | 5 | -4% | 10% | -35% | 35% |" in text
+    assert render([]) == "No diagnosis committed yet."
