@@ -54,6 +54,11 @@ def test_routing_imports_only_the_vocabulary():
                                    or _within(dst, *VOCABULARY, "gateway.routing"))] == []
 
 
+def test_autoscaling_imports_only_the_vocabulary():
+    assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.scaling")
+                                   or _within(dst, *VOCABULARY, "gateway.scaling"))] == []
+
+
 def test_replica_state_imports_only_the_vocabulary():
     assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.state")
                                    or _within(dst, *VOCABULARY, "gateway.state"))] == []

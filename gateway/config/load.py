@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import yaml
@@ -42,6 +43,7 @@ from gateway.errors import ConfigError
 from gateway.routing.registry import PLUGIN_TYPES, PluginKind
 from gateway.routing.rollout import ROLLOUT_STAGE
 from gateway.routing.router import RoutingProfile, WeightedScorer
+from gateway.scaling import Autoscaling
 
 
 def load_config(path: str | Path) -> DuetConfig:
@@ -172,7 +174,25 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
             raise ConfigError(f"models.{name}.embedding_variants.{i}",
                               f"unknown variant '{variant_name}' (known: {sorted(variants)})")
     return ModelSpec(name, variants, tuple(replicas), tokenizer, _pins(name, variants), ca_bundles,
-                     frozenset(section.embedding_variants))
+                     frozenset(section.embedding_variants), _autoscaling(section.autoscaling, variants,
+                                                                         f"models.{name}.autoscaling"))
+
+
+def _autoscaling(section: schema.AutoscalingSection | None, variants: Mapping[str, Variant],
+                 path: str) -> Autoscaling | None:
+    if section is None:
+        return None
+    for variant_name in section.min_replicas:
+        if variant_name not in variants:
+            raise ConfigError(f"{path}.min_replicas.{variant_name}", f"unknown variant (known: {sorted(variants)})")
+    if section.rate_window_s < section.scrape_interval_s:
+        raise ConfigError(f"{path}.rate_window_s", f"shorter than scrape_interval_s ({section.scrape_interval_s:g} s)")
+    for variant_name, low in section.min_replicas.items():
+        if low > section.max_replicas:
+            raise ConfigError(f"{path}.min_replicas.{variant_name}", f"above max_replicas ({section.max_replicas})")
+    return Autoscaling(section.autoscaler, section.utilisation, section.scrape_interval_s, section.rate_window_s,
+                       section.scale_down_stabilization_s, section.max_replicas,
+                       MappingProxyType(dict(section.min_replicas)))
 
 
 def _ca_bundle(written: str, source: str, path: str) -> str:

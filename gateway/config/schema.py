@@ -16,6 +16,7 @@ from gateway.config.online_parity import OnlineParitySection
 from gateway.config.policy import PrefixCacheSettings, SessionSettings, TaskDefaults
 from gateway.config.types import AccessSettings, BreakerSettings, KubernetesDiscovery, ServerSettings, StateSettings
 from gateway.domain import SpeedPrior
+from gateway.scaling import Autoscaling
 
 
 def default_of(settings: type, name: str) -> Any:
@@ -228,11 +229,27 @@ class HfTokenizer(Strict):
     hf_tokenizer_json: str
 
 
+class AutoscalingSection(Strict):
+    """The model's autoscaling (gateway.scaling.Autoscaling says what each setting does)."""
+
+    autoscaler: Literal["hpa", "keda"] = default_of(Autoscaling, "autoscaler")
+    utilisation: Annotated[float, Field(gt=0, le=1)] = default_of(Autoscaling, "utilisation")
+    scrape_interval_s: PositiveFloat = default_of(Autoscaling, "scrape_interval_s")
+    rate_window_s: PositiveFloat = default_of(Autoscaling, "rate_window_s")
+    scale_down_stabilization_s: Annotated[float, Field(ge=0, le=3600)] = default_of(
+        Autoscaling, "scale_down_stabilization_s")
+    max_replicas: PositiveInt = default_of(Autoscaling, "max_replicas")
+    min_replicas: dict[Name, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+
+
 class ModelSection(Strict):
     tokenizer: Literal["approx"] | HfTokenizer = "approx"
     variants: dict[Name, VariantSection] = Field(min_length=1)
     # The variants that serve /v1/embeddings, and only that; none: every variant may embed.
     embedding_variants: list[Name] = Field(default_factory=list)
+    # Absent: every variant runs its fixed replica_count; present: the gateway exports the
+    # replicas each variant needs and `duet deploy render` scales it on them.
+    autoscaling: AutoscalingSection | None = None
 
 
 class TaskSection(Strict):

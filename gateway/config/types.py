@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from gateway.config.online_parity import OFF, OnlineParitySettings
 from gateway.config.policy import Policy
 from gateway.domain import Priority, Replica, RolloutStage, Variant
+from gateway.scaling import Autoscaling
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +107,8 @@ class ModelSpec:
     ca_bundles: Mapping[str, str] = field(default_factory=dict)
     # The variants kept for /v1/embeddings (empty: every variant serves every endpoint).
     embedding_variants: frozenset[str] = frozenset()
+    # None: fixed replica counts, no desired-replicas gauge.
+    autoscaling: Autoscaling | None = None
 
     def variant_of(self, replica: Replica) -> Variant:
         return self.variants[replica.variant]

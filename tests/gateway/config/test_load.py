@@ -47,6 +47,10 @@ ERROR_CASES = [
     ("unknown default profile", lambda r: r["routing"].update(default_profile="x"), "routing.default_profile", "undefined profile"),
     ("unknown embedding variant", lambda r: r["models"]["smollm2"].update(embedding_variants=["fast", "embed"]), "models.smollm2.embedding_variants.1", "unknown variant 'embed'"),
     ("unknown scheduling", lambda r: r["models"]["smollm2"]["variants"]["fast"].update(scheduling="lifo"), "models.smollm2.variants.fast.scheduling", "'fcfs' or 'priority'"),
+    ("autoscaling: unknown autoscaler", lambda r: r["models"]["smollm2"].update(autoscaling={"autoscaler": "vpa"}), "models.smollm2.autoscaling.autoscaler", "'hpa' or 'keda'"),
+    ("autoscaling: floor of an unknown variant", lambda r: r["models"]["smollm2"].update(autoscaling={"min_replicas": {"turbo": 1}}), "models.smollm2.autoscaling.min_replicas.turbo", "unknown variant"),
+    ("autoscaling: rate window under a scrape", lambda r: r["models"]["smollm2"].update(autoscaling={"scrape_interval_s": 30, "rate_window_s": 10}), "models.smollm2.autoscaling.rate_window_s", "shorter than scrape_interval_s"),
+    ("autoscaling: floor above the ceiling", lambda r: r["models"]["smollm2"].update(autoscaling={"max_replicas": 2, "min_replicas": {"fast": 3}}), "models.smollm2.autoscaling.min_replicas.fast", "above max_replicas"),
     ("duplicate served name", lambda r: r["models"]["smollm2"]["variants"]["fast"].update(served_model_name="smollm2-standard"), "models.smollm2.variants.fast.served_model_name", "also used"),
 ]
 
@@ -122,3 +126,13 @@ def test_a_variant_needs_exactly_one_of_price_and_replica_cost(replica_cost):
     error = error_of(edit)
     assert error.path == "models.smollm2.variants.fast"
     assert "price" in str(error) and "replica_cost" in str(error)
+
+
+def test_autoscaling_is_off_unless_configured_and_read_when_it_is():
+    assert parse_config(demo_with(lambda r: None)).models["smollm2"].autoscaling is None
+    config = parse_config(demo_with(lambda r: r["models"]["smollm2"].update(
+        autoscaling={"autoscaler": "keda", "utilisation": 0.6, "min_replicas": {"standard": 2}})))
+    autoscaling = config.models["smollm2"].autoscaling
+    assert autoscaling is not None
+    assert (autoscaling.autoscaler, autoscaling.utilisation, dict(autoscaling.min_replicas)) == ("keda", 0.6, {"standard": 2})
+    assert (autoscaling.scrape_interval_s, autoscaling.scale_down_stabilization_s) == (15.0, 300.0)

@@ -1,0 +1,8 @@
+"""Autoscaling: how many replicas of each variant the traffic needs now (the gauge
+``duet_desired_replicas{model, variant}`` an HPA or a KEDA ScaledObject scales each variant's
+Deployment on). Pure and synchronous, like routing: it imports only the vocabulary
+(``gateway.domain``) and itself, so the replay's autoscaled fleet runs the same arithmetic."""
+
+from gateway.scaling.policy import Autoscaling
+
+__all__ = ["Autoscaling"]

@@ -1,0 +1,46 @@
+"""One model's autoscaling settings (``models.<name>.autoscaling`` in duet.yaml)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+AUTOSCALERS = ("hpa", "keda")
+
+
+@dataclass(frozen=True, slots=True)
+class Autoscaling:
+    """How the gateway sizes a model's variants and what ``duet deploy render`` scales them with.
+
+    ``autoscaler``: ``hpa`` (an HPA per variant on the gauge as an External metric, served by
+    prometheus-adapter) or ``keda`` (a KEDA ScaledObject per variant with a Prometheus trigger);
+    one of the two, since both installed fight over the same Deployment.
+    ``utilisation``: the share of a replica's capacity at the SLOs the fleet is sized to use (the
+    rest is headroom); ``duet plan --write-config`` sets it from the fleet it found.
+    ``scrape_interval_s``: how often Prometheus reads the gauge; demand is measured over this
+    window too, so a rise in traffic shows in the next scrape.
+    ``rate_window_s``: the longer window demand is also measured over; the gauge reads the higher
+    of the two rates, so a burst raises it at once and a lull lowers it only after this long.
+    ``scale_down_stabilization_s``: the autoscaler keeps the highest desired count of this
+    window before removing replicas (the HPA's ``stabilizationWindowSeconds``, default 300 s).
+    ``max_replicas``: per variant. ``min_replicas``: per variant, raised to one for a variant
+    parity makes the only home of some task type.
+    """
+
+    autoscaler: str = "hpa"
+    utilisation: float = 0.7
+    scrape_interval_s: float = 15.0
+    rate_window_s: float = 120.0
+    scale_down_stabilization_s: float = 300.0
+    max_replicas: int = 16
+    min_replicas: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        if self.autoscaler not in AUTOSCALERS:
+            raise ValueError(f"autoscaler '{self.autoscaler}': one of {', '.join(AUTOSCALERS)}")
+        if not 0 < self.utilisation <= 1:
+            raise ValueError(f"utilisation {self.utilisation}: in (0, 1]")
+        if self.rate_window_s < self.scrape_interval_s:
+            raise ValueError(f"rate_window_s {self.rate_window_s} is shorter than scrape_interval_s "
+                             f"{self.scrape_interval_s}")
