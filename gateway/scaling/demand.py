@@ -1,0 +1,82 @@
+"""What traffic a model gets: arrivals per task type over a window, with their mean prompt and
+answer, counted in one-second buckets (memory bounded by the longest window, not the rate)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDemand:
+    """One task type's traffic over a window: arrivals per second, their mean prompt tokens, and
+    the mean answer of the requests that finished in it (None: none did yet)."""
+
+    rate_per_s: float
+    prompt_tokens: float
+    output_tokens: float | None = None
+
+
+class _Bucket:
+    __slots__ = ("answered", "arrivals", "output_tokens", "prompt_tokens")
+
+    def __init__(self) -> None:
+        self.arrivals = self.prompt_tokens = self.answered = self.output_tokens = 0
+
+
+class DemandMeter:
+    """Arrivals and answers per task type for the last ``horizon_s`` seconds. One per model, held
+    by whoever owns the model's traffic (the gateway's runtime, a replay); the caller passes the
+    time, so the meter runs in wall or virtual time alike."""
+
+    def __init__(self, horizon_s: float, started_s: float, bucket_s: float = 1.0) -> None:
+        if horizon_s <= 0 or bucket_s <= 0:
+            raise ValueError("horizon_s and bucket_s must be > 0")
+        self._horizon_s, self._bucket_s, self._started_s = horizon_s, bucket_s, started_s
+        self._buckets: dict[int, dict[str, _Bucket]] = {}
+
+    def arrived(self, task: str, prompt_tokens: int, now: float) -> None:
+        bucket = self._bucket(task, now)
+        bucket.arrivals += 1
+        bucket.prompt_tokens += prompt_tokens
+
+    def answered(self, task: str, output_tokens: int, now: float) -> None:
+        bucket = self._bucket(task, now)
+        bucket.answered += 1
+        bucket.output_tokens += output_tokens
+
+    def demand(self, now: float, window_s: float) -> dict[str, TaskDemand]:
+        """Each task type's demand over the last ``window_s`` seconds (at most the horizon; at
+        most the time since the meter started, so a young gateway does not under-count)."""
+        span_s = min(window_s, self._horizon_s, now - self._started_s)
+        # Whole buckets inside the window, the current one up to now: divided by the time they cover.
+        first = min(self._index(now - span_s) + 1, self._index(now))
+        span_s = max(now - first * self._bucket_s, self._bucket_s)
+        totals: dict[str, list[int]] = {}
+        for index, tasks in self._buckets.items():
+            if index < first:
+                continue
+            for task, b in tasks.items():
+                total = totals.setdefault(task, [0, 0, 0, 0])
+                total[0] += b.arrivals
+                total[1] += b.prompt_tokens
+                total[2] += b.answered
+                total[3] += b.output_tokens
+        return {task: TaskDemand(arrivals / span_s, prompt / arrivals if arrivals else 0.0,
+                                 output / answered if answered else None)
+                for task, (arrivals, prompt, answered, output) in sorted(totals.items()) if arrivals or answered}
+
+    def _bucket(self, task: str, now: float) -> _Bucket:
+        index = self._index(now)
+        if index not in self._buckets:
+            self._prune(index)
+            self._buckets[index] = {}
+        return self._buckets[index].setdefault(task, _Bucket())
+
+    def _prune(self, newest: int) -> None:
+        oldest = newest - math.ceil(self._horizon_s / self._bucket_s)
+        for index in [i for i in self._buckets if i < oldest]:
+            del self._buckets[index]
+
+    def _index(self, at_s: float) -> int:
+        return math.floor(at_s / self._bucket_s)

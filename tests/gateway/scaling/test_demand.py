@@ -1,0 +1,45 @@
+"""The demand meter: per-task rates over a window, in any clock."""
+
+import pytest
+
+from gateway.scaling import DemandMeter
+
+
+def steady(meter, task, rate_per_s, start_s, end_s, prompt=100):
+    at, gap = start_s, 1.0 / rate_per_s
+    while at < end_s:
+        meter.arrived(task, prompt, at)
+        at += gap
+
+
+def test_a_steady_rate_reads_as_itself_with_its_mean_prompt():
+    meter = DemandMeter(horizon_s=120, started_s=0)
+    steady(meter, "chat", 4.0, 0.0, 60.0)
+    demand = meter.demand(60.0, 30.0)["chat"]
+    assert demand.rate_per_s == pytest.approx(4.0, rel=0.05)
+    assert demand.prompt_tokens == 100
+    assert demand.output_tokens is None
+
+
+def test_a_rate_step_shows_fully_in_the_window_one_scrape_after_it():
+    meter = DemandMeter(horizon_s=120, started_s=0)
+    steady(meter, "chat", 2.0, 0.0, 100.0)
+    steady(meter, "chat", 10.0, 100.0, 115.0)
+    assert meter.demand(115.0, 15.0)["chat"].rate_per_s == pytest.approx(10.0, rel=0.05)
+    assert meter.demand(115.0, 120.0)["chat"].rate_per_s < 4.0  # the long window still remembers the lull
+
+
+def test_a_young_meter_divides_by_the_time_it_has_seen_not_the_window():
+    meter = DemandMeter(horizon_s=120, started_s=50.0)
+    steady(meter, "coding", 5.0, 50.0, 60.0)
+    assert meter.demand(60.0, 120.0)["coding"].rate_per_s == pytest.approx(5.0, rel=0.1)
+
+
+def test_answers_give_the_mean_output_and_old_buckets_are_forgotten():
+    meter = DemandMeter(horizon_s=10, started_s=0)
+    meter.arrived("chat", 10, 1.0)
+    meter.answered("chat", 30, 2.0)
+    meter.answered("chat", 50, 3.0)
+    assert meter.demand(5.0, 10.0)["chat"].output_tokens == 40
+    meter.arrived("coding", 10, 40.0)  # a new bucket prunes everything older than the horizon
+    assert set(meter.demand(40.5, 10.0)) == {"coding"}
