@@ -61,6 +61,7 @@ from gateway.flow.upstream import upstream_request
 from gateway.flow.waiting_room import RECHECK_S, Waiting, WaitingRoom
 from gateway.outcome import AttemptFailure, Outcome
 from gateway.routing.router import route
+from gateway.scaling import Autoscaling, DemandMeter, TaskDemand, TaskSizing, VariantNeed, desired_replicas
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_blocks import text_block_ids, token_block_ids
@@ -90,4 +91,6 @@ __all__ = [
     # The task detector and its held-out evaluation (loadtests/benchmarks/router/detector.py).
     "DETECTOR_PROMPTS", "Detection", "TaskDetector", "detector_confusions", "detector_corpus", "evaluate_detector",
     "judge_detections",
+    # Autoscaling's arithmetic (the replay's autoscaled fleet, duet plan's utilisation).
+    "Autoscaling", "DemandMeter", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas",
 ]
