@@ -226,13 +226,36 @@ def _window(trace: Trace, start_s: float, span_s: float) -> Sequence[tuple[float
 
 def task_traces(specs: Sequence[str]) -> dict[str, Trace]:
     """task type -> trace for trace specs: a shipped name (``code`` -> coding, ``conv`` -> chat),
-    ``PATH`` (its requests are ``DEFAULT_FILE_TASK``) or ``TASK=PATH``. One trace per task."""
+    ``PATH`` (its requests are ``DEFAULT_FILE_TASK``) or ``TASK=PATH``, each optionally thinned to
+    a share of its requests with ``*SHARE`` (``long-context=mooncake*0.1``). One trace per task."""
     traces: dict[str, Trace] = {}
     for spec in specs:
-        task, sep, source = spec.partition("=")
+        named, star, share_text = spec.partition("*")
+        task, sep, source = named.partition("=")
         if not sep:
-            task, source = TRACE_TASKS.get(spec, DEFAULT_FILE_TASK), spec
+            task, source = TRACE_TASKS.get(named, DEFAULT_FILE_TASK), named
         if task in traces:
             raise TraceError(f"trace '{spec}': task '{task}' already has a trace (name the task: TASK=PATH)")
-        traces[task] = load_trace(source)
+        trace = load_trace(source)
+        if star:
+            try:
+                share = float(share_text)
+            except ValueError:
+                share = -1.0
+            if not 0 < share <= 1:
+                raise TraceError(f"trace '{spec}': the share after '*' must be a number in (0, 1]")
+            trace = thinned(trace, share)
+        traces[task] = trace
     return traces
+
+
+# The golden ratio's fractional part: request i is kept when (i x this) mod 1 < share, a
+# low-discrepancy pick that keeps every stretch of the trace at about ``share`` of its requests,
+# so thinning keeps the trace's bursts and lulls (a random draw would add its own clumps).
+_SPREAD = (5 ** 0.5 - 1) / 2
+
+
+def thinned(trace: Trace, share: float) -> Trace:
+    """``trace`` with about ``share`` of its requests, picked evenly through it (deterministic)."""
+    kept = tuple(r for i, r in enumerate(trace.requests) if (i * _SPREAD) % 1.0 < share)
+    return Trace(f"{trace.name}*{share:g}", kept)

@@ -129,3 +129,22 @@ def test_code_answers_do_not_follow_their_prompts_length():
     by_output = sorted(requests, key=lambda r: r.output_tokens)
     pairs = [(ranks_in[id(r)], j) for j, r in enumerate(by_output)]
     assert abs(statistics.correlation(*zip(*pairs, strict=True))) < 0.1
+
+
+def test_a_share_thins_a_trace_evenly_through_its_hour():
+    full = load_trace("mooncake")
+    thin = task_traces(["long-context=mooncake*0.1"])["long-context"]
+    assert thin.name == "mooncake*0.1"
+    assert len(thin.requests) == pytest.approx(0.1 * len(full.requests), rel=0.02)
+    for quarter in range(4):  # every stretch keeps about its share, so bursts stay bursts
+        start, end = quarter * full.duration_s / 4, (quarter + 1) * full.duration_s / 4
+        inside = sum(start <= r.offset_s < end for r in full.requests)
+        kept = sum(start <= r.offset_s < end for r in thin.requests)
+        assert kept == pytest.approx(0.1 * inside, rel=0.1)
+    assert task_traces(["long-context=mooncake*0.1"])["long-context"] == thin  # deterministic
+
+
+@pytest.mark.parametrize("share", ["0", "1.5", "a tenth", ""])
+def test_a_share_outside_0_1_is_refused_with_the_spec(share):
+    with pytest.raises(TraceError, match=re.escape(f"trace 'mooncake*{share}'")):
+        task_traces([f"mooncake*{share}"])
