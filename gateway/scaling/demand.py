@@ -4,6 +4,7 @@ answer, counted in one-second buckets (memory bounded by the longest window, not
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -15,6 +16,32 @@ class TaskDemand:
     rate_per_s: float
     prompt_tokens: float
     output_tokens: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """Totals of some requests of one task type: arrivals and their prompt tokens, answers and
+    their output tokens."""
+
+    arrivals: int = 0
+    prompt_tokens: int = 0
+    answered: int = 0
+    output_tokens: int = 0
+
+
+def peak(short: Mapping[str, TaskDemand], long: Mapping[str, TaskDemand]) -> dict[str, TaskDemand]:
+    """Per task type, the demand of whichever window had the higher rate (a burst raises it at
+    once, a lull lowers it only once the long window has forgotten the traffic before it); its
+    mean answer from the long window when none finished in the short one."""
+    merged = dict(long)
+    for task, fast in short.items():
+        slow = long.get(task)
+        if slow is None:
+            merged[task] = fast
+        elif fast.rate_per_s > slow.rate_per_s:
+            answer = slow.output_tokens if fast.output_tokens is None else fast.output_tokens
+            merged[task] = TaskDemand(fast.rate_per_s, fast.prompt_tokens, answer)
+    return dict(sorted(merged.items()))
 
 
 class _Bucket:
@@ -36,14 +63,18 @@ class DemandMeter:
         self._buckets: dict[int, dict[str, _Bucket]] = {}
 
     def arrived(self, task: str, prompt_tokens: int, now: float) -> None:
-        bucket = self._bucket(task, now)
-        bucket.arrivals += 1
-        bucket.prompt_tokens += prompt_tokens
+        self.count(task, now, Tally(arrivals=1, prompt_tokens=prompt_tokens))
 
     def answered(self, task: str, output_tokens: int, now: float) -> None:
+        self.count(task, now, Tally(answered=1, output_tokens=output_tokens))
+
+    def count(self, task: str, now: float, tally: Tally) -> None:
+        """Add several requests' totals at once (a shared store's per-second counts)."""
         bucket = self._bucket(task, now)
-        bucket.answered += 1
-        bucket.output_tokens += output_tokens
+        bucket.arrivals += tally.arrivals
+        bucket.prompt_tokens += tally.prompt_tokens
+        bucket.answered += tally.answered
+        bucket.output_tokens += tally.output_tokens
 
     def demand(self, now: float, window_s: float) -> dict[str, TaskDemand]:
         """Each task type's demand over the last ``window_s`` seconds (at most the horizon; at

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gateway.scaling import DemandMeter
+from gateway.scaling import DemandMeter, Tally, TaskDemand, peak
 
 
 def steady(meter, task, rate_per_s, start_s, end_s, prompt=100):
@@ -43,3 +43,25 @@ def test_answers_give_the_mean_output_and_old_buckets_are_forgotten():
     assert meter.demand(5.0, 10.0)["chat"].output_tokens == 40
     meter.arrived("coding", 10, 40.0)  # a new bucket prunes everything older than the horizon
     assert set(meter.demand(40.5, 10.0)) == {"coding"}
+
+
+def test_counting_totals_at_once_reads_as_counting_each_request():
+    one_by_one, at_once = DemandMeter(horizon_s=60, started_s=0), DemandMeter(horizon_s=60, started_s=0)
+    for _ in range(6):
+        one_by_one.arrived("chat", 50, 3.2)
+    one_by_one.answered("chat", 20, 3.5)
+    one_by_one.answered("chat", 40, 3.5)
+    at_once.count("chat", 3.2, Tally(arrivals=6, prompt_tokens=300, answered=2, output_tokens=60))
+    assert at_once.demand(10.0, 60.0) == one_by_one.demand(10.0, 60.0)
+
+
+@pytest.mark.parametrize(("short", "long", "expected"), [
+    # a burst: the short window's rate and prompt, the long window's answer while none finished in the burst
+    (TaskDemand(10.0, 300.0, None), TaskDemand(3.0, 100.0, 80.0), TaskDemand(10.0, 300.0, 80.0)),
+    # a lull: the long window's demand, whole
+    (TaskDemand(1.0, 50.0, 20.0), TaskDemand(3.0, 100.0, 80.0), TaskDemand(3.0, 100.0, 80.0)),
+    # nothing in the short window: the long one
+    (None, TaskDemand(3.0, 100.0, 80.0), TaskDemand(3.0, 100.0, 80.0)),
+])
+def test_the_peak_takes_per_task_the_window_with_the_higher_rate(short, long, expected):
+    assert peak({} if short is None else {"chat": short}, {"chat": long}) == {"chat": expected}
