@@ -182,9 +182,10 @@ def _autoscaling(section: schema.AutoscalingSection | None, variants: Mapping[st
                  path: str) -> Autoscaling | None:
     if section is None:
         return None
-    for variant_name in section.min_replicas:
-        if variant_name not in variants:
-            raise ConfigError(f"{path}.min_replicas.{variant_name}", f"unknown variant (known: {sorted(variants)})")
+    for key in ("min_replicas", "utilisation_by_variant"):
+        for variant_name in getattr(section, key):
+            if variant_name not in variants:
+                raise ConfigError(f"{path}.{key}.{variant_name}", f"unknown variant (known: {sorted(variants)})")
     if section.rate_window_s < section.scrape_interval_s:
         raise ConfigError(f"{path}.rate_window_s", f"shorter than scrape_interval_s ({section.scrape_interval_s:g} s)")
     for variant_name, low in section.min_replicas.items():
@@ -192,7 +193,8 @@ def _autoscaling(section: schema.AutoscalingSection | None, variants: Mapping[st
             raise ConfigError(f"{path}.min_replicas.{variant_name}", f"above max_replicas ({section.max_replicas})")
     return Autoscaling(section.autoscaler, section.utilisation, section.scrape_interval_s, section.rate_window_s,
                        section.scale_down_stabilization_s, section.max_replicas,
-                       MappingProxyType(dict(section.min_replicas)))
+                       MappingProxyType(dict(section.min_replicas)),
+                       MappingProxyType(dict(section.utilisation_by_variant)))
 
 
 def _ca_bundle(written: str, source: str, path: str) -> str:

@@ -240,6 +240,7 @@ class AutoscalingSection(Strict):
         Autoscaling, "scale_down_stabilization_s")
     max_replicas: PositiveInt = default_of(Autoscaling, "max_replicas")
     min_replicas: dict[Name, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    utilisation_by_variant: dict[Name, Annotated[float, Field(gt=0, le=1)]] = Field(default_factory=dict)
 
 
 class ModelSection(Strict):

@@ -9,7 +9,7 @@
    c x context, over the task's tokens per step), within its KV cache and ``max_num_seqs``.
 3. A request then keeps a replica busy for its prefill (prompt / prefill rate) and its share of
    the decode steps it is in (answer / tokens per step x step / batch); the variant's demand in
-   replicas is the sum over its tasks of rate x that, divided by ``utilisation`` (the plan's
+   replicas is the sum over its tasks of rate x that, divided by its ``utilisation`` (the plan's
    headroom), rounded up.
 4. Never fewer than ``min_replicas``, nor than one where parity makes the variant the only home
    of a task type the config defines (a request of it could come at any moment, and a replica
@@ -67,7 +67,7 @@ def desired_replicas(variants: Sequence[Variant], demand: Mapping[str, TaskDeman
         busy = sum(demand[task].rate_per_s * share * _replica_s(variant.speed, task, *lengths[task], batch)
                    for task, share in placed.items())
         floor = max(autoscaling.min_replicas.get(variant.name, 0), _parity_floor(variant, variants, sizing))
-        wanted = math.ceil(busy / autoscaling.utilisation - 1e-9)
+        wanted = math.ceil(busy / autoscaling.utilisation_of(variant.name) - 1e-9)
         needs[variant.name] = VariantNeed(variant.name, tuple(sorted(placed.items())), busy, batch, floor,
                                           min(max(wanted, floor), max(autoscaling.max_replicas, floor)))
     return needs

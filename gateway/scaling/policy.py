@@ -17,7 +17,10 @@ class Autoscaling:
     prometheus-adapter) or ``keda`` (a KEDA ScaledObject per variant with a Prometheus trigger);
     one of the two, since both installed fight over the same Deployment.
     ``utilisation``: the share of a replica's capacity at the SLOs the fleet is sized to use (the
-    rest is headroom); ``duet plan --write-config`` sets it from the fleet it found.
+    rest is headroom); ``utilisation_by_variant`` overrides it per variant (variants differ in
+    what their step model leaves out: a fast variant's tight-TPOT traffic runs emptier than a
+    standard one's long documents); ``duet plan --write-config`` writes both from the fleet it
+    found.
     ``scrape_interval_s``: how often Prometheus reads the gauge; demand is measured over this
     window too, so a rise in traffic shows in the next scrape.
     ``rate_window_s``: the longer window demand is also measured over; the gauge reads the higher
@@ -35,12 +38,17 @@ class Autoscaling:
     scale_down_stabilization_s: float = 300.0
     max_replicas: int = 16
     min_replicas: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    utilisation_by_variant: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         if self.autoscaler not in AUTOSCALERS:
             raise ValueError(f"autoscaler '{self.autoscaler}': one of {', '.join(AUTOSCALERS)}")
-        if not 0 < self.utilisation <= 1:
-            raise ValueError(f"utilisation {self.utilisation}: in (0, 1]")
+        for name, value in {"": self.utilisation, **self.utilisation_by_variant}.items():
+            if not 0 < value <= 1:
+                raise ValueError(f"utilisation{f' of {name}' if name else ''} {value}: in (0, 1]")
         if self.rate_window_s < self.scrape_interval_s:
             raise ValueError(f"rate_window_s {self.rate_window_s} is shorter than scrape_interval_s "
                              f"{self.scrape_interval_s}")
+
+    def utilisation_of(self, variant: str) -> float:
+        return self.utilisation_by_variant.get(variant, self.utilisation)

@@ -50,6 +50,7 @@ ERROR_CASES = [
     ("autoscaling: unknown autoscaler", lambda r: r["models"]["smollm2"].update(autoscaling={"autoscaler": "vpa"}), "models.smollm2.autoscaling.autoscaler", "'hpa' or 'keda'"),
     ("autoscaling: floor of an unknown variant", lambda r: r["models"]["smollm2"].update(autoscaling={"min_replicas": {"turbo": 1}}), "models.smollm2.autoscaling.min_replicas.turbo", "unknown variant"),
     ("autoscaling: rate window under a scrape", lambda r: r["models"]["smollm2"].update(autoscaling={"scrape_interval_s": 30, "rate_window_s": 10}), "models.smollm2.autoscaling.rate_window_s", "shorter than scrape_interval_s"),
+    ("autoscaling: utilisation of an unknown variant", lambda r: r["models"]["smollm2"].update(autoscaling={"utilisation_by_variant": {"turbo": 0.5}}), "models.smollm2.autoscaling.utilisation_by_variant.turbo", "unknown variant"),
     ("autoscaling: floor above the ceiling", lambda r: r["models"]["smollm2"].update(autoscaling={"max_replicas": 2, "min_replicas": {"fast": 3}}), "models.smollm2.autoscaling.min_replicas.fast", "above max_replicas"),
     ("duplicate served name", lambda r: r["models"]["smollm2"]["variants"]["fast"].update(served_model_name="smollm2-standard"), "models.smollm2.variants.fast.served_model_name", "also used"),
 ]

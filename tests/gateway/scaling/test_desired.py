@@ -73,3 +73,11 @@ def test_a_canary_takes_its_share_before_the_cheapest_variant_takes_the_rest():
 def test_a_budget_no_batch_meets_is_sized_at_batch_one():
     slow = dataclasses.replace(FAST, speed=dataclasses.replace(FAST.speed, decode_s_per_token=0.08))
     assert need({"chat": TaskDemand(1, 100, 100)}, variants=(STANDARD, slow))["fast"].batch == 1
+
+
+def test_a_variant_of_its_own_utilisation_is_sized_by_it():
+    demand = {"chat": TaskDemand(20, 2000, 200)}
+    model_wide = need(demand, utilisation=0.5)["fast"]
+    own = need(demand, utilisation=0.5, utilisation_by_variant={"fast": 0.25}, max_replicas=100)["fast"]
+    assert own.busy_replicas == model_wide.busy_replicas
+    assert own.desired == 21  # 5.05 busy replicas at a quarter of their capacity
