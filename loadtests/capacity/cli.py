@@ -76,9 +76,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"duet plan: {args.policy} met the target with no fleet up to {args.max_replicas} replicas per variant; "
               f"{args.to} not written", file=sys.stderr)
         return 1
+    utilisation = results["plans"][args.policy].get("utilisation")
     args.to.write_text(fleet_config.with_counts(config_text, str(args.write_config), fleet.counts, _profiles(spec),
-                                                command(args), args.model))
-    print(f"{args.to}: replica_count {fleet} (duet deploy render --config {args.to} ...)")
+                                                command(args), args.model, utilisation))
+    print(f"{args.to}: replica_count {fleet}, autoscaling utilisation {utilisation} if the model autoscales "
+          f"(duet deploy render --config {args.to} ...)")
     return 0
 
 

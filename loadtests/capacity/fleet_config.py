@@ -1,6 +1,8 @@
 """A plan's fleet written into a Duet config: each variant's ``replica_count``, the number of
-replicas ``duet deploy render`` starts for it (gateway/deploy/plan.py). The rest of the file is
-kept as written; the result must load as the gateway loads it."""
+replicas ``duet deploy render`` starts for it (gateway/deploy/plan.py), and, when the model
+autoscales (``autoscaling`` present), the utilisation the fleet ran at per variant
+(``autoscaling.utilisation_by_variant``), so that the gauge asks for this fleet at this traffic.
+The rest of the file is kept as written; the result must load as the gateway loads it."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import yaml
 
 from gateway.flow import parse_config
 
-HEADER = "# Replica counts (replica_count) written by `{command}`.\n"
+HEADER = "# Replica counts (replica_count) and autoscaling utilisation written by `{command}`.\n"
 
 
 def variants_of(raw: Mapping[str, Any], model: str | None) -> tuple[str, dict[str, Any]]:
@@ -50,13 +52,18 @@ def check(text: str, source: str, profiles: Mapping[str, str], model: str | None
 
 
 def with_counts(text: str, source: str, counts: Mapping[str, int], profiles: Mapping[str, str], command: str,
-                model: str | None = None) -> str:
-    """The config ``text`` with ``replica_count`` set on each variant of ``counts`` (checked as ``check`` does)."""
+                model: str | None = None, utilisation: Mapping[str, float] | None = None) -> str:
+    """The config ``text`` with ``replica_count`` set on each variant of ``counts`` and, if the model
+    has an ``autoscaling`` section, its ``utilisation_by_variant`` replaced by ``utilisation``
+    (checked as ``check`` does)."""
     name = check(text, source, profiles, model)
     raw = yaml.safe_load(text)
     _, variants = variants_of(raw, name)
     for variant, count in counts.items():
         variants[variant]["replica_count"] = count
+    autoscaling = raw["models"][name].get("autoscaling")
+    if utilisation and isinstance(autoscaling, dict):
+        autoscaling["utilisation_by_variant"] = dict(utilisation)
     body: str = yaml.safe_dump(raw, sort_keys=False, default_flow_style=None, width=120)
     written = HEADER.format(command=command) + body
     parse_config(written, source=source)  # what it wrote, loaded as the gateway would

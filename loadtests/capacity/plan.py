@@ -14,10 +14,11 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from loadtests.capacity.headroom import fleet_utilisation, traffic_demand
 from loadtests.capacity.search import Bounds, Fleet, Found, cheapest
 from loadtests.replay.cli import scrape_interval_s
 from loadtests.replay.report import summarize
@@ -64,6 +65,9 @@ class PolicyPlan:
     check_shares: tuple[float, ...]
     search_s: float
     check_s: float
+    # variant -> the share of its replicas' capacity the found fleet uses, as the gauge counts it
+    # (``headroom.py``; empty when no fleet was found).
+    utilisation: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +106,11 @@ class Replays:
             return tuple(0.0 for _ in self._seeds)
         cluster = Cluster(self._spec.replicas, fleet.counts)
         return tuple(self._replay(cluster, seed) for seed in self._seeds)
+
+    def utilisation(self, fleet: Fleet) -> dict[str, float]:
+        """The fleet's utilisation in the gauge's terms: these seeds' traffic, the first seed's priors."""
+        config = policy_config(Cluster(self._spec.replicas, fleet.counts), self._policy, self._seeds[0].prior_error)
+        return fleet_utilisation(config, traffic_demand([s.schedule for s in self._seeds], self._duration_s), fleet)
 
     def share(self, fleet: Fleet) -> float:
         """The mean good share over the seeds, in [0, 1]."""
@@ -143,11 +152,13 @@ def plan_policy(spec: PlanSpec, policy: str, standard_only: bool = False) -> Pol
     found = cheapest(evaluate, lambda f: fleet_usd_per_hour(spec.replicas, f), spec.target, bounds)
     searched = time.perf_counter()
     shares: tuple[float, ...] = ()
+    utilisation: dict[str, float] = {}
     if found.fleet is not None:
+        utilisation = tuning.utilisation(found.fleet)
         shares = Replays(spec, policy, spec.check, spec.check_seeds).shares(found.fleet)
         print(f"  {policy} {found.fleet} held out: {interval(shares)[0]:.2%} good", file=sys.stderr)
     return PolicyPlan(policy, standard_only, floor, found, shares, round(searched - started, 1),
-                      round(time.perf_counter() - searched, 1))
+                      round(time.perf_counter() - searched, 1), utilisation)
 
 
 def plan_all(spec: PlanSpec, policies: Sequence[tuple[str, bool]], jobs: int = 1) -> list[PolicyPlan]:

@@ -72,6 +72,7 @@ def _plan(spec: PlanSpec, plan: PolicyPlan, policy: str) -> dict[str, Any]:
     if found.fleet is None:  # not even the largest fleet searched meets the target: its cost is a floor
         out["largest"] = Fleet(spec.max_replicas, 0 if plan.standard_only else spec.max_replicas).counts
         return out
+    out["utilisation"] = dict(plan.utilisation)
     mean, half = interval(plan.check_shares)
     out["check_share"] = round(mean, 4)
     out["check_ci95"] = round(half, 4)
