@@ -21,6 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     render.add_argument("--out", required=True, type=Path, help="directory to write into")
     render.add_argument("--gateway-image", default=GATEWAY_IMAGE)
     render.add_argument("--redis-url", default=None, help="Kubernetes: use this Redis instead of deploying one")
+    render.add_argument("--autoscaler", default=None, choices=("hpa", "keda"),
+                        help="Kubernetes: scale every autoscaled model with this instead of its config's choice")
     render.set_defaults(run=run)
 
 
@@ -28,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
     from gateway.deploy.render import render, write
 
     try:
-        files = render(args.config, args.target, gateway_image=args.gateway_image, redis_url=args.redis_url)
+        files = render(args.config, args.target, gateway_image=args.gateway_image, redis_url=args.redis_url,
+                       autoscaler=args.autoscaler)
     except (ConfigError, OSError) as exc:
         print(f"duet deploy render: {args.config}: {exc}", file=sys.stderr)
         return 2

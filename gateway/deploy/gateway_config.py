@@ -14,7 +14,7 @@ GATEWAY_PORT = 8000
 COMPOSE_REDIS_URL = "redis://redis:6379/0"
 K8S_REDIS_URL = "redis://duet-redis:6379/0"
 
-HEADER = ("# Rendered by `duet deploy render --target {target}` from {source}: edit that file and render\n"
+HEADER = ("# Rendered by `duet deploy render --target {target}{flags}` from {source}: edit that file and render\n"
           "# again rather than this one.\n")
 
 
@@ -34,4 +34,5 @@ def deployed_config(plan: DeployPlan, source: str) -> str:
         else:
             section["replicas"] = [{"url": f"http://{deployment.name}-{i}:{VLLM_PORT}"} for i in range(deployment.replicas)]
     body: str = yaml.safe_dump(raw, sort_keys=False, default_flow_style=None, width=120)
-    return HEADER.format(target=plan.target.name, source=source) + body
+    flags = "" if plan.autoscaler is None else f" --autoscaler {plan.autoscaler}"
+    return HEADER.format(target=plan.target.name, flags=flags, source=source) + body

@@ -1,11 +1,13 @@
 """A Kubernetes overlay (``gpu`` or ``cpu``) for one config: the gateway's ConfigMap, the Secret,
-Redis (or an external URL), and per variant a vLLM Deployment and Service labelled
-``duet.dev/model``/``duet.dev/variant`` (the labels the gateway's discovery selects on)."""
+Redis (or an external URL), per variant a vLLM Deployment and Service labelled
+``duet.dev/model``/``duet.dev/variant`` (the labels the gateway's discovery selects on), and for
+an autoscaled variant its HPA or KEDA ScaledObject (``autoscaling.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from gateway.deploy.autoscaling import autoscaler_objects
 from gateway.deploy.gateway_config import K8S_REDIS_URL
 from gateway.deploy.plan import DeployPlan, VariantDeployment
 from gateway.deploy.profiles import VLLM_PORT, vllm_args
@@ -63,10 +65,16 @@ def vllm_objects(d: VariantDeployment) -> list[dict[str, Any]]:
     }
     if d.profile.device == "gpu":
         pod["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    spec: dict[str, Any] = {"selector": {"matchLabels": d.selector}, "template": {"metadata": {"labels": labels}, "spec": pod}}
+    # Autoscaled: no spec.replicas, the autoscaler owns the count. Were it in the manifest, every
+    # `kubectl apply` would set the count back to it; left out, a new Deployment starts at the
+    # API's default of one and the autoscaler takes it from there. A Deployment applied before
+    # with spec.replicas keeps it in its last-applied annotation, so the first client-side apply
+    # without it drops to one replica: docs/deploy.md says how to hand the field over first.
+    if d.autoscaling is None:
+        spec = {"replicas": d.replicas, **spec}
     return [
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": d.name, "labels": labels},
-         "spec": {"replicas": d.replicas, "selector": {"matchLabels": d.selector},
-                  "template": {"metadata": {"labels": labels}, "spec": pod}}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": d.name, "labels": labels}, "spec": spec},
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": d.name, "labels": labels},
          "spec": {"selector": d.selector, "ports": [{"name": "http", "port": VLLM_PORT, "targetPort": "http"}]}},
     ]
@@ -104,6 +112,8 @@ def overlay_files(plan: DeployPlan, redis_url: str | None) -> dict[str, list[dic
     }
     if redis_url is None:
         files["redis.yaml"] = redis_objects()
+    if scalers := autoscaler_objects(plan, NAMESPACE):
+        files["autoscaling.yaml"] = scalers
     if device == "gpu":
         files["models.yaml"] = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": MODELS_PVC},
                                 "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "500Gi"}}}}

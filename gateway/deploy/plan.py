@@ -4,6 +4,7 @@ config path, as the gateway's own config errors do."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,9 +13,13 @@ from typing import Any, Literal
 import yaml
 
 from gateway.config import parse_config
+from gateway.config.policy import Policy
 from gateway.config.schema import ConfigFile
+from gateway.config.types import ModelSpec
 from gateway.deploy.profiles import PROFILES, Device, LaunchProfile
 from gateway.errors import ConfigError
+from gateway.scaling import Autoscaling, TaskSizing, desired_replicas
+from gateway.scaling.policy import AUTOSCALERS
 
 Platform = Literal["k8s", "compose"]
 TARGETS = ("k8s-gpu", "k8s-cpu", "compose-gpu", "compose-cpu")
@@ -42,7 +47,9 @@ class Target:
 @dataclass(frozen=True, slots=True)
 class VariantDeployment:
     """One variant's replicas: ``replicas`` is the config's ``replica_count`` (``duet plan``'s), else
-    how many the config lists (at least one)."""
+    how many the config lists (at least one). ``autoscaling``: the model's (None: the count stays
+    ``replicas``); ``floor``: the fewest replicas its gauge ever asks for, with no demand at all
+    (``min_replicas``, or one where parity makes the variant the only home of a task type)."""
 
     model: str
     variant: str
@@ -50,6 +57,8 @@ class VariantDeployment:
     max_model_len: int
     profile: LaunchProfile
     replicas: int
+    autoscaling: Autoscaling | None = None
+    floor: int = 0
 
     @property
     def name(self) -> str:
@@ -67,28 +76,63 @@ class VariantDeployment:
 
 @dataclass(frozen=True, slots=True)
 class DeployPlan:
-    """The config as written (``raw``, kept to derive the deployed configs), and its variants."""
+    """The config as written (``raw``, kept to derive the deployed configs), and its variants.
+    ``autoscaler``: what every autoscaled model was switched to at render time (None: each
+    model's own choice)."""
 
     raw: dict[str, Any]
     target: Target
     variants: tuple[VariantDeployment, ...]
+    autoscaler: str | None = None
 
 
-def load_plan(path: str | Path, target: Target) -> DeployPlan:
-    """Read and validate ``path`` as the gateway would, then plan ``target``. Raises ConfigError."""
+def load_plan(path: str | Path, target: Target, autoscaler: str | None = None) -> DeployPlan:
+    """Read and validate ``path`` as the gateway would, then plan ``target``; ``autoscaler``
+    (hpa | keda) replaces the choice of every model that autoscales. Raises ConfigError."""
+    if autoscaler is not None and autoscaler not in AUTOSCALERS:
+        raise ValueError(f"autoscaler '{autoscaler}': one of {', '.join(AUTOSCALERS)}")
     text = Path(path).read_text(encoding="utf-8")
-    parse_config(text, source=str(path))  # every check the gateway makes, first
+    config = parse_config(text, source=str(path))  # every check the gateway makes, first
     raw = yaml.safe_load(text)
     parsed = ConfigFile.model_validate(raw)
-    variants = tuple(
-        _variant(model, name, variant, target)
-        for model, section in parsed.models.items()
-        for name, variant in section.variants.items()
-    )
+    variants: list[VariantDeployment] = []
+    for model, section in parsed.models.items():
+        settings = config.models[model].autoscaling
+        if settings is not None and autoscaler is not None:
+            settings = dataclasses.replace(settings, autoscaler=autoscaler)
+            raw["models"][model]["autoscaling"]["autoscaler"] = autoscaler
+        floors = {} if settings is None else _floors(config.models[model], settings, config.policy)
+        variants += [dataclasses.replace(_variant(model, name, variant, target), autoscaling=settings,
+                                         floor=floors.get(name, 0))
+                     for name, variant in section.variants.items()]
     for model in parsed.models:
         if not any(d.replicas for d in variants if d.model == model):
             raise ConfigError(f"models.{model}.variants", "every variant has replica_count 0: nothing would serve")
-    return DeployPlan(raw, target, variants)
+    _one_autoscaler(variants)
+    return DeployPlan(raw, target, tuple(variants), autoscaler)
+
+
+def _one_autoscaler(variants: list[VariantDeployment]) -> None:
+    """One cluster serves external metrics from prometheus-adapter or from KEDA, not both (each
+    registers the APIService v1beta1.external.metrics.k8s.io), so every model must pick the same."""
+    chosen = {d.model: d.autoscaling.autoscaler for d in variants if d.autoscaling is not None}
+    first, first_autoscaler = next(iter(chosen.items()), ("", ""))
+    for model, autoscaler in chosen.items():
+        if autoscaler != first_autoscaler:
+            raise ConfigError(f"models.{model}.autoscaling.autoscaler",
+                              f"'{autoscaler}', but models.{first} uses '{first_autoscaler}': prometheus-adapter "
+                              "(hpa) and KEDA both serve the external metrics API, so a deployment uses one of them")
+
+
+def _floors(model: ModelSpec, settings: Autoscaling, policy: Policy) -> dict[str, int]:
+    """Variant name -> the replicas the gauge asks for with no demand at all: its own arithmetic,
+    so the rendered minimum and the gateway's never disagree."""
+    needs = desired_replicas(list(model.variants.values()), {}, _sizing(policy), settings)
+    return {name: need.floor for name, need in needs.items()}
+
+
+def _sizing(policy: Policy) -> dict[str, TaskSizing]:
+    return {task: TaskSizing(t.tpot_ms, t.expected_output_tokens) for task, t in policy.tasks.items()}
 
 
 def _variant(model: str, name: str, section: Any, target: Target) -> VariantDeployment:

@@ -1,7 +1,8 @@
 """Render a target from a duet.yaml into files: relative path -> text.
 
     k8s-gpu | k8s-cpu   base/ (gateway, RBAC, monitoring, dashboard) + overlays/<device>/
-    compose-gpu | -cpu  compose.yaml, duet.yaml, prometheus/, grafana/
+                        (+ prometheus-adapter-values.yaml when a variant scales on an HPA)
+    compose-gpu | -cpu  compose.yaml, duet.yaml, prometheus/, grafana/ (fixed replica counts)
 
 ``repo_files`` renders what the repository commits under deploy/ from its example configs; a
 test checks the committed files are exactly that, so they never drift from the configs.
@@ -16,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from gateway.deploy.autoscaling import ADAPTER_CHART, adapter_values
 from gateway.deploy.compose import compose_file, grafana_provisioning, prometheus_config
 from gateway.deploy.dashboard import dashboard
 from gateway.deploy.gateway_config import deployed_config
@@ -27,6 +29,13 @@ from gateway.deploy.rules import rule_groups
 GATEWAY_IMAGE = "duet-gateway:0.1.0"
 GPU_EXAMPLE = "deploy/render/h100-70b.yaml"
 CPU_EXAMPLE = "deploy/config/demo.yaml"
+# The GPU example autoscales with HPAs; rendered again with KEDA into this overlay.
+KEDA_OVERLAY = "deploy/k8s/overlays/gpu-keda"
+ADAPTER_VALUES = "prometheus-adapter-values.yaml"
+ADAPTER_HEADER = (f"# Rendered by duet deploy render (gateway/deploy/autoscaling.py): Helm values for {ADAPTER_CHART},\n"
+                  "# which serves duet_desired_replicas to the variants' HPAs as an External metric. Not a kustomize\n"
+                  "# resource; install it beside kube-prometheus-stack:\n"
+                  f"#   helm install prometheus-adapter {ADAPTER_CHART} -n monitoring -f {ADAPTER_VALUES}\n")
 
 
 class _Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no types here
@@ -59,10 +68,11 @@ def rules_yaml() -> str:
 
 
 def render(config_path: str | Path, target_name: str, *, gateway_image: str = GATEWAY_IMAGE,
-           redis_url: str | None = None) -> dict[str, str]:
-    """Every file of ``target_name`` for the config at ``config_path``. Raises ConfigError."""
+           redis_url: str | None = None, autoscaler: str | None = None) -> dict[str, str]:
+    """Every file of ``target_name`` for the config at ``config_path``; ``autoscaler`` (hpa | keda)
+    replaces every autoscaled model's choice. Raises ConfigError."""
     target = Target.parse(target_name)
-    plan = load_plan(config_path, target)
+    plan = load_plan(config_path, target, autoscaler)
     config = deployed_config(plan, str(config_path))
     if target.platform == "k8s":
         overlay = f"overlays/{target.device}"
@@ -70,6 +80,8 @@ def render(config_path: str | Path, target_name: str, *, gateway_image: str = GA
         files["base/duet.json"] = dashboard_json()
         files |= {f"{overlay}/{name}": to_yaml(objs) for name, objs in overlay_files(plan, redis_url).items()}
         files[f"{overlay}/duet.yaml"] = config
+        if (values := adapter_values(plan)) is not None:
+            files[f"{overlay}/{ADAPTER_VALUES}"] = ADAPTER_HEADER + to_yaml(values)
         return files
     files = {"compose.yaml": to_yaml(compose_file(plan, gateway_image)), "duet.yaml": config,
              "prometheus/prometheus.yml": to_yaml(prometheus_config(plan)), "prometheus/rules.yml": rules_yaml(),
@@ -84,6 +96,9 @@ def repo_files(root: Path) -> dict[str, str]:
     for device, config in examples.items():
         files |= {f"deploy/k8s/{p}": text for p, text in render(root / config, f"k8s-{device}").items()}
         files |= {f"deploy/compose/{device}/{p}": text for p, text in render(root / config, f"compose-{device}").items()}
+    keda = render(root / GPU_EXAMPLE, "k8s-gpu", autoscaler="keda")
+    files |= {f"{KEDA_OVERLAY}/{p.removeprefix('overlays/gpu/')}": text for p, text in keda.items()
+              if p.startswith("overlays/gpu/")}
     files["deploy/grafana/duet.json"] = dashboard_json()
     files["deploy/prometheus/rules.yml"] = rules_yaml()
     return {path: text.replace(str(root) + "/", "") for path, text in files.items()}

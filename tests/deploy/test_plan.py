@@ -60,7 +60,9 @@ def test_a_variants_scheduling_must_match_its_launch_profiles(tmp_path):
 
 
 def gpu_edited(tmp_path, counts):
+    """The GPU example at fixed counts (without its autoscaling, which would own them)."""
     raw = yaml.safe_load(GPU.read_text())
+    del raw["models"]["llama-3-70b"]["autoscaling"]
     for variant, count in counts.items():
         raw["models"]["llama-3-70b"]["variants"][variant]["replica_count"] = count
     path = tmp_path / "duet.yaml"

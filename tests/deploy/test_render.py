@@ -1,6 +1,7 @@
 """Every target renders from its example config and validates: kustomize builds the overlays,
-every object passes the Kubernetes schemas, the rules pass promtool, compose files the compose
-spec, and the configs the deployed gateways get load. The committed deploy/ files are exactly
+every object passes the Kubernetes schemas (KEDA's ScaledObjects the schema in deploy/schemas),
+the rules pass promtool, compose files the compose spec, and the configs the deployed gateways
+get load. The committed deploy/ files are exactly
 what the renderer makes of the example configs (regenerate: make deploy-render)."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from tests.deploy.tools import require
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = {"gpu": ROOT / GPU_EXAMPLE, "cpu": ROOT / CPU_EXAMPLE}
 K8S_VERSION = "1.32.0"  # Debian's kubectl
-CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
+CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "ScaledObject"}
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +35,9 @@ def rendered(tmp_path_factory) -> dict[str, Path]:
             target = f"{platform}-{device}"
             out[target] = tmp_path_factory.mktemp(target)
             assert duet(["deploy", "render", "--config", str(config), "--target", target, "--out", str(out[target])]) == 0
+    out["k8s-gpu-keda"] = tmp_path_factory.mktemp("k8s-gpu-keda")
+    assert duet(["deploy", "render", "--config", str(EXAMPLE["gpu"]), "--target", "k8s-gpu", "--autoscaler", "keda",
+                 "--out", str(out["k8s-gpu-keda"])]) == 0
     return out
 
 
@@ -53,17 +57,18 @@ def kustomize(overlay: Path) -> list[dict]:
     return [doc for doc in yaml.safe_load_all(built.stdout) if doc]
 
 
-@pytest.mark.parametrize("device", ["gpu", "cpu"])
-def test_overlays_build_and_every_object_passes_the_kubernetes_schemas(rendered, device):
-    objects = kustomize(rendered[f"k8s-{device}"] / "overlays" / device)
+@pytest.mark.parametrize("target, device", [("k8s-gpu", "gpu"), ("k8s-cpu", "cpu"), ("k8s-gpu-keda", "gpu")])
+def test_overlays_build_and_every_object_passes_the_kubernetes_schemas(rendered, target, device):
+    objects = kustomize(rendered[target] / "overlays" / device)
     for obj in objects:
         if obj["kind"] in CRD_KINDS:
-            continue  # no schema ships for Prometheus Operator CRDs: checked below with promtool
+            continue  # no schema ships for these CRDs: Prometheus Operator's go through promtool, KEDA's below
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
     kinds = sorted({o["kind"] for o in objects})
     assert kinds == sorted({"ConfigMap", "Deployment", "HorizontalPodAutoscaler", "Namespace", "PodDisruptionBudget",
                             "PrometheusRule", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount",
-                            "ServiceMonitor", "StatefulSet", *(["PersistentVolumeClaim"] if device == "gpu" else [])})
+                            "ServiceMonitor", "StatefulSet", *(["PersistentVolumeClaim"] if device == "gpu" else []),
+                            *(["ScaledObject"] if target.endswith("keda") else [])})
 
 
 def by_name(objects: list[dict], kind: str) -> dict[str, dict]:
@@ -88,7 +93,7 @@ def test_gpu_overlay_shape(rendered):
     assert pod["resources"]["limits"]["nvidia.com/gpu"] == "4"
     assert pod["readinessProbe"]["httpGet"]["path"] == "/health"
     assert "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic" in pod["args"]
-    assert vllm["spec"]["replicas"] == 2
+    assert "replicas" not in vllm["spec"]  # autoscaled: its HPA owns the count (tests/deploy/test_autoscaling.py)
     # The Service carries the labels discovery selects on (EndpointSlices inherit them).
     assert by_name(objects, "Service")["vllm-llama-3-70b-fast"]["metadata"]["labels"]["duet.dev/variant"] == "fast"
     assert "duet-redis" in by_name(objects, "StatefulSet")
