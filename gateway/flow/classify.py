@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from gateway.config.policy import DetectorSettings, Policy, Signal, TaskRule
 from gateway.config.types import DuetConfig, ModelSpec
+from gateway.detect import Detection, TaskDetector
 from gateway.domain import Budget, Priority, RequestProfile
 from gateway.errors import InvalidRequest, ModelNotFound
 from gateway.flow.body import ChatBody, RequestBody
@@ -78,12 +80,52 @@ class TaskGuess:
     plausible: frozenset[str] = frozenset()
 
 
+class DetectionMemo:
+    """One request's detection, kept across its plans: a request waiting for a slot is planned
+    again at every wake-up (``Director.admit``), and an escalation plans it once more, with the
+    same messages; the detector (~70 µs a call) runs once. Run again only for another detector
+    (a reload can change the threshold and floor, applied after, but shares the shipped model)."""
+
+    __slots__ = ("_detector", "_detection")
+
+    def __init__(self) -> None:
+        self._detector: TaskDetector | None = None
+        self._detection: Detection | None = None
+
+    def detect(self, detector: TaskDetector, body: RequestBody) -> Detection:
+        if self._detection is None or self._detector is not detector:
+            self._detection, self._detector = _detect(detector, body), detector
+        return self._detection
+
+
+def _detect(detector: TaskDetector, body: RequestBody) -> Detection:
+    if isinstance(body, ChatBody):
+        return detector.detect_messages(body.messages)
+    return detector.detect_prompt("\n".join(_prompt_texts(body.prompt)))
+
+
+class Arrival(Protocol):
+    """What classify reads of a request as it arrived (``gateway.flow.plan.Inbound``): its body,
+    lower-cased headers, and where it keeps its detection between plans."""
+
+    @property
+    def body(self) -> RequestBody: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def detection(self) -> DetectionMemo: ...
+
+
 # The rules the detector leaves to run first: explicit shapes, not guesses.
 _SHAPE_SIGNALS = (Signal.HAS_TOOLS, Signal.INPUT_TOKENS_OVER)
 
 
-def find_task(policy: Policy, body: RequestBody, *, tools: bool, input_tokens: int) -> TaskGuess:
-    """The task of a request that names none (see the module docstring for the order)."""
+def find_task(policy: Policy, body: RequestBody, *, tools: bool, input_tokens: int,
+              memo: DetectionMemo | None = None) -> TaskGuess:
+    """The task of a request that names none (see the module docstring for the order); ``memo``:
+    the request's earlier detection, if it was planned before."""
     detection = policy.detection
     if detection is None:
         task, source = infer_task(policy.rules, policy.default_task, tools=tools, texts=_texts(body), input_tokens=input_tokens)
@@ -92,16 +134,13 @@ def find_task(policy: Policy, body: RequestBody, *, tools: bool, input_tokens: i
     task, source = infer_task(shapes, "", tools=tools, texts=[], input_tokens=input_tokens)
     if task:
         return TaskGuess(task, source)
-    return detect_task(detection, body, frozenset(policy.tasks))
+    return detect_task(detection, body, frozenset(policy.tasks), memo)
 
 
-def detect_task(settings: DetectorSettings, body: RequestBody, tasks: frozenset[str]) -> TaskGuess:
+def detect_task(settings: DetectorSettings, body: RequestBody, tasks: frozenset[str],
+                memo: DetectionMemo | None = None) -> TaskGuess:
     """The detector's answer over the config's tasks; ``abstained`` when below the threshold."""
-    if isinstance(body, ChatBody):
-        found = settings.detector.detect_messages(body.messages)
-    else:
-        found = settings.detector.detect_prompt("\n".join(_prompt_texts(body.prompt)))
-    found = found.among(tasks)
+    found = (memo or DetectionMemo()).detect(settings.detector, body).among(tasks)
     plausible = found.plausible(settings.threshold, settings.floor)
     source = "abstained" if found.confidence < settings.threshold else "detector"
     return TaskGuess(found.task, source, round(found.confidence, 4), plausible if len(plausible) > 1 else frozenset())
@@ -140,15 +179,16 @@ def _header_number(headers: Mapping[str, str], name: str) -> float | None:
 
 
 def classify(
-    body: RequestBody,
-    headers: Mapping[str, str],
+    arrival: Arrival,
     target: Target,
     policy: Policy,
     input_tokens: int,
     lengths: LengthEstimates = NO_ESTIMATES,
 ) -> RequestProfile:
-    """``headers`` must have lower-case names. ``lengths``: the output lengths learned from finished
-    requests, which replace the task's configured typical length once known."""
+    """``arrival.headers`` must have lower-case names. ``lengths``: the output lengths learned from
+    finished requests, which replace the task's configured typical length once known. The
+    detector runs at a request's first plan only (``arrival.detection``)."""
+    body, headers = arrival.body, arrival.headers
     tools = bool(getattr(body, "tools", None))
     explicit = headers.get(TASK_HEADER)
     if explicit is not None:
@@ -157,7 +197,7 @@ def classify(
             raise InvalidRequest(f"Unknown task type '{explicit}' in {TASK_HEADER}; known: {known}.", param=TASK_HEADER)
         guess = TaskGuess(explicit, "header")
     else:
-        guess = find_task(policy, body, tools=tools, input_tokens=input_tokens)
+        guess = find_task(policy, body, tools=tools, input_tokens=input_tokens, memo=arrival.detection)
     task = guess.task
     defaults = policy.tasks[task]
     budgets = {"latency_ms": defaults.latency_ms, "ttft_ms": defaults.ttft_ms, "tpot_ms": defaults.tpot_ms}

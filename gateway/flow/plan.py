@@ -13,7 +13,7 @@ from gateway.config.types import DuetConfig, ModelSpec
 from gateway.decision import Decision
 from gateway.domain import Candidate, Replica, ReplicaState, RequestProfile
 from gateway.flow.body import ChatBody, EmbeddingsBody, RequestBody
-from gateway.flow.classify import Target, classify, resolve_model
+from gateway.flow.classify import DetectionMemo, Target, classify, resolve_model
 from gateway.flow.prefix import PromptPrefix, prompt_blocks
 from gateway.flow.session import SessionVerdict, continues, keep_seat, session_key
 from gateway.routing.predictors import prefill_ms
@@ -116,6 +116,9 @@ class Inbound:
     # block_tokens``) when the caller knows them: a replayed trace does; else the gateway
     # computes them from the prompt (``gateway.flow.prefix``).
     prefix_blocks: tuple[int, ...] | None = None
+    # The task detector's answer once the request has been planned: every later plan of the same
+    # request (a waiting request's re-plans, an escalation) reads it instead of detecting again.
+    detection: DetectionMemo = dataclasses.field(default_factory=DetectionMemo, compare=False, repr=False)
 
 
 def serving_replicas(model: ModelSpec, inbound: Inbound) -> tuple[Replica, ...]:
@@ -140,7 +143,7 @@ def plan_request(config: DuetConfig, counters: Mapping[str, TokenCounter], inbou
     tokens = inbound.prompt_tokens
     if tokens is None:
         tokens = count_input_tokens(inbound.body, counters[target.model.name])
-    profile = classify(inbound.body, inbound.headers, target, config.policy, tokens, view.lengths)
+    profile = classify(inbound, target, config.policy, tokens, view.lengths)
     if draw and target.model.has_canary:  # only a canary reads the draw: spare the copy otherwise
         profile = dataclasses.replace(profile, draw=draw)
     prefix = None

@@ -4,9 +4,11 @@ import pytest
 import yaml
 
 from gateway.config import load_config, parse_config
+from gateway.detect import TaskDetector
 from gateway.errors import InvalidRequest, ModelNotFound
 from gateway.flow.body import ChatBody, CompletionBody
-from gateway.flow.classify import classify, has_code, resolve_model
+from gateway.flow.classify import DetectionMemo, classify, has_code, resolve_model
+from gateway.flow.plan import Inbound
 
 DEMO_PATH = Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml"
 CONFIG = load_config(DEMO_PATH)
@@ -26,7 +28,7 @@ def chat(content="hello", **fields):
 
 
 def profile(body, headers=None, tokens=10, config=CONFIG):
-    return classify(body, headers or {}, resolve_model(config, body.model), config.policy, tokens)
+    return classify(Inbound(body, headers or {}), resolve_model(config, body.model), config.policy, tokens)
 
 
 @pytest.mark.parametrize(
@@ -135,11 +137,11 @@ class Learned:
      ({"max_tokens": 1000, "min_tokens": 700}, 700)],
 )
 def test_a_learned_length_replaces_the_typical_one_within_max_tokens(fields, expected):
-    body = chat(**fields)
-    assert classify(body, {}, resolve_model(CONFIG, "smollm2"), CONFIG.policy, 10, Learned()).expected_output_tokens == expected
+    body, target = chat(**fields), resolve_model(CONFIG, "smollm2")
+    assert classify(Inbound(body, {}), target, CONFIG.policy, 10, Learned()).expected_output_tokens == expected
     # Tasks with no estimate yet keep their configured typical length.
-    coding = classify(body, {"x-duet-task": "coding"}, resolve_model(CONFIG, "smollm2"), CONFIG.policy, 10, Learned())
-    assert coding.expected_output_tokens == classify(body, {"x-duet-task": "coding"}, resolve_model(CONFIG, "smollm2"),
+    coding = classify(Inbound(body, {"x-duet-task": "coding"}), resolve_model(CONFIG, "smollm2"), CONFIG.policy, 10, Learned())
+    assert coding.expected_output_tokens == classify(Inbound(body, {"x-duet-task": "coding"}), resolve_model(CONFIG, "smollm2"),
                                                      CONFIG.policy, 10).expected_output_tokens
 
 
@@ -152,3 +154,24 @@ def test_has_code_scans_head_and_tail_of_long_texts():
     filler = "word " * 10_000
     assert has_code([filler + "\n```js\nx()\n```"])
     assert not has_code([filler])
+
+
+class CountingDetector(TaskDetector):
+    """The shipped model, counting its calls."""
+
+    def __init__(self) -> None:
+        shipped = TaskDetector.builtin()
+        super().__init__(shipped.tasks, shipped._vocabulary, shipped._weights, shipped._bias, shipped.meta)
+        self.calls = 0
+
+    def detect_messages(self, messages):
+        self.calls += 1
+        return super().detect_messages(messages)
+
+
+def test_a_memo_detects_once_per_detector_and_answers_the_same():
+    first, other, body, memo = CountingDetector(), CountingDetector(), chat("Solve for x: 3x + 4 = 19."), DetectionMemo()
+    answers = [memo.detect(first, body) for _ in range(3)]
+    assert first.calls == 1 and answers[0] == answers[2] == first.detect_messages(body.messages)
+    memo.detect(other, body)  # another model (a reload): detected again
+    assert other.calls == 1

@@ -14,9 +14,11 @@ import yaml
 
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
+from gateway.detect import TaskDetector
 from gateway.domain import Replica
 from gateway.errors import InvalidRequest, RateLimited
 from gateway.flow import Director, Exchange, Hooks, Inbound, Ledgers, WaitingRoom, routing_hooks
+from gateway.flow import plan as plan_module
 from gateway.flow.body import ChatBody, validate_body
 from gateway.outcome import AttemptFailure, Outcome
 from gateway.state.decodes import DecodeLedger
@@ -166,6 +168,40 @@ def test_a_request_waits_for_a_slot_and_goes_when_a_finished_request_frees_one()
         await rig.director.finish(first, Outcome(first.attempt.replica.id, True, 200, 0.05, 0.5, 100, 16))
         await asyncio.wait_for(admitted, 1.0)
         assert waiter.plan.decision.ranked
+
+    asyncio.run(scenario())
+
+
+def test_a_waiting_request_is_detected_once_however_often_it_is_planned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wake-up plans the waiter again (classify runs again: the replicas changed); the detector
+    ran once, at its first plan, and the later plan read that answer."""
+    planned: list[object] = []
+    detected: list[object] = []
+    classify, detect = plan_module.classify, TaskDetector.detect_messages
+    monkeypatch.setattr(plan_module, "classify", lambda arrival, *a: planned.append(arrival.body) or classify(arrival, *a))
+    monkeypatch.setattr(TaskDetector, "detect_messages", lambda self, m: detected.append(m) or detect(self, m))
+
+    async def scenario() -> None:
+        rig = Rig(_full(DEMO))
+        assert rig.config.policy.detection is not None
+        await rig.up()
+        holders = []
+        for replica in rig.config.replicas:
+            holder = rig.open(CHAT, {"x-duet-latency-budget-ms": "60000"})
+            await rig.director.dispatch(holder, Script({r.id: 503 for r in rig.config.replicas if r.id != replica.id}))
+            holders.append(holder)
+        waiter = rig.open(CHAT, {"x-duet-latency-budget-ms": "60000"})
+        admitted = asyncio.ensure_future(rig.director.admit(waiter))
+        await asyncio.sleep(0.05)
+        assert not admitted.done()
+        first = holders[0]
+        assert first.attempt is not None
+        await rig.director.finish(first, Outcome(first.attempt.replica.id, True, 200, 0.05, 0.5, 100, 16))
+        await asyncio.wait_for(admitted, 1.0)
+        body = waiter.inbound.body
+        assert isinstance(body, ChatBody)
+        assert planned.count(body) >= 2
+        assert [m for m in detected if m is body.messages] == [body.messages]
 
     asyncio.run(scenario())
 
