@@ -22,7 +22,9 @@ from gateway.discovery.loop import DiscoveryLoop, refresh_interval_s
 from gateway.discovery.resolve import Discovery
 from gateway.flow.affinity import ResponseHomes
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
+from gateway.flow.demand_keeper import DemandKeeper
 from gateway.flow.director import Director, Ledgers
+from gateway.flow.fleet import FleetSignal
 from gateway.flow.session import Sessions
 from gateway.flow.tracing_off import NO_TRACING, Tracing
 from gateway.flow.waiting_room import WaitingRoom
@@ -35,9 +37,11 @@ from gateway.proxy.http1 import Pool
 from gateway.proxy.tls import UpstreamTls
 from gateway.state.breaker import BreakerPolicy
 from gateway.state.decodes import DecodeLedger
+from gateway.state.demand import InMemoryDemand
 from gateway.state.monitor import MonitorSettings, ReplicaMonitor
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_index import InMemoryPrefixIndex, PrefixIndex
+from gateway.state.redis_demand import SharedDemand
 from gateway.state.redis_link import LinkSettings, LinkStatus, RedisLink
 from gateway.state.redis_prefix_index import SharedPrefixIndex
 from gateway.state.redis_seats import SharedSessions
@@ -100,6 +104,14 @@ def build_sessions(config: DuetConfig, link: RedisLink | None, gateway_id: str) 
                           refresh_s=config.state.refresh_s, timeout_s=config.state.redis_timeout_s * 4)
 
 
+def build_demand(config: DuetConfig, link: RedisLink | None) -> InMemoryDemand | SharedDemand:
+    """What traffic the autoscaled models get, summed over the gateways through Redis when the
+    state is shared (each gateway sees only its share)."""
+    if link is None:
+        return InMemoryDemand(time.monotonic)
+    return SharedDemand(link, prefix=config.state.redis_prefix)
+
+
 class Gateway:
     """``state_url`` overrides the config's store with Redis at that URL; the store is chosen once
     at start (a reload that changes ``state.store`` needs a restart). ``kubernetes``: how to reach
@@ -144,6 +156,11 @@ class Gateway:
                               self.access, self.telemetry)
         self.response_homes = ResponseHomes()
         hooks.done.append(self.response_homes.done)
+        # The demand the desired-replicas gauge sizes the fleet for, computed at each scrape.
+        self.demand = build_demand(config, self._link)
+        DemandKeeper(self.demand).subscribe(hooks)
+        self.fleet = FleetSignal(lambda: self.current.config, self.demand, self.store.lengths)
+        self.telemetry.watch_fleet(self.fleet.variant_needs)
         self.tracing = build_tracing(config)
         self.tracing.subscribe(hooks)
         ledgers = Ledgers(backlog, decodes, self.prefixes, self.sessions)
@@ -171,6 +188,8 @@ class Gateway:
             self.prefixes.start()
         if isinstance(self.sessions, SharedSessions):
             self.sessions.start()
+        if isinstance(self.demand, SharedDemand):
+            self.demand.start()
         await self.access.start()
         self._session = aiohttp.ClientSession(auto_decompress=False, skip_auto_headers=("User-Agent",))
         if config.discovery:
@@ -204,6 +223,8 @@ class Gateway:
             await self.prefixes.aclose()
         if isinstance(self.sessions, SharedSessions):
             await self.sessions.aclose()
+        if isinstance(self.demand, SharedDemand):
+            await self.demand.aclose()
         await self.store.aclose()
         self.tracing.shutdown()  # exports the spans still batched
 

@@ -13,6 +13,7 @@ from prometheus_client.registry import Collector
 
 from gateway.access.ledger import Charge
 from gateway.domain import Health, Replica, ReplicaState
+from gateway.scaling.desired import VariantNeed
 
 # vLLM's TTFT buckets, so the gateway's and the replicas' histograms line up in one dashboard.
 LATENCY_BUCKETS = (
@@ -56,6 +57,29 @@ class ReplicaCollector(Collector):
 
 
 MODEL_VARIANT = ["model", "variant"]
+
+
+class FleetCollector(Collector):
+    """duet_desired_replicas and duet_demand_busy_replicas per model and variant, as the fleet
+    signal last computed them (``gateway.flow.fleet``: refreshed before each scrape). Every
+    gateway sharing the demand reports the same fleet-wide count: aggregate with max, not sum.
+    No series at all while no model is autoscaled."""
+
+    def __init__(self, needs: Callable[[], Iterable[tuple[str, VariantNeed]]]) -> None:
+        self._needs = needs
+
+    def collect(self) -> Iterable[Metric]:
+        desired = GaugeMetricFamily(
+            "duet_desired_replicas", "Replicas the variant needs now for the fleet's demand, at the plan's "
+            "utilisation, within its floor and max_replicas.", labels=MODEL_VARIANT)
+        busy = GaugeMetricFamily(
+            "duet_demand_busy_replicas", "Replicas the variant's share of the demand keeps fully busy (before "
+            "headroom, floor and rounding).", labels=MODEL_VARIANT)
+        for model, need in self._needs():
+            desired.add_metric([model, need.variant], float(need.desired))
+            busy.add_metric([model, need.variant], need.busy_replicas)
+        return [desired, busy] if desired.samples else []
+
 
 MetricT = TypeVar("MetricT", bound=MetricWrapperBase)
 
@@ -171,6 +195,10 @@ class Telemetry:
         """duet_waiting_requests: the waiting room's depth, read at scrape time."""
         gauge = Gauge("duet_waiting_requests", "Requests waiting in the waiting room for a slot.", registry=self.registry)
         gauge.set_function(lambda: float(depth()))
+
+    def watch_fleet(self, needs: Callable[[], Iterable[tuple[str, VariantNeed]]]) -> None:
+        """duet_desired_replicas and duet_demand_busy_replicas from ``needs`` (model, variant need)."""
+        self.registry.register(FleetCollector(needs))
 
     def watch_redis(self, up: Callable[[], bool]) -> None:
         """duet_redis_up: 1 while the shared store answers (0: routing on local state, quotas

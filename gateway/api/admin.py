@@ -7,6 +7,7 @@ The gate (``gateway.api.gate``) checks the key before a route parses its body:
     POST   /admin/keys {"name", "tier"}          a new key, shown in this answer only
     DELETE /admin/keys/{id}                      revoke
     POST   /admin/reload                         re-read the config file (policy, tiers)
+    GET    /admin/autoscaling                    why duet_desired_replicas says what it says
 """
 
 from __future__ import annotations
@@ -98,6 +99,11 @@ def mount_admin(app: FastAPI) -> None:
     async def reload(request: Request) -> Response:
         gateway = gateway_of(request)
         return _json({"reloaded": await gateway.reload()})
+
+    @app.get("/admin/autoscaling")
+    async def autoscaling(request: Request) -> Response:
+        needs = await gateway_of(request).fleet.refresh()
+        return _json({"object": "list", "data": [need.to_json() for need in needs.values()]})
 
     app.add_exception_handler(RedisError, _unavailable)
 

@@ -107,6 +107,7 @@ ROUTES = RouteTable((
     Route("POST", "/admin/keys", Guard.ADMIN),
     Route("DELETE", "/admin/keys/{key_id}", Guard.ADMIN),
     Route("POST", "/admin/reload", Guard.ADMIN),
+    Route("GET", "/admin/autoscaling", Guard.ADMIN),
     Route("GET", "/metrics", Guard.METRICS),
     Route("GET", "/health", Guard.OPEN),
     Route("GET", "/ready", Guard.OPEN),
