@@ -1,11 +1,15 @@
 """The labelled requests the detector is trained, tuned and measured on.
 
 Public prompts from ``../shared/prompts`` (GSM8K: reasoning; HumanEval: coding; Vicuna bench:
-chat, except its coding and math questions), and synthesised requests (``gateway.detect.synth``).
-Splits are deterministic: a sample's split is the hash of its id (``train`` 60%, ``tune`` 15%,
-``test`` 25%), and two synthesised templates per task never reach training: one's samples form
-``test-template`` (measured only), the other's ``tune-template`` (tuned on only), so the threshold
-is chosen, and the held-out numbers measured, on templates the detector has never seen."""
+chat, except its coding and math questions), and synthesised requests (``gateway.detect.synth``:
+documents, tools and code; ``gateway.detect.prose``: questions and asks in prose).
+Three uses, kept apart. ``train``: what the model is fitted on. ``validation`` and
+``validation-template``: what features, synthetic data and the threshold are tuned on, never
+fitted on. ``test`` and ``test-template``: held out, read once by the benchmark
+(``loadtests/benchmarks/router/detector.py``), never by training or tuning. A public or
+seen-template sample's split is the hash of its id (``train`` 60%, ``validation`` 15%, ``test``
+25%); whole templates never reach training: those in ``VALIDATION_TEMPLATES`` form
+``validation-template``, those in ``HELD_OUT_TEMPLATES`` ``test-template``."""
 
 from __future__ import annotations
 
@@ -17,10 +21,39 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.detect.synth import TEMPLATES
+from gateway.detect import prose, synth
+from gateway.detect.synth import Template
 
 PROMPTS = Path(__file__).resolve().parents[3] / "shared" / "prompts"
-SPLITS = ("train", "tune", "tune-template", "test", "test-template")
+SPLITS = ("train", "validation", "validation-template", "test", "test-template")
+VALIDATION_SPLITS = ("validation", "validation-template")
+# What each use read, for the results (``loadtests/benchmarks/router/detector.py``).
+SPLIT_USES = {
+    "train": "fitted on (60% of public prompts and of seen templates' seeds)",
+    "validation": "tuned on, never fitted: features, prompt window, synthetic templates, L2, threshold and floor "
+                  "(15% of public prompts and of seen templates' seeds, plus whole validation templates)",
+    "held out": "read once by the benchmark for the numbers below, never by training or tuning (25% of public "
+                "prompts and of seen templates' seeds, plus whole held-out templates)",
+}
+# Per task, the template only measured and those only tuned on: the first two in the hash order of the
+# template names when the detector was first trained, plus the prose ones written for tuning
+# (``prose.VALIDATION``); pinned by name, so that adding templates never moves a template the model
+# has been judged on into training, nor a new one into the held-out set.
+HELD_OUT_TEMPLATES = {"chat": "chat_smalltalk", "coding": "code_concept", "reasoning": "reason_word_problem",
+                      "extraction": "extract_system", "long-context": "long_transcript", "agent": "agent_result"}
+# The validation templates: those two's neighbours in that order, and the prose ones written for tuning.
+VALIDATION_TEMPLATES = {"chat": ("chat_explain", "chat_curious"), "coding": ("code_review", "code_question"),
+                        "reasoning": ("reason_math",), "extraction": ("extract_json",), "long-context": ("long_summary",),
+                        "agent": ("agent_system",)}
+
+
+def templates() -> dict[str, tuple[Template, ...]]:
+    """Every synthesised template by task: documents, tools and code (``synth``), prose (``prose``)."""
+    merged = dict(synth.TEMPLATES)
+    for more in (prose.TRAINING, prose.VALIDATION):
+        for task, added in more.items():
+            merged[task] = merged[task] + added
+    return merged
 # Samples per synthesised template (fewer long documents: each is up to ~100k characters).
 PER_TEMPLATE = {"long-context": 80}
 DEFAULT_PER_TEMPLATE = 150
@@ -44,18 +77,17 @@ def _unit(text: str) -> float:
 
 def split_of(sample_id: str) -> str:
     u = _unit(sample_id)
-    return "train" if u < 0.60 else "tune" if u < 0.75 else "test"
+    return "train" if u < 0.60 else "validation" if u < 0.75 else "test"
 
 
-def held_out_templates() -> dict[str, tuple[str, str]]:
-    """Per task, two synthesised templates kept out of training: the first only measured
-    (``test-template``), the second only tuned on (``tune-template``), so the threshold is
-    chosen on templates the model has not seen either."""
-    out = {}
-    for task, templates in TEMPLATES.items():
-        names = sorted((t.__name__ for t in templates), key=lambda name: _unit("template:" + name))
-        out[task] = (names[0], names[1])
-    return out
+def template_split(name: str, sample_id: str) -> str:
+    """``test-template`` or ``validation-template`` for a template kept out of training, else the
+    sample's hash split."""
+    if name in HELD_OUT_TEMPLATES.values():
+        return "test-template"
+    if any(name in names for names in VALIDATION_TEMPLATES.values()):
+        return "validation-template"
+    return split_of(sample_id)
 
 
 def public_samples(root: Path = PROMPTS) -> Iterator[Sample]:
@@ -77,15 +109,12 @@ def public_samples(root: Path = PROMPTS) -> Iterator[Sample]:
 
 
 def synthetic_samples() -> Iterator[Sample]:
-    held_out = held_out_templates()
-    for task, templates in TEMPLATES.items():
-        for template in templates:
+    for task, chosen in templates().items():
+        for template in chosen:
             name = template.__name__
             for seed in range(PER_TEMPLATE.get(task, DEFAULT_PER_TEMPLATE)):
                 sid = f"synth/{name}/{seed}"
-                test, tune = held_out[task]
-                split = "test-template" if name == test else "tune-template" if name == tune else split_of(sid)
-                yield Sample(sid, task, f"synth:{name}", template(random.Random(sid)), split)
+                yield Sample(sid, task, f"synth:{name}", template(random.Random(sid)), template_split(name, sid))
 
 
 def corpus(root: Path = PROMPTS) -> list[Sample]:

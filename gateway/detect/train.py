@@ -3,11 +3,13 @@
 
 Fits a multinomial logistic regression (class-balanced, L2, full-batch Adam; numpy only) on the
 ``train`` split of ``gateway.detect.corpus``, keeps the ``MAX_FEATURES`` features most often seen,
-then picks the default threshold on the ``tune`` split: the lowest whose leak rate (against the
-FP8 verdict of deploy/render/h100-70b.yaml) and worst per-task miss rate stay within
-``LEAK_GOAL``, keeping the most requests fast. Writes ``gateway/detect/task_detector.json``
-(package data: the gateway reads it at start, never the prompts). The held-out splits are only
-read by the benchmark (``make bench-router``)."""
+then picks the default threshold and floor on the validation splits (``validation`` and
+``validation-template``): the pair whose leak rate (against the FP8 verdict of
+deploy/render/h100-70b.yaml) stays within ``LEAK_GOAL`` and worst per-task miss rate within
+``MISS_GOAL``, keeping the most requests fast. The features, the window, the synthetic templates
+and ``L2`` were chosen on the same validation splits. Writes ``gateway/detect/task_detector.json``
+(package data: the gateway reads it at start, never the prompts). The held-out splits (``test``,
+``test-template``) are read only by the benchmark (``make bench-router``)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from gateway.detect.corpus import PROMPTS, Sample, corpus
+from gateway.detect.corpus import PROMPTS, VALIDATION_SPLITS, Sample, corpus
 from gateway.detect.evaluate import evaluate, judge_all, summary
 from gateway.detect.features import message_features
 from gateway.detect.model import MODEL_FILE, TaskDetector
@@ -113,9 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     weights, bias = fit(rows, [TASKS.index(s.task) for s in train], features)
     weights = weights.astype("<f2").astype(np.float64)  # judge the model as it is stored
     detector = TaskDetector(TASKS, {f: i for i, f in enumerate(features)}, weights, bias)
-    threshold, floor, report = choose_threshold(detector, [s for s in samples if s.split in ("tune", "tune-template")])
+    threshold, floor, report = choose_threshold(detector, [s for s in samples if s.split in VALIDATION_SPLITS])
     print(summary(report))
     meta = {"threshold": threshold, "floor": floor, "trained_on": dict(Counter(s.task for s in train)),
+            "validation": {k: report[k] for k in ("leak_rate", "abstention_cost", "worst_miss_rate")},
             "command": "python -m gateway.detect.train"}
     args.out.write_text(json.dumps(document(features, weights, bias, meta), separators=(",", ":")) + "\n")
     print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KB, {len(features)} features, threshold {threshold})")

@@ -17,6 +17,7 @@ from gateway.config.types import DuetConfig, ModelSpec, StateSettings
 from gateway.decision import Decision
 from gateway.detect import Detection, TaskDetector
 from gateway.detect.corpus import PROMPTS as DETECTOR_PROMPTS
+from gateway.detect.corpus import SPLIT_USES as DETECTOR_SPLIT_USES
 from gateway.detect.corpus import corpus as detector_corpus
 from gateway.detect.evaluate import confusions as detector_confusions
 from gateway.detect.evaluate import evaluate as evaluate_detector
@@ -89,8 +90,8 @@ __all__ = [
     # Online parity's draw at dispatch (what a request that is not sampled pays: loadtests/benchmarks/router/shadow.py).
     "shadow_sample",
     # The task detector and its held-out evaluation (loadtests/benchmarks/router/detector.py).
-    "DETECTOR_PROMPTS", "Detection", "TaskDetector", "detector_confusions", "detector_corpus", "evaluate_detector",
-    "judge_detections",
+    "DETECTOR_PROMPTS", "DETECTOR_SPLIT_USES", "Detection", "TaskDetector", "detector_confusions", "detector_corpus",
+    "evaluate_detector", "judge_detections",
     # Autoscaling's arithmetic (the replay's autoscaled fleet, duet plan's utilisation).
     "Autoscaling", "DemandMeter", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas",
 ]

@@ -4,7 +4,8 @@ latency by prompt size; writes docs/results/task-detector.json.
     .venv/bin/python -m loadtests.benchmarks.router.detector [--prompts ../shared/prompts]
 
 Accuracy is measured on the held-out splits only (``test``: unseen prompts of seen templates and
-public sets; ``test-template``: templates never trained or tuned on), at the shipped threshold and
+public sets; ``test-template``: templates never trained or tuned on; ``gateway.detect.corpus``
+says which split trained and which tuned what, and the results repeat it), at the shipped threshold and
 floor, against the FP8 verdict of deploy/render/h100-70b.yaml (fast allowed chat, coding, agent,
 extraction). Latency: ``detect_messages`` on one user turn of about 256, 1k, 8k and 32k tokens
 (4 characters a token), 2,000 calls each after 200 warm-up calls, with the garbage collector off
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.flow import DETECTOR_PROMPTS as PROMPTS
+from gateway.flow import DETECTOR_SPLIT_USES as SPLIT_USES
 from gateway.flow import TaskDetector
 from gateway.flow import detector_confusions as confusions
 from gateway.flow import detector_corpus as corpus
@@ -77,14 +79,22 @@ def _quantiles(samples: list[int], prefix: str) -> dict[str, float]:
 
 def run(prompts: Path) -> dict[str, Any]:
     detector = TaskDetector.builtin()
-    return {"command": "python -m loadtests.benchmarks.router.detector", "model": dict(detector.meta),
+    return {"command": "python -m loadtests.benchmarks.router.detector", "model": dict(detector.meta), "splits": SPLIT_USES,
             "hardware_class": hardware_of(cpu_flags()).hardware_class,
             "accuracy": accuracy(detector, prompts), "latency_by_prompt_tokens": latency(detector)}
 
 
 def render(results: dict[str, Any]) -> str:
-    """The docs section: per task on the held-out splits, then leaks, then latency."""
-    lines = ["| split | task | n | precision | recall | abstained | served fast |", "|---|---|---|---|---|---|---|"]
+    """The docs section: which split did what, per task on the held-out splits, then leaks, then
+    latency."""
+    model = results["model"]
+    lines = ["Splits: " + "; ".join(f"**{name}**: {use}" for name, use in results["splits"].items()) + ".", ""]
+    if "validation" in model:
+        v = model["validation"]
+        lines += [f"Shipped threshold {model['threshold']:.2f}, floor {model['floor']:.2f}, chosen on the validation "
+                  f"splits, where they give a leak rate of {v['leak_rate']:.4f}, a cost of abstention of "
+                  f"{v['abstention_cost']:.4f} and a worst miss rate of {v['worst_miss_rate']:.4f}.", ""]
+    lines += ["| split | task | n | precision | recall | abstained | served fast |", "|---|---|---|---|---|---|---|"]
     for split, report in results["accuracy"].items():
         for task, row in report["tasks"].items():
             if row["n"]:

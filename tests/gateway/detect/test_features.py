@@ -21,3 +21,10 @@ def test_roles_tool_results_and_system_prompt_are_features():
 def test_the_former_code_rule_is_a_feature():
     assert "code:True" in prompt_features("```python\nprint(1)\n```")
     assert "code:False" in prompt_features("What is the capital of France?")
+
+
+def test_programming_words_first_word_and_question_shape_are_features():
+    names = set(prompt_features("How do closures capture a variable in JavaScript?"))
+    assert {"prog:2", "first:how", "ask:True"} <= names  # variable, javascript (closures is not in the list)
+    names = set(prompt_features("Write a poem about the sea."))
+    assert {"prog:0", "first:write", "ask:False"} <= names
