@@ -4,16 +4,21 @@ behind the admin key like the other admin routes. /metrics serves the same numbe
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import uuid
 from pathlib import Path
 
 import pytest
+import redis.asyncio
 import yaml
 from starlette.testclient import TestClient
 
 from gateway.api.app import create_app
 from gateway.config import parse_config
 from gateway.runtime import Gateway
+from gateway.state.redis_demand import SharedDemand
+from tests.redis_server import RedisServer, require_redis_server
 
 DEMO = yaml.safe_load((Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml").read_text())
 ADMIN_KEY = "admin-key-for-tests"
@@ -46,3 +51,38 @@ def test_the_admin_route_explains_each_variants_count_and_metrics_agrees(monkeyp
     assert standard["tasks"] == {"chat": 1.0} and standard["floor"] == 1 and standard["busy_replicas"] > 0
     assert set(standard) == {"variant", "tasks", "batch", "busy_replicas", "floor", "desired"}
     assert f'duet_desired_replicas{{model="smollm2",variant="standard"}} {float(standard["desired"])}' in metrics
+
+
+
+def test_gateways_sharing_redis_count_into_one_shared_demand() -> None:
+    """``state.store: redis`` gives every gateway the shared demand store (its sums are tested in
+    ``tests/gateway/state/test_redis_demand.py``): both gateways' counts land in the same hashes
+    and both read them."""
+    require_redis_server()
+    raw = copy.deepcopy(DEMO)
+    raw["models"]["smollm2"]["autoscaling"] = {"scrape_interval_s": 15, "rate_window_s": 120}
+    prefix = f"t{uuid.uuid4().hex[:8]}:"
+
+    async def main(url: str) -> tuple[int, list[bool]]:
+        config = parse_config(yaml.safe_dump({**raw, "state": {"store": "redis", "redis_url": url, "redis_prefix": prefix}}))
+        gateways = [Gateway(config), Gateway(config)]
+        for gateway in gateways:
+            await gateway.start()
+        try:
+            assert all(isinstance(gateway.demand, SharedDemand) for gateway in gateways)
+            for gateway, count in zip(gateways, (30, 10), strict=True):
+                for _ in range(count):
+                    gateway.demand.arrived("smollm2", "chat", 200, 120.0)
+            read = [(await gateway.fleet.refresh())["smollm2"] for gateway in gateways]  # each sends its own first
+            client = redis.asyncio.Redis.from_url(url)
+            keys = await client.keys(f"{prefix}demand:smollm2:*")
+            total = sum([int(await client.hget(key, "a:chat") or 0) for key in keys])
+            await client.aclose()
+            return total, [need.fresh and need.short["chat"].rate_per_s > 0 for need in read]
+        finally:
+            for gateway in gateways:
+                await gateway.stop()
+
+    with RedisServer() as server:
+        total, read = asyncio.run(main(server.url))
+    assert total == 40 and read == [True, True]
