@@ -54,6 +54,7 @@ from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
 from gateway.flow.director import Director, Ledgers, Transport
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.explain import explain_plan
+from gateway.flow.fleet import sizing_for
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, candidates_for, plan_request, prompt_prefix
 from gateway.flow.session import Sessions
@@ -62,7 +63,7 @@ from gateway.flow.upstream import upstream_request
 from gateway.flow.waiting_room import RECHECK_S, Waiting, WaitingRoom
 from gateway.outcome import AttemptFailure, Outcome
 from gateway.routing.router import route
-from gateway.scaling import Autoscaling, DemandMeter, TaskDemand, TaskSizing, VariantNeed, desired_replicas
+from gateway.scaling import Autoscaling, DemandMeter, TaskDemand, TaskSizing, VariantNeed, desired_replicas, peak
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_blocks import text_block_ids, token_block_ids
@@ -94,4 +95,6 @@ __all__ = [
     "evaluate_detector", "judge_detections",
     # Autoscaling's arithmetic (the replay's autoscaled fleet, duet plan's utilisation).
     "Autoscaling", "DemandMeter", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas",
+    # What the gateway's gauge sizes with: per task the higher-rate window, the configured tasks' sizing.
+    "peak", "sizing_for",
 ]
