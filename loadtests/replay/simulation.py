@@ -38,6 +38,7 @@ from gateway.flow import (
     routing_hooks,
 )
 from gateway.routing.registry import PLUGIN_TYPES
+from loadtests.replay.fleet import FixedFleet, FleetChange, FleetControl
 from loadtests.replay.sync import run_now
 from loadtests.scoring.traces import Arrival
 from serving.sim.engine import Engine
@@ -167,30 +168,36 @@ class Replay:
     ignore_eos), which the router then knows exactly: the oracle the replay ran with before
     issue #16, kept to measure what not knowing costs. Otherwise a request sends only its
     client's ``max_tokens`` ceiling and the router plans with the lengths it learned, read at
-    ``length_quantile`` (the store's setting: the median unless given)."""
+    ``length_quantile`` (the store's setting: the median unless given).
+
+    ``fleet``: whether and when replicas join or leave routing (default: the config's, fixed;
+    ``loadtests.replay.autoscale`` scales them). A replica joins with a config that lists it,
+    swapped in as a reload swaps it; one withdrawn leaves the config at once and its engine
+    runs until its requests have ended."""
 
     def __init__(self, config: DuetConfig, profiles: Mapping[str, Profile], *, seed: int = 0,
                  scrape_interval_s: float = 1.0, forced_length: bool = False,
-                 length_quantile: float | None = None) -> None:
+                 length_quantile: float | None = None, fleet: FleetControl | None = None) -> None:
         (self._model,) = config.models.values()
         self._forced_length = forced_length
+        self._profiles = profiles
+        self._fleet: FleetControl = fleet or FixedFleet()
+        self._seeds = itertools.count(seed)
+        self._draining: set[str] = set()
         self.now = 0.0
         settings = StoreSettings(stale_after_s=max(5.0, 5 * scrape_interval_s))
         if length_quantile is not None:
             settings = dataclasses.replace(settings, lengths=dataclasses.replace(settings.lengths, quantile=length_quantile))
         self._store = InMemoryStateStore(settings, clock=lambda: self.now)
-        self.engines = {
-            replica.id: Engine(profiles[replica.variant], seed=seed + i, token_events=False)
-            for i, replica in enumerate(self._model.replicas)
-        }
+        self.engines = {replica.id: self._engine(replica) for replica in self._model.replicas}
         self._waiting_room = _VirtualWaitingRoom()
         backlog, decodes = PrefillBacklog(), DecodeLedger()
         # The prefix index as the gateway keeps it (learned from its own dispatches), fed the
         # trace's blocks at its block size: the HTTP path hashes the prompt's text instead.
         self._block_tokens = config.policy.prefix_cache.block_tokens
-        prefixes = InMemoryPrefixIndex(config.policy.prefix_cache.blocks_per_replica)
-        active = ActiveConfig.of(config)
-        self._director = Director(lambda: active, self._store, Ledgers(backlog, decodes, prefixes), self._waiting_room,
+        self._prefixes = prefixes = InMemoryPrefixIndex(config.policy.prefix_cache.blocks_per_replica)
+        self._active = ActiveConfig.of(config)
+        self._director = Director(lambda: self._active, self._store, Ledgers(backlog, decodes, prefixes), self._waiting_room,
                                   routing_hooks(backlog, decodes, self._store, self._waiting_room, prefixes),
                                   lambda: self.now)
         # Duet's step model predicts every request on the replica that served it, whatever the
@@ -210,7 +217,8 @@ class Replay:
             next_arrival = arrivals[index].at_s if index < len(arrivals) else math.inf
             engine_id, next_step = self._next_engine_event()
             next_timeout = min((w.until_s for w in self._waiters), default=math.inf)
-            now = min(next_arrival, next_step, next_scrape, next_timeout)
+            next_change = self._fleet.next_change_s()
+            now = min(next_arrival, next_step, next_scrape, next_timeout, next_change)
             self.now = now
             if now == next_scrape:
                 self._scrape(now)
@@ -219,6 +227,8 @@ class Replay:
                 self.collect(self.engines[engine_id].advance(now))
             elif now == next_timeout:
                 self._resume_timed_out(now)
+            elif now == next_change:
+                self._change(self._fleet.change(now))
             else:
                 self._arrive(arrivals[index], f"r{index}")
                 index += 1
@@ -233,17 +243,67 @@ class Replay:
         return best_id, best
 
     def _scrape(self, now: float) -> None:
-        for replica_id, engine in self.engines.items():
-            self.collect(engine.advance(now))  # gauges as of now, not as of the engine's last event
-            snap = engine.snapshot()
-            counters = engine.counters
-            stats = VllmStats(running=snap.running, waiting=snap.waiting, kv_cache_usage=snap.kv_cache_usage,
-                              prompt_tokens_total=counters.prompt_tokens, generation_tokens_total=counters.generation_tokens,
-                              prefix_cache_queries_total=counters.prefix_cache_queries,
-                              prefix_cache_hits_total=counters.prefix_cache_hits,
-                              ttft=HistogramTotals(counters.ttft_s_total, counters.first_tokens))
-            run_now(self._store.record_health(replica_id, True, now))
-            run_now(self._store.record_stats(replica_id, stats, now))
+        """The monitor's round: health and metrics of the replicas the config lists (never one
+        still loading, which has no engine yet, nor one withdrawn, which the monitor forgot)."""
+        for replica in self._routable():
+            self._check(replica.id, now)
+
+    def _check(self, replica_id: str, now: float) -> None:
+        engine = self.engines[replica_id]
+        self.collect(engine.advance(now))  # gauges as of now, not as of the engine's last event
+        snap = engine.snapshot()
+        counters = engine.counters
+        stats = VllmStats(running=snap.running, waiting=snap.waiting, kv_cache_usage=snap.kv_cache_usage,
+                          prompt_tokens_total=counters.prompt_tokens, generation_tokens_total=counters.generation_tokens,
+                          prefix_cache_queries_total=counters.prefix_cache_queries,
+                          prefix_cache_hits_total=counters.prefix_cache_hits,
+                          ttft=HistogramTotals(counters.ttft_s_total, counters.first_tokens))
+        run_now(self._store.record_health(replica_id, True, now))
+        run_now(self._store.record_stats(replica_id, stats, now))
+
+    def _routable(self) -> tuple[Replica, ...]:
+        return self._active.config.models[self._model.name].replicas
+
+    def _engine(self, replica: Replica) -> Engine:
+        return Engine(self._profiles[replica.variant], seed=next(self._seeds), token_events=False)
+
+    def _change(self, change: FleetChange) -> None:
+        """Replicas join or leave routing: a config listing the replicas now routable is swapped
+        in (as a reload does); a joining replica gets its first check at once (as the monitor
+        does for a new replica) and the waiting room's line re-plans; a withdrawn one is forgotten
+        by the store (as the monitor forgets a replica that left the config) and leaves once
+        its requests have ended."""
+        if not change.joined and not change.withdrawn:
+            return
+        gone = set(change.withdrawn)
+        replicas = (*(r for r in self._routable() if r.id not in gone), *change.joined)
+        config = self._active.config
+        model = dataclasses.replace(config.models[self._model.name], replicas=replicas)
+        self._active = ActiveConfig(dataclasses.replace(config, models={**config.models, model.name: model}),
+                                    self._active.counters)
+        for replica in change.joined:
+            self.engines[replica.id] = self._engine(replica)
+            self._check(replica.id, self.now)
+        if change.joined:  # every request waiting in line re-plans once, best first
+            waiters, self._waiters = sorted(self._waiters), []
+            for waiter in waiters:
+                self._step(waiter.coroutine, True)
+        for replica_id in change.withdrawn:
+            run_now(self._store.forget(replica_id))
+            self._draining.add(replica_id)
+            self._leave_if_drained(replica_id, self.now)
+
+    def _leave_if_drained(self, replica_id: str, at: float) -> None:
+        """A withdrawn replica with no request left leaves: its engine stops, the prefix index
+        forgets it (a draining replica's first tokens still taught it blocks)."""
+        if self.engines[replica_id].in_flight() or any(
+                p.exchange.attempt is not None and p.exchange.attempt.replica.id == replica_id
+                for p in self._pending.values()):
+            return
+        self._draining.discard(replica_id)
+        del self.engines[replica_id]
+        self._prefixes.forget(replica_id)
+        self._fleet.drained(replica_id, at)
 
     def _arrive(self, arrival: Arrival, request_id: str) -> None:
         """The request as a client would send it: the task named in ``x-duet-task``, its client's
@@ -257,6 +317,7 @@ class Replay:
         blocks = () if arrival.blocks is None else arrival.blocks.chained(self._block_tokens, arrival.input_tokens)
         inbound = Inbound(body, {"x-duet-task": arrival.task}, prompt_tokens=arrival.input_tokens, prefix_blocks=blocks)
         exchange = self._director.open(inbound, request_id)
+        self._fleet.arrived(exchange.plan.profile.task, arrival.input_tokens, self.now)
         self._step(self._serve(exchange, arrival), None)
 
     async def _serve(self, exchange: Exchange, arrival: Arrival) -> None:
@@ -329,3 +390,7 @@ class Replay:
             pending.step_model, exchange.route, expected_output_tokens=exchange.plan.profile.expected_output_tokens,
             cached_tokens=event.cached_tokens, replica=attempt.replica.id, waited_s=waited_s,
         ))
+        if ok:
+            self._fleet.answered(exchange.plan.profile.task, event.output_tokens, event.time)
+        if attempt.replica.id in self._draining:
+            self._leave_if_drained(attempt.replica.id, event.time)
