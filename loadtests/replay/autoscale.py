@@ -15,11 +15,12 @@ Kubernetes HPA per variant Deployment acting on it.
   joins routing ``startup_s`` later (``STARTUP_S`` by default).
 - **Down.** Kubernetes' ReplicaSet controller picks which pods go when a Deployment shrinks
   (``ActivePodsWithRanks``): pods not ready before ready ones, then the most recently ready. So
-  here: a replica still loading goes first (newest first; it leaves at once, with nothing to
-  drain), then the ready replica that became ready last. A withdrawn replica takes no new
-  request at once and leaves when its running and queued requests have ended (the pod's grace
-  period is assumed to cover the drain). Requests waiting in the gateway's waiting room stay
-  in line and are planned again on the replicas left at their next wake.
+  here: a replica still loading goes first (it leaves at once, with nothing to drain), then the
+  ready replica that became ready last; among equals the one asked for last. A withdrawn
+  replica takes no new request at once and leaves when its running and queued requests have
+  ended (the pod's grace period is assumed to cover the drain). Requests waiting in the
+  gateway's waiting room stay in line and are planned again on the replicas left at their next
+  wake; when a replica joins, the whole line re-plans at once.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ STARTUP_S = 346.0
 
 @dataclass(slots=True)
 class Hpa:
-    """One variant Deployment's HPA on the gauge (``behavior`` as the class docstring says)."""
+    """One variant Deployment's HPA on the gauge (its behaviour: the module docstring's).
+    ``history``: the readings of the stabilisation window, oldest first."""
 
     stabilization_s: float
     history: deque[tuple[float, int]]
