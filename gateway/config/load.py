@@ -194,7 +194,7 @@ def _autoscaling(section: schema.AutoscalingSection | None, variants: Mapping[st
     return Autoscaling(section.autoscaler, section.utilisation, section.scrape_interval_s, section.rate_window_s,
                        section.scale_down_stabilization_s, section.max_replicas,
                        MappingProxyType(dict(section.min_replicas)),
-                       MappingProxyType(dict(section.utilisation_by_variant)))
+                       MappingProxyType(dict(section.utilisation_by_variant)), section.scale_up_stabilization_s)
 
 
 def _ca_bundle(written: str, source: str, path: str) -> str:

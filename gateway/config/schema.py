@@ -238,6 +238,7 @@ class AutoscalingSection(Strict):
     rate_window_s: PositiveFloat = default_of(Autoscaling, "rate_window_s")
     scale_down_stabilization_s: Annotated[float, Field(ge=0, le=3600)] = default_of(
         Autoscaling, "scale_down_stabilization_s")
+    scale_up_stabilization_s: Annotated[float, Field(ge=0, le=3600)] = default_of(Autoscaling, "scale_up_stabilization_s")
     max_replicas: PositiveInt = default_of(Autoscaling, "max_replicas")
     min_replicas: dict[Name, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     utilisation_by_variant: dict[Name, Annotated[float, Field(gt=0, le=1)]] = Field(default_factory=dict)

@@ -36,9 +36,9 @@ def _target(d: VariantDeployment) -> dict[str, str]:
 
 
 def _behavior(settings: Autoscaling) -> dict[str, Any]:
-    """Up at once (a replica takes minutes to start, and the gauge already holds a burst for its
-    rate window); down only to the highest count asked for over the stabilisation window."""
-    return {"scaleUp": {"stabilizationWindowSeconds": 0},
+    """Up to the lowest count asked for over the scale-up window (0: at once), down only to the
+    highest count asked for over the scale-down window."""
+    return {"scaleUp": {"stabilizationWindowSeconds": math.ceil(settings.scale_up_stabilization_s)},
             "scaleDown": {"stabilizationWindowSeconds": math.ceil(settings.scale_down_stabilization_s)}}
 
 

@@ -80,8 +80,9 @@ class DemandMeter:
         """Each task type's demand over the last ``window_s`` seconds (at most the horizon; at
         most the time since the meter started, so a young gateway does not under-count)."""
         span_s = min(window_s, self._horizon_s, now - self._started_s)
-        # Whole buckets inside the window, the current one up to now: divided by the time they cover.
-        first = min(self._index(now - span_s) + 1, self._index(now))
+        # Whole buckets inside the window (one starting at its start included), the current one up
+        # to now: divided by the time they cover.
+        first = min(math.ceil((now - span_s) / self._bucket_s), self._index(now))
         span_s = max(now - first * self._bucket_s, self._bucket_s)
         totals: dict[str, list[int]] = {}
         for index, tasks in self._buckets.items():

@@ -26,7 +26,10 @@ class Autoscaling:
     ``rate_window_s``: the longer window demand is also measured over; the gauge reads the higher
     of the two rates, so a burst raises it at once and a lull lowers it only after this long.
     ``scale_down_stabilization_s``: the autoscaler keeps the highest desired count of this
-    window before removing replicas (the HPA's ``stabilizationWindowSeconds``, default 300 s).
+    window before removing replicas (the HPA's scale-down ``stabilizationWindowSeconds``,
+    default 300 s). ``scale_up_stabilization_s``: it adds replicas only up to the lowest count
+    of this window (the scale-up one; the HPA's default is 0: at once), so a burst shorter than
+    the window, over before a new replica could start, adds none.
     ``max_replicas``: per variant. ``min_replicas``: per variant, raised to one for a variant
     parity makes the only home of some task type.
     """
@@ -39,6 +42,7 @@ class Autoscaling:
     max_replicas: int = 16
     min_replicas: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     utilisation_by_variant: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    scale_up_stabilization_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.autoscaler not in AUTOSCALERS:

@@ -7,7 +7,8 @@ Kubernetes HPA per variant Deployment acting on it.
   tokens when it arrives, each answer's length when it ends. Per task the gauge reads the
   higher of the rates over ``scrape_interval_s`` and ``rate_window_s`` (a burst shows at the
   next reading, a lull only once the longer window has passed).
-- **HPA.** Up at once to the gauge when it rises above the replicas asked for; on the way down
+- **HPA.** Up to the lowest gauge of the last ``scale_up_stabilization_s`` when that is above the
+  replicas asked for (0, the HPA's default: at once to the gauge); on the way down
   the highest gauge of the last ``scale_down_stabilization_s`` (``stabilizationWindowSeconds``).
   The gauge is already clamped to [floor, ``max_replicas``]. The run's initial fleet counts as
   a reading at its start, so a warm fleet is not cut before one stabilisation window.
@@ -66,15 +67,19 @@ class Hpa:
 
     stabilization_s: float
     history: deque[tuple[float, int]]
+    up_stabilization_s: float = 0.0
 
     def scale(self, gauge: int, current: int, now: float) -> int:
-        """The replica count to set, from the gauge's reading and the replicas asked for now."""
+        """The replica count to set, from the gauge's reading and the replicas asked for now:
+        up to the lowest reading of the scale-up window when that is above the count, else down
+        to the highest reading of the scale-down window (never up on that path)."""
         self.history.append((now, gauge))
-        while self.history[0][0] < now - self.stabilization_s:
+        while self.history[0][0] < now - max(self.stabilization_s, self.up_stabilization_s):
             self.history.popleft()
-        if gauge > current:
-            return gauge
-        return min(current, max(reading for _, reading in self.history))
+        up = min(reading for at, reading in self.history if at >= now - self.up_stabilization_s)
+        if up > current:
+            return up
+        return min(current, max(reading for at, reading in self.history if at >= now - self.stabilization_s))
 
 
 class AutoscaledFleet:
@@ -96,7 +101,8 @@ class AutoscaledFleet:
         self._loading: list[ReplicaLife] = []  # asked for, not ready, not removed
         self._indices = {v: itertools.count(sum(r.variant == v for r in model.replicas)) for v in model.variants}
         self._hpas = {v: Hpa(self._autoscaling.scale_down_stabilization_s,
-                              deque([(started_s, sum(r.variant == v for r in model.replicas))]))
+                              deque([(started_s, sum(r.variant == v for r in model.replicas))]),
+                              self._autoscaling.scale_up_stabilization_s)
                       for v in model.variants}
         self._next_tick = started_s + self._autoscaling.scrape_interval_s
         self._readings: list[GaugeReading] = []

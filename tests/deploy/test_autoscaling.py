@@ -148,6 +148,15 @@ def test_the_stabilisation_window_and_polling_interval_are_the_configs():
     assert (keda["pollingInterval"], keda["cooldownPeriod"]) == (15, 600)
 
 
+def test_a_scale_up_window_is_rendered_for_both_autoscalers(tmp_path):
+    config = edited(tmp_path, lambda model: model["autoscaling"].update(scale_up_stabilization_s=90))
+    for autoscaler in ("hpa", "keda"):
+        (scaler,) = [s for n, s in scalers(overlay(config, autoscaler)).items() if n.endswith("-fast")]
+        spec = scaler["spec"]
+        behavior = spec["behavior"] if autoscaler == "hpa" else spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+        assert behavior["scaleUp"] == {"stabilizationWindowSeconds": 90}
+
+
 def test_prometheus_adapter_values_come_with_hpas_only():
     values = yaml.safe_load(overlay(GPU, "hpa")[ADAPTER_VALUES])
     (rule,) = values["rules"]["external"]

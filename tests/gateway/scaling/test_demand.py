@@ -65,3 +65,10 @@ def test_counting_totals_at_once_reads_as_counting_each_request():
 ])
 def test_the_peak_takes_per_task_the_window_with_the_higher_rate(short, long, expected):
     assert peak({} if short is None else {"chat": short}, {"chat": long}) == {"chat": expected}
+
+
+def test_a_window_read_on_a_bucket_boundary_counts_its_first_bucket():
+    meter = DemandMeter(horizon_s=120, started_s=0)
+    steady(meter, "chat", 4.0, 0.0, 100.0)
+    assert meter.demand(100.0, 1.0)["chat"].rate_per_s == pytest.approx(4.0)
+    assert meter.demand(100.0, 15.0)["chat"].rate_per_s == pytest.approx(4.0)

@@ -261,3 +261,11 @@ def test_requests_waiting_in_the_gateway_go_to_a_replica_that_joins():
     lives = lives_by_id(timeline)
     joined = [r for r in results if r.status == "ok" and lives[r.replica].asked_s > 0]
     assert joined and all(r.waited_s > 0 and dispatched_at(r) >= lives[r.replica].ready_s for r in joined)
+
+
+def test_a_scale_up_window_adds_replicas_only_for_a_rise_that_lasts_it():
+    sustained = Hpa(300.0, deque([(-15.0, 2)]), up_stabilization_s=60.0)
+    assert [sustained.scale(5, 2, at) for at in (0.0, 15.0, 30.0, 45.0)] == [2, 2, 2, 2]
+    assert sustained.scale(5, 2, 60.0) == 5  # five readings of 5 over the whole minute
+    burst = Hpa(300.0, deque([(-15.0, 2)]), up_stabilization_s=60.0)
+    assert [burst.scale(gauge, 2, at) for at, gauge in ((0.0, 9), (15.0, 2), (30.0, 9), (75.0, 2))] == [2, 2, 2, 2]
