@@ -18,7 +18,8 @@ from gateway.config.schema import ConfigFile
 from gateway.config.types import ModelSpec
 from gateway.deploy.profiles import PROFILES, Device, LaunchProfile
 from gateway.errors import ConfigError
-from gateway.scaling import Autoscaling, TaskSizing, desired_replicas
+from gateway.flow.fleet import sizing_for
+from gateway.scaling import Autoscaling, desired_replicas
 from gateway.scaling.policy import AUTOSCALERS
 
 Platform = Literal["k8s", "compose"]
@@ -127,12 +128,8 @@ def _one_autoscaler(variants: list[VariantDeployment]) -> None:
 def _floors(model: ModelSpec, settings: Autoscaling, policy: Policy) -> dict[str, int]:
     """Variant name -> the replicas the gauge asks for with no demand at all: its own arithmetic,
     so the rendered minimum and the gateway's never disagree."""
-    needs = desired_replicas(list(model.variants.values()), {}, _sizing(policy), settings)
+    needs = desired_replicas(list(model.variants.values()), {}, sizing_for(policy, model.name), settings)
     return {name: need.floor for name, need in needs.items()}
-
-
-def _sizing(policy: Policy) -> dict[str, TaskSizing]:
-    return {task: TaskSizing(t.tpot_ms, t.expected_output_tokens) for task, t in policy.tasks.items()}
 
 
 def _variant(model: str, name: str, section: Any, target: Target) -> VariantDeployment:

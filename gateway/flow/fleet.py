@@ -62,9 +62,11 @@ class ModelNeed:
         }
 
 
-def sizing_for(policy: Policy, model: str, lengths: LengthEstimates) -> dict[str, TaskSizing]:
-    """Every configured task's TPOT budget and answer length (learned for ``model``, else configured)."""
-    return {task: TaskSizing(d.tpot_ms, lengths.expected(model, task) or d.expected_output_tokens)
+def sizing_for(policy: Policy, model: str, lengths: LengthEstimates | None = None) -> dict[str, TaskSizing]:
+    """Every configured task's TPOT budget and answer length (learned for ``model`` when
+    ``lengths`` knows it, else configured). One definition for the gauge, the rendered floors,
+    the replay's autoscaler and duet plan."""
+    return {task: TaskSizing(d.tpot_ms, (lengths.expected(model, task) if lengths else None) or d.expected_output_tokens)
             for task, d in policy.tasks.items()}
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
-from gateway.flow import Autoscaling, DuetConfig, TaskDemand, TaskSizing, desired_replicas
+from gateway.flow import Autoscaling, DuetConfig, TaskDemand, TaskSizing, desired_replicas, sizing_for
 from loadtests.capacity.search import Fleet
 from loadtests.scoring.traces import Arrival
 
@@ -31,7 +31,8 @@ def traffic_demand(schedules: Sequence[Sequence[Arrival]], duration_s: float) ->
 
 def sizing_of(config: DuetConfig) -> dict[str, TaskSizing]:
     """Every configured task type's TPOT budget and typical answer, as the gauge sizes them."""
-    return {task: TaskSizing(t.tpot_ms, t.expected_output_tokens) for task, t in config.policy.tasks.items()}
+    (model,) = config.models
+    return sizing_for(config.policy, model)
 
 
 def busy_replicas(config: DuetConfig, demand: Mapping[str, TaskDemand]) -> dict[str, float]:

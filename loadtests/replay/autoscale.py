@@ -39,9 +39,9 @@ from gateway.flow import (
     DuetConfig,
     ModelSpec,
     Replica,
-    TaskDemand,
-    TaskSizing,
     desired_replicas,
+    peak,
+    sizing_for,
 )
 from loadtests.replay.fleet import FleetChange, FleetTimeline, GaugeReading, ReplicaLife, initial_lives
 from loadtests.replay.simulation import Replay, RequestResult
@@ -94,7 +94,7 @@ class AutoscaledFleet:
         if startup_s < 0:
             raise ValueError(f"startup_s {startup_s}: >= 0")
         self._model, self._autoscaling, self._startup_s = model, model.autoscaling, startup_s
-        self._sizing = task_sizing(config)
+        self._sizing = sizing_for(config.policy, model.name)
         self._meter = DemandMeter(self._autoscaling.rate_window_s, started_s)
         self._lives = initial_lives(model.replicas, started_s)  # every replica, in the order asked for
         self._joined = {life.replica.id for life in self._lives}
@@ -138,7 +138,7 @@ class AutoscaledFleet:
     def _tick(self, now: float) -> list[str]:
         """Read the gauge, let each variant's HPA act on it; the withdrawn ready replicas' ids."""
         autoscaling = self._autoscaling
-        demand = peak_demand(self._meter.demand(now, autoscaling.scrape_interval_s),
+        demand = peak(self._meter.demand(now, autoscaling.scrape_interval_s),
                              self._meter.demand(now, autoscaling.rate_window_s))
         needs = desired_replicas(tuple(self._model.variants.values()), demand, self._sizing, autoscaling)
         withdrawn: list[str] = []
@@ -172,26 +172,6 @@ def removal_order(lives: Sequence[ReplicaLife], joined: set[str]) -> list[Replic
     last (``lives`` is in the order they were asked for)."""
     order = sorted(enumerate(lives), key=lambda pair: (pair[1].replica.id in joined, -pair[1].ready_s, -pair[0]))
     return [life for _, life in order]
-
-
-def peak_demand(short: Mapping[str, TaskDemand], long: Mapping[str, TaskDemand]) -> dict[str, TaskDemand]:
-    """Per task, the window with the higher rate; its answer length, else the other window's."""
-    peak: dict[str, TaskDemand] = {}
-    for task in sorted({*short, *long}):
-        first, other = short.get(task), long.get(task)
-        if first is None or (other is not None and other.rate_per_s > first.rate_per_s):
-            first, other = other, first
-        assert first is not None
-        if first.output_tokens is None and other is not None and other.output_tokens is not None:
-            first = dataclasses.replace(first, output_tokens=other.output_tokens)
-        peak[task] = first
-    return peak
-
-
-def task_sizing(config: DuetConfig) -> dict[str, TaskSizing]:
-    """Every task type the config defines: its TPOT budget and typical answer length."""
-    return {task: TaskSizing(defaults.tpot_ms, defaults.expected_output_tokens)
-            for task, defaults in config.policy.tasks.items()}
 
 
 def autoscaled_config(config: DuetConfig, autoscaling: Autoscaling,

@@ -10,12 +10,11 @@ from types import MappingProxyType
 
 import pytest
 
-from gateway.flow import Autoscaling, Replica, TaskDemand
+from gateway.flow import Autoscaling, Replica
 from loadtests.replay.autoscale import (
     AutoscaledFleet,
     Hpa,
     autoscaled_config,
-    peak_demand,
     removal_order,
     run_autoscaled,
 )
@@ -197,15 +196,6 @@ def test_a_shrinking_deployment_removes_loading_replicas_then_the_most_recently_
     joined = {"m/fast/0", "m/fast/1", "m/fast/2"}  # 3 and 4 are still loading
     assert [life.replica.id for life in removal_order(lives, joined)] == [
         "m/fast/4", "m/fast/3", "m/fast/2", "m/fast/1", "m/fast/0"]
-
-
-def test_the_gauge_reads_the_higher_rate_of_its_two_windows_per_task():
-    short = {"chat": TaskDemand(4.0, 500.0, None), "coding": TaskDemand(0.5, 900.0, 80.0)}
-    long = {"chat": TaskDemand(1.0, 700.0, 200.0), "coding": TaskDemand(1.0, 1000.0, 90.0),
-            "agent": TaskDemand(0.1, 300.0, None)}
-    assert peak_demand(short, long) == {"agent": TaskDemand(0.1, 300.0, None),
-                                        "chat": TaskDemand(4.0, 500.0, 200.0),
-                                        "coding": TaskDemand(1.0, 1000.0, 90.0)}
 
 
 def test_an_autoscaler_that_never_changes_the_fleet_replays_as_the_fixed_fleet():
