@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sim": ("serving.sim.cli", "run one simulated vLLM replica"),
     "replay": ("loadtests.replay.cli", "replay a trace through routing policies in virtual time"),
     "plan": ("loadtests.capacity.cli", "the cheapest replica count per variant meeting a target (replayed)"),
+    "plan-day": ("loadtests.capacity.day_cli", "a day replayed: the peak's fixed fleet against the autoscaled one"),
     "keys": ("gateway.cli.keys", "create, list and revoke API keys"),
     "usage": ("gateway.cli.usage", "usage and cost per key, model, variant and task"),
     "bench": ("loadtests.benchmarks.cli", "load tests and benchmarks"),

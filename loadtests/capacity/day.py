@@ -10,7 +10,9 @@ cosine between a trough at ``trough_hour`` (04:00) and a peak twelve hours later
 with every result and a parameter to vary, not a measurement.
 
 The requests. Each period (15 minutes by default) replays a stretch of the held-out window
-(trace seconds from 1,500; never the tuning window the plan searched on) at the period's rate:
+(trace seconds from 1,500; never the tuning window the plan searched on) at the period's rate
+(a tuning day, for choosing the autoscaler's settings, replays stretches that start in trace
+seconds 0-1,000 and end before 1,500 instead):
 ``peak_scale`` x the curve at the period's middle, each period starting at a different offset so
 that consecutive periods do not repeat one stretch. The traces are an hour long, so a day reuses
 their requests: the same prompts, at other times and rates.
@@ -23,10 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from loadtests.replay.setup import Cluster
-from loadtests.replay.windows import HELDOUT
+from loadtests.replay.windows import HELDOUT, Window
 from loadtests.scoring.traces import Arrival, replay_arrivals, task_traces
 
 DAY_S = 24 * 3600.0
+# Where a tuning day's periods start: inside the tuning window, early enough that a period at the
+# day's peak (15 minutes at load 0.5: 450 trace seconds) ends before the held-out window's 1,500 s.
+TUNING_DAY = Window("tuning", 0.0, 1000.0)
+DAY_WINDOWS = {"heldout": HELDOUT, "tuning": TUNING_DAY}
 # Period starts are spread over the held-out window by this stride (trace seconds; coprime with
 # its 1,200 s, so 96 periods start at 96 different offsets).
 _STRIDE_S = 383.0
@@ -71,13 +77,14 @@ def periods(curve: DiurnalCurve, peak_scale: float, period_s: float = 900.0, day
                  for k in range(count))
 
 
-def day_arrivals(traces: Sequence[str], cluster: Cluster, day: Sequence[Period], seed_index: int = 0) -> tuple[Arrival, ...]:
-    """The day's requests in order: each period's stretch of the held-out window at its rate,
-    shifted to the period's start (seed ``k`` starts every period 60 trace seconds later)."""
+def day_arrivals(traces: Sequence[str], cluster: Cluster, day: Sequence[Period], seed_index: int = 0,
+                 window: Window = HELDOUT) -> tuple[Arrival, ...]:
+    """The day's requests in order: each period's stretch of ``window`` at its rate, shifted to
+    the period's start (seed ``k`` starts every period ``window.shift_s`` trace seconds later)."""
     loaded = task_traces(traces)
     out: list[Arrival] = []
     for k, period in enumerate(day):
-        start = HELDOUT.start_s + (k * _STRIDE_S + seed_index * HELDOUT.shift_s) % HELDOUT.span_s
+        start = window.start_s + (k * _STRIDE_S + seed_index * window.shift_s) % window.span_s
         for a in replay_arrivals(loaded, duration_s=period.span_s, rate_scale=period.rate_scale, start_s=start,
                                  max_context=cluster.replica_set.max_context):
             out.append(replace(a, at_s=period.start_s + a.at_s))

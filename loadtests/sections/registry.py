@@ -24,6 +24,7 @@ from loadtests.benchmarks.slo import render as slo
 from loadtests.benchmarks.soak import render as soak
 from loadtests.benchmarks.variants import bench as variants
 from loadtests.benchmarks.vllm_cpu import benchmarks_section as vllm_cpu
+from loadtests.capacity import day_render as capacity_day
 from loadtests.capacity import render as capacity
 from loadtests.capacity import results as capacity_plans
 from loadtests.real import calibration_render as calibration
@@ -60,6 +61,8 @@ SECTIONS: tuple[Section, ...] = (
             lambda: knee_diagnosis.render(knee_diagnosis.load())),
     Section("capacity", BENCHMARKS, "docs/results/capacity/*.json", lambda: capacity.render(capacity_plans.load()),
             lambda: capacity.headline(capacity_plans.load())),
+    Section("capacity-day", BENCHMARKS, "docs/results/capacity/day/*.json",
+            lambda: capacity_day.render(capacity_day.load()), lambda: capacity_day.headline(capacity_day.load())),
     Section("bench-variants", BENCHMARKS, "docs/results/bench-variants.json",
             lambda: variants.docs_section(_json(variants.RESULTS)), headlines.variants),
     Section("bench-router", BENCHMARKS, "docs/results/router-bench.json",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from loadtests.capacity.day import DiurnalCurve, day_arrivals, periods
+from loadtests.capacity.day import DAY_WINDOWS, DiurnalCurve, day_arrivals, periods
 from loadtests.replay.setup import Cluster
 from loadtests.replay.windows import HELDOUT, TUNING
 from loadtests.world.replica_sets import REPLICA_SETS
@@ -38,10 +38,10 @@ def test_each_period_replays_held_out_requests_at_its_rate():
     assert sum(counts) == pytest.approx(sum(expected), rel=0.15)
 
 
-def test_no_period_reaches_into_the_tuning_window():
-    """Every period's stretch starts inside the held-out window and ends before the trace does."""
+def test_a_held_out_day_never_reaches_into_the_tuning_window_nor_a_tuning_day_into_the_held_out_one():
+    """Every period's stretch starts inside its window and ends before the other's (or the trace's) start."""
     day = periods(DiurnalCurve(), 0.5)
     longest = max(p.span_s * p.rate_scale for p in day)
-    tuning_end = TUNING.covered(5)[1]
-    assert HELDOUT.start_s >= tuning_end
+    assert HELDOUT.start_s >= TUNING.covered(5)[1]
     assert HELDOUT.start_s + HELDOUT.span_s + longest < 3436  # the Azure traces' length: no wrap-around
+    assert DAY_WINDOWS["tuning"].start_s + DAY_WINDOWS["tuning"].span_s + longest <= HELDOUT.start_s
