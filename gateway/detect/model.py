@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -111,10 +112,13 @@ class TaskDetector:
 
     def _detect(self, parts: Parts) -> Detection:
         ids = self.feature_ids(parts)
-        scores = self._weights[ids].sum(axis=0) + self._bias if ids else self._bias.copy()
-        exp = np.exp(scores - scores.max())
-        probabilities = exp / exp.sum()
-        return Detection(dict(zip(self.tasks, probabilities.tolist(), strict=True)))
+        # take + add.reduce, and the softmax of six numbers in Python: numpy's per-call overhead,
+        # not the arithmetic, was half of a short prompt's time here.
+        scores = (np.add.reduce(self._weights.take(ids, axis=0)) + self._bias if ids else self._bias).tolist()
+        top = max(scores)
+        exp = [math.exp(score - top) for score in scores]
+        total = sum(exp)
+        return Detection({task: e / total for task, e in zip(self.tasks, exp, strict=True)})
 
 
 @functools.cache
