@@ -68,7 +68,12 @@ def verdict(results: Mapping[str, Any]) -> Verdict:
     standard = {n: p for n, p in plans.items() if p["role"] == "all-standard"}
     check = duet.get("check_share")
     met = check is not None and 100 * (check - results["target"]) >= -CHECK_POINTS
-    return Verdict(results["replica_set"], duet, _ratio(duet, baselines), _ratio(duet, standard), met)
+    return Verdict(_name(results), duet, _ratio(duet, baselines), _ratio(duet, standard), met)
+
+
+def _name(results: Mapping[str, Any]) -> str:
+    """The replica set and the traffic it was planned for (one set may be planned for several)."""
+    return f"{results['replica_set']} on {results['trace']}"
 
 
 def _fleet(plan: Plan) -> str:
@@ -87,6 +92,16 @@ def _check(plan: Plan) -> str:
     if "check_share" not in plan:
         return "—"
     return f"{plan['check_share']:.2%} ± {100 * plan['check_ci95']:.2f}"
+
+
+def _utilisation(results: Mapping[str, Any]) -> list[str]:
+    """What Duet's fleet uses of its replicas' capacity in the gauge's terms (older plans did not say)."""
+    used = results["plans"][results["policy"]].get("utilisation")
+    if not used:
+        return []
+    shares = ", ".join(f"{variant} {share:.1%}" for variant, share in sorted(used.items()))
+    return [f"Duet's fleet uses {shares} of its replicas' step-model capacity at the budgets "
+            "(`duet plan --write-config` writes it as `autoscaling.utilisation_by_variant`: the gauge's headroom).", ""]
 
 
 def table(results: Mapping[str, Any]) -> list[str]:
@@ -142,7 +157,8 @@ def render(plans: Sequence[Mapping[str, Any]]) -> str:
               "found is then replayed on the held-out seeds."]
     for results in plans:
         replays, wall = _wall(results)
-        lines += ["", f"### {results['replica_set']}", "", _settings(results) + ".", "", *table(results), "",
+        lines += ["", f"### {_name(results)}", "", _settings(results) + ".", "", *table(results), "",
+                  *_utilisation(results),
                   f"{replays} replays, {wall / 60:.0f} minutes of worker time (summed over the `--jobs` processes; the "
                   "good shares are in virtual time and do not depend on it). Command:", "", "```sh", results["command"],
                   "```"]
