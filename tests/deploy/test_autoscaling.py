@@ -141,7 +141,7 @@ def test_no_parity_floor_when_every_task_has_two_homes_but_min_replicas_holds(tm
 
 def test_the_stabilisation_window_and_polling_interval_are_the_configs():
     hpa = scalers(overlay(GPU, "hpa"))["vllm-llama-3-70b-fast"]
-    assert hpa["spec"]["behavior"] == {"scaleUp": {"stabilizationWindowSeconds": 0},
+    assert hpa["spec"]["behavior"] == {"scaleUp": {"stabilizationWindowSeconds": 600},
                                        "scaleDown": {"stabilizationWindowSeconds": 600}}
     keda = scalers(overlay(GPU, "keda"))["vllm-llama-3-70b-fast"]["spec"]
     assert keda["advanced"]["horizontalPodAutoscalerConfig"]["behavior"] == hpa["spec"]["behavior"]
