@@ -67,8 +67,16 @@ def _production_keys_off(reference: dict[str, Any], backend_url: str, host: str,
     return production_config(reference, backend_url, host, port, keys=False)
 
 
-# The configs Duet can be measured with, by name: the benchmark's one replica, the production path.
-CONFIGS = {"bench": duet_config, "production": production_config, "production-keys-off": _production_keys_off}
+def _detector_off(reference: dict[str, Any], backend_url: str, host: str, port: int) -> dict[str, Any]:
+    config = duet_config(reference, backend_url, host, port)
+    config["routing"] = {**config.get("routing", {}), "task_detector": {"enabled": False}}
+    return config
+
+
+# The configs Duet can be measured with, by name: the benchmark's one replica (and the same with the
+# task detector off, to see what detection costs a request: cpu_cost), the production path.
+CONFIGS = {"bench": duet_config, "bench-detector-off": _detector_off, "production": production_config,
+           "production-keys-off": _production_keys_off}
 
 
 def write_keys_file(path: Path) -> None:

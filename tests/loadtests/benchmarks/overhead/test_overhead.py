@@ -188,6 +188,17 @@ def test_duet_config_for_the_run_is_accepted_by_duets_own_loader() -> None:
     parse_config(yaml.safe_dump(config), source="bench-overhead")
 
 
+def test_the_detector_off_config_differs_from_the_runs_only_in_detection() -> None:
+    from gateway.config.load import parse_config
+    from loadtests.benchmarks.overhead.duet import CONFIGS
+
+    reference = yaml.safe_load(REFERENCE_CONFIG.read_text())
+    on, off = (parse_config(yaml.safe_dump(CONFIGS[name](reference, "http://127.0.0.1:18999", "127.0.0.1", 18000)))
+               for name in ("bench", "bench-detector-off"))
+    assert on.policy.detection is not None and off.policy.detection is None
+    assert on.models == off.models and on.policy.rules == off.policy.rules
+
+
 STAT_BEFORE = "cpu  10 0 10 100 0 0 0 0 0 0\ncpu0 5 0 5 50 0 0 0 0 0 0\ncpu1 5 0 5 50 0 0 0 0 0 0\n"
 STAT_AFTER = "cpu  40 0 10 170 0 0 0 0 0 0\ncpu0 35 0 5 50 0 0 0 0 0 0\ncpu1 5 0 5 120 0 0 0 0 0 0\n"
 
