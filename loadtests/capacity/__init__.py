@@ -1,2 +1,3 @@
-"""duet plan: the cheapest replica count per variant that meets a good-share target, by replaying
-the router against the simulator (replay, world, scoring, sections.section; never the registry)."""
+"""Capacity planning: ``duet plan`` sizes each variant's fleet for a target by replaying the
+router against the simulator, and ``duet plan-day`` replays a day-shaped trace through the peak's
+fixed fleet and the autoscaled one (replay, world, scoring, sections.section; never the registry)."""
