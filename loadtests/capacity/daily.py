@@ -5,8 +5,13 @@ scale as the traffic comes (``loadtests.replay.autoscale``). The fixed and the a
 are replayed request by request; the per-period plan is counted, not replayed.
 
 Everything the gateway would not know stays out: the autoscaler sees only what the gateway's
-demand meter sees (arrivals, prompt lengths, answers as they end), its speed priors are off by
-each seed's drawn error, and the utilisation is the one the plan measured on the tuning window.
+demand meter sees (arrivals, prompt lengths, answers as they end), and the utilisation is the one
+the plan measured on the tuning window. The gateway's speed priors are the plan's (off by the
+error its first seed drew): one deployment plans and runs with the same calibrated priors, so
+the gauge's arithmetic and the utilisation it divides by share their error. A seed varies the
+trace stretches and the engines' jitter. (A first run drew each day seed's priors anew: seed 1's
+fast prefill prior, half of seed 0's, made the gauge ask for twice the replicas the plan's
+utilisation meant: 1.2x the fixed fleet's cost against seed 0's 0.74-0.78x.)
 """
 
 from __future__ import annotations
@@ -88,7 +93,7 @@ def replay_day(spec: DaySpec, index: int) -> dict[str, Any]:
     """Seed ``index``: the day's requests through the fixed peak fleet and the autoscaled one."""
     seed = spec.seed + index
     cluster = Cluster(spec.replicas, dict(spec.peak_fleet))
-    prior_error = cluster.prior_error(spec.prior_error, seed)
+    prior_error = cluster.prior_error(spec.prior_error, spec.seed)  # the plan's draw, every seed
     schedule = day_arrivals(spec.trace.split(","), cluster, spec.day, index, DAY_WINDOWS[spec.window])
     scrape = scrape_interval_s(spec.policy)
     fixed_config = policy_config(cluster, spec.policy, prior_error)
@@ -148,7 +153,8 @@ def assemble(spec: DaySpec, days: Sequence[Mapping[str, Any]], command: str) -> 
                   "mean_of_peak": round(spec.curve.mean, 4),
                   "source": "shape: SageServe (arXiv 2502.14617) daily cycle; depth: assumed"},
         "window": spec.window, "period_s": spec.period_s, "day_s": spec.day_s, "seeds": spec.seeds,
-        "prior_error": spec.prior_error, "startup_s": spec.startup_s,
+        "prior_error": spec.prior_error, "priors": f"the plan's draw (seed {spec.seed}) for every day seed",
+        "startup_s": spec.startup_s,
         "autoscaling": {"scrape_interval_s": spec.scrape_s, "rate_window_s": spec.rate_window_s,
                         "scale_down_stabilization_s": spec.stabilization_s, "scale_up_stabilization_s": spec.scale_up_s,
                         "max_replicas": spec.max_replicas},

@@ -48,7 +48,7 @@ def render(days: Sequence[Day]) -> str:
                      f"{day['target']:.0%} target (**{'met' if good_met else 'not met'}**).")
     for day in days:
         lines += ["", f"### {day['replica_set']}: a day", "", _settings(day), "", *_table(day), "",
-                  *_hourly(day), "", f"Command: `{day['command']}`"]
+                  _per_seed(day), "", *_hourly(day), "", f"Command: `{day['command']}`"]
     return "\n".join(lines)
 
 
@@ -57,12 +57,17 @@ def _settings(day: Day) -> str:
     return (f"{day['trace']} through policy `{day['policy']}`, the day's peak at load {day['peak_scale']:g} (the rate "
             f"`duet plan` sized {_fleet(day['peak_fleet'])} for) and its trough at 1/{curve['peak_to_trough']:g} of it "
             f"at {curve['trough_hour']:g}:00 ({curve['source']}); {day['period_s'] / 60:g}-minute periods of "
-            f"{day['window']} trace stretches, {day['seeds']} seeds, speed priors {day['prior_error']:.0%} off. "
+            f"{day['window']} trace stretches, {day['seeds']} seeds, speed priors {day['prior_error']:.0%} off "
+            f"({day.get('priors', 'drawn per seed')}). "
             f"Autoscaler: the gauge every {scaling['scrape_interval_s']:g} s (rate windows {scaling['scrape_interval_s']:g} "
-            f"and {scaling['rate_window_s']:g} s, utilisation per variant {day['utilisation']} from the plan), an HPA "
+            f"and {scaling['rate_window_s']:g} s, utilisation per variant {_shares(day['utilisation'])} from the plan), an HPA "
             f"per variant (scale-up window {scaling['scale_up_stabilization_s']:g} s, scale-down "
             f"{scaling['scale_down_stabilization_s']:g} s), replicas serving {day['startup_s']:g} s after they are "
             f"asked for and paid from the ask until drained")
+
+
+def _shares(utilisation: Mapping[str, float]) -> str:
+    return ", ".join(f"{variant} {share:.1%}" for variant, share in sorted(utilisation.items()))
 
 
 def _table(day: Day) -> list[str]:
@@ -78,6 +83,14 @@ def _table(day: Day) -> list[str]:
             f"{s['period_plan_vs_fixed']:.2f}x | — |",
             f"| autoscaled on `duet_desired_replicas` | {scaled_hours:.1f} | ${s['autoscaled_usd']:,.0f} | "
             f"{s['autoscaled_vs_fixed']:.2f}x | {s['autoscaled_good']:.2%} ± {s['autoscaled_good_ci95']:.2%} |"]
+
+
+def _per_seed(day: Day) -> str:
+    """Each seed's autoscaled cost against the fixed fleet's, and its good share."""
+    parts = [f"seed {d['seed']}: {d['autoscaled']['fleet_usd'] / d['fixed']['usd']:.2f}x, "
+             f"{d['autoscaled']['good_fraction']:.2%} good (fixed: {d['fixed']['good_fraction']:.2%})"
+             for d in day["days"]]
+    return "Per seed, autoscaled: " + "; ".join(parts) + "."
 
 
 def _hourly(day: Day) -> list[str]:

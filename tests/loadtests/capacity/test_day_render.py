@@ -11,8 +11,10 @@ def day(ratio, good):
             "autoscaling": {"scrape_interval_s": 15.0, "rate_window_s": 120.0, "scale_up_stabilization_s": 0.0,
                             "scale_down_stabilization_s": 300.0},
             "command": "duet plan-day --plan p.json",
-            "days": [{"fixed": {"replica_hours": 168.0}, "period_plan": {"replica_hours": 100.0},
-                      "autoscaled": {"replica_hours": {"standard": 24.0, "fast": 90.0},
+            "days": [{"seed": 0, "fixed": {"replica_hours": 168.0, "usd": 2016.0, "good_fraction": 0.998},
+                      "period_plan": {"replica_hours": 100.0},
+                      "autoscaled": {"replica_hours": {"standard": 24.0, "fast": 90.0}, "fleet_usd": 1368.0,
+                                     "good_fraction": 0.985,
                                      "hourly_asked": {"standard": [1, 1], "fast": [2, 7]}}}],
             "summary": {"fixed_usd": 2016.0, "autoscaled_usd": 1368.0, "period_plan_usd": 1200.0,
                         "autoscaled_vs_fixed": ratio, "period_plan_vs_fixed": 0.6, "fixed_good": 0.998,
@@ -32,4 +34,5 @@ def test_the_section_shows_the_three_fleets_and_the_hourly_counts():
     assert "| fixed, sized for the peak (1+6) | 168.0 | $2,016 | 1.00x | 99.80% |" in text
     assert "0.68x the peak's fixed fleet (**met**)" in text
     assert "00h 1+2, 01h 1+7" in text
+    assert "seed 0: 0.68x, 98.50% good (fixed: 99.80%)" in text
     assert render([]).endswith("No day replayed yet (`duet plan-day`).")
