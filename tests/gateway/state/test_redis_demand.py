@@ -53,6 +53,11 @@ def test_two_gateways_traffic_sums_to_the_fleets_as_one_store_would_count_it(red
             gateways[1].flush()
             clock.at += 0.5
             windows = (10.0, 120.0)
+            # Each gateway's counts reach Redis through its own link, fire and forget: a read on a
+            # link returns after that link's sends, so one read per gateway first makes every count
+            # land (else gateway 0 may read before gateway 1's last flush arrives, seen under load).
+            for store in gateways:
+                await store.demand("m", windows, 120.0)
             read = [await store.demand("m", windows, 120.0) for store in (*gateways, alone)]
             assert read[0] == read[1]  # every gateway reads the fleet's demand
             (short, long), expected = read[0], read[2]
