@@ -150,23 +150,30 @@ def _full(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+async def _wait_then_wake(rig: Rig) -> Any:
+    """Fills every replica (one slot each), opens a request that must wait for a slot, then
+    finishes the first holder, which wakes it; returns the waiter once admitted."""
+    holders = []
+    for replica in rig.config.replicas:
+        holder = rig.open(CHAT, {"x-duet-latency-budget-ms": "60000"})
+        await rig.director.dispatch(holder, Script({r.id: 503 for r in rig.config.replicas if r.id != replica.id}))
+        holders.append(holder)
+    waiter = rig.open(CHAT, {"x-duet-latency-budget-ms": "60000"})
+    admitted = asyncio.ensure_future(rig.director.admit(waiter))
+    await asyncio.sleep(0.05)
+    assert not admitted.done() and len(rig.waiting) == 1
+    first = holders[0]
+    assert first.attempt is not None
+    await rig.director.finish(first, Outcome(first.attempt.replica.id, True, 200, 0.05, 0.5, 100, 16))
+    await asyncio.wait_for(admitted, 1.0)
+    return waiter
+
+
 def test_a_request_waits_for_a_slot_and_goes_when_a_finished_request_frees_one() -> None:
     async def scenario() -> None:
         rig = Rig(_full(DEMO))
         await rig.up()
-        holders = []
-        for replica in rig.config.replicas:  # fill every replica
-            holder = rig.open(CHAT, {"x-duet-latency-budget-ms": "60000"})
-            await rig.director.dispatch(holder, Script({r.id: 503 for r in rig.config.replicas if r.id != replica.id}))
-            holders.append(holder)
-        waiter = rig.open(CHAT, {"x-duet-latency-budget-ms": "60000"})
-        admitted = asyncio.ensure_future(rig.director.admit(waiter))
-        await asyncio.sleep(0.05)
-        assert not admitted.done() and len(rig.waiting) == 1
-        first = holders[0]
-        assert first.attempt is not None
-        await rig.director.finish(first, Outcome(first.attempt.replica.id, True, 200, 0.05, 0.5, 100, 16))
-        await asyncio.wait_for(admitted, 1.0)
+        waiter = await _wait_then_wake(rig)
         assert waiter.plan.decision.ranked
 
     asyncio.run(scenario())
@@ -185,19 +192,7 @@ def test_a_waiting_request_is_detected_once_however_often_it_is_planned(monkeypa
         rig = Rig(_full(DEMO))
         assert rig.config.policy.detection is not None
         await rig.up()
-        holders = []
-        for replica in rig.config.replicas:
-            holder = rig.open(CHAT, {"x-duet-latency-budget-ms": "60000"})
-            await rig.director.dispatch(holder, Script({r.id: 503 for r in rig.config.replicas if r.id != replica.id}))
-            holders.append(holder)
-        waiter = rig.open(CHAT, {"x-duet-latency-budget-ms": "60000"})
-        admitted = asyncio.ensure_future(rig.director.admit(waiter))
-        await asyncio.sleep(0.05)
-        assert not admitted.done()
-        first = holders[0]
-        assert first.attempt is not None
-        await rig.director.finish(first, Outcome(first.attempt.replica.id, True, 200, 0.05, 0.5, 100, 16))
-        await asyncio.wait_for(admitted, 1.0)
+        waiter = await _wait_then_wake(rig)
         body = waiter.inbound.body
         assert isinstance(body, ChatBody)
         assert planned.count(body) >= 2
