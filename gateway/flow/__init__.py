@@ -54,7 +54,7 @@ from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
 from gateway.flow.director import Director, Ledgers, Transport
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.explain import explain_plan
-from gateway.flow.fleet import sizing_for
+from gateway.flow.fleet import model_need, sizing_for
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, candidates_for, plan_request, prompt_prefix
 from gateway.flow.session import Sessions
@@ -96,5 +96,5 @@ __all__ = [
     # Autoscaling's arithmetic (the replay's autoscaled fleet, duet plan's utilisation).
     "Autoscaling", "DemandMeter", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas",
     # What the gateway's gauge sizes with: per task the higher-rate window, the configured tasks' sizing.
-    "peak", "sizing_for",
+    "model_need", "peak", "sizing_for",
 ]

@@ -70,9 +70,10 @@ def sizing_for(policy: Policy, model: str, lengths: LengthEstimates | None = Non
             for task, d in policy.tasks.items()}
 
 
-def model_need(spec: ModelSpec, policy: Policy, lengths: LengthEstimates,
+def model_need(spec: ModelSpec, policy: Policy, lengths: LengthEstimates | None,
                windows: tuple[Mapping[str, TaskDemand], Mapping[str, TaskDemand]]) -> ModelNeed:
-    """``spec``'s need for the demand over its (short, long) windows; ``spec`` must be autoscaled."""
+    """``spec``'s need for the demand over its (short, long) windows; ``spec`` must be autoscaled
+    (``lengths`` None: the configured answer lengths until answers are seen)."""
     scaling = spec.autoscaling
     assert scaling is not None
     short, long = windows

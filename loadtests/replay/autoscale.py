@@ -39,9 +39,7 @@ from gateway.flow import (
     DuetConfig,
     ModelSpec,
     Replica,
-    desired_replicas,
-    peak,
-    sizing_for,
+    model_need,
 )
 from loadtests.replay.fleet import FleetChange, FleetTimeline, GaugeReading, ReplicaLife, initial_lives
 from loadtests.replay.simulation import Replay, RequestResult
@@ -94,7 +92,7 @@ class AutoscaledFleet:
         if startup_s < 0:
             raise ValueError(f"startup_s {startup_s}: >= 0")
         self._model, self._autoscaling, self._startup_s = model, model.autoscaling, startup_s
-        self._sizing = sizing_for(config.policy, model.name)
+        self._policy = config.policy
         self._meter = DemandMeter(self._autoscaling.rate_window_s, started_s)
         self._lives = initial_lives(model.replicas, started_s)  # every replica, in the order asked for
         self._joined = {life.replica.id for life in self._lives}
@@ -138,11 +136,9 @@ class AutoscaledFleet:
     def _tick(self, now: float) -> list[str]:
         """Read the gauge, let each variant's HPA act on it; the withdrawn ready replicas' ids."""
         autoscaling = self._autoscaling
-        demand = peak(self._meter.demand(now, autoscaling.scrape_interval_s),
-                             self._meter.demand(now, autoscaling.rate_window_s))
-        needs = desired_replicas(tuple(self._model.variants.values()), demand, self._sizing, autoscaling)
+        windows = (self._meter.demand(now, autoscaling.scrape_interval_s), self._meter.demand(now, autoscaling.rate_window_s))
         withdrawn: list[str] = []
-        for variant, need in needs.items():
+        for variant, need in model_need(self._model, self._policy, None, windows).variants.items():
             asked = [life for life in self._lives if life.variant == variant and life.removed_s is None]
             target = self._hpas[variant].scale(need.desired, len(asked), now)
             self._readings.append(GaugeReading(now, variant, need.desired, target))
