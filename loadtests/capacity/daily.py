@@ -16,6 +16,7 @@ utilisation meant: 1.2x the fixed fleet's cost against seed 0's 0.74-0.78x.)
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -80,11 +81,14 @@ def period_plan(spec: DaySpec, schedule: Sequence[Any], cluster: Cluster) -> lis
     """Per period, the replicas per variant the gauge's arithmetic asks for its traffic."""
     config = policy_config(cluster, spec.policy, cluster.prior_error(spec.prior_error, spec.seed))
     (model,) = config.models.values()
+    variants, sizing = list(model.variants.values()), sizing_of(config)
     plan: list[dict[str, int]] = []
-    for period in spec.day:
-        inside = [a for a in schedule if period.start_s <= a.at_s < period.start_s + period.span_s]
+    for period in spec.day:  # the schedule is in time order: each period is one slice of it
+        first = bisect.bisect_left(schedule, period.start_s, key=lambda a: a.at_s)
+        last = bisect.bisect_left(schedule, period.start_s + period.span_s, key=lambda a: a.at_s)
+        inside = schedule[first:last]
         demand = traffic_demand([inside], period.span_s) if inside else {}
-        needs = desired_replicas(list(model.variants.values()), demand, sizing_of(config), spec.autoscaling)
+        needs = desired_replicas(variants, demand, sizing, spec.autoscaling)
         plan.append({name: need.desired for name, need in sorted(needs.items())})
     return plan
 

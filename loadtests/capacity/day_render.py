@@ -38,8 +38,8 @@ HEADING = "## A day, autoscaled (`duet plan-day`)"
 def render(days: Sequence[Day]) -> str:
     if not days:
         return f"{HEADING}\n\nNo day replayed yet (`duet plan-day`)."
-    lines = [HEADING, "", f"Goals (issue #27): a day replayed with autoscaling costs at most {COST_GOAL:g}x the fixed fleet sized "
-             f"for its peak, with good requests within {GOOD_POINTS:g} point of the target.", ""]
+    lines = [HEADING, "", f"Goals (issue #27): a day replayed with autoscaling costs at most {COST_GOAL:g}x the fixed "
+             f"fleet sized for its peak, with good requests within {GOOD_POINTS:g} point of the target.", ""]
     for day in days:
         cost_met, good_met = meets(day)
         s = day["summary"]

@@ -21,12 +21,14 @@ from loadtests.scoring.traces import Arrival
 
 def traffic_demand(schedules: Sequence[Sequence[Arrival]], duration_s: float) -> dict[str, TaskDemand]:
     """Each task's demand over ``schedules`` (each ``duration_s`` long), pooled."""
-    pooled = [a for schedule in schedules for a in schedule]
+    by_task: dict[str, list[Arrival]] = {}
+    for schedule in schedules:
+        for a in schedule:
+            by_task.setdefault(a.task, []).append(a)
     seconds = duration_s * len(schedules)
     return {task: TaskDemand(len(mine) / seconds, statistics.fmean(a.input_tokens for a in mine),
                              statistics.fmean(a.output_tokens for a in mine))
-            for task in sorted({a.task for a in pooled})
-            for mine in [[a for a in pooled if a.task == task]]}
+            for task, mine in sorted(by_task.items())}
 
 
 def sizing_of(config: DuetConfig) -> dict[str, TaskSizing]:
