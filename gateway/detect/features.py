@@ -16,7 +16,6 @@ prompt holds is read as its length (``ulen``) and line count."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -72,8 +71,9 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower().translate(_DIGITS))
 
 
-def _bucket(n: float) -> int:
-    return 0 if n < 1 else int(math.log2(n))
+def _bucket(n: int) -> int:
+    """floor(log2(n)), 0 for n < 2: a count's order of magnitude."""
+    return max(n.bit_length() - 1, 0)
 
 
 @dataclass(frozen=True, slots=True)

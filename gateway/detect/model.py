@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import base64
 import functools
+import itertools
 import json
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import struct
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
-
-import numpy as np
 
 from gateway.detect.features import Parts, message_parts, prompt_parts
 
@@ -24,18 +24,17 @@ TEXT_PARTS = ("u", "s", "t")
 
 @dataclass(frozen=True, slots=True)
 class Detection:
-    """The detector's probability per task type (they sum to 1)."""
+    """The detector's probability per task type (they sum to 1), and the most likely one."""
 
     probabilities: Mapping[str, float]
+    task: str = field(init=False, compare=False)
+    confidence: float = field(init=False, compare=False)  # the most likely task's probability, in (0, 1]
 
-    @property
-    def task(self) -> str:
-        return max(self.probabilities, key=self.probabilities.__getitem__)
-
-    @property
-    def confidence(self) -> float:
-        """The most likely task's probability, in (0, 1]."""
-        return self.probabilities[self.task]
+    def __post_init__(self) -> None:
+        # Set once: a request's classification reads both several times.
+        task = max(self.probabilities, key=self.probabilities.__getitem__)
+        object.__setattr__(self, "task", task)
+        object.__setattr__(self, "confidence", self.probabilities[task])
 
     def plausible(self, threshold: float, floor: float) -> frozenset[str]:
         """The tasks the request may be: every task when the confidence is below ``threshold``
@@ -44,45 +43,72 @@ class Detection:
             return frozenset(self.probabilities)
         return frozenset(t for t, p in self.probabilities.items() if p >= floor)
 
-    def among(self, tasks: Sequence[str] | frozenset[str]) -> Detection:
+    def among(self, tasks: Collection[str]) -> Detection:
         """The same answer over ``tasks`` only (a config that names fewer task types),
         renormalised; unchanged when it already names only those."""
+        if all(t in tasks for t in self.probabilities):
+            return self
         kept = {t: p for t, p in self.probabilities.items() if t in tasks}
-        if len(kept) == len(self.probabilities) or not kept:
+        if not kept:
             return self
         total = sum(kept.values())
         return Detection({t: p / total for t, p in kept.items()})
 
 
-class TaskDetector:
-    """``detect`` costs one pass over a bounded window of the prompt and one row sum per present
-    feature; immutable after construction."""
+# A feature's weights as one integer: task k's weight in bits [k * FIELD_BITS, (k + 1) * FIELD_BITS),
+# in units of 2**-SCALE_BITS. A request's scores are then one sum of Python ints in C
+# (``sum(map(table.get, keys, ZEROS))``), read off as fixed-width fields, instead of numpy's take and
+# reduce: between two requests of a busy gateway the cache is cold, and numpy's per-call machinery
+# was a third of a call's time there (``python -m loadtests.benchmarks.overhead.cpu_cost``). Exact for
+# the shipped model: every float16 is a multiple of 2**-24, and a 64-bit field holds the sum of every
+# feature's largest float16 (2**16 * 2**24 * 8,000 < 2**63) without carrying into the next.
+SCALE_BITS = 24
+FIELD_BITS = 64
+_HALF_FIELD = 1 << (FIELD_BITS - 1)
+_UNIT = 1 / (1 << SCALE_BITS)
+_ZEROS = itertools.repeat(0)
 
-    def __init__(self, tasks: Sequence[str], vocabulary: Mapping[str, int], weights: np.ndarray, bias: np.ndarray,
-                 meta: Mapping[str, Any] | None = None) -> None:
+
+def _packed(row: Sequence[float]) -> int:
+    return sum(round(float(w) * (1 << SCALE_BITS)) << (k * FIELD_BITS) for k, w in enumerate(row))
+
+
+class TaskDetector:
+    """``detect`` costs one pass over a bounded window of the prompt and one dictionary lookup per
+    distinct token, pair of tokens and shape feature; immutable after construction."""
+
+    def __init__(self, tasks: Sequence[str], vocabulary: Mapping[str, int], weights: Sequence[Sequence[float]],
+                 bias: Sequence[float], meta: Mapping[str, Any] | None = None) -> None:
+        """``weights``: one row per feature (in ``vocabulary``'s ids), one column per task."""
         self.tasks = tuple(tasks)
         self._vocabulary = dict(vocabulary)
-        # The token features by part, keyed by the token (and by the pair of tokens): looked up
-        # without spelling each feature's name (most of a call's time before).
-        self._words: dict[str, dict[str, int]] = {}
-        self._pairs: dict[str, dict[tuple[str, str], int]] = {}
+        self._weights = [tuple(map(float, row)) for row in weights]
+        self._bias = tuple(map(float, bias))
+        packed = [_packed(row) for row in self._weights]
+        # The features by what a request yields for them: a shape feature by its name, a token of a
+        # part of the text (``TEXT_PARTS``) by the token, a pair of adjacent tokens by the pair; looked
+        # up without spelling each feature's name (most of a call's time before).
+        self._shapes: dict[str, int] = {}
+        self._texts: dict[str, dict[str | tuple[str, str], int]] = {part: {} for part in TEXT_PARTS}
         for name, i in self._vocabulary.items():
             part, colon, token = name.partition(":")
             if colon and part in TEXT_PARTS:
                 first, space, second = token.partition(" ")
-                if space:
-                    self._pairs.setdefault(part, {})[(first, second)] = i
-                else:
-                    self._words.setdefault(part, {})[token] = i
-        self._weights = weights.astype(np.float64)
-        self._bias = bias.astype(np.float64)
+                self._texts[part][(first, second) if space else token] = packed[i]
+            else:
+                self._shapes[name] = packed[i]
+        # The bias, plus half of every field: each field of a sum is then in [0, 2**FIELD_BITS) and reads
+        # off with a shift and a mask.
+        self._start = _packed(self._bias) + sum(_HALF_FIELD << (k * FIELD_BITS) for k in range(len(self.tasks)))
+        self._layout = struct.Struct(f"<{len(self.tasks)}Q")  # Q: an unsigned field of FIELD_BITS
         self.meta = dict(meta or {})
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> TaskDetector:
         features, tasks = document["features"], document["tasks"]
-        weights = np.frombuffer(base64.b64decode(document["weights_f16"]), dtype="<f2").reshape(len(features), len(tasks))
-        return cls(tasks, {f: i for i, f in enumerate(features)}, weights, np.asarray(document["bias"]), document.get("meta"))
+        flat = struct.unpack(f"<{len(features) * len(tasks)}e", base64.b64decode(document["weights_f16"]))
+        rows = [flat[i:i + len(tasks)] for i in range(0, len(flat), len(tasks))]
+        return cls(tasks, {f: i for i, f in enumerate(features)}, rows, document["bias"], document.get("meta"))
 
     @classmethod
     def builtin(cls) -> TaskDetector:
@@ -97,26 +123,26 @@ class TaskDetector:
     def detect_prompt(self, prompt: str) -> Detection:
         return self._detect(prompt_parts(prompt))
 
-    def feature_ids(self, parts: Parts) -> list[int]:
-        """The vocabulary's ids of the features in ``parts``, each once (present or not): those of
-        ``feature_ids(parts.names(), vocabulary)``."""
-        get = self._vocabulary.get
-        found = set(map(get, parts.shape))
-        empty: dict[Any, int] = {}
-        for part, tokens in (*parts.words, *parts.paired):
-            found.update(map(self._words.get(part, empty).get, tokens))
+    def scores(self, parts: Parts) -> list[float]:
+        """Per task, the bias plus the weights of the features present in ``parts`` (each once)."""
+        return [(field - _HALF_FIELD) * _UNIT for field in self._fields(parts)]
+
+    def _fields(self, parts: Parts) -> tuple[int, ...]:
+        """The scores as integers, each plus half a field (``_start``): unsigned, so they unpack as is."""
+        total = self._start + sum(map(self._shapes.get, parts.shape, _ZEROS))
+        for part, tokens in parts.words:
+            if tokens:
+                total += sum(map(self._texts[part].get, set(tokens), _ZEROS))
         for part, tokens in parts.paired:
-            found.update(map(self._pairs.get(part, empty).get, zip(tokens, tokens[1:], strict=False)))
-        found.discard(None)
-        return list(found)  # type: ignore[arg-type]
+            table = self._texts[part]
+            pairs = set(zip(tokens, tokens[1:], strict=False))
+            total += sum(map(table.get, set(tokens), _ZEROS)) + sum(map(table.get, pairs, _ZEROS))
+        return self._layout.unpack(total.to_bytes(self._layout.size, "little"))
 
     def _detect(self, parts: Parts) -> Detection:
-        ids = self.feature_ids(parts)
-        # take + add.reduce, and the softmax of six numbers in Python: numpy's per-call overhead,
-        # not the arithmetic, was half of a short prompt's time here.
-        scores = (np.add.reduce(self._weights.take(ids, axis=0)) + self._bias if ids else self._bias).tolist()
-        top = max(scores)
-        exp = [math.exp(score - top) for score in scores]
+        fields = self._fields(parts)
+        top = max(fields)  # the softmax of differences from the top score, taken exactly, in integers
+        exp = [math.exp((f - top) * _UNIT) for f in fields]
         total = sum(exp)
         return Detection({task: e / total for task, e in zip(self.tasks, exp, strict=True)})
 

@@ -9,6 +9,8 @@ import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
 
+import pytest
+
 from gateway.detect import Detection, TaskDetector
 from gateway.detect.model import MODEL_FILE
 
@@ -19,7 +21,7 @@ DETECTOR = TaskDetector.builtin()
 def test_the_model_file_is_package_data_and_loads_from_an_installed_copy(tmp_path):
     """What setuptools would install (pyproject's package-data globs over the package's files),
     copied alone into a fresh directory and imported by an isolated interpreter (no checkout
-    on its path), loads and detects."""
+    on its path, numpy unimportable: serving needs only the standard library), loads and detects."""
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["*"]
     assert any(fnmatch(MODEL_FILE, g) for g in globs)
     site = tmp_path / "site"
@@ -28,8 +30,7 @@ def test_the_model_file_is_package_data_and_loads_from_an_installed_copy(tmp_pat
         for path in (ROOT / package).iterdir():
             if path.suffix == ".py" or any(fnmatch(path.name, g) for g in globs):
                 shutil.copy(path, site / package / path.name)
-    numpy_site = Path(__import__("numpy").__file__).parents[1]
-    code = (f"import sys; sys.path[:0] = [{str(site)!r}, {str(numpy_site)!r}]\n"
+    code = (f"import sys; sys.path[:0] = [{str(site)!r}]; sys.modules['numpy'] = None\n"
             "from gateway.detect import TaskDetector\n"
             "d = TaskDetector.builtin(); assert d.__module__ and __import__('gateway').__file__.startswith(sys.path[0])\n"
             "print(d.detect_messages([{'role': 'user', 'content': 'Solve for x: 3x + 4 = 19.'}]).task)")
@@ -62,16 +63,32 @@ def test_empty_and_odd_messages_still_answer():
     assert DETECTOR.detect_prompt("def f(x):\n    return x").task in DETECTOR.tasks
 
 
-def test_the_detector_looks_up_the_same_features_as_their_names():
-    """detect looks tokens up by part without spelling each feature; the ids are those of the names."""
+def test_the_detectors_scores_are_the_weights_of_its_features_names_summed():
+    """detect looks tokens up by part without spelling each feature, and sums the weights as packed
+    integers; the scores are the bias plus each named feature's weights, once per feature."""
     from gateway.detect.features import feature_ids, message_parts, prompt_parts
 
     requests = [
         [{"role": "system", "content": "You extract entities as JSON."}, {"role": "user", "content": "Invoice 42: ACME, $1,200"}],
         [{"role": "user", "content": "def add(a, b):\n    return a + b\n\nWhy does this fail? " * 80}],
         [{"role": "user", "content": "Check the order"}, {"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]},
-         {"role": "tool", "content": '{"status": "shipped", "eta": "2025-01-03"}'}],
+         {"role": "tool", "content": '{"status": "shipped", "eta": "2025-01-03"}'}, {"role": "tool", "content": "shipped"}],
     ]
     for parts in [*map(message_parts, requests), prompt_parts("Natalia sold clips to 48 of her friends. How many?")]:
-        assert sorted(DETECTOR.feature_ids(parts)) == sorted(feature_ids(parts.names(), DETECTOR._vocabulary))
-        assert DETECTOR.feature_ids(parts)
+        ids = feature_ids(parts.names(), DETECTOR._vocabulary)
+        assert len(ids) > 5
+        expected = [b + sum(DETECTOR._weights[i][k] for i in ids) for k, b in enumerate(DETECTOR._bias)]
+        assert DETECTOR.scores(parts) == pytest.approx(expected, abs=1e-6)
+
+
+def test_packed_scores_hold_negative_and_large_weights_exactly():
+    """Each task's field of the packed sum reads back its own sum: negative weights borrow from no
+    neighbour, and float16's extremes (its largest and smallest magnitudes) are exact."""
+    from gateway.detect.features import message_parts
+
+    tasks = ("a", "b", "c")
+    vocabulary = {"u:x": 0, "u:y": 1, "last:user": 2}
+    weights = [(-65504.0, 2.0**-24, 3.5), (-1.0, -2.0**-24, 65504.0), (0.25, -0.5, -65504.0)]
+    detector = TaskDetector(tasks, vocabulary, weights, (-0.125, 0.0, 1.0))
+    parts = message_parts([{"role": "user", "content": "x y x"}])
+    assert detector.scores(parts) == [-65504.0 - 1.0 + 0.25 - 0.125, 0.0 - 0.5, 3.5 + 65504.0 - 65504.0 + 1.0]
