@@ -12,7 +12,7 @@ from pathlib import Path
 
 from loadtests.benchmarks.overhead.machine import describe_busy
 from loadtests.benchmarks.overhead.measure import PhasePlan
-from loadtests.benchmarks.overhead.report import goals, goals_text, json_lines, production_goals, text_table
+from loadtests.benchmarks.overhead.report import detection_goals, goals, goals_text, json_lines, production_goals, text_table
 from loadtests.benchmarks.overhead.results import RESULTS, Host, RunRecord
 from loadtests.benchmarks.overhead.results import write as write_results
 from loadtests.benchmarks.overhead.run import GATEWAYS, OPTIONAL_GATEWAYS, RunSettings, run
@@ -62,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text_table(result.measurements, result.skipped))
     print("\ngoals (issues #3 and #20):\n" + goals_text(goals(result.measurements)))
     print("\ngoals of the production path (issue #19):\n" + goals_text(production_goals(result.measurements)))
+    print("\nthe task detector's cost (issue #28):\n" + goals_text(detection_goals(result.measurements)))
     if not args.no_docs:
         used = shlex.join(sys.argv[1:] if argv is None else argv)
         command = args.command_label or f"python -m loadtests.benchmarks.overhead {used}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from loadtests.benchmarks.overhead.canned import CONTENT_TOKENS, canned_responses
 from loadtests.benchmarks.overhead.machine import describe_busy
 from loadtests.benchmarks.overhead.modes import ALL_MODES, MESSAGES_GATEWAYS, RESPONSES_GATEWAYS
-from loadtests.benchmarks.overhead.report import goals, goals_text, markdown_table, production_goals
+from loadtests.benchmarks.overhead.report import detection_goals, goals, goals_text, markdown_table, production_goals
 from loadtests.benchmarks.overhead.results import RunRecord
 from loadtests.benchmarks.overhead.run import RunResult
 
@@ -69,4 +69,9 @@ Goals of the production path (issue #19: keys on with every limit set, two varia
 reference config's rules; against vllm-router and against the same config with keys off):
 
 {goals_text(production_goals(result.measurements))}
+
+The task detector's cost (issue #28: `duet` against `duet-detector-off`, the same config with
+`routing.task_detector.enabled: false`, measured back to back in this run):
+
+{goals_text(detection_goals(result.measurements))}
 """

@@ -31,7 +31,9 @@ from serving.ports import free_port
 # redis-server pinned to the load core beside the backend. duet-production: keys on with every
 # limit set, two variants with two replicas each, the reference config's rules (issue #19);
 # duet-production-keys-off: the same config without keys, what issue #19 compares it with.
-GATEWAYS = ("duet", "duet-production", "duet-production-keys-off", "duet-redis", "vllm-router", "litellm")
+# duet-detector-off: duet's config with the task detector off, what issue #28 compares duet with.
+GATEWAYS = ("duet", "duet-detector-off", "duet-production", "duet-production-keys-off", "duet-redis", "vllm-router",
+            "litellm")
 OPTIONAL_GATEWAYS: tuple[str, ...] = ()
 
 
@@ -114,6 +116,8 @@ def _launchers(
     run_dir = settings.run_dir
     return {
         "duet": lambda: duet_launch(run_dir, backend_url, free_port()),
+        "duet-detector-off": lambda: duet_launch(run_dir, backend_url, free_port(), name="duet-detector-off",
+                                                 config="bench-detector-off"),
         "duet-production": lambda: duet_launch(run_dir, backend_url, free_port(), name="duet-production", config="production"),
         "duet-production-keys-off": lambda: duet_launch(run_dir, backend_url, free_port(), name="duet-production-keys-off",
                                                         config="production-keys-off"),

@@ -358,6 +358,18 @@ def test_the_production_path_is_held_to_three_quarters_of_vllm_router_and_to_its
     assert all(goal.met is None for goal in production_goals(runs[:2]))  # no peer measured: no verdict
 
 
+def test_duet_is_held_to_its_twin_with_the_task_detector_off_in_the_same_run() -> None:
+    from loadtests.benchmarks.overhead.report import detection_goals
+    runs = [m("duet", "non-stream", 900, 1900), m("duet", "stream", 900, 700),
+            m("duet-detector-off", "non-stream", 800, 2000), m("duet-detector-off", "stream", 800, 800)]
+    verdicts = {goal.name: (round(goal.measured or 0, 3), goal.met) for goal in detection_goals(runs)}
+    assert verdicts == {
+        "duet non-stream rps / the same config with the task detector off": (0.95, True),
+        "duet stream rps / the same config with the task detector off": (0.875, False),
+    }
+    assert all(goal.met is None for goal in detection_goals(runs[:2]))  # the twin not measured: no verdict
+
+
 def test_a_run_record_survives_its_json_file_whole(tmp_path: Path) -> None:
     from loadtests.benchmarks.overhead.measure import PhasePlan
     from loadtests.benchmarks.overhead.results import Host, RunRecord, read, write
