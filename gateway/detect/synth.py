@@ -219,6 +219,93 @@ def _statement(rng: random.Random) -> str:
 
 DOCS = (_invoice, _email, _bio, _statement)
 
+# More kinds of document, for the templates whose instruction is only in the system prompt (the
+# user turn is the document alone): meeting notes, product listings, support tickets, bookings,
+# payslips, forms and announcements train; receipts, shipping notices and job adverts are read by
+# the validation template (``extract_form_fill``) only.
+PRODUCTS = ("running shoes", "desk lamp", "backpack", "coffee grinder", "rain jacket", "phone case", "yoga mat", "kettle")
+ACTIONS = ("send the revised budget", "book the venue", "call the supplier", "update the roadmap", "draft the press release",
+           "hire a contractor", "review the safety audit")
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
+
+
+def _meeting_notes(rng: random.Random) -> str:
+    people = _pick(rng, PEOPLE, 3)
+    actions = "\n".join(f"- {p.split()[0]}: {rng.choice(ACTIONS)} by {rng.choice(WEEKDAYS)}" for p in people)
+    return (f"Notes - {rng.choice(ORGS)} weekly sync, {rng.randint(1, 28)}/{rng.randint(1, 12)}\n"
+            f"Present: {', '.join(people)}\nDiscussed {rng.choice(TOPICS)} and {rng.choice(TOPICS)}; "
+            f"agreed to move the launch to {rng.choice(CITIES)}.\nActions:\n{actions}")
+
+
+def _listing(rng: random.Random) -> str:
+    price = rng.randint(9, 400)
+    return (f"{rng.choice(('Altura', 'Nordkap', 'Velo', 'Kasai'))} {rng.choice(PRODUCTS)} - "
+            f"{rng.choice(('black', 'sage green', 'navy', 'sand'))}, size {rng.choice(('S', 'M', 'L', 'one size'))}\n"
+            f"Now ${price}.99 (was ${price + rng.randint(5, 60)}.99). {rng.randint(0, 80)} in stock, ships from "
+            f"{rng.choice(CITIES)} in {rng.randint(1, 7)} days. Rated {rng.randint(30, 50) / 10} by "
+            f"{rng.randint(3, 900)} buyers.")
+
+
+def _ticket(rng: random.Random) -> str:
+    return (f"Ticket {rng.randint(10000, 99999)} | priority {rng.choice(('low', 'normal', 'urgent'))}\n"
+            f"From: {rng.choice(PEOPLE)} ({rng.choice(ORGS)})\nProduct: {rng.choice(PRODUCTS)}\n\n"
+            + rng.choice(("It arrived broken and nobody answers the phone.", "I was charged twice for the same order.",
+                          "The replacement you sent is the wrong size.", "Please cancel my subscription before it renews.")))
+
+
+def _booking(rng: random.Random) -> str:
+    nights = rng.randint(1, 9)
+    return (f"Booking confirmed: {rng.choice(('Hotel Miramar', 'Parkside Inn', 'The Old Mill'))}, {rng.choice(CITIES)}\n"
+            f"Guest: {rng.choice(PEOPLE)}, reference {rng.choice('ABCDEFGH')}{rng.randint(10000, 99999)}\n"
+            f"Check-in {rng.choice(WEEKDAYS)} from 15:00, {nights} nights, {rng.randint(1, 4)} adults.\n"
+            f"Rate ${rng.randint(60, 300)} a night, total ${rng.randint(60, 300) * nights}, free cancellation until 18:00.")
+
+
+def _payslip(rng: random.Random) -> str:
+    gross = rng.randint(1800, 9000)
+    return (f"PAYSLIP {rng.choice(ORGS)} - period {rng.randint(1, 12):02d}/2025\nEmployee: {rng.choice(PEOPLE)} "
+            f"(no. {rng.randint(100, 9999)})\nBasic pay {gross}.00\nOvertime {rng.randint(0, 40)} h {rng.randint(0, 900)}.00\n"
+            f"Income tax -{gross // 5}.00\nPension -{gross // 20}.00\nNet pay {gross - gross // 4}.00")
+
+
+def _record(rng: random.Random) -> str:
+    """A form as a system prints it: a heading, then label: value lines in any order."""
+    fields = [f"Name: {rng.choice(PEOPLE)}", f"Date: {rng.randint(1, 28)} {rng.choice(('March', 'April', 'October'))}",
+              f"Location: {rng.choice(CITIES)}", f"Reference: {rng.randint(1000, 99999)}",
+              f"Status: {rng.choice(('open', 'closed'))}",
+              f"Department: {rng.choice(('sales', 'facilities', 'legal'))}", f"Amount: {rng.randint(10, 5000)}",
+              f"Contact: +44 {rng.randint(1000, 9999)} {rng.randint(100000, 999999)}", f"Organisation: {rng.choice(ORGS)}"]
+    heading = rng.choice(("INCIDENT REPORT", "Vehicle inspection", "Event registration", "Library loan", "Visitor log"))
+    return heading + "\n" + "\n".join(_pick(rng, tuple(fields), rng.randint(4, len(fields))))
+
+
+def _notice(rng: random.Random) -> str:
+    return (f"{rng.choice(ORGS)} announced on {rng.choice(WEEKDAYS)} that {rng.choice(PEOPLE)} will lead its office in "
+            f"{rng.choice(CITIES)} from {rng.randint(2025, 2027)}. The office employs {rng.randint(12, 900)} people and "
+            f"opened in {rng.randint(1970, 2020)}; the move follows a {rng.randint(2, 30)}% rise in orders.")
+
+
+def _receipt(rng: random.Random) -> str:
+    goods = ("MILK 1L", "BREAD", "APPLES KG", "COFFEE", "SOAP", "RICE 2KG")
+    items = [f"{rng.choice(goods)}  {rng.randint(1, 9)}.{rng.randint(0, 99):02d}" for _ in range(rng.randint(2, 7))]
+    return (f"{rng.choice(ORGS).upper()} STORE {rng.randint(1, 99)}\n{rng.randint(1, 28):02d}.{rng.randint(1, 12):02d}.2025 "
+            f"{rng.randint(7, 21)}:{rng.randint(10, 59)}\n" + "\n".join(items)
+            + f"\nVAT {rng.randint(1, 20)}%\nTOTAL {rng.randint(5, 90)}.{rng.randint(0, 99):02d}"
+            f"\nCARD ****{rng.randint(1000, 9999)}")
+
+
+def _shipping(rng: random.Random) -> str:
+    return (f"Good news, {rng.choice(PEOPLE).split()[0]}! Order {rng.randint(100000, 999999)} is on its way.\n"
+            f"Carrier: {rng.choice(('DHL', 'UPS', 'PostNL', 'FedEx'))}, tracking {rng.randint(10**9, 10**10 - 1)}.\n"
+            f"Arriving {rng.choice(WEEKDAYS)} between {rng.randint(8, 12)}:00 and {rng.randint(13, 18)}:00 at "
+            f"{rng.randint(1, 200)} Harbour Road, {rng.choice(CITIES)}.")
+
+
+def _job_post(rng: random.Random) -> str:
+    return (f"{rng.choice(('Senior Accountant', 'Warehouse Lead', 'Nurse', 'Data Analyst', 'Chef'))} - {rng.choice(ORGS)}, "
+            f"{rng.choice(CITIES)}\nSalary {rng.randint(30, 120)}k a year, {rng.choice(('full time', 'part time'))}.\n"
+            f"You will report to {rng.choice(PEOPLE)}. Apply by {rng.randint(1, 28)} {rng.choice(('May', 'June', 'July'))}.")
+
 
 def extract_json(rng: random.Random) -> Messages:
     fields = ", ".join(_pick(rng, ("name", "date", "amount", "company", "city", "phone", "total", "role", "year"), 3))
@@ -233,6 +320,39 @@ def extract_list(rng: random.Random) -> Messages:
 def extract_system(rng: random.Random) -> Messages:
     return _user(rng.choice(DOCS)(rng), system="You are an information extraction engine. Reply only with a JSON object "
                  "with keys: " + ", ".join(_pick(rng, ("entity", "value", "date", "currency", "location"), 3)) + ".")
+
+
+def extract_instructed(rng: random.Random) -> Messages:
+    fields = ", ".join(_pick(rng, ("sender", "date", "total", "names", "product", "price", "deadline", "company",
+                                   "reference", "address", "quantity", "status"), 3))
+    role = rng.choice(("", "You are a parser for incoming documents. ", "You work on the back office's intake queue. ",
+                       "You structure text for a database. ", "You help the finance team with its paperwork. "))
+    verb = rng.choice(("Read the document the user sends and return {0}", "Pull {0} out of the text that follows",
+                       "Find {0} in each message", "Capture {0} from whatever the user pastes",
+                       "For every item you are given, record {0}", "Turn each document into a record of {0}"))
+    output = rng.choice((" as JSON, without commentary.", " as YAML.", ", one key: value per line.", " in a table.",
+                         ". Use null for anything missing.", " and nothing else."))
+    return _user(rng.choice((*DOCS, _meeting_notes, _listing, _ticket, _booking, _payslip, _record, _notice))(rng),
+                 system=role + verb.format(fields) + output)
+
+
+def extract_pipeline(rng: random.Random) -> Messages:
+    system, document = rng.choice((
+        ("You parse our accounts-payable inbox. Every message is an invoice: give vendor, number, due date, total.", _invoice),
+        ("You process meeting notes. List each action item with its owner and deadline, one per line.", _meeting_notes),
+        ("You read product listings and return title, price, colour, size and stock as JSON.", _listing),
+        ("You triage support tickets: customer, product, priority and the problem in five words.", _ticket),
+        ("Each user message is an email. Output sender, recipient, meeting day and any phone number.", _email),
+        ("You update the travel calendar: from each confirmation take the hotel, city, dates, guests and price.", _booking),
+        ("Check payslips for the payroll team: return employee, period, gross, deductions and net pay as JSON.", _payslip)))
+    return _user(rng.choice(("", "", "Next one:\n", "Here it is.\n\n")) + document(rng), system=system)
+
+
+def extract_form_fill(rng: random.Random) -> Messages:
+    system = rng.choice(("Fill in this form from the text you receive: who, what, when, where, how much. One per line.",
+                         "Act as a data-entry clerk. Copy the key facts of each document into a CSV row with a header.",
+                         "Identify every date, amount and organisation in the input and return them as a JSON array."))
+    return _user(rng.choice((_receipt, _shipping, _job_post, _invoice, _email))(rng), system=system)
 
 
 def extract_figure(rng: random.Random) -> Messages:
@@ -335,7 +455,8 @@ TEMPLATES: dict[str, tuple[Template, ...]] = {
     "chat": (chat_advice, chat_explain, chat_write, chat_roleplay, chat_smalltalk, chat_opinion),
     "coding": (code_write, code_fix, code_review, code_concept, code_error, code_devops),
     "reasoning": (reason_word_problem, reason_logic, reason_math, reason_estimate, reason_sequence),
-    "extraction": (extract_json, extract_list, extract_system, extract_figure, extract_table),
+    "extraction": (extract_json, extract_list, extract_system, extract_figure, extract_table, extract_instructed,
+                   extract_pipeline, extract_form_fill),
     "long-context": (long_qa, long_summary, long_transcript, long_multi),
     "agent": (agent_result, agent_followup, agent_system, agent_multi, agent_legacy),
 }

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     features = vocabulary(rows)
     weights, bias = fit(rows, [TASKS.index(s.task) for s in train], features)
     weights = weights.astype("<f2").astype(np.float64)  # judge the model as it is stored
-    detector = TaskDetector(TASKS, {f: i for i, f in enumerate(features)}, weights, bias)
+    detector = TaskDetector(TASKS, {f: i for i, f in enumerate(features)}, weights.tolist(), bias.tolist())
     threshold, floor, report = choose_threshold(detector, [s for s in samples if s.split in VALIDATION_SPLITS])
     print(summary(report))
     meta = {"threshold": threshold, "floor": floor, "trained_on": dict(Counter(s.task for s in train)),

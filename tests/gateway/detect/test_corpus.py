@@ -37,3 +37,22 @@ def test_the_held_out_templates_requests_are_those_the_detector_was_first_judged
     held = sorted((s.id, s.task, json.dumps(s.messages)) for s in SAMPLES if s.split == "test-template")
     assert len(held) == 830
     assert hashlib.sha256(json.dumps(held).encode()).hexdigest()[:16] == "80464ad8d0c4c239"
+
+
+def test_the_templates_written_after_the_first_held_out_reading_train_or_tune_but_are_never_held_out():
+    splits: dict[str, set[str]] = {}
+    for sample in SAMPLES:
+        splits.setdefault(sample.source.removeprefix("synth:"), set()).add(sample.split)
+    for name in ("chat_estimate", "chat_what_if", "chat_common_sense", "reason_everyday", "extract_instructed",
+                 "extract_pipeline"):
+        assert splits[name] == {"train", "validation", "test"}
+    for name in ("chat_ballpark", "chat_wonder", "reason_household", "extract_form_fill"):
+        assert splits[name] == {"validation-template"}
+
+
+def test_the_validation_templates_own_documents_never_reach_training():
+    """Receipts, shipping notices and job adverts (``synth._receipt``, ``_shipping``, ``_job_post``)
+    are read by ``extract_form_fill`` only."""
+    marks = ("\nCARD ****", " is on its way.\nCarrier: ", "Apply by ")
+    trained = [m["content"] for s in SAMPLES if s.split == "train" for m in s.messages if isinstance(m.get("content"), str)]
+    assert not [text for text in trained if any(mark in text for mark in marks)]
