@@ -1,4 +1,4 @@
-from gateway.detect.features import HEAD_CHARS, TAIL_CHARS, message_features, prompt_features
+from gateway.detect.features import HEAD_CHARS, TAIL_CHARS, TOOL_RESULTS, message_features, prompt_features
 
 
 def test_a_long_prompt_is_read_through_a_bounded_window():
@@ -16,6 +16,16 @@ def test_roles_tool_results_and_system_prompt_are_features():
         {"role": "tool", "content": '{"status": "shipped"}'},
     ])
     assert {"last:tool", "calls:1", "results:1", "system:True", "s:extract", "t:shipped", "u:order"} <= set(names)
+
+
+def test_only_the_latest_tool_results_are_read():
+    """An agent loop of many calls reads its latest TOOL_RESULTS results, not all of them."""
+    messages = [{"role": "user", "content": "Track my parcels"}]
+    for i in range(TOOL_RESULTS + 40):
+        messages += [{"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}"}]},
+                     {"role": "tool", "content": f"parcel {'early' if i < 40 else 'latest'}"}]
+    names = set(message_features(messages))
+    assert {"t:latest", "results:3", "calls:3"} <= names and "t:early" not in names
 
 
 def test_the_former_code_rule_is_a_feature():
