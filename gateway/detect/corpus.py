@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.detect import prose, synth
-from gateway.detect.synth import Template
+from gateway.detect.template import Template
 
 PROMPTS = Path(__file__).resolve().parents[3] / "shared" / "prompts"
 SPLITS = ("train", "validation", "validation-template", "test", "test-template")

@@ -1,38 +1,29 @@
 """Synthesised requests asked in prose, with neither code nor a document in them: chat (open
-questions, advice, opinions, plans, writing and editing; estimates, "what if" and common-sense
-questions to be talked through, with no figures to compute with), coding (write, implement, debug
-or explain code; API, library and language questions) and reasoning (riddles, follow-ups, word
+questions, advice, opinions, plans, writing and editing), coding (write, implement, debug or
+explain code; API, library and language questions) and reasoning (riddles, follow-ups, word
 problems asked as a chat would ask them), single and multi-turn. The tasks share their openers,
-closers and conversation shapes, so what tells them apart is what they ask about, not how they
-are phrased. Templates as in ``gateway.detect.synth`` (``TRAINING`` and, for tuning only,
-``VALIDATION``): ``(seed) -> messages``, deterministic."""
+closers and conversation shapes (``gateway.detect.phrasing``), so what tells them apart is what
+they ask about, not how they are phrased. ``TRAINING`` and, for tuning only, ``VALIDATION`` hold
+them by task, with those on the line between chat and reasoning (estimates, "what if" and
+common-sense questions to be talked through; everyday word problems) from
+``gateway.detect.chat_or_reasoning``. Templates as in ``gateway.detect.template``:
+``(seed) -> messages``, deterministic."""
 
 from __future__ import annotations
 
 import random
 
-from gateway.detect.synth import CITIES, LANGS, Messages, Template
-
-OPENERS = ("", "", "", "Quick question: ", "Hey, ", "Hi! ", "I was wondering: ", "Can you help me? ", "Honestly, ",
-           "Okay so ", "Please help. ", "Serious question: ", "Hello. ")
-CLOSERS = ("", "", "", " Thanks!", " Keep it short.", " Please be detailed.", " Explain it simply.",
-           " Any thoughts?", " Thanks in advance.", " Give me a few options.", " Use bullet points.")
-FOLLOW_UPS = ("Can you give an example?", "Why is that?", "Can you make it shorter?", "What would you do?",
-              "Tell me more about the second point.", "Hmm, are you sure?", "Okay, and what else?",
-              "Could you say that in simpler words?", "Thanks. One more thing: what's the main risk?")
-
-
-def _ask(rng: random.Random, body: str) -> str:
-    return rng.choice(OPENERS) + body + rng.choice(CLOSERS)
-
-
-def _turns(rng: random.Random, first: str, reply: str) -> Messages:
-    """A conversation whose last user turn follows up an earlier answer."""
-    system = rng.choice((None, None, "You are a helpful assistant.", "Answer concisely."))
-    head = [{"role": "system", "content": system}] if system else []
-    return [*head, {"role": "user", "content": first}, {"role": "assistant", "content": reply},
-            {"role": "user", "content": rng.choice(FOLLOW_UPS)}]
-
+from gateway.detect.chat_or_reasoning import (
+    chat_ballpark,
+    chat_common_sense,
+    chat_estimate,
+    chat_what_if,
+    chat_wonder,
+    reason_everyday,
+    reason_household,
+)
+from gateway.detect.phrasing import ask, turns
+from gateway.detect.template import CITIES, LANGS, Messages, Template
 
 # chat ----------------------------------------------------------------------------------------
 QUESTIONS = (
@@ -76,32 +67,32 @@ OPINIONS = ("Is it better to rent or to buy a home?", "Are cities better places 
 
 
 def chat_question(rng: random.Random) -> Messages:
-    return [{"role": "user", "content": _ask(rng, rng.choice(QUESTIONS))}]
+    return [{"role": "user", "content": ask(rng, rng.choice(QUESTIONS))}]
 
 
 def chat_situation(rng: random.Random) -> Messages:
     situation = rng.choice(SITUATIONS)
     body = rng.choice((f"{situation[0].upper()}{situation[1:]}. What should I do?", f"Any advice? {situation}.",
                        f"How do I deal with this: {situation}?", f"What would you suggest if {situation}?"))
-    return [{"role": "user", "content": _ask(rng, body)}]
+    return [{"role": "user", "content": ask(rng, body)}]
 
 
 def chat_recommend(rng: random.Random) -> Messages:
     body = rng.choice(("Can you recommend some {t} for {a}?", "Suggest five {t} for {a}.", "What are good {t} for {a}?",
                        "I need {t} for {a}. Ideas?")).format(t=rng.choice(THINGS), a=rng.choice(AUDIENCES))
-    return [{"role": "user", "content": _ask(rng, body)}]
+    return [{"role": "user", "content": ask(rng, body)}]
 
 
 def chat_creative(rng: random.Random) -> Messages:
     verb = rng.choice(("Write", "Compose", "Draft", "Come up with", "Help me write", "Could you write", "Make up"))
-    return [{"role": "user", "content": _ask(rng, f"{verb} a {rng.choice(FORMS)} about {rng.choice(SUBJECTS)}.")}]
+    return [{"role": "user", "content": ask(rng, f"{verb} a {rng.choice(FORMS)} about {rng.choice(SUBJECTS)}.")}]
 
 
 def chat_edit(rng: random.Random) -> Messages:
-    ask = rng.choice(("Fix the grammar in this:", "Rewrite this to sound friendlier:", "Make this more formal:",
-                      "Proofread this paragraph please.", "Can you make this sound less awkward?",
-                      "Shorten this to one sentence:"))
-    return [{"role": "user", "content": f"{ask}\n\n{rng.choice(PARAGRAPHS)}"}]
+    instruction = rng.choice(("Fix the grammar in this:", "Rewrite this to sound friendlier:", "Make this more formal:",
+                              "Proofread this paragraph please.", "Can you make this sound less awkward?",
+                              "Shorten this to one sentence:"))
+    return [{"role": "user", "content": f"{instruction}\n\n{rng.choice(PARAGRAPHS)}"}]
 
 
 def chat_plan(rng: random.Random) -> Messages:
@@ -111,76 +102,20 @@ def chat_plan(rng: random.Random) -> Messages:
                        "What should a packing list for a week of camping include?",
                        f"Put together a study schedule for the next {rng.randint(2, 6)} weeks before my exams.",
                        "Suggest a morning routine that helps me feel less rushed."))
-    return [{"role": "user", "content": _ask(rng, body)}]
+    return [{"role": "user", "content": ask(rng, body)}]
 
 
 def chat_opinion_open(rng: random.Random) -> Messages:
     body = rng.choice(OPINIONS)
-    return [{"role": "user", "content": _ask(rng, rng.choice((body, f"What's your take: {body[0].lower()}{body[1:]}",
-                                                               f"{body} Give both sides.")))}]
+    return [{"role": "user", "content": ask(rng, rng.choice((body, f"What's your take: {body[0].lower()}{body[1:]}",
+                                                              f"{body} Give both sides.")))}]
 
 
 def chat_thread(rng: random.Random) -> Messages:
-    return _turns(rng, rng.choice(QUESTIONS), rng.choice((
+    return turns(rng, rng.choice(QUESTIONS), rng.choice((
         "Good question! In short, it comes down to a few factors, which I'll go through one by one.",
         "There are several reasons. The most important one is history, but culture and habit matter too.",
         "Here is a short overview with the main ideas, and a note on where people still disagree.")))
-
-
-# Chat that sounds like reasoning: an estimate to be talked through, a "what if", a common-sense
-# question. No figures to compute with: the answer is an explanation, not a worked result.
-STEPWISE = ("", "", " Walk me through your thinking.", " Explain how you get there, one step at a time.",
-            " Show your reasoning.", " Talk me through it step by step.", " How would you work it out?",
-            " Lay out each step so I can follow.", " Explain the logic behind your guess.", " Explain your answer.",
-            " Please justify it, step by step.", " I want the reasoning, not only the result.")
-ESTIMATES = ("How many leaves does a full-grown oak carry in summer?", "How many piano tuners work in a big city?",
-             "How many golf balls would fill a school bus?", "How much water does a family use in a year?",
-             "How many hairs are there on a human head?", "How many bricks does it take to build a house?",
-             "How many cups of coffee does a large city drink every morning?", "How many ants live in a garden?",
-             "How many steps would it take to walk across a country?", "How much does the air in a classroom weigh?",
-             "How many people are up in the air on planes at any moment?", "How many grains of rice are in a bag?",
-             "How long would it take to count to a billion out loud?", "How many pizzas are eaten on a Friday night?",
-             "How far does a person walk in their whole life?", "How many bicycles are there in {city}?",
-             "How many trees are cut down each day to make paper?", "How many teachers work in a country like mine?",
-             "How many taxis drive through {city} every hour?", "How much rain falls on a football pitch in a year?",
-             "How many letters does a postman deliver in a career?", "How many times a day does a dog wag its tail?",
-             "How many people visit a big museum each day?", "How many meals does a school kitchen serve in a year?",
-             "How many people in {city} are asleep at noon?")
-COUNTERFACTUALS = ("the wheel had never been invented", "the Moon were twice as close to the Earth",
-                   "everyone in the world spoke the same language", "the dinosaurs had not died out",
-                   "the Library of Alexandria had never burned", "humans could breathe underwater",
-                   "nobody had ever invented the clock", "cars had never replaced horses", "the Earth had no seasons",
-                   "the telephone had been invented in ancient Greece", "money had never been invented",
-                   "Antarctica had a warm climate", "photography had never been invented", "people lived for three centuries")
-COMMON_SENSE = ("How can you tell whether an egg is still fresh without cracking it?",
-                "Why might a shop put sweets right next to the checkout?", "How can you tell if a melon is ripe?",
-                "What clues tell you a house has been empty for a while?", "How can you guess the time of day from shadows?",
-                "Why do drivers slow down to look at an accident on the other side of the road?",
-                "Why might someone take the train rather than fly for a short trip?",
-                "How do you know whether a dog is friendly before you pet it?", "How can you tell that a storm is coming?",
-                "Why do some people still prefer handwritten letters to email?",
-                "What are the signs that a colleague is overwhelmed but won't say so?",
-                "How can you judge whether a used car has been looked after?",
-                "Why do people lower their voices in a library even when no sign asks them to?")
-
-
-def chat_estimate(rng: random.Random) -> Messages:
-    what = rng.choice(ESTIMATES).format(city=rng.choice(CITIES))
-    body = rng.choice((what, what, f"Roughly, {what[0].lower()}{what[1:]}", f"Give me a ballpark figure: {what}",
-                       f"Here's one I've always wondered about. {what}", f"Estimate this for me: {what}"))
-    return [{"role": "user", "content": _ask(rng, body + rng.choice(STEPWISE))}]
-
-
-def chat_what_if(rng: random.Random) -> Messages:
-    case = rng.choice(COUNTERFACTUALS)
-    body = rng.choice((f"What if {case}?", f"What would the world look like if {case}?",
-                       f"How would everyday life be different if {case}?", f"Imagine {case}. What would change?",
-                       f"Suppose {case}: how would history have gone?"))
-    return [{"role": "user", "content": _ask(rng, body + rng.choice(STEPWISE))}]
-
-
-def chat_common_sense(rng: random.Random) -> Messages:
-    return [{"role": "user", "content": _ask(rng, rng.choice(COMMON_SENSE) + rng.choice(STEPWISE))}]
 
 
 # coding --------------------------------------------------------------------------------------
@@ -222,14 +157,14 @@ def code_explain_term(rng: random.Random) -> Messages:
     body = rng.choice((f"Can you explain {concept} in {lang}?", f"I don't understand {concept}. Explain with an example.",
                        f"How do {concept} work in {lang}?", f"When should I use {concept} in {lang} code?",
                        f"What are {concept} good for in programming?"))
-    return [{"role": "user", "content": _ask(rng, body)}]
+    return [{"role": "user", "content": ask(rng, body)}]
 
 
 def code_howto(rng: random.Random) -> Messages:
     how, lang = rng.choice(HOWTOS), rng.choice(LANGS)
     body = rng.choice((f"How can I {how} in {lang}?", f"What's the best way to {how} with {lang}?",
                        f"In {lang}, how would you {how}?", f"Show me how to {how} using {lang}."))
-    return [{"role": "user", "content": _ask(rng, body)}]
+    return [{"role": "user", "content": ask(rng, body)}]
 
 
 def code_library(rng: random.Random) -> Messages:
@@ -237,25 +172,25 @@ def code_library(rng: random.Random) -> Messages:
     body = rng.choice((f"In {fw}, how do I {rng.choice(HOWTOS)}?", f"Is there a built-in way in {fw} to {rng.choice(HOWTOS)}?",
                        f"What's the {fw} equivalent of middleware?", f"How do I upgrade a project to the latest {fw}?",
                        f"Which {fw} setting controls caching, and how do I change it?"))
-    return [{"role": "user", "content": _ask(rng, body)}]
+    return [{"role": "user", "content": ask(rng, body)}]
 
 
 def code_debug_prose(rng: random.Random) -> Messages:
     body = rng.choice(("My {f} app {s}. What could cause it?", "Our {f} service {s}. Where should I start debugging?",
                        "I'm stuck: the {f} project {s}. Any idea why?")).format(f=rng.choice(FRAMEWORKS), s=rng.choice(SYMPTOMS))
-    return [{"role": "user", "content": _ask(rng, body)}]
+    return [{"role": "user", "content": ask(rng, body)}]
 
 
 def code_compare(rng: random.Random) -> Messages:
     pair, purpose = rng.choice(PAIRS), rng.choice(PURPOSES)
     body = rng.choice((f"Should I use {pair} for {purpose}?", f"{pair}: which would you pick for {purpose}, and why?",
                        f"What are the trade-offs between {pair} for {purpose}?"))
-    return [{"role": "user", "content": _ask(rng, body)}]
+    return [{"role": "user", "content": ask(rng, body)}]
 
 
 def code_build(rng: random.Random) -> Messages:
     verb = rng.choice(("Write", "Implement", "Build", "Create", "Code", "Help me write", "I need"))
-    return [{"role": "user", "content": _ask(rng, f"{verb} {rng.choice(PROGRAMS)} in {rng.choice(LANGS)}.")}]
+    return [{"role": "user", "content": ask(rng, f"{verb} {rng.choice(PROGRAMS)} in {rng.choice(LANGS)}.")}]
 
 
 def code_thread(rng: random.Random) -> Messages:
@@ -263,7 +198,7 @@ def code_thread(rng: random.Random) -> Messages:
     reply = rng.choice(("Here's one way to do it:\n\n```\nresult = process(items)\nprint(result)\n```\n\nIt runs in linear time.",
                         f"Sure. In {lang} you would wrap the call in a try block and retry on failure.",
                         "You can do this with a small helper function that takes the list and returns a new one."))
-    messages = _turns(rng, f"How do I {rng.choice(HOWTOS)} in {lang}?", reply)
+    messages = turns(rng, f"How do I {rng.choice(HOWTOS)} in {lang}?", reply)
     messages[-1]["content"] = rng.choice(("Now make it handle empty input.", "Can you add unit tests for it?",
                                           "Why did you use a loop there?", "Rewrite it without the library.",
                                           "It fails with a type error, what's wrong?", "Make it async, please."))
@@ -288,7 +223,7 @@ RIDDLES = (
 
 def reason_riddle(rng: random.Random) -> Messages:
     tail = rng.choice(("", " Explain your reasoning.", " Think it through step by step.", " Justify the answer."))
-    return [{"role": "user", "content": _ask(rng, rng.choice(RIDDLES) + tail)}]
+    return [{"role": "user", "content": ask(rng, rng.choice(RIDDLES) + tail)}]
 
 
 def reason_math_prose(rng: random.Random) -> Messages:
@@ -303,33 +238,16 @@ def reason_math_prose(rng: random.Random) -> Messages:
                        f"In how many orders can {c} different books be put on a shelf?",
                        "Prove by induction that 1 + 2 + ... + n = n(n + 1)/2.",
                        f"What is the expected value of the sum of {a} dice?"))
-    return [{"role": "user", "content": _ask(rng, body)}]
+    return [{"role": "user", "content": ask(rng, body)}]
 
 
 def reason_thread(rng: random.Random) -> Messages:
     a, b = rng.randint(3, 40), rng.randint(2, 12)
     first = f"A shop sells pens at ${b} each and gives one free for every {a % 5 + 2} bought. How much do {a} pens cost?"
-    messages = _turns(rng, first, f"Let's count the free pens first, then multiply the rest by ${b}.")
+    messages = turns(rng, first, f"Let's count the free pens first, then multiply the rest by ${b}.")
     messages[-1]["content"] = rng.choice((f"And if the price goes up to ${b + 3}?", "What if they buy twice as many?",
                                           "Check that again, step by step.", f"Now with {a + 7} pens?"))
     return messages
-
-
-def reason_everyday(rng: random.Random) -> Messages:
-    """A word problem asked as a chat would be: everyday numbers to work with, the same closers."""
-    a, b, c = rng.randint(3, 40), rng.randint(2, 12), rng.randint(2, 9)
-    body = rng.choice((
-        f"My son's homework: a baker makes {a * c} loaves and sells {c} every hour. How many are left after {b} hours?",
-        f"I drive {a} km to work and back {c} days a week, and my car uses {b} litres per 100 km. How much fuel is that a week?",
-        f"If I save ${a} a week, how many weeks until I can buy a bike that costs ${a * b + c}?",
-        f"I read {b} pages a day and my book has {a * b + c} pages. On which day do I finish it?",
-        f"Our garden is {a} m by {b} m and a bag of seed covers {c} square metres. How many bags do we need?",
-        f"We are {c} friends splitting a ${a * c + b} bill, and I also pay a ${b} tip on my own. How much do I pay?",
-        f"I earn ${a} an hour for {b + 20} hours a week. What if I worked {c} more hours a week: how much more in a month "
-        "of four weeks?"))
-    system = rng.choice((None, None, "You are a patient maths tutor.", "Show your working.", "You are a helpful assistant."))
-    head = [{"role": "system", "content": system}] if system else []
-    return [*head, {"role": "user", "content": _ask(rng, body + rng.choice(STEPWISE))}]
 
 
 # validation only (gateway.detect.corpus.VALIDATION_TEMPLATES): own words and shapes, never trained on ---------
@@ -340,7 +258,7 @@ def chat_curious(rng: random.Random) -> Messages:
                        f"What's {rng.choice(CITIES)} famous for?", "Can you tell me a fun story about a clever fox?",
                        "What's a nice name for a grey kitten?", "Describe a perfect lazy Sunday."))
     if rng.random() < 0.5:
-        return [{"role": "user", "content": _ask(rng, body)}]
+        return [{"role": "user", "content": ask(rng, body)}]
     return [{"role": "user", "content": "Good evening!"}, {"role": "assistant", "content": "Good evening! What's on your mind?"},
             {"role": "user", "content": body}]
 
@@ -354,41 +272,7 @@ def code_question(rng: random.Random) -> Messages:
                        f"What does it mean when the linter says a variable is shadowed in {lang}?",
                        "How should I name branches and write commit messages?",
                        f"Explain the {lang} build toolchain to someone coming from another language."))
-    return [{"role": "user", "content": _ask(rng, body)}]
-
-
-def chat_ballpark(rng: random.Random) -> Messages:
-    what = rng.choice(("how many apples one orchard grows in a season", "how many books a public library lends in a year",
-                       "how much paint it takes to cover a lighthouse", "how many umbrellas get left on trains",
-                       "how long it would take to walk around the equator", "how many birds cross a mountain pass in autumn",
-                       "how many people ride the escalators of a busy metro station each day",
-                       "how much salt a cold country spreads on its roads in winter", "how many keys a locksmith cuts"))
-    close = rng.choice(("", " I'd like to see how you reason it out, not just a number.", " Guide me through the estimate.",
-                        " Break your thinking into stages.", " Explain your answer so the logic is clear."))
-    return [{"role": "user", "content": f"{rng.choice(('Any idea ', 'Ballpark it for me: ', 'Just curious: '))}{what}?{close}"}]
-
-
-def chat_wonder(rng: random.Random) -> Messages:
-    body = rng.choice(("If trains were never late, how would cities change?",
-                       "Suppose bees vanished tomorrow. What happens next?",
-                       "How would sport be different if nobody kept score?", "If we had never tamed fire, where would we be?",
-                       "Why do supermarkets keep the milk at the back?", "How can you tell whether a bridge is safe to cross?",
-                       "Why might a town plant trees along its streets?", "How do you know when bread has proved enough?",
-                       "What would happen to fashion if mirrors didn't exist?", "Why do hikers tell someone their route?"))
-    return [{"role": "user", "content": _ask(rng, body + rng.choice(("", " Reason it out for me.", " Explain your thinking.")))}]
-
-
-def reason_household(rng: random.Random) -> Messages:
-    a, b, c = rng.randint(2, 9), rng.randint(10, 60), rng.randint(3, 12)
-    body = rng.choice((f"A recipe for {c} people needs {a * c} eggs. How many eggs do I need for {c + a} people?",
-                       f"A tin of paint covers {b} square metres and my walls are {b * a + c} square metres. How many tins?",
-                       f"My flight leaves at {a}:30 and takes {c} hours; the destination is {a % 4 + 1} hours behind. "
-                       "What time do I land there?",
-                       f"The bathroom floor is {a} metres by {c} metres and a box of tiles covers {a + 1} square metres. "
-                       "How many boxes should I order?",
-                       f"My phone plan costs ${b} a month plus ${a} per extra gigabyte. Last month I paid ${b + a * c}. "
-                       "How many extra gigabytes did I use?"))
-    return [{"role": "user", "content": _ask(rng, body + rng.choice(("", " Can you go through it with me?", " Explain it.")))}]
+    return [{"role": "user", "content": ask(rng, body)}]
 
 
 VALIDATION: dict[str, tuple[Template, ...]] = {"chat": (chat_curious, chat_ballpark, chat_wonder),

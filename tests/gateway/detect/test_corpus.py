@@ -51,7 +51,7 @@ def test_the_templates_written_after_the_first_held_out_reading_train_or_tune_bu
 
 
 def test_the_validation_templates_own_documents_never_reach_training():
-    """Receipts, shipping notices and job adverts (``synth._receipt``, ``_shipping``, ``_job_post``)
+    """Receipts, shipping notices and job adverts (``documents.receipt``, ``shipping``, ``job_post``)
     are read by ``extract_form_fill`` only."""
     marks = ("\nCARD ****", " is on its way.\nCarrier: ", "Apply by ")
     trained = [m["content"] for s in SAMPLES if s.split == "train" for m in s.messages if isinstance(m.get("content"), str)]

@@ -1,5 +1,4 @@
-"""The document templates: deterministic per seed, and the ones whose instruction is only in the
-system prompt send the document alone as the user turn."""
+"""The synthesised templates: each a function of its seed, ending with the turn a request ends with."""
 
 from __future__ import annotations
 
@@ -7,11 +6,9 @@ import random
 
 import pytest
 
-from gateway.detect.synth import TEMPLATES, extract_form_fill, extract_instructed, extract_pipeline
+from gateway.detect.synth import TEMPLATES
 
 ALL = [t for chosen in TEMPLATES.values() for t in chosen]
-# extract_system (held out) has this shape too; these were written after it was first measured.
-INSTRUCTION_IN_SYSTEM = (extract_instructed, extract_pipeline, extract_form_fill)
 
 
 @pytest.mark.parametrize("template", ALL, ids=lambda t: t.__name__)
@@ -20,14 +17,3 @@ def test_a_template_is_a_function_of_its_seed_and_ends_with_a_user_or_tool_turn(
         messages = template(random.Random(f"s{seed}"))
         assert messages == template(random.Random(f"s{seed}"))
         assert messages[-1]["role"] in ("user", "tool", "function")
-
-
-@pytest.mark.parametrize("template", INSTRUCTION_IN_SYSTEM, ids=lambda t: t.__name__)
-def test_the_instruction_is_in_the_system_prompt_and_the_user_turn_is_the_document(template):
-    for seed in range(60):
-        system, user = template(random.Random(f"s{seed}"))
-        assert system["role"] == "system" and user["role"] == "user"
-        document = user["content"].lower()
-        assert not document.rstrip().endswith("?")
-        assert not any(word in document for word in ("json", "extract", "return ", "list ", "output", "yaml"))
-        assert sum(ch.isdigit() for ch in document) >= 2  # figures, as in a word problem: the hard case
