@@ -51,6 +51,7 @@ from gateway.flow.body import (
     parse_tokenize_body,
 )
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
+from gateway.flow.demand_keeper import DemandKeeper
 from gateway.flow.director import Director, Ledgers, Transport
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.explain import explain_plan
@@ -63,8 +64,9 @@ from gateway.flow.upstream import upstream_request
 from gateway.flow.waiting_room import RECHECK_S, Waiting, WaitingRoom
 from gateway.outcome import AttemptFailure, Outcome
 from gateway.routing.router import route
-from gateway.scaling import Autoscaling, DemandMeter, TaskDemand, TaskSizing, VariantNeed, desired_replicas, peak
+from gateway.scaling import Autoscaling, TaskDemand, TaskSizing, VariantNeed, desired_replicas, peak
 from gateway.state.decodes import DecodeLedger
+from gateway.state.demand import InMemoryDemand
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_blocks import text_block_ids, token_block_ids
 from gateway.state.prefix_index import InMemoryPrefixIndex, PrefixIndex
@@ -94,7 +96,9 @@ __all__ = [
     "DETECTOR_PROMPTS", "DETECTOR_SPLIT_USES", "Detection", "TaskDetector", "detector_confusions", "detector_corpus",
     "evaluate_detector", "judge_detections",
     # Autoscaling's arithmetic (the replay's autoscaled fleet, duet plan's utilisation).
-    "Autoscaling", "DemandMeter", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas",
+    "Autoscaling", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas",
     # What the gateway's gauge sizes with: per task the higher-rate window, the configured tasks' sizing.
     "model_need", "peak", "sizing_for",
+    # Where the gauge's demand comes from: the lifecycle's hooks into a store (the replay's autoscaler reads it too).
+    "DemandKeeper", "InMemoryDemand",
 ]

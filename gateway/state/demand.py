@@ -2,11 +2,12 @@
 desired-replicas gauge (``gateway.flow.fleet``). The request lifecycle writes it
 (``gateway.flow.demand_keeper``); the gauge reads it over two windows at each scrape.
 
-``InMemoryDemand`` is one gateway's, over ``DemandMeter``; ``SharedDemand``
-(``gateway.state.redis_demand``) sums every gateway sharing Redis, since each sees only its
-share of the traffic. Writes never wait: they are counted in memory (and, shared, sent in the
-background). ``horizon_s`` is the longest window the model's gauge reads (its
-``autoscaling.rate_window_s``, passed with every call so a reload that changes it applies).
+``InMemoryDemand`` is one gateway's (and the replay's, on its virtual clock), over
+``DemandMeter``; ``SharedDemand`` (``gateway.state.redis_demand``) sums every gateway sharing
+Redis, since each sees only its share of the traffic. Writes never wait: they are counted in
+memory (and, shared, sent in the background). ``horizon_s`` is the longest window the model's
+gauge reads (its ``autoscaling.rate_window_s``, passed with every call so a reload that changes
+it applies).
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ class InMemoryDemand:
         self._meter(model, horizon_s, now).answered(task, output_tokens, now)
 
     async def demand(self, model: str, windows_s: Sequence[float], horizon_s: float) -> list[dict[str, TaskDemand]]:
+        return self.read(model, windows_s, horizon_s)
+
+    def read(self, model: str, windows_s: Sequence[float], horizon_s: float) -> list[dict[str, TaskDemand]]:
+        """``demand`` without the await: memory answers at once (the replay, which runs
+        synchronously in virtual time, reads its autoscaler's demand so)."""
         now = self._clock()
         meter = self._meter(model, horizon_s, now)
         return [meter.demand(now, window_s) for window_s in windows_s]

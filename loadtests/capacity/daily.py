@@ -4,14 +4,16 @@ utilisation: what a schedule known in advance would run); and the fleet the gaug
 scale as the traffic comes (``loadtests.replay.autoscale``). The fixed and the autoscaled fleets
 are replayed request by request; the per-period plan is counted, not replayed.
 
-Everything the gateway would not know stays out: the autoscaler sees only what the gateway's
-demand meter sees (arrivals, prompt lengths, answers as they end), and the utilisation is the one
-the plan measured on the tuning window. The gateway's speed priors are the plan's (off by the
-error its first seed drew): one deployment plans and runs with the same calibrated priors, so
-the gauge's arithmetic and the utilisation it divides by share their error. A seed varies the
-trace stretches and the engines' jitter. (A first run drew each day seed's priors anew: seed 1's
-fast prefill prior, half of seed 0's, made the gauge ask for twice the replicas the plan's
-utilisation meant: 1.2x the fixed fleet's cost against seed 0's 0.74-0.78x.)
+Everything the gateway would not know stays out: the autoscaler reads only what the gateway's
+demand store holds, counted by the gateway's own hooks (each request once, when it leaves for
+its first replica or the fleet refuses it, with its prompt length; answers as they end well),
+and the utilisation is the one the plan measured on the tuning window. The gateway's speed
+priors are the plan's (off by the error its first seed drew): one deployment plans and runs
+with the same calibrated priors, so the gauge's arithmetic and the utilisation it divides by
+share their error. A seed varies the trace stretches and the engines' jitter. (A first run drew
+each day seed's priors anew: seed 1's fast prefill prior, half of seed 0's, made the gauge ask
+for twice the replicas the plan's utilisation meant: 1.2x the fixed fleet's cost against seed
+0's 0.74-0.78x, with demand then counted at arrival.)
 """
 
 from __future__ import annotations

@@ -1,12 +1,16 @@
 """An autoscaled fleet in the replay (issue #27): the gateway's own sizing, the number behind
-``duet_desired_replicas{model, variant}`` (``desired_replicas`` on a ``DemandMeter``, through
+``duet_desired_replicas{model, variant}`` (``model_need`` on the gateway's demand store, through
 ``gateway.flow``), read every ``autoscaling.scrape_interval_s`` of virtual time, and a
 Kubernetes HPA per variant Deployment acting on it.
 
-- **Demand.** The replay feeds the meter what the gateway sees: each arrival's task and prompt
-  tokens when it arrives, each answer's length when it ends. Per task the gauge reads the
-  higher of the rates over ``scrape_interval_s`` and ``rate_window_s`` (a burst shows at the
-  next reading, a lull only once the longer window has passed).
+- **Demand.** The gateway's own count, not a second one: the replay subscribes the gateway's
+  ``DemandKeeper`` to its director's hooks, writing into an ``InMemoryDemand`` on the replay's
+  clock, and the fleet reads that store. So a request counts once, when it leaves for its first
+  replica (one that waited for a slot counts when it got one) or when the fleet refused it
+  (429, 5xx; a client's 400 does not count), and an answer's length when it ended well
+  (``gateway.flow.demand_keeper``). Per task the gauge reads the higher of the rates over
+  ``scrape_interval_s`` and ``rate_window_s`` (a burst shows at the next reading, a lull only
+  once the longer window has passed).
 - **HPA.** Up to the lowest gauge of the last ``scale_up_stabilization_s`` when that is above the
   replicas asked for (0, the HPA's default: at once to the gauge); on the way down
   the highest gauge of the last ``scale_down_stabilization_s`` (``stabilizationWindowSeconds``).
@@ -35,8 +39,8 @@ from dataclasses import dataclass
 
 from gateway.flow import (
     Autoscaling,
-    DemandMeter,
     DuetConfig,
+    InMemoryDemand,
     ModelSpec,
     Replica,
     model_need,
@@ -82,8 +86,8 @@ class Hpa:
 
 class AutoscaledFleet:
     """The ``FleetControl`` of an autoscaled replay: the config's replicas to start with (ready at
-    ``started_s``), then the gauge and the HPA each ``autoscaling.scrape_interval_s``. The
-    config's model must have an ``autoscaling``."""
+    ``started_s``), then the gauge on the replay's demand and the HPA each
+    ``autoscaling.scrape_interval_s``. The config's model must have an ``autoscaling``."""
 
     def __init__(self, config: DuetConfig, startup_s: float = STARTUP_S, started_s: float = 0.0) -> None:
         (model,) = config.models.values()
@@ -93,7 +97,6 @@ class AutoscaledFleet:
             raise ValueError(f"startup_s {startup_s}: >= 0")
         self._model, self._autoscaling, self._startup_s = model, model.autoscaling, startup_s
         self._policy = config.policy
-        self._meter = DemandMeter(self._autoscaling.rate_window_s, started_s)
         self._lives = initial_lives(model.replicas, started_s)  # every replica, in the order asked for
         self._joined = {life.replica.id for life in self._lives}
         self._loading: list[ReplicaLife] = []  # asked for, not ready, not removed
@@ -109,21 +112,15 @@ class AutoscaledFleet:
         # Asked for every event of the run: the few replicas loading, not every one there was.
         return min(self._next_tick, min((life.ready_s for life in self._loading), default=math.inf))
 
-    def change(self, now: float) -> FleetChange:
+    def change(self, now: float, demand: InMemoryDemand) -> FleetChange:
         joined = [life for life in self._loading if life.ready_s <= now]
         self._loading = [life for life in self._loading if life.ready_s > now]
         self._joined.update(life.replica.id for life in joined)
         withdrawn: list[str] = []
         if now >= self._next_tick:
-            withdrawn = self._tick(now)
+            withdrawn = self._tick(now, demand)
             self._next_tick = now + self._autoscaling.scrape_interval_s
         return FleetChange(tuple(life.replica for life in joined), tuple(withdrawn))
-
-    def arrived(self, task: str, prompt_tokens: int, now: float) -> None:
-        self._meter.arrived(task, prompt_tokens, now)
-
-    def answered(self, task: str, output_tokens: int, now: float) -> None:
-        self._meter.answered(task, output_tokens, now)
 
     def drained(self, replica_id: str, at: float) -> None:
         life = next(life for life in self._lives if life.replica.id == replica_id)
@@ -133,12 +130,13 @@ class AutoscaledFleet:
         lives = tuple(dataclasses.replace(life) for life in self._lives)
         return FleetTimeline(lives, end_s, tuple(self._readings))
 
-    def _tick(self, now: float) -> list[str]:
+    def _tick(self, now: float, demand: InMemoryDemand) -> list[str]:
         """Read the gauge, let each variant's HPA act on it; the withdrawn ready replicas' ids."""
         autoscaling = self._autoscaling
-        windows = (self._meter.demand(now, autoscaling.scrape_interval_s), self._meter.demand(now, autoscaling.rate_window_s))
+        short, long = demand.read(self._model.name, (autoscaling.scrape_interval_s, autoscaling.rate_window_s),
+                                  autoscaling.rate_window_s)
         withdrawn: list[str] = []
-        for variant, need in model_need(self._model, self._policy, None, windows).variants.items():
+        for variant, need in model_need(self._model, self._policy, None, (short, long)).variants.items():
             asked = [life for life in self._lives if life.variant == variant and life.removed_s is None]
             target = self._hpas[variant].scale(need.desired, len(asked), now)
             self._readings.append(GaugeReading(now, variant, need.desired, target))

@@ -1,11 +1,12 @@
 """A replay's fleet as it changes, and what it cost.
 
 The replay asks its fleet, between events, whether replicas join routing or leave it
-(``FleetControl``). A plain replay's fleet never changes (``FixedFleet``, the null object);
-an autoscaled one (``loadtests.replay.autoscale``) asks for and removes replicas as the
-gateway's desired-replicas gauge and an HPA on it would. Each replica's life is kept
-(``ReplicaLife``), and the run's ``FleetTimeline`` says how many replicas each variant had
-when, the replica-seconds paid and their bill."""
+(``FleetControl``), handing it the demand the gateway's own ``DemandKeeper`` counted on the
+replay's lifecycle hooks. A plain replay's fleet never changes and never reads it
+(``FixedFleet``, the null object); an autoscaled one (``loadtests.replay.autoscale``) asks for
+and removes replicas as the gateway's desired-replicas gauge, read from that demand, and an HPA
+on it would. Each replica's life is kept (``ReplicaLife``), and the run's ``FleetTimeline``
+says how many replicas each variant had when, the replica-seconds paid and their bill."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.flow import Replica
+from gateway.flow import InMemoryDemand, Replica
 from loadtests.world.replica_sets import ReplicaSet
 
 
@@ -34,16 +35,9 @@ class FleetControl(Protocol):
         """When the fleet next changes (``math.inf``: not before the run ends)."""
         ...
 
-    def change(self, now: float) -> FleetChange:
-        """The change due at ``now`` (called when ``next_change_s`` is reached)."""
-        ...
-
-    def arrived(self, task: str, prompt_tokens: int, now: float) -> None:
-        """A request of ``task`` arrived at the gateway."""
-        ...
-
-    def answered(self, task: str, output_tokens: int, now: float) -> None:
-        """A request of ``task`` ended with an answer of ``output_tokens``."""
+    def change(self, now: float, demand: InMemoryDemand) -> FleetChange:
+        """The change due at ``now`` (called when ``next_change_s`` is reached). ``demand``: what
+        the replay's requests asked of the fleet up to ``now``, counted as the gateway counts it."""
         ...
 
     def drained(self, replica_id: str, at: float) -> None:
@@ -57,14 +51,8 @@ class FixedFleet:
     def next_change_s(self) -> float:
         return math.inf
 
-    def change(self, now: float) -> FleetChange:
+    def change(self, now: float, demand: InMemoryDemand) -> FleetChange:
         return FleetChange()
-
-    def arrived(self, task: str, prompt_tokens: int, now: float) -> None:
-        pass
-
-    def answered(self, task: str, output_tokens: int, now: float) -> None:
-        pass
 
     def drained(self, replica_id: str, at: float) -> None:
         pass

@@ -1,8 +1,9 @@
 """The replay loop: arrivals and engine steps in one virtual clock, with the gateway's own director
 (``gateway.flow``) between them. Each arrival is opened, admitted and dispatched exactly as the
 HTTP gateway does it, with the routing hooks (prefill backlog, decode ledger, replica state and
-its latency learner, the waiting room) subscribed; only the transport differs: a replica is a
-simulator engine advanced in virtual time, not a server."""
+its latency learner, the waiting room) and the gateway's demand keeper (what an autoscaled
+fleet's gauge reads) subscribed; only the transport differs: a replica is a simulator engine
+advanced in virtual time, not a server."""
 
 from __future__ import annotations
 
@@ -20,11 +21,13 @@ from gateway.flow import (
     Budget,
     CompletionBody,
     DecodeLedger,
+    DemandKeeper,
     Director,
     DuetConfig,
     Exchange,
     HistogramTotals,
     Inbound,
+    InMemoryDemand,
     InMemoryPrefixIndex,
     InMemoryStateStore,
     Ledgers,
@@ -171,9 +174,10 @@ class Replay:
     ``length_quantile`` (the store's setting: the median unless given).
 
     ``fleet``: whether and when replicas join or leave routing (default: the config's, fixed;
-    ``loadtests.replay.autoscale`` scales them). A replica joins with a config that lists it,
-    swapped in as a reload swaps it; one withdrawn leaves the config at once and its engine
-    runs until its requests have ended."""
+    ``loadtests.replay.autoscale`` scales them on ``demand``, which the gateway's demand keeper
+    fills from this replay's hooks). A replica joins with a config that lists it, swapped in as
+    a reload swaps it; one withdrawn leaves the config at once and its engine runs until its
+    requests have ended."""
 
     def __init__(self, config: DuetConfig, profiles: Mapping[str, Profile], *, seed: int = 0,
                  scrape_interval_s: float = 1.0, forced_length: bool = False,
@@ -197,9 +201,12 @@ class Replay:
         self._block_tokens = config.policy.prefix_cache.block_tokens
         self._prefixes = prefixes = InMemoryPrefixIndex(config.policy.prefix_cache.blocks_per_replica)
         self._active = ActiveConfig.of(config)
+        hooks = routing_hooks(backlog, decodes, self._store, self._waiting_room, prefixes)
+        # Counted as the gateway counts it (only for an autoscaled model; only its fleet reads it).
+        self.demand = InMemoryDemand(lambda: self.now)
+        DemandKeeper(self.demand).subscribe(hooks)
         self._director = Director(lambda: self._active, self._store, Ledgers(backlog, decodes, prefixes), self._waiting_room,
-                                  routing_hooks(backlog, decodes, self._store, self._waiting_room, prefixes),
-                                  lambda: self.now)
+                                  hooks, lambda: self.now)
         # Duet's step model predicts every request on the replica that served it, whatever the
         # policy: its error is then measured on each policy's traffic, not only on Duet's picks.
         self._step_model = PLUGIN_TYPES["step-model"].cls()
@@ -228,7 +235,7 @@ class Replay:
             elif now == next_timeout:
                 self._resume_timed_out(now)
             elif now == next_change:
-                self._change(self._fleet.change(now))
+                self._change(self._fleet.change(now, self.demand))
             else:
                 self._arrive(arrivals[index], f"r{index}")
                 index += 1
@@ -317,7 +324,6 @@ class Replay:
         blocks = () if arrival.blocks is None else arrival.blocks.chained(self._block_tokens, arrival.input_tokens)
         inbound = Inbound(body, {"x-duet-task": arrival.task}, prompt_tokens=arrival.input_tokens, prefix_blocks=blocks)
         exchange = self._director.open(inbound, request_id)
-        self._fleet.arrived(exchange.plan.profile.task, arrival.input_tokens, self.now)
         self._step(self._serve(exchange, arrival), None)
 
     async def _serve(self, exchange: Exchange, arrival: Arrival) -> None:
@@ -390,7 +396,5 @@ class Replay:
             pending.step_model, exchange.route, expected_output_tokens=exchange.plan.profile.expected_output_tokens,
             cached_tokens=event.cached_tokens, replica=attempt.replica.id, waited_s=waited_s,
         ))
-        if ok:
-            self._fleet.answered(exchange.plan.profile.task, event.output_tokens, event.time)
         if attempt.replica.id in self._draining:
             self._leave_if_drained(attempt.replica.id, event.time)

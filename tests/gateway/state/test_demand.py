@@ -41,3 +41,16 @@ def test_a_new_horizon_starts_the_model_again() -> None:
     store.arrived("m", "chat", 100, 300.0)  # a reload lengthened rate_window_s
     (long,) = asyncio.run(store.demand("m", (300.0,), 300.0))
     assert long["chat"].rate_per_s == pytest.approx(1.0)  # one arrival since the new meter began, in one second
+
+
+def test_read_is_the_demand_without_the_await() -> None:
+    """The replay's autoscaler reads synchronously, in virtual time: the same windows as the gauge's."""
+    clock = Clock()
+    store = InMemoryDemand(clock)
+    for _ in range(30):
+        store.arrived("m", "chat", 100, 120.0)
+        clock.at += 1
+    store.answered("m", "chat", 40, 120.0)
+    read = store.read("m", (10.0, 120.0), 120.0)
+    assert read == asyncio.run(store.demand("m", (10.0, 120.0), 120.0))
+    assert read[1]["chat"].rate_per_s == pytest.approx(1.0) and read[1]["chat"].output_tokens == 40

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections import deque
+from collections import Counter, deque
 from types import MappingProxyType
 
 import pytest
 
-from gateway.flow import Autoscaling, Replica
+from gateway.flow import Autoscaling, DuetConfig, Replica, TaskDemand, model_need
+from gateway.scaling import DemandMeter
 from loadtests.replay.autoscale import (
     AutoscaledFleet,
     Hpa,
@@ -236,18 +237,23 @@ def test_replicas_asked_for_and_no_longer_wanted_while_loading_leave_at_once_unp
     assert len(results) == len(schedule)
 
 
-def test_requests_waiting_in_the_gateway_go_to_a_replica_that_joins():
-    """One slot per replica: a burst waits in the gateway's line; the replicas the gauge asks for
-    join after their start-up and the line re-plans onto them before its deadline passes."""
+def one_slot_per_replica() -> DuetConfig:
     config = policy_config(CLUSTER, "least-loaded")
     (model,) = config.models.values()
     variants = {name: dataclasses.replace(v, speed=dataclasses.replace(v.speed, max_num_seqs=1))
                 for name, v in model.variants.items()}
-    config = dataclasses.replace(config, models={model.name: dataclasses.replace(model, variants=variants)})
-    fast = Autoscaling(scrape_interval_s=1.0, rate_window_s=3.0, max_replicas=3)
-    schedule = [Arrival(1.5, "extraction", 500, 64) for _ in range(8)]
-    results, timeline = run_autoscaled(config, CLUSTER.profiles(), schedule, fast, {"standard": 1, "fast": 1},
-                                       startup_s=0.5)
+    return dataclasses.replace(config, models={model.name: dataclasses.replace(model, variants=variants)})
+
+
+QUICK = Autoscaling(scrape_interval_s=1.0, rate_window_s=3.0, max_replicas=3)
+BURST = [Arrival(1.5, "extraction", 500, 64) for _ in range(8)]
+
+
+def test_requests_waiting_in_the_gateway_go_to_a_replica_that_joins():
+    """One slot per replica: a burst waits in the gateway's line; the replicas the gauge asks for
+    join after their start-up and the line re-plans onto them before its deadline passes."""
+    results, timeline = run_autoscaled(one_slot_per_replica(), CLUSTER.profiles(), BURST, QUICK,
+                                       {"standard": 1, "fast": 1}, startup_s=0.5)
     lives = lives_by_id(timeline)
     joined = [r for r in results if r.status == "ok" and lives[r.replica].asked_s > 0]
     assert joined and all(r.waited_s > 0 and dispatched_at(r) >= lives[r.replica].ready_s for r in joined)
@@ -259,3 +265,71 @@ def test_a_scale_up_window_adds_replicas_only_for_a_rise_that_lasts_it():
     assert sustained.scale(5, 2, 60.0) == 5  # five readings of 5 over the whole minute
     burst = Hpa(300.0, deque([(-15.0, 2)]), up_stabilization_s=60.0)
     assert [burst.scale(gauge, 2, at) for at, gauge in ((0.0, 9), (15.0, 2), (30.0, 9), (75.0, 2))] == [2, 2, 2, 2]
+
+
+def spied_replay(startup_s: float) -> tuple[Replay, AutoscaledFleet, list[float], list[tuple[object, ...]]]:
+    """An autoscaled replay of the one-slot fleet (1+1), with what its demand store was told
+    (the virtual time of each request counted) and what was read from it (arguments, demand)."""
+    config = autoscaled_config(one_slot_per_replica(), QUICK, {"standard": 1, "fast": 1})
+    fleet = AutoscaledFleet(config, startup_s)
+    replay = Replay(config, CLUSTER.profiles(), fleet=fleet)
+    counted: list[float] = []
+    reads: list[tuple[object, ...]] = []
+    arrived, read = replay.demand.arrived, replay.demand.read
+
+    def spy_arrived(model: str, task: str, prompt_tokens: int, horizon_s: float) -> None:
+        counted.append(replay.now)
+        arrived(model, task, prompt_tokens, horizon_s)
+
+    def spy_read(model: str, windows_s: tuple[float, ...], horizon_s: float) -> list[dict[str, TaskDemand]]:
+        windows = read(model, windows_s, horizon_s)
+        reads.append((replay.now, model, tuple(windows_s), horizon_s, windows))
+        return windows
+
+    replay.demand.arrived, replay.demand.read = spy_arrived, spy_read  # type: ignore[method-assign]
+    return replay, fleet, counted, reads
+
+
+def test_a_request_that_waits_for_a_slot_counts_when_it_leaves_for_a_replica_not_when_it_arrived():
+    """The gateway's count (its DemandKeeper): the burst of eight arrives at 1.5 s, two start at
+    once, the others wait in line; no replica joins in time (start-up 1,000 s), so some start
+    later and the rest are refused when extraction's 8-second deadline passes (429: counted
+    then, as traffic the fleet should have served). Counting at arrival put all eight at 1.5 s."""
+    replay, _, counted, _ = spied_replay(startup_s=1000.0)
+    results = replay.run(BURST)
+    served = sorted(dispatched_at(r) for r in results if r.status == "ok")
+    refused = [r for r in results if r.status == "rejected"]
+    assert served[:2] == [1.5, 1.5] and served[-1] > 1.5 and refused
+    assert {r.refusal_status for r in refused} == {429}
+    assert len(counted) == len(BURST) and Counter(served) <= Counter(counted)
+    assert counted.count(1.5) == 2 and all(at >= 1.5 + 8.0 for at in counted if at not in served)
+
+
+def test_the_autoscaler_reads_the_gateways_demand_store_and_keeps_no_meter_of_its_own():
+    """Each reading of the gauge is ``model_need`` on what the replay's store held then, read with
+    the model's two windows: the store the gateway's DemandKeeper fills, the only count there is."""
+    replay, fleet, counted, reads = spied_replay(startup_s=0.5)
+    replay.run(BURST)
+    timeline = fleet.timeline(replay.now)
+    assert counted and reads and [at for at, *_ in reads] == sorted({r.at_s for r in timeline.readings})
+    config = autoscaled_config(one_slot_per_replica(), QUICK)
+    (model,) = config.models.values()
+    for at, name, windows_s, horizon_s, (short, long) in reads:
+        assert (name, windows_s, horizon_s) == (model.name, (1.0, 3.0), 3.0)
+        need = model_need(model, config.policy, None, (short, long))
+        assert {r.variant: r.desired for r in timeline.readings if r.at_s == at} == {
+            v: n.desired for v, n in need.variants.items()}
+    assert not any(isinstance(value, DemandMeter) for value in vars(fleet).values())
+
+
+def test_requests_no_replica_could_serve_ask_the_autoscaler_for_nothing():
+    """Prompts longer than every variant's context are the client's mistake (400): the gateway
+    does not count them, so a flood of them asks for no replica (counted at arrival, their
+    million-token prompts asked for the most the HPA may add)."""
+    flood = [Arrival(0.1 * i, "chat", 1_000_000, 50) for i in range(200)]
+    scaling = Autoscaling(scrape_interval_s=5.0, rate_window_s=10.0, max_replicas=8)
+    results, timeline = run_autoscaled(policy_config(CLUSTER, "duet"), CLUSTER.profiles(), flood, scaling,
+                                       {"standard": 1, "fast": 1}, startup_s=5.0)
+    assert {(r.status, r.refusal_status) for r in results} == {("rejected", 400)}
+    assert timeline.readings and all(r.desired <= 1 for r in timeline.readings)
+    assert all(life.asked_s == 0.0 for life in timeline.lives)
