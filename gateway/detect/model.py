@@ -97,8 +97,8 @@ class TaskDetector:
                 self._texts[part][(first, second) if space else token] = packed[i]
             else:
                 self._shapes[name] = packed[i]
-        # The bias, plus half of every field: each field of a sum is then in [0, 2**FIELD_BITS) and reads
-        # off with a shift and a mask.
+        # The bias, plus half of every field: each field of a sum is then in [0, 2**FIELD_BITS) and
+        # unpacks as an unsigned integer (``_layout``).
         self._start = _packed(self._bias) + sum(_HALF_FIELD << (k * FIELD_BITS) for k in range(len(self.tasks)))
         self._layout = struct.Struct(f"<{len(self.tasks)}Q")  # Q: an unsigned field of FIELD_BITS
         self.meta = dict(meta or {})
