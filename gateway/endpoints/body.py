@@ -18,7 +18,8 @@ VllmPriority = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]  # vLLM's bounds
 
 
 class Body(BaseModel):
-    """The fields every proxied API's body has (each API's body, in its own module, adds its own)."""
+    """The fields every proxied API's body has (each API's body, in its own module, adds its own;
+    a body type's docstring is its description in the OpenAPI document)."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 

@@ -11,7 +11,7 @@ from gateway.endpoints.prompt import PromptView, prompt_view
 
 
 class EmbeddingsBody(Body):
-    """``input`` is a string, token ids, or a batch of either."""
+    """/v1/embeddings: ``input`` is a string, token ids, or a batch of either."""
 
     input: str | list[Any]
 

@@ -13,8 +13,8 @@ from gateway.proxy.framing import Framing, ends_on_event, event
 
 
 class MessagesBody(ChatBody):
-    """``max_tokens`` is required, the system prompt is its own field, tools carry an
-    ``input_schema``; content blocks' text is read like chat's."""
+    """/v1/messages (Anthropic's Messages API): ``max_tokens`` is required, the system prompt is
+    its own field, tools carry an ``input_schema``; content blocks' text is read like chat's."""
 
     max_tokens: PositiveTokens
     system: str | list[dict[str, Any]] | None = None

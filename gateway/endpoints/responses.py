@@ -15,9 +15,10 @@ from gateway.proxy.framing import Framing, ends_on_event, event
 
 
 class ResponsesBody(ChatBody):
-    """``input`` and ``instructions`` are read as chat ``messages`` (for classification and
-    counting only: the body goes upstream as sent); ``previous_response_id`` names a response
-    stored on one replica; ``request_id`` (a vLLM extra) becomes the new response's id."""
+    """/v1/responses (OpenAI's Responses API). ``input`` and ``instructions`` are read as chat
+    ``messages`` (for classification and counting only: the body goes upstream as sent);
+    ``previous_response_id`` names a response stored on one replica; ``request_id`` (a vLLM
+    extra) becomes the new response's id."""
 
     input: str | list[Any]
     instructions: str | None = None
