@@ -14,8 +14,8 @@ import logging
 from fastapi import FastAPI
 
 from gateway.api.asgi import Receive, Scope, Send
-from gateway.api.completions import Reply, RequestIds, proxy_completion
 from gateway.api.errors import error_body, send_error, send_request_error
+from gateway.api.serving import Reply, RequestIds, serve
 from gateway.endpoints import ENDPOINTS
 from gateway.errors import RequestError
 
@@ -32,11 +32,11 @@ class FastPath:
             await self.app(scope, receive, send)
             return
         # Whether the response started (an error can then no longer become an error response):
-        # set by proxy_completion, rather than by wrapping ``send``, which would add a coroutine
+        # set by ``serve``, rather than by wrapping ``send``, which would add a coroutine
         # call to every piece of a stream.
         reply = Reply(self.request_ids, endpoint)
         try:
-            await proxy_completion(self.app.state.gateway, scope, receive, send, reply)
+            await serve(self.app.state.gateway, scope, receive, send, reply)
         except RequestError as exc:
             if not reply.started:
                 await send_request_error(send, exc)

@@ -1,7 +1,8 @@
-"""The proxied endpoints as raw ASGI (see ``gateway.api.fastpath``), one handler for every API
-``gateway.endpoints`` registers: read and parse the body as the endpoint says, hand the request
-to the director (``gateway.flow``), and write the answer or the stream back, ended as the
-endpoint's framing ends it. Everything between arrival and outcome is the director's."""
+"""Serving the proxied endpoints as raw ASGI (see ``gateway.api.fastpath``; the role of vLLM's
+``serving_*`` modules), one handler for every API ``gateway.endpoints`` registers: read and
+parse the body as the endpoint says, hand the request to the director (``gateway.flow``), and
+write the answer or the stream back, ended as the endpoint's framing ends it. Everything
+between arrival and outcome is the director's."""
 
 from __future__ import annotations
 
@@ -92,7 +93,7 @@ def request_id_of(headers: dict[str, str], ids: RequestIds) -> str:
     return ids.new()
 
 
-async def proxy_completion(gateway: Gateway, scope: Scope, receive: Receive, send: Send, reply: Reply) -> None:
+async def serve(gateway: Gateway, scope: Scope, receive: Receive, send: Send, reply: Reply) -> None:
     received = time.perf_counter()
     endpoint = reply.endpoint
     headers = request_headers(scope)
