@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-import orjson
 
 # Chat templates wrap each message in role markers (``<|im_start|>user\n ... <|im_end|>\n``).
 TEMPLATE_TOKENS_PER_MESSAGE = 5
@@ -70,27 +69,13 @@ class HfTokenCounter:
         return ids
 
 
-def message_texts(messages: Iterable[Any]) -> Iterable[str]:
-    """The text parts of chat messages (string contents and ``{"type": "text"}`` parts, tool calls)."""
-    for message in messages:
-        if not isinstance(message, dict):
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            yield content
-        elif isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    yield part["text"]
-        if message.get("tool_calls"):
-            yield orjson.dumps(message["tool_calls"]).decode()
-
-
-def count_chat_tokens(counter: TokenCounter, messages: list[Any], tools: list[Any] | None) -> int:
-    total = sum(counter.count_text(text) for text in message_texts(messages))
-    total += TEMPLATE_TOKENS_PER_MESSAGE * len(messages) + 1
+def count_chat_tokens(counter: TokenCounter, texts: Iterable[str], messages: int, tools: str | None) -> int:
+    """A chat's tokens: its messages' ``texts``, a chat template's allowance for each of its
+    ``messages``, and its ``tools`` (as JSON; None: no tools)."""
+    total = sum(counter.count_text(text) for text in texts)
+    total += TEMPLATE_TOKENS_PER_MESSAGE * messages + 1
     if tools:
-        total += counter.count_text(orjson.dumps(tools).decode())
+        total += counter.count_text(tools)
     return total
 
 

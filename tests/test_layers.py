@@ -65,6 +65,13 @@ def test_replica_state_imports_only_the_vocabulary_and_the_autoscaling_arithmeti
                                    or _within(dst, *VOCABULARY, "gateway.state", "gateway.scaling"))] == []
 
 
+def test_the_proxied_apis_import_only_the_vocabulary_the_errors_and_the_relays_framing():
+    # gateway/endpoints sits below the lifecycle (flow reads its bodies) and the HTTP layer (api
+    # serves its registry): it imports neither.
+    below = (*VOCABULARY, "gateway.endpoints", "gateway.errors", "gateway.proxy.framing", "gateway.proxy.sse")
+    assert _violations("gateway", lambda src, dst: not _within(src, "gateway.endpoints") or _within(dst, *below)) == []
+
+
 def test_nothing_but_the_command_shell_reaches_into_the_http_layer():
     assert _violations("gateway", lambda src, dst: not _within(dst, "gateway.api")
                        or _within(src, "gateway.api", *COMMAND_SHELL)) == []

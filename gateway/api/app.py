@@ -15,11 +15,12 @@ from starlette.responses import Response
 
 from gateway.api import errors
 from gateway.api.admin import mount_admin
-from gateway.api.fastpath import ENDPOINTS, FastPath
+from gateway.api.fastpath import FastPath
 from gateway.api.gate import ROUTES, Gate, key_of
 from gateway.domain import Health
+from gateway.endpoints import ENDPOINTS, Body, ChatBody, parse_any_body
 from gateway.errors import RequestError
-from gateway.flow import ChatBody, Inbound, RequestBody, explain_plan, parse_any_body
+from gateway.flow import Inbound, explain_plan
 from gateway.runtime import Gateway
 
 JSON = "application/json"
@@ -29,7 +30,7 @@ def _json(payload: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(payload), status_code=status, media_type=JSON)
 
 
-def _openapi_body(schema: type[RequestBody]) -> dict[str, Any]:
+def _openapi_body(schema: type[Body]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {JSON: {"schema": schema.model_json_schema()}}}}
 
 

@@ -1,7 +1,7 @@
 """The proxy endpoints as raw ASGI in front of the FastAPI app.
 
-POST /v1/chat/completions and /v1/completions carry most of the traffic (the other proxied
-routes, ``ENDPOINTS``, take the same path); routing them through
+POST /v1/chat/completions and /v1/completions carry most of the traffic (every proxied API
+``gateway.endpoints.ENDPOINTS`` registers takes the same path); routing them through
 FastAPI/Starlette (request objects, middleware stack, a task group per streaming response) cost
 about a third of the gateway's CPU per request. Every other route (models, health, metrics, admin,
 the OpenAPI document) stays in FastAPI, which also owns the lifespan.
@@ -14,28 +14,12 @@ import logging
 from fastapi import FastAPI
 
 from gateway.api.asgi import Receive, Scope, Send
-from gateway.api.completions import (
-    CHAT,
-    COMPLETIONS,
-    DETOKENIZE,
-    EMBEDDINGS,
-    MESSAGES_API,
-    RESPONSES_API,
-    TOKENIZE,
-    Endpoint,
-    Reply,
-    RequestIds,
-    proxy_completion,
-)
 from gateway.api.errors import error_body, send_error, send_request_error
+from gateway.api.serving import Reply, RequestIds, serve
+from gateway.endpoints import ENDPOINTS
 from gateway.errors import RequestError
 
 log = logging.getLogger(__name__)
-
-ENDPOINTS: dict[str, Endpoint] = {
-    e.path: e for e in (CHAT, COMPLETIONS, EMBEDDINGS, TOKENIZE, DETOKENIZE, MESSAGES_API, RESPONSES_API)
-}
-
 
 class FastPath:
     def __init__(self, app: FastAPI) -> None:
@@ -48,11 +32,11 @@ class FastPath:
             await self.app(scope, receive, send)
             return
         # Whether the response started (an error can then no longer become an error response):
-        # set by proxy_completion, rather than by wrapping ``send``, which would add a coroutine
+        # set by ``serve``, rather than by wrapping ``send``, which would add a coroutine
         # call to every piece of a stream.
         reply = Reply(self.request_ids, endpoint)
         try:
-            await proxy_completion(self.app.state.gateway, scope, receive, send, reply)
+            await serve(self.app.state.gateway, scope, receive, send, reply)
         except RequestError as exc:
             if not reply.started:
                 await send_request_error(send, exc)

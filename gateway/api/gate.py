@@ -2,9 +2,8 @@
 from one route table before the route reads a byte of its body.
 
     route                                    who                           body at most
-    POST /v1/chat/completions, /v1/completions,
-         /v1/embeddings, /tokenize, /detokenize, /v1/messages,
-         /v1/responses,
+    POST every proxied API (gateway.endpoints:
+         /v1/chat/completions, /v1/completions, ...),
          /v1/duet/route                      an API key (when keys are on)  server.max_body_bytes
     GET  /v1/models                          an API key (when keys are on)  SMALL_BODY_BYTES
     /admin/*, /v1/duet/usage                 the admin key                  SMALL_BODY_BYTES
@@ -36,6 +35,7 @@ from gateway.access.keys import ApiKey, bearer_token, matches_admin_key
 from gateway.api.asgi import App, Message, Receive, Scope, Send
 from gateway.api.errors import send_request_error
 from gateway.config.types import AccessSettings, ServerSettings
+from gateway.endpoints import ENDPOINTS
 from gateway.errors import AuthenticationFailed, BodyTooLarge, PermissionDenied, RateLimited, RequestError
 from gateway.runtime import Gateway
 
@@ -93,13 +93,7 @@ class RouteTable:
 
 
 ROUTES = RouteTable((
-    Route("POST", "/v1/chat/completions", Guard.KEY, large_body=True),
-    Route("POST", "/v1/completions", Guard.KEY, large_body=True),
-    Route("POST", "/v1/embeddings", Guard.KEY, large_body=True),
-    Route("POST", "/tokenize", Guard.KEY, large_body=True),
-    Route("POST", "/detokenize", Guard.KEY, large_body=True),
-    Route("POST", "/v1/messages", Guard.KEY, large_body=True),
-    Route("POST", "/v1/responses", Guard.KEY, large_body=True),
+    *(Route("POST", path, Guard.KEY, large_body=True) for path in ENDPOINTS),  # every proxied API
     Route("POST", "/v1/duet/route", Guard.KEY, large_body=True),
     Route("GET", "/v1/models", Guard.KEY),
     Route("GET", "/v1/duet/usage", Guard.ADMIN),

@@ -35,10 +35,7 @@ from gateway.domain import (
     RequestProfile,
     SpeedPrior,
 )
-from gateway.errors import ConfigError, RequestError
-from gateway.flow.admission import Action, Ruling
-from gateway.flow.affinity import ResponseHomes
-from gateway.flow.body import (
+from gateway.endpoints import (
     ChatBody,
     CompletionBody,
     EmbeddingsBody,
@@ -50,6 +47,9 @@ from gateway.flow.body import (
     parse_body,
     parse_tokenize_body,
 )
+from gateway.errors import ConfigError, RequestError
+from gateway.flow.admission import Action, Ruling
+from gateway.flow.affinity import ResponseHomes
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
 from gateway.flow.demand_keeper import DemandKeeper
 from gateway.flow.director import Director, Ledgers, Transport

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from gateway.flow.body import RequestBody, ResponsesBody
+from gateway.endpoints import RequestBody, ResponsesBody
 from gateway.flow.exchange import Exchange
 from gateway.outcome import Outcome
 

@@ -9,7 +9,7 @@ size (rules ``has_tools``, ``input_tokens_over``); else the detector, which abst
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -17,10 +17,9 @@ from gateway.config.policy import DetectorSettings, Policy, Signal, TaskRule
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.detect import Detection, TaskDetector
 from gateway.domain import Budget, Priority, RequestProfile
+from gateway.endpoints import ChatBody, PromptView, RequestBody
 from gateway.errors import InvalidRequest, ModelNotFound
-from gateway.flow.body import ChatBody, RequestBody
 from gateway.state.lengths import NO_ESTIMATES, LengthEstimates
-from gateway.tokens import message_texts
 
 TASK_HEADER = "x-duet-task"
 PRIORITY_HEADER = "x-duet-priority"
@@ -61,7 +60,7 @@ def resolve_model(config: DuetConfig, name: str) -> Target:
     raise ModelNotFound(f"The model `{name}` does not exist.", param="model")
 
 
-def has_code(texts: list[str]) -> bool:
+def has_code(texts: Iterable[str]) -> bool:
     for text in texts:
         head, tail = text[:_CODE_SCAN_CHARS], text[-_CODE_SCAN_CHARS:]
         if _CODE.search(head) or (len(text) > _CODE_SCAN_CHARS and _CODE.search(tail)):
@@ -92,21 +91,21 @@ class DetectionMemo:
         self._detector: TaskDetector | None = None
         self._detection: Detection | None = None
 
-    def detect(self, detector: TaskDetector, body: RequestBody) -> Detection:
+    def detect(self, detector: TaskDetector, body: RequestBody, prompt: PromptView) -> Detection:
         if self._detection is None or self._detector is not detector:
-            self._detection, self._detector = _detect(detector, body), detector
+            self._detection, self._detector = _detect(detector, body, prompt), detector
         return self._detection
 
 
-def _detect(detector: TaskDetector, body: RequestBody) -> Detection:
+def _detect(detector: TaskDetector, body: RequestBody, prompt: PromptView) -> Detection:
     if isinstance(body, ChatBody):
         return detector.detect_messages(body.messages)
-    return detector.detect_prompt("\n".join(_prompt_texts(body.prompt)))
+    return detector.detect_prompt("\n".join(prompt.texts))
 
 
 class Arrival(Protocol):
     """What classify reads of a request as it arrived (``gateway.flow.plan.Inbound``): its body,
-    lower-cased headers, and where it keeps its detection between plans."""
+    lower-cased headers, where it keeps its detection between plans, and its prompt's texts."""
 
     @property
     def body(self) -> RequestBody: ...
@@ -117,40 +116,39 @@ class Arrival(Protocol):
     @property
     def detection(self) -> DetectionMemo: ...
 
+    @property
+    def prompt(self) -> PromptView: ...
+
 
 # The rules the detector leaves to run first: explicit shapes, not guesses.
 _SHAPE_SIGNALS = (Signal.HAS_TOOLS, Signal.INPUT_TOKENS_OVER)
 
 
-def find_task(policy: Policy, body: RequestBody, *, tools: bool, input_tokens: int,
-              memo: DetectionMemo | None = None) -> TaskGuess:
-    """The task of a request that names none (see the module docstring for the order); ``memo``:
-    the request's earlier detection, if it was planned before."""
+def find_task(policy: Policy, arrival: Arrival, *, tools: bool, input_tokens: int) -> TaskGuess:
+    """The task of a request that names none (see the module docstring for the order), reusing
+    the request's earlier detection if it was planned before."""
     detection = policy.detection
     if detection is None:
-        task, source = infer_task(policy.rules, policy.default_task, tools=tools, texts=_texts(body), input_tokens=input_tokens)
+        task, source = infer_task(policy.rules, policy.default_task, tools=tools, texts=arrival.prompt.texts,
+                                  input_tokens=input_tokens)
         return TaskGuess(task, source)
     shapes = tuple(rule for rule in policy.rules if rule.signal in _SHAPE_SIGNALS)
-    task, source = infer_task(shapes, "", tools=tools, texts=[], input_tokens=input_tokens)
+    task, source = infer_task(shapes, "", tools=tools, texts=(), input_tokens=input_tokens)
     if task:
         return TaskGuess(task, source)
-    return detect_task(detection, body, policy.tasks, memo)
+    return detect_task(detection, arrival, policy.tasks)
 
 
-def detect_task(settings: DetectorSettings, body: RequestBody, tasks: Collection[str],
-                memo: DetectionMemo | None = None) -> TaskGuess:
+def detect_task(settings: DetectorSettings, arrival: Arrival, tasks: Collection[str]) -> TaskGuess:
     """The detector's answer over the config's tasks; ``abstained`` when below the threshold."""
-    found = (memo or DetectionMemo()).detect(settings.detector, body).among(tasks)
+    found = arrival.detection.detect(settings.detector, arrival.body, arrival.prompt).among(tasks)
     plausible = found.plausible(settings.threshold, settings.floor)
     source = "abstained" if found.confidence < settings.threshold else "detector"
     return TaskGuess(found.task, source, round(found.confidence, 4), plausible if len(plausible) > 1 else frozenset())
 
 
-def _texts(body: RequestBody) -> list[str]:
-    return list(message_texts(body.messages)) if isinstance(body, ChatBody) else _prompt_texts(body.prompt)
-
-
-def infer_task(rules: tuple[TaskRule, ...], default: str, *, tools: bool, texts: list[str], input_tokens: int) -> tuple[str, str]:
+def infer_task(rules: tuple[TaskRule, ...], default: str, *, tools: bool, texts: Sequence[str],
+               input_tokens: int) -> tuple[str, str]:
     """First matching rule's task and ``rule:<signal>``; else the default task and ``default``."""
     code: bool | None = None
     for rule in rules:
@@ -197,7 +195,7 @@ def classify(
             raise InvalidRequest(f"Unknown task type '{explicit}' in {TASK_HEADER}; known: {known}.", param=TASK_HEADER)
         guess = TaskGuess(explicit, "header")
     else:
-        guess = find_task(policy, body, tools=tools, input_tokens=input_tokens, memo=arrival.detection)
+        guess = find_task(policy, arrival, tools=tools, input_tokens=input_tokens)
     task = guess.task
     defaults = policy.tasks[task]
     budgets = {"latency_ms": defaults.latency_ms, "ttft_ms": defaults.ttft_ms, "tpot_ms": defaults.tpot_ms}
@@ -242,9 +240,3 @@ def _priority(headers: Mapping[str, str], default: Priority) -> Priority:
     except ValueError:
         allowed = [p.value for p in Priority]
         raise InvalidRequest(f"Header '{PRIORITY_HEADER}' must be one of {allowed}.", param=PRIORITY_HEADER) from None
-
-
-def _prompt_texts(prompt: str | list[object]) -> list[str]:
-    if isinstance(prompt, str):
-        return [prompt]
-    return [p for p in prompt if isinstance(p, str)]

@@ -33,7 +33,7 @@ import orjson
 from jsonschema import Draft202012Validator, SchemaError
 from jsonschema.protocols import Validator
 
-from gateway.flow.body import ChatBody, MessagesBody, RequestBody, ResponsesBody
+from gateway.endpoints import ChatBody, MessagesBody, RequestBody, ResponsesBody
 
 # Reasons, in the order an answer is checked.
 NOT_JSON = "invalid-json"  # the completion itself could not be read

@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from gateway.domain import Replica, VariantKind
-from gateway.flow.body import ChatBody
+from gateway.endpoints import ChatBody
 from gateway.flow.contract import contract_of, violation
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.plan import Plan

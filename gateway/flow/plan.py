@@ -12,7 +12,7 @@ from typing import Any
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.decision import Decision
 from gateway.domain import Candidate, Replica, ReplicaState, RequestProfile
-from gateway.flow.body import ChatBody, EmbeddingsBody, RequestBody
+from gateway.endpoints import ChatBody, EmbeddingsBody, PromptView, RequestBody
 from gateway.flow.classify import DetectionMemo, Target, classify, resolve_model
 from gateway.flow.prefix import PromptPrefix, prompt_blocks
 from gateway.flow.session import SessionVerdict, continues, keep_seat, session_key
@@ -96,16 +96,20 @@ def decode_claim(plan: Plan) -> DecodeClaim:
     return DecodeClaim(slack, prefill)
 
 
-def count_input_tokens(body: RequestBody, counter: TokenCounter) -> int:
+def count_input_tokens(inbound: Inbound, counter: TokenCounter) -> int:
+    """The prompt's tokens: a chat's from its prompt view, a prompt's (or batch's) as given."""
+    body, prompt = inbound.body, inbound.prompt
     if isinstance(body, ChatBody):
-        return count_chat_tokens(counter, body.messages, body.tools)
+        return count_chat_tokens(counter, prompt.texts, prompt.messages, prompt.tools)
     return count_prompt_tokens(counter, body.prompt)
 
 
 @dataclass(frozen=True, slots=True)
 class Inbound:
     """A request as it arrived: its validated body, lower-cased headers, and its prompt length
-    when the caller knows it exactly (a replayed trace does; the HTTP path counts it)."""
+    when the caller knows it exactly (a replayed trace does; the HTTP path counts it). ``prompt``:
+    the body's prompt texts, read once here, which the count, the task's rules and the prefix
+    blocks read (every plan of the request, not once each per plan)."""
 
     body: RequestBody
     headers: Mapping[str, str]
@@ -119,6 +123,10 @@ class Inbound:
     # The task detector's answer once the request has been planned: every later plan of the same
     # request (a waiting request's re-plans, an escalation) reads it instead of detecting again.
     detection: DetectionMemo = dataclasses.field(default_factory=DetectionMemo, compare=False, repr=False)
+    prompt: PromptView = dataclasses.field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prompt", self.body.prompt_view())  # frozen: set once, here
 
 
 def serving_replicas(model: ModelSpec, inbound: Inbound) -> tuple[Replica, ...]:
@@ -142,7 +150,7 @@ def plan_request(config: DuetConfig, counters: Mapping[str, TokenCounter], inbou
     target = resolve_model(config, inbound.body.model)
     tokens = inbound.prompt_tokens
     if tokens is None:
-        tokens = count_input_tokens(inbound.body, counters[target.model.name])
+        tokens = count_input_tokens(inbound, counters[target.model.name])
     profile = classify(inbound, target, config.policy, tokens, view.lengths)
     if draw and target.model.has_canary:  # only a canary reads the draw: spare the copy otherwise
         profile = dataclasses.replace(profile, draw=draw)
@@ -163,5 +171,5 @@ def prompt_prefix(inbound: Inbound, counter: TokenCounter, block_tokens: int) ->
     """The blocks the caller gave (a replay's trace ids), else the prompt's, computed."""
     blocks = inbound.prefix_blocks
     if blocks is None:
-        blocks = prompt_blocks(inbound.body, counter, block_tokens)
+        blocks = prompt_blocks(inbound.body, inbound.prompt, counter, block_tokens)
     return PromptPrefix(blocks, block_tokens)

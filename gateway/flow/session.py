@@ -28,9 +28,9 @@ from enum import StrEnum
 
 from gateway.decision import Decision
 from gateway.domain import Candidate, RequestProfile, VariantKind
-from gateway.flow.body import ChatBody, RequestBody
+from gateway.endpoints import ChatBody, RequestBody
+from gateway.endpoints.prompt import message_texts
 from gateway.state.seats import Seat, Sessions
-from gateway.tokens import message_texts
 
 __all__ = ["Move", "Seat", "SessionVerdict", "Sessions", "continues", "keep_seat", "session_headers", "session_key"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from gateway.config.online_parity import OnlineParitySettings
 from gateway.config.types import ModelSpec
 from gateway.domain import RolloutStage, Variant, VariantKind
-from gateway.flow.body import ChatBody
+from gateway.endpoints import ChatBody
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.routing.rollout import request_draw
 

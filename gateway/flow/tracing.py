@@ -27,8 +27,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from gateway.endpoints import ChatBody, EmbeddingsBody, RequestBody
 from gateway.errors import RequestError
-from gateway.flow.body import ChatBody, EmbeddingsBody, RequestBody
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.hooks import Hooks
 from gateway.outcome import Outcome

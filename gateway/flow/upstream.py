@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 
 from gateway.domain import Replica, Scheduling
+from gateway.endpoints import ResponsesBody
 from gateway.flow.affinity import response_id
-from gateway.flow.body import ResponsesBody
 from gateway.flow.escalation import buffered_stream
 from gateway.flow.exchange import Exchange
 from gateway.proxy.forward import UpstreamRequest

@@ -35,10 +35,10 @@ import orjson
 from gateway.config.online_parity import OnlineParitySettings
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.domain import RolloutStage, Variant
+from gateway.endpoints import ChatBody
 from gateway.errors import RequestError
 from gateway.flow.admission import Action
 from gateway.flow.answer_tap import AnswerTap
-from gateway.flow.body import ChatBody
 from gateway.flow.director import Director, Ledgers
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.plan import Inbound, decode_claim

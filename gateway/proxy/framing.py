@@ -1,9 +1,8 @@
-"""How each API's event stream ends, and how the gateway tells a client its stream was cut.
-
-    API                  last event                                     a cut stream ends with
-    chat, completions    data: [DONE]                                   an error event, then [DONE]
-    Messages (Anthropic) event: message_stop                            event: error
-    Responses            event: response.completed / .failed / .incomplete   event: error
+"""How an API's event stream ends, and how the gateway tells a client its stream was cut: each
+proxied API says its own (``gateway.endpoints``: Messages ends on ``event: message_stop``, the
+Responses API on ``event: response.completed``, ``.failed`` or ``.incomplete``, both cut with an
+``event: error``); OpenAI's, below, ends on ``data: [DONE]`` and is cut with an error event,
+then [DONE].
 
 The relay (``gateway.proxy.relay``) asks ``ends`` of every block of complete events it forwards;
 for chat that is the same ``has_done`` search it always made.
@@ -32,7 +31,7 @@ def _openai_cut(message: str, error_type: str, code: str) -> bytes:
     return error_event(message, error_type, code) + DONE
 
 
-def _ends_on_event(*names: str) -> Callable[[bytes], bool]:
+def ends_on_event(*names: str) -> Callable[[bytes], bool]:
     """Whether a block of complete events holds an event named one of ``names``."""
     heads = tuple(f"event: {name}\n".encode() for name in names)
     inside = tuple(b"\n\n" + head for head in heads)
@@ -43,19 +42,10 @@ def _ends_on_event(*names: str) -> Callable[[bytes], bool]:
     return ends
 
 
-def _event(name: str, data: dict[str, object]) -> bytes:
+def event(name: str, data: dict[str, object]) -> bytes:
+    """A named SSE event with a JSON payload."""
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
-def _messages_cut(message: str, error_type: str, code: str) -> bytes:
-    """Anthropic's error event (its error types: api_error, overloaded_error, ...)."""
-    return _event("error", {"type": "error", "error": {"type": "api_error", "message": message}})
-
-
-def _responses_cut(message: str, error_type: str, code: str) -> bytes:
-    return _event("error", {"type": "error", "code": code, "message": message, "param": None})
-
-
+# OpenAI's: chat, completions (and the relay's default).
 OPENAI = Framing(has_done, _openai_cut)
-MESSAGES = Framing(_ends_on_event("message_stop"), _messages_cut)
-RESPONSES = Framing(_ends_on_event("response.completed", "response.failed", "response.incomplete"), _responses_cut)

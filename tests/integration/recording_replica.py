@@ -56,7 +56,7 @@ def _event(name: str, data: dict[str, Any]) -> bytes:
 
 
 def _stream_for(path: str, model: str) -> bytes:
-    """A stream shaped as the path's API ends one (gateway/proxy/framing.py): one that does not end
+    """A stream shaped as the path's API ends one (its framing in gateway/endpoints/): one that does not end
     the way vLLM's does is a cut stream to the gateway, and counts against the replica."""
     if path == "/v1/responses":
         done = {"type": "response.completed", "response": {"id": "resp-rec", "object": "response", "model": model,

@@ -18,8 +18,8 @@ from gateway.config.active import ActiveConfig
 from gateway.config.evidence import unproven
 from gateway.config.schema import ConfigFile
 from gateway.domain import Health, ReplicaState
+from gateway.endpoints import ChatBody, validate_body
 from gateway.flow import Inbound, View, plan_request
-from gateway.flow.body import ChatBody, validate_body
 from quantize.parity.report import with_hardware
 from serving.launch import LaunchProfileError, load_profiles
 from serving.launch.local_config import LocalVariant, local_config

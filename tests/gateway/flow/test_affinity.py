@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from gateway.endpoints import ChatBody, ResponsesBody, validate_body
 from gateway.flow.affinity import ResponseHomes
-from gateway.flow.body import ChatBody, ResponsesBody, validate_body
 from gateway.outcome import Outcome
 
 

@@ -5,8 +5,8 @@ import yaml
 
 from gateway.config import load_config, parse_config
 from gateway.detect import TaskDetector
+from gateway.endpoints import ChatBody, CompletionBody
 from gateway.errors import InvalidRequest, ModelNotFound
-from gateway.flow.body import ChatBody, CompletionBody
 from gateway.flow.classify import DetectionMemo, classify, has_code, resolve_model
 from gateway.flow.plan import Inbound
 
@@ -171,7 +171,7 @@ class CountingDetector(TaskDetector):
 
 def test_a_memo_detects_once_per_detector_and_answers_the_same():
     first, other, body, memo = CountingDetector(), CountingDetector(), chat("Solve for x: 3x + 4 = 19."), DetectionMemo()
-    answers = [memo.detect(first, body) for _ in range(3)]
+    answers = [memo.detect(first, body, body.prompt_view()) for _ in range(3)]
     assert first.calls == 1 and answers[0] == answers[2] == first.detect_messages(body.messages)
-    memo.detect(other, body)  # another model (a reload): detected again
+    memo.detect(other, body, body.prompt_view())  # another model (a reload): detected again
     assert other.calls == 1

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from gateway.flow.body import ChatBody, MessagesBody, ResponsesBody, validate_body
+from gateway.endpoints import ChatBody, MessagesBody, ResponsesBody, validate_body
 from gateway.flow.contract import (
     INVALID_JSON_CONTENT,
     INVALID_TOOL_ARGUMENTS,

@@ -16,9 +16,9 @@ import yaml
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.domain import Replica
+from gateway.endpoints import ChatBody, validate_body
 from gateway.errors import InvalidRequest, NoHealthyReplica, UpstreamFailed
 from gateway.flow import Director, Exchange, Inbound, Ledgers, WaitingRoom, routing_hooks
-from gateway.flow.body import ChatBody, validate_body
 from gateway.flow.demand_keeper import DemandKeeper
 from gateway.outcome import AttemptFailure, Outcome
 from gateway.state.decodes import DecodeLedger

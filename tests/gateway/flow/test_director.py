@@ -16,10 +16,10 @@ from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.detect import TaskDetector
 from gateway.domain import Replica
+from gateway.endpoints import ChatBody, validate_body
 from gateway.errors import InvalidRequest, RateLimited
 from gateway.flow import Director, Exchange, Hooks, Inbound, Ledgers, WaitingRoom, routing_hooks
 from gateway.flow import plan as plan_module
-from gateway.flow.body import ChatBody, validate_body
 from gateway.outcome import AttemptFailure, Outcome
 from gateway.state.decodes import DecodeLedger
 from gateway.state.lengths import LengthSettings

@@ -1,5 +1,5 @@
-"""A request's prompt as the prefix index reads it: its texts in the model's order, cut into text
-blocks without a tokenizer and into token blocks with one (tokenized once, remembered)."""
+"""A request's prompt as the prefix index reads it: its view's parts (``gateway.endpoints.prompt``)
+cut into text blocks without a tokenizer and into token blocks with one (tokenized once, remembered)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
 
-from gateway.flow.body import ChatBody, CompletionBody, validate_body
-from gateway.flow.prefix import prompt_blocks, prompt_parts, prompt_text
+from gateway.endpoints import ChatBody, CompletionBody, validate_body
+from gateway.flow.prefix import prompt_blocks
 from gateway.state.prefix_blocks import text_block_ids, token_block_ids
 from gateway.tokens import ApproxTokenCounter, HfTokenCounter
 
@@ -36,23 +36,20 @@ def tokenizer_path(tmp_path: Path) -> str:
     return str(path)
 
 
-def test_the_prompt_reads_tools_then_each_role_and_text_in_order():
-    body = chat([{"role": "system", "content": "be brief"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}],
-                tools=[{"type": "function", "function": {"name": "f"}}])
-    assert prompt_parts(body) == ['[{"type":"function","function":{"name":"f"}}]', "system", "be brief", "user", "hi"]
-    assert prompt_text(body) == "\n".join(prompt_parts(body))
-    _, completion = validate_body({"model": "m", "prompt": "once upon"}, CompletionBody)
-    assert prompt_text(completion) == "once upon"
+def blocks(body: ChatBody | CompletionBody, counter: Any, block_tokens: int) -> tuple[int, ...]:
+    return prompt_blocks(body, body.prompt_view(), counter, block_tokens)
 
 
-def test_without_a_tokenizer_blocks_are_cut_from_the_text():
+def test_without_a_tokenizer_blocks_are_cut_from_the_text_of_the_prompts_parts():
     body = chat([{"role": "user", "content": "what is a cache block " * 50}])
-    assert prompt_blocks(body, ApproxTokenCounter(), 16) == text_block_ids(prompt_text(body), 16)
+    assert blocks(body, ApproxTokenCounter(), 16) == text_block_ids("\n".join(body.prompt_view().parts), 16)
+    _, completion = validate_body({"model": "m", "prompt": "once upon"}, CompletionBody)
+    assert blocks(completion, ApproxTokenCounter(), 16) == text_block_ids("once upon", 16)
 
 
 def test_token_ids_given_as_the_prompt_are_cut_as_given():
     _, body = validate_body({"model": "m", "prompt": list(range(40))}, CompletionBody)
-    assert prompt_blocks(body, ApproxTokenCounter(), 16) == token_block_ids(list(range(40)), 16)
+    assert blocks(body, ApproxTokenCounter(), 16) == token_block_ids(list(range(40)), 16)
 
 
 def test_with_a_tokenizer_each_text_is_tokenized_once_and_the_next_turn_extends_the_blocks(tokenizer_path):
@@ -67,13 +64,13 @@ def test_with_a_tokenizer_each_text_is_tokenized_once_and_the_next_turn_extends_
 
     counter._tokenizer.encode = counting  # type: ignore[method-assign]
     turn1 = [{"role": "system", "content": "be brief " * 20}, {"role": "user", "content": "what is a cache " * 20}]
-    blocks1 = prompt_blocks(chat(turn1), counter, 8)
+    blocks1 = blocks(chat(turn1), counter, 8)
     first_calls = calls
     turn2 = [*turn1, {"role": "assistant", "content": "a block " * 20}, {"role": "user", "content": "more"}]
-    blocks2 = prompt_blocks(chat(turn2), counter, 8)
+    blocks2 = blocks(chat(turn2), counter, 8)
     assert len(blocks2) > len(blocks1) > 0 and blocks2[:len(blocks1)] == blocks1
     assert calls - first_calls == 3  # only the new texts: assistant's, "more", and nothing of turn 1
-    ids = [t for part in prompt_parts(chat(turn1)) for t in counter.token_ids(part)]
+    ids = [t for part in chat(turn1).prompt_view().parts for t in counter.token_ids(part)]
     assert blocks1 == token_block_ids(ids, 8)
 
 

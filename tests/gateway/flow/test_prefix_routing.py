@@ -13,8 +13,8 @@ import yaml
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.domain import Replica
+from gateway.endpoints import ChatBody, validate_body
 from gateway.flow import Director, Inbound, InMemoryPrefixIndex, Ledgers, WaitingRoom, explain_plan, routing_hooks
-from gateway.flow.body import ChatBody, validate_body
 from gateway.outcome import Outcome
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog

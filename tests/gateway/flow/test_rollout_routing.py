@@ -12,8 +12,8 @@ import yaml
 
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
+from gateway.endpoints import ChatBody, validate_body
 from gateway.flow import Director, Hooks, Inbound, Ledgers, WaitingRoom, routing_hooks
-from gateway.flow.body import ChatBody, validate_body
 from gateway.routing.rollout import request_draw
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog

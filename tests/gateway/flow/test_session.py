@@ -16,8 +16,8 @@ from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.decision import Decision
 from gateway.domain import Prediction, Replica
+from gateway.endpoints import ChatBody, CompletionBody, validate_body
 from gateway.flow import Director, Inbound, Ledgers, Sessions, WaitingRoom, routing_hooks
-from gateway.flow.body import ChatBody, CompletionBody, validate_body
 from gateway.flow.session import Move, Seat, continues, keep_seat, session_key
 from gateway.outcome import Outcome
 from gateway.state.decodes import DecodeLedger

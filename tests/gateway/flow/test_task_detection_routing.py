@@ -11,8 +11,8 @@ import yaml
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.domain import Health, ReplicaState
+from gateway.endpoints import ChatBody
 from gateway.flow import Inbound, View, plan_request
-from gateway.flow.body import ChatBody
 
 DEMO = yaml.safe_load((Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml").read_text())
 GSM = [

@@ -9,13 +9,17 @@ import orjson
 import pytest
 
 from gateway.domain import Replica
+from gateway.endpoints.messages import MESSAGES_API
+from gateway.endpoints.responses import RESPONSES_API
 from gateway.outcome import Outcome
 from gateway.proxy.forward import Answer, UpstreamCall, UpstreamRequest
-from gateway.proxy.framing import MESSAGES, OPENAI, RESPONSES, Framing
+from gateway.proxy.framing import OPENAI, Framing
 from gateway.proxy.http1 import Pool
 from gateway.proxy.relay import StreamOptions, relay_stream
 from gateway.proxy.sse import DONE, ModelRewrite
 from tests.gateway.proxy.test_http1 import Server, read_request
+
+MESSAGES, RESPONSES = MESSAGES_API.framing, RESPONSES_API.framing
 
 REPLICA = Replica("r1", "smollm2", "fast", "")
 

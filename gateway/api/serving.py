@@ -1,7 +1,8 @@
-"""The proxied endpoints as raw ASGI (see ``gateway.api.fastpath``): chat and completions,
-embeddings, tokenize and detokenize. Read and parse the body, hand the request to the director
-(``gateway.flow``), and write the answer or the stream back. Everything between arrival and
-outcome is the director's."""
+"""Serving the proxied endpoints as raw ASGI (see ``gateway.api.fastpath``; the role of vLLM's
+``serving_*`` modules), one handler for every API ``gateway.endpoints`` registers: read and
+parse the body as the endpoint says, hand the request to the director (``gateway.flow``), and
+write the answer or the stream back, ended as the endpoint's framing ends it. Everything
+between arrival and outcome is the director's."""
 
 from __future__ import annotations
 
@@ -13,57 +14,24 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from gateway.api.asgi import Message, Receive, Scope, Send
 from gateway.api.gate import key_of
+from gateway.endpoints import Endpoint, RequestBody
 from gateway.errors import RequestError
-from gateway.flow import (
-    ChatBody,
-    CompletionBody,
-    EmbeddingsBody,
-    Exchange,
-    Inbound,
-    MessagesBody,
-    RequestBody,
-    ResponsesBody,
-    TokenizeBody,
-    parse_body,
-    parse_tokenize_body,
-    upstream_request,
-)
+from gateway.flow import Exchange, Inbound, upstream_request
 from gateway.flow.answer_tap import AnswerTap
 from gateway.flow.demand import demand_of
 from gateway.flow.escalation import escalation_headers
 from gateway.flow.session import session_headers
 from gateway.outcome import Outcome
 from gateway.proxy.forward import Answer
-from gateway.proxy.framing import MESSAGES, OPENAI, RESPONSES, Framing
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import ModelRewrite
 from gateway.proxy.whole_stream import completion_events
 from gateway.runtime import Gateway
 
 SSE = b"text/event-stream; charset=utf-8"
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """A proxied route. ``tracked``: admitted, bookkept, counted and limited like chat; else only
-    routed and passed through (tokenize: no budget, no quota)."""
-
-    path: str
-    schema: type[RequestBody]
-    summary: str
-    tracked: bool = True
-    # How its streams end; whether Duet asks an OpenAI stream for usage (the other APIs' streams carry it).
-    framing: Framing = OPENAI
-    stream_usage: bool = True
-
-    def parse(self, raw: bytes) -> tuple[dict[str, Any], RequestBody]:
-        if self.schema is TokenizeBody:
-            return parse_tokenize_body(raw)
-        return parse_body(raw, self.schema)
 
 
 class RequestIds:
@@ -86,19 +54,8 @@ class Reply:
     request ids, and ``started``: its head was sent."""
 
     ids: RequestIds
-    endpoint: Endpoint
+    endpoint: Endpoint[RequestBody]
     started: bool = False
-
-
-CHAT = Endpoint("/v1/chat/completions", ChatBody, "Create a chat completion (OpenAI-compatible; stream with SSE)")
-COMPLETIONS = Endpoint("/v1/completions", CompletionBody, "Create a completion (OpenAI-compatible; stream with SSE)")
-EMBEDDINGS = Endpoint("/v1/embeddings", EmbeddingsBody, "Create embeddings (the model's embedding variants when it has some)")
-TOKENIZE = Endpoint("/tokenize", TokenizeBody, "Tokenize a prompt or chat messages on a replica of the model", tracked=False)
-DETOKENIZE = Endpoint("/detokenize", TokenizeBody, "Detokenize token ids on a replica of the model", tracked=False)
-RESPONSES_API = Endpoint("/v1/responses", ResponsesBody, "Create a response (OpenAI's Responses API; stream with SSE)",
-                         framing=RESPONSES, stream_usage=False)
-MESSAGES_API = Endpoint("/v1/messages", MessagesBody, "Create a message (Anthropic's Messages API; stream with SSE)",
-                        framing=MESSAGES, stream_usage=False)
 
 
 async def read_body(receive: Receive) -> bytes:
@@ -136,7 +93,7 @@ def request_id_of(headers: dict[str, str], ids: RequestIds) -> str:
     return ids.new()
 
 
-async def proxy_completion(gateway: Gateway, scope: Scope, receive: Receive, send: Send, reply: Reply) -> None:
+async def serve(gateway: Gateway, scope: Scope, receive: Receive, send: Send, reply: Reply) -> None:
     received = time.perf_counter()
     endpoint = reply.endpoint
     headers = request_headers(scope)
