@@ -52,7 +52,7 @@ def launcher(sim: bool, paths: LocalModelPaths) -> Any:
 
     @contextmanager
     def twin(profile: LaunchProfile, core: int, served: str) -> Iterator[str]:
-        from serving.sim.testing import SimProcess
+        from serving.sim.server.testing import SimProcess
 
         with SimProcess(profile.sim_profile or "cpu-smollm2-bf16", "--served-model-name", served,
                         "--time-scale", "20") as sim:
