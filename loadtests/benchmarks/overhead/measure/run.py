@@ -13,18 +13,18 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loadtests.benchmarks.overhead.backend import nginx_command, write_backend_files
-from loadtests.benchmarks.overhead.canned import API_KEY, canned_responses
-from loadtests.benchmarks.overhead.duet import duet_launch
-from loadtests.benchmarks.overhead.launch import GatewayLaunch, Unavailable
-from loadtests.benchmarks.overhead.machine import wait_until_quiet
-from loadtests.benchmarks.overhead.measure import Measurement, PhasePlan, measure, run_wrk
-from loadtests.benchmarks.overhead.modes import ALL_MODES, Mode, modes_for
-from loadtests.benchmarks.overhead.peers import litellm_launch, vllm_router_launch
-from loadtests.benchmarks.overhead.processes import PinnedProcess, ProcessFailed, start_pinned, wait_until
-from loadtests.benchmarks.overhead.redis import start_redis
-from loadtests.benchmarks.overhead.smoke import mode_body, smoke_problem
-from loadtests.benchmarks.overhead.wrk import WrkResult, render_script
+from loadtests.benchmarks.overhead.measure.machine import wait_until_quiet
+from loadtests.benchmarks.overhead.measure.modes import ALL_MODES, Mode, modes_for
+from loadtests.benchmarks.overhead.measure.phases import Measurement, PhasePlan, measure, run_wrk
+from loadtests.benchmarks.overhead.measure.smoke import mode_body, smoke_problem
+from loadtests.benchmarks.overhead.measure.wrk import WrkResult, render_script
+from loadtests.benchmarks.overhead.stack.backend import nginx_command, write_backend_files
+from loadtests.benchmarks.overhead.stack.canned import API_KEY, canned_responses
+from loadtests.benchmarks.overhead.stack.duet import duet_launch
+from loadtests.benchmarks.overhead.stack.launch import GatewayLaunch, Unavailable
+from loadtests.benchmarks.overhead.stack.peers import litellm_launch, vllm_router_launch
+from loadtests.benchmarks.overhead.stack.processes import PinnedProcess, ProcessFailed, start_pinned, wait_until
+from loadtests.benchmarks.overhead.stack.redis import start_redis
 from serving.ports import free_port
 
 # duet-redis: Duet with its state in Redis (`duet serve --state redis://...`, issue #5), the

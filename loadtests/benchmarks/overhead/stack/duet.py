@@ -16,10 +16,10 @@ from typing import Any
 
 import yaml
 
-from loadtests.benchmarks.overhead.canned import API_KEY, LOGICAL_MODEL, SERVED_MODEL_NAME
-from loadtests.benchmarks.overhead.launch import GatewayLaunch, Unavailable, distribution_version
+from loadtests.benchmarks.overhead.stack.canned import API_KEY, LOGICAL_MODEL, SERVED_MODEL_NAME
+from loadtests.benchmarks.overhead.stack.launch import GatewayLaunch, Unavailable, distribution_version
 
-REFERENCE_CONFIG = Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml"
+REFERENCE_CONFIG = Path(__file__).resolve().parents[4] / "deploy" / "config" / "demo.yaml"
 
 
 def duet_config(reference: dict[str, Any], backend_url: str, host: str, port: int) -> dict[str, Any]:

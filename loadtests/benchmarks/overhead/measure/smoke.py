@@ -11,14 +11,14 @@ import http.client
 import json
 from urllib.parse import urlsplit
 
-from loadtests.benchmarks.overhead.canned import (
+from loadtests.benchmarks.overhead.measure.modes import CHAT_MODES, Mode
+from loadtests.benchmarks.overhead.stack.canned import (
     API_KEY,
     CONTENT_TOKENS,
     messages_request_body,
     request_body,
     responses_request_body,
 )
-from loadtests.benchmarks.overhead.modes import CHAT_MODES, Mode
 
 EXPECTED_TEXT = "".join(CONTENT_TOKENS).strip()
 

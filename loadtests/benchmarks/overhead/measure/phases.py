@@ -10,9 +10,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from loadtests.benchmarks.overhead.modes import CHAT_MODES, Mode
-from loadtests.benchmarks.overhead.processes import tree_cpu_seconds
-from loadtests.benchmarks.overhead.wrk import WrkResult, parse_output, wrk_command
+from loadtests.benchmarks.overhead.measure.modes import CHAT_MODES, Mode
+from loadtests.benchmarks.overhead.measure.wrk import WrkResult, parse_output, wrk_command
+from loadtests.benchmarks.overhead.stack.processes import tree_cpu_seconds
 
 # The chat modes by name (what cpu_cost and instructions measure); run.py measures modes.ALL_MODES.
 MODES = tuple(mode.name for mode in CHAT_MODES)

@@ -7,8 +7,8 @@ import shutil
 import socket
 from pathlib import Path
 
-from loadtests.benchmarks.overhead.launch import Unavailable
-from loadtests.benchmarks.overhead.processes import PinnedProcess, start_pinned, wait_until
+from loadtests.benchmarks.overhead.stack.launch import Unavailable
+from loadtests.benchmarks.overhead.stack.processes import PinnedProcess, start_pinned, wait_until
 from serving.ports import free_port
 
 

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from loadtests.benchmarks.overhead.canned import CONTENT_TOKENS, canned_responses
-from loadtests.benchmarks.overhead.machine import describe_busy
-from loadtests.benchmarks.overhead.modes import ALL_MODES, MESSAGES_GATEWAYS, RESPONSES_GATEWAYS
-from loadtests.benchmarks.overhead.report import detection_goals, goals, goals_text, markdown_table, production_goals
-from loadtests.benchmarks.overhead.results import RunRecord
-from loadtests.benchmarks.overhead.run import RunResult
+from loadtests.benchmarks.overhead.measure.machine import describe_busy
+from loadtests.benchmarks.overhead.measure.modes import ALL_MODES, MESSAGES_GATEWAYS, RESPONSES_GATEWAYS
+from loadtests.benchmarks.overhead.measure.run import RunResult
+from loadtests.benchmarks.overhead.report.results import RunRecord
+from loadtests.benchmarks.overhead.report.summary import detection_goals, goals, goals_text, markdown_table, production_goals
+from loadtests.benchmarks.overhead.stack.canned import CONTENT_TOKENS, canned_responses
 
 
 def _busy_warning(result: RunResult) -> str:

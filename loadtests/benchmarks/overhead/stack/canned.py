@@ -1,7 +1,7 @@
 """The fast backend's answers, shaped like vLLM 0.33's, computed once as bytes.
 
 Pure: no I/O. ``backend.py`` writes them into the nginx/Lua backend; the smoke check in
-``smoke.py`` uses the same constants to tell a faithful pass-through from a mangled one.
+``measure/smoke.py`` uses the same constants to tell a faithful pass-through from a mangled one.
 """
 
 from __future__ import annotations

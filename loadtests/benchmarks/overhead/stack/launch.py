@@ -1,7 +1,7 @@
 """What a gateway under test is: how it is started, where it listens, which version it is.
 
 ``GatewayLaunch`` is plain data; ``duet.py`` and ``peers.py`` build one per gateway and
-``run.py`` starts it pinned to the gateway core.
+``measure/run.py`` starts it pinned to the gateway core.
 """
 
 from __future__ import annotations

@@ -11,13 +11,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from loadtests.benchmarks.overhead.launch import Unavailable
-from loadtests.benchmarks.overhead.measure import Measurement, PhasePlan
-from loadtests.benchmarks.overhead.run import RunResult
-from loadtests.benchmarks.overhead.wrk import WrkResult
+from loadtests.benchmarks.overhead.measure.phases import Measurement, PhasePlan
+from loadtests.benchmarks.overhead.measure.run import RunResult
+from loadtests.benchmarks.overhead.measure.wrk import WrkResult
+from loadtests.benchmarks.overhead.stack.launch import Unavailable
 from serving.hardware import this_machine
 
-RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "overhead.json"
+RESULTS = Path(__file__).resolve().parents[4] / "docs" / "results" / "overhead.json"
 
 
 @dataclass(frozen=True, slots=True)

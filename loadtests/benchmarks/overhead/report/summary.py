@@ -8,8 +8,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loadtests.benchmarks.overhead.launch import Unavailable
-from loadtests.benchmarks.overhead.measure import Measurement
+from loadtests.benchmarks.overhead.measure.phases import Measurement
+from loadtests.benchmarks.overhead.stack.launch import Unavailable
 
 DIRECT = "direct"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from loadtests.benchmarks.overhead.canned import API_KEY, LOGICAL_MODEL, SERVED_MODEL_NAME
-from loadtests.benchmarks.overhead.launch import GatewayLaunch, Unavailable, distribution_version
+from loadtests.benchmarks.overhead.stack.canned import API_KEY, LOGICAL_MODEL, SERVED_MODEL_NAME
+from loadtests.benchmarks.overhead.stack.launch import GatewayLaunch, Unavailable, distribution_version
 
 
 def litellm_config(backend_url: str) -> dict[str, object]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loadtests.benchmarks.overhead.canned import CannedResponses
+from loadtests.benchmarks.overhead.stack.canned import CannedResponses
 
 NGINX_MODULES_DIR = Path("/usr/lib/nginx/modules")
 LUA_MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
