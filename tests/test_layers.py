@@ -188,3 +188,26 @@ def test_simulator_rooms_import_only_the_rooms_below_them():
         room = _sim_room(src)
         return not _within(dst, "serving.sim") or room is None or _within(dst, room, *SIM_ROOMS[room])
     assert _violations("serving", allowed) == []
+
+
+# Two more folders in rooms (each room's __init__): what each room may import of its neighbours.
+NESTED_ROOMS = {
+    "quantize.evals.checking": ("quantize.evals.checking",),
+    "quantize.evals.tasks": ("quantize.evals.tasks", "quantize.evals.checking", "quantize.evals.items",
+                             "quantize.evals.task"),
+    "loadtests.benchmarks.overhead.stack": ("loadtests.benchmarks.overhead.stack",),
+    "loadtests.benchmarks.overhead.measure": ("loadtests.benchmarks.overhead.measure",
+                                              "loadtests.benchmarks.overhead.stack"),
+    "loadtests.benchmarks.overhead.report": ("loadtests.benchmarks.overhead.report",
+                                             "loadtests.benchmarks.overhead.measure",
+                                             "loadtests.benchmarks.overhead.stack"),
+}
+NESTED_PARENTS = ("quantize.evals", "loadtests.benchmarks.overhead")
+
+
+@pytest.mark.parametrize("package", ["quantize", "loadtests"])
+def test_the_eval_and_overhead_rooms_import_only_the_rooms_below_them(package):
+    def allowed(src: str, dst: str) -> bool:
+        room = next((r for r in NESTED_ROOMS if _within(src, r)), None)
+        return room is None or not _within(dst, *NESTED_PARENTS) or _within(dst, *NESTED_ROOMS[room])
+    assert _violations(package, allowed) == []

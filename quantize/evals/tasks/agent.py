@@ -12,7 +12,7 @@ from typing import Any
 
 import jsonschema
 
-from quantize.evals.answers import message_text, parse_json_object, tool_call
+from quantize.evals.checking.answers import message_text, parse_json_object, tool_call
 from quantize.evals.items import EvalItem, ModelAnswer, Verdict, verdict
 from quantize.evals.task import chat_request, item_rng
 

@@ -7,7 +7,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from quantize.evals.answers import final_number, format_number, message_text
+from quantize.evals.checking.answers import final_number, format_number, message_text
 from quantize.evals.items import EvalItem, ModelAnswer, Verdict, verdict
 from quantize.evals.task import chat_request, item_rng
 

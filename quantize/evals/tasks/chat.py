@@ -12,9 +12,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from quantize.evals.answers import message_text
+from quantize.evals.checking.answers import message_text
+from quantize.evals.checking.similarity import token_set_f1
 from quantize.evals.items import EvalItem, ModelAnswer, Verdict, verdict
-from quantize.evals.similarity import token_set_f1
 from quantize.evals.task import chat_request, item_rng
 
 THRESHOLD = 0.5

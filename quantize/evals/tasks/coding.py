@@ -1,15 +1,15 @@
 """coding: write a small function from a generated spec; the answer's code runs against
-generated unit tests in the sandbox (``quantize.evals.sandbox``)."""
+generated unit tests in the sandbox (``quantize.evals.checking.sandbox``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from quantize.evals.answers import code_block, message_text
-from quantize.evals.coding_specs import SPECS, FunctionSpec
+from quantize.evals.checking.answers import code_block, message_text
+from quantize.evals.checking.sandbox import Sandbox
 from quantize.evals.items import EvalItem, ModelAnswer, Verdict, verdict
-from quantize.evals.sandbox import Sandbox
 from quantize.evals.task import chat_request, item_rng
+from quantize.evals.tasks.coding_specs import SPECS, FunctionSpec
 
 SHOWN_EXAMPLES = 2
 HIDDEN_TESTS = 4

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from quantize.evals.checking.sandbox import Limits, Sandbox
 from quantize.evals.items import ModelAnswer
 from quantize.evals.online import judge_pair
-from quantize.evals.sandbox import Limits, Sandbox
 from quantize.evals.suite import task_types
 
 SANDBOX = Sandbox(Limits(wall_s=5.0, cpu_s=2))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from quantize.evals.sandbox import Limits, Sandbox, detect_isolation
+from quantize.evals.checking.sandbox import Limits, Sandbox, detect_isolation
 
 TESTS = ["assert add_one(1) == 2", "assert add_one(-5) == -4"]
 

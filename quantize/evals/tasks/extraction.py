@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from quantize.evals.answers import first_number, format_number, message_text
+from quantize.evals.checking.answers import first_number, format_number, message_text
 from quantize.evals.items import EvalItem, ModelAnswer, Verdict, verdict
 from quantize.evals.task import chat_request, item_rng
 

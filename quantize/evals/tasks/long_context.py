@@ -8,7 +8,7 @@ import random
 import re
 from typing import Any
 
-from quantize.evals.answers import message_text
+from quantize.evals.checking.answers import message_text
 from quantize.evals.items import EvalItem, ModelAnswer, Verdict, verdict
 from quantize.evals.task import chat_request, item_rng
 
