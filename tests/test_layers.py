@@ -177,13 +177,13 @@ def _sim_room(module: str) -> str | None:
     return next((room for room in SIM_ROOMS if _within(module, room)), None)
 
 
-def test_every_simulator_module_lives_in_a_room_or_is_its_base():
+def test_every_simulator_module_lives_in_a_room_or_is_its_base() -> None:
     modules = {str(p.relative_to(ROOT).with_suffix("")).replace("/", ".") for p in (ROOT / "serving" / "sim").rglob("*.py")}
     assert [m for m in modules if _sim_room(m) is None
             and m not in (*SIM_BASE, "serving.sim.__init__", "serving.sim.__main__")] == []
 
 
-def test_simulator_rooms_import_only_the_rooms_below_them():
+def test_simulator_rooms_import_only_the_rooms_below_them() -> None:
     def allowed(src: str, dst: str) -> bool:
         room = _sim_room(src)
         return not _within(dst, "serving.sim") or room is None or _within(dst, room, *SIM_ROOMS[room])
@@ -206,7 +206,7 @@ NESTED_PARENTS = ("quantize.evals", "loadtests.benchmarks.overhead")
 
 
 @pytest.mark.parametrize("package", ["quantize", "loadtests"])
-def test_the_eval_and_overhead_rooms_import_only_the_rooms_below_them(package):
+def test_the_eval_and_overhead_rooms_import_only_the_rooms_below_them(package: str) -> None:
     def allowed(src: str, dst: str) -> bool:
         room = next((r for r in NESTED_ROOMS if _within(src, r)), None)
         return room is None or not _within(dst, *NESTED_PARENTS) or _within(dst, *NESTED_ROOMS[room])
