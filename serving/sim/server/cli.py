@@ -10,6 +10,7 @@ from typing import Any
 
 from serving.sim.answers.script import ScriptError, load_script
 from serving.sim.profile import ProfileError, available_profiles, load_profile
+from serving.sim.server.app import SimApp
 from serving.sim.server.asgi import SimulatedCrash
 from serving.sim.server.faults import FaultError, Faults, parse_kinds
 
@@ -46,8 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; returns the exit status."""
     import uvicorn
-
-    from serving.sim.server.app import SimApp
 
     try:
         profile = load_profile(args.profile)
