@@ -167,3 +167,54 @@ def test_load_test_rooms_import_only_the_rooms_below_them():
         room = _room(src)
         return not _within(dst, "loadtests") or room is None or _within(dst, room, *LOADTEST_ROOMS[room])
     assert _violations("loadtests", allowed) == []
+
+
+# The rooms of serving/sim/ (serving/sim/__init__.py): what each may import of the simulator.
+SIM_BASE = ("serving.sim.profile", "serving.sim.tokens")
+SIM_ROOMS = {
+    "serving.sim.engine": SIM_BASE,
+    "serving.sim.fidelity": (*SIM_BASE, "serving.sim.engine"),
+    "serving.sim.dialects": SIM_BASE,
+    "serving.sim.answers": (*SIM_BASE, "serving.sim.dialects"),
+    "serving.sim.server": ("serving.sim",),
+}
+
+
+def _sim_room(module: str) -> str | None:
+    return next((room for room in SIM_ROOMS if _within(module, room)), None)
+
+
+def test_every_simulator_module_lives_in_a_room_or_is_its_base() -> None:
+    modules = {str(p.relative_to(ROOT).with_suffix("")).replace("/", ".") for p in (ROOT / "serving" / "sim").rglob("*.py")}
+    assert [m for m in modules if _sim_room(m) is None
+            and m not in (*SIM_BASE, "serving.sim.__init__", "serving.sim.__main__")] == []
+
+
+def test_simulator_rooms_import_only_the_rooms_below_them() -> None:
+    def allowed(src: str, dst: str) -> bool:
+        room = _sim_room(src)
+        return not _within(dst, "serving.sim") or room is None or _within(dst, room, *SIM_ROOMS[room])
+    assert _violations("serving", allowed) == []
+
+
+# Two more folders in rooms (each room's __init__): what each room may import of its neighbours.
+NESTED_ROOMS = {
+    "quantize.evals.checking": ("quantize.evals.checking",),
+    "quantize.evals.tasks": ("quantize.evals.tasks", "quantize.evals.checking", "quantize.evals.items",
+                             "quantize.evals.task"),
+    "loadtests.benchmarks.overhead.stack": ("loadtests.benchmarks.overhead.stack",),
+    "loadtests.benchmarks.overhead.measure": ("loadtests.benchmarks.overhead.measure",
+                                              "loadtests.benchmarks.overhead.stack"),
+    "loadtests.benchmarks.overhead.report": ("loadtests.benchmarks.overhead.report",
+                                             "loadtests.benchmarks.overhead.measure",
+                                             "loadtests.benchmarks.overhead.stack"),
+}
+NESTED_PARENTS = ("quantize.evals", "loadtests.benchmarks.overhead")
+
+
+@pytest.mark.parametrize("package", ["quantize", "loadtests"])
+def test_the_eval_and_overhead_rooms_import_only_the_rooms_below_them(package: str) -> None:
+    def allowed(src: str, dst: str) -> bool:
+        room = next((r for r in NESTED_ROOMS if _within(src, r)), None)
+        return room is None or not _within(dst, *NESTED_PARENTS) or _within(dst, *NESTED_ROOMS[room])
+    assert _violations(package, allowed) == []

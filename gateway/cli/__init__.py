@@ -16,7 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("gateway.cli.check", "validate a duet.yaml"),
     "calibrate": ("gateway.cli.calibrate", "measure a replica's speed and write a variant's speed block"),
     "explain": ("gateway.cli.explain", "show how a config routes a request (dry run)"),
-    "sim": ("serving.sim.cli", "run one simulated vLLM replica"),
+    "sim": ("serving.sim.server.cli", "run one simulated vLLM replica"),
     "replay": ("loadtests.replay.cli", "replay a trace through routing policies in virtual time"),
     "plan": ("loadtests.capacity.cli", "the cheapest replica count per variant meeting a target (replayed)"),
     "plan-day": ("loadtests.capacity.day_cli", "a day replayed: the peak's fixed fleet against the autoscaled one"),

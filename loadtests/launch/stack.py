@@ -20,7 +20,7 @@ from loadtests.launch.gateway_process import GatewayProcess
 from loadtests.world.policies import LITELLM_POLICY, duet_config, litellm_config
 from loadtests.world.prior_error import PriorError
 from loadtests.world.replica_sets import ReplicaSet
-from serving.sim.testing import SimProcess
+from serving.sim.server.testing import SimProcess
 
 REPO = Path(__file__).resolve().parents[2]
 LITELLM_VENV = REPO / ".venv-bench-litellm"

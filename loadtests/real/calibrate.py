@@ -31,7 +31,7 @@ from serving.launch.local import local_model_dir, local_replica_spec
 from serving.launch.local_config import served_model_name
 from serving.local_model import LocalModelPaths, default_cache_dir
 from serving.ports import free_port
-from serving.sim.prior import speed_prior
+from serving.sim.fidelity.prior import speed_prior
 from serving.sim.profile import load_profile
 from serving.vllm_replica import running_replica
 

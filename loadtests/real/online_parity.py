@@ -26,7 +26,7 @@ import httpx
 import yaml
 
 from loadtests.launch.gateway_process import GatewayProcess
-from quantize.evals.chat import ChatTask
+from quantize.evals.tasks.chat import ChatTask
 from quantize.parity.real import MAX_MODEL_LEN, VLLM_PYTHON
 from serving.launch import LaunchProfile, by_variant, load_profiles
 from serving.launch.local import local_model_dir, local_replica_spec, missing_for
@@ -52,7 +52,7 @@ def launcher(sim: bool, paths: LocalModelPaths) -> Any:
 
     @contextmanager
     def twin(profile: LaunchProfile, core: int, served: str) -> Iterator[str]:
-        from serving.sim.testing import SimProcess
+        from serving.sim.server.testing import SimProcess
 
         with SimProcess(profile.sim_profile or "cpu-smollm2-bf16", "--served-model-name", served,
                         "--time-scale", "20") as sim:

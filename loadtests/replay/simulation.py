@@ -44,8 +44,8 @@ from gateway.routing.registry import PLUGIN_TYPES
 from loadtests.replay.fleet import FixedFleet, FleetChange, FleetControl
 from loadtests.replay.sync import run_now
 from loadtests.scoring.traces import Arrival
-from serving.sim.engine import Engine
-from serving.sim.events import Finished, SimRequest, TokensOut
+from serving.sim.engine.engine import Engine
+from serving.sim.engine.events import Finished, SimRequest, TokensOut
 from serving.sim.profile import Profile
 
 

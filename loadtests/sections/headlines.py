@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from loadtests.benchmarks.overhead.report import goals
-from loadtests.benchmarks.overhead.results import read as read_overhead
+from loadtests.benchmarks.overhead.report.results import read as read_overhead
+from loadtests.benchmarks.overhead.report.summary import goals
 from loadtests.benchmarks.prompt_cache.render import COST_GOAL, load_replays
 from loadtests.benchmarks.sim.h100_fidelity import CLOSE
 from loadtests.benchmarks.sim.h100_fidelity import RESULTS as FIDELITY

@@ -12,8 +12,8 @@ from pathlib import Path
 from loadtests.benchmarks.escalation import bench as escalation
 from loadtests.benchmarks.length_quantile import render as length_quantile
 from loadtests.benchmarks.loadgens import document as loadgens
-from loadtests.benchmarks.overhead import document as overhead
-from loadtests.benchmarks.overhead.results import read as read_overhead
+from loadtests.benchmarks.overhead.report import document as overhead
+from loadtests.benchmarks.overhead.report.results import read as read_overhead
 from loadtests.benchmarks.prompt_cache import render as prompt_cache
 from loadtests.benchmarks.router import cost as router_cost
 from loadtests.benchmarks.router import detector as task_detector

@@ -16,7 +16,7 @@ import yaml
 
 from loadtests.world.prior_error import PriorError
 from loadtests.world.replica_sets import ReplicaSet
-from serving.sim.prior import speed_prior
+from serving.sim.fidelity.prior import speed_prior
 from serving.sim.profile import load_profile
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"

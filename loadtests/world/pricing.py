@@ -15,7 +15,7 @@ from typing import Any
 
 from gateway.flow import Price, ReplicaCost, SpeedPrior
 from serving.launch import load_profiles
-from serving.sim.prior import speed_prior
+from serving.sim.fidelity.prior import speed_prior
 from serving.sim.profile import Profile, load_profile
 
 H100_USD_PER_GPU_HOUR = 3.00

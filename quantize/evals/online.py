@@ -18,11 +18,11 @@ from typing import Any
 
 import jsonschema
 
-from quantize.evals.answers import code_block, final_number, first_number, message_text, parse_json_object, tool_call
-from quantize.evals.chat import THRESHOLD
-from quantize.evals.long_context import CODE
-from quantize.evals.sandbox import Sandbox
-from quantize.evals.similarity import token_set_f1
+from quantize.evals.checking.answers import code_block, final_number, first_number, message_text, parse_json_object, tool_call
+from quantize.evals.checking.sandbox import Sandbox
+from quantize.evals.checking.similarity import token_set_f1
+from quantize.evals.tasks.chat import THRESHOLD
+from quantize.evals.tasks.long_context import CODE
 
 # A prompt's example written as ``name(args) == result`` on its own line is a test the code must pass.
 _EXAMPLE = re.compile(r"^\s*([A-Za-z_]\w*\(.*\)\s*==\s*.+?)\s*$", re.MULTILINE)

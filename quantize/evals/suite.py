@@ -9,15 +9,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from quantize.errors import SuiteError
-from quantize.evals.agent import AgentTask
-from quantize.evals.chat import ChatTask
-from quantize.evals.coding import CodingTask
-from quantize.evals.extraction import ExtractionTask
+from quantize.evals.checking.sandbox import Sandbox
 from quantize.evals.items import EvalItem
-from quantize.evals.long_context import LongContextTask
-from quantize.evals.reasoning import ReasoningTask
-from quantize.evals.sandbox import Sandbox
 from quantize.evals.task import TaskType
+from quantize.evals.tasks.agent import AgentTask
+from quantize.evals.tasks.chat import ChatTask
+from quantize.evals.tasks.coding import CodingTask
+from quantize.evals.tasks.extraction import ExtractionTask
+from quantize.evals.tasks.long_context import LongContextTask
+from quantize.evals.tasks.reasoning import ReasoningTask
 
 SUITES = ("default",)
 TASK_NAMES = ("chat", "coding", "extraction", "agent", "long-context", "reasoning")

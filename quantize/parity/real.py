@@ -60,7 +60,7 @@ def real_launcher(paths: LocalModelPaths) -> Launcher:
 
 
 def sim_launcher() -> Launcher:
-    from serving.sim.testing import SimProcess
+    from serving.sim.server.testing import SimProcess
 
     @contextmanager
     def launch(profile: LaunchProfile, core: int) -> Iterator[str]:

@@ -41,7 +41,7 @@ class Line:
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> Line:
     """Least-squares straight line through the points (slope 0 when all xs are equal).
-    (``serving.sim.calibrate`` has the same fit; importing it would pull the simulator into the
+    (``serving.sim.fidelity.calibrate`` has the same fit; importing it would pull the simulator into the
     gateway's import graph.)"""
     mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
     var = sum((x - mean_x) ** 2 for x in xs)

@@ -2,7 +2,7 @@
 with one variant per launch profile started, each pointing at its replica.
 
 Variant names and kinds come from the profiles. Speed priors come from each profile's simulator twin
-(``serving.sim.prior``: one calibration for all variants, so the router compares like with like),
+(``serving.sim.fidelity.prior``: one calibration for all variants, so the router compares like with like),
 else from the demo variant written for the same launch profile, else from the demo's standard
 variant (no calibrated twin: the gateway's online bias correction learns the real speed).
 
@@ -98,7 +98,7 @@ def speed_prior(profile: LaunchProfile, demo_variants: Mapping[str, Any]) -> dic
     if profile.sim_profile is not None:
         # Imported by name: the simulator stays out of the gateway's import graph (and its type check).
         sim_profile = importlib.import_module("serving.sim.profile")
-        sim_prior = importlib.import_module("serving.sim.prior")
+        sim_prior = importlib.import_module("serving.sim.fidelity.prior")
         prior: dict[str, Any] = sim_prior.speed_prior(sim_profile.load_profile(profile.sim_profile))
         return prior
     for demo_variant in demo_variants.values():

@@ -13,7 +13,7 @@ Profiles (``serving/sim/profiles/*.yaml``): ``h100-70b-{bf16,fp8,w4a16,ngram,eag
 HTTP: vLLM's ``POST /v1/chat/completions``, ``POST /v1/completions``, ``GET /v1/models``,
 ``POST /tokenize``, ``GET /health``, ``GET /load``, ``GET /version``, ``GET /metrics``; and the
 admin routes ``GET /sim/faults`` / ``POST /sim/faults`` (JSON with the fault knobs of
-``serving.sim.faults``; only the keys given change).
+``serving.sim.server.faults``; only the keys given change).
 
 Request hints: header ``x-duet-task`` (``chat``, ``coding``, ``agent``, ``long-context``,
 ``reasoning``, ``extraction``) or body ``vllm_xargs.duet_task`` selects speculative acceptance;
@@ -26,10 +26,18 @@ Metric times are the model's (virtual) seconds, so with ``--time-scale`` they st
 the simulated hardware while the client sees time compressed.
 
 In Python:
-    ``serving.sim.testing.SimProcess(profile, *args)`` — a context manager that starts
+    ``serving.sim.server.testing.SimProcess(profile, *args)`` — a context manager that starts
     ``python -m serving.sim`` on a free loopback port and waits for ``/health``; ``.url``,
     ``.port``, ``.kill()`` (SIGKILL), ``.stop()``.
-    ``serving.sim.engine.Engine(profile, seed=...)`` — the engine model alone, in virtual time:
+    ``serving.sim.engine.engine.Engine(profile, seed=...)`` — the engine model alone, in virtual time:
     ``submit(SimRequest, now)``, ``next_event_time()``, ``advance(to) -> [TokensOut | Finished]``.
     ``serving.sim.profile.load_profile(name_or_path)``.
+
+Rooms (each room's ``__init__`` says what it may import; none imports ``server``):
+    ``profile``, ``tokens`` — what a replica is (its YAML profile), and text counted without a tokenizer;
+    ``engine/`` — the engine model in virtual time, no I/O;
+    ``fidelity/`` — the profiles against real hardware, and as the gateway's speed prior;
+    ``dialects/`` — the APIs' request and answer shapes, as data;
+    ``answers/`` — what the model writes: words, tool calls, scripted answers;
+    ``server/`` — the running replica: ASGI app, endpoints, real-time runtime, faults, /metrics, CLI.
 """

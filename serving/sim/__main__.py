@@ -1,5 +1,5 @@
 """``python -m serving.sim``: one simulated vLLM replica."""
 
-from serving.sim.cli import main
+from serving.sim.server.cli import main
 
 raise SystemExit(main())

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from loadtests.launch.gateway_process import GatewayProcess
-from serving.sim.testing import SimProcess
+from serving.sim.server.testing import SimProcess
 
 DEMO = Path(__file__).resolve().parents[2] / "deploy" / "config" / "demo.yaml"
 

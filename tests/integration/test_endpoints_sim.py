@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from serving.sim.testing import SimProcess
+from serving.sim.server.testing import SimProcess
 
 from .cluster import cluster
 

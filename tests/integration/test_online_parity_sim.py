@@ -19,7 +19,7 @@ import httpx
 import yaml
 
 from gateway.cli import main as duet
-from quantize.evals.chat import ChatTask
+from quantize.evals.tasks.chat import ChatTask
 from quantize.evals.items import EvalItem
 
 from .cluster import cluster, wait_until

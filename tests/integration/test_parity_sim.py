@@ -18,7 +18,7 @@ from gateway.cli import main as duet
 from loadtests.launch.gateway_process import GatewayProcess
 from quantize.evals.scripted import answer_rules
 from quantize.evals.suite import build_suite, task_types
-from serving.sim.testing import SimProcess
+from serving.sim.server.testing import SimProcess
 
 from .cluster import DEMO, wait_until
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from loadtests.launch.gateway_process import GatewayProcess
-from serving.sim.testing import SimProcess
+from serving.sim.server.testing import SimProcess
 from tests.redis_server import RedisServer
 
 from .cluster import demo_config, wait_until

@@ -17,7 +17,7 @@ import yaml
 
 from serving.hardware import cpu_class, cpu_flags
 from serving.ports import free_port
-from serving.sim.prior import speed_prior
+from serving.sim.fidelity.prior import speed_prior
 from serving.sim.profile import load_profile
 
 from .cluster import wait_until

@@ -13,7 +13,7 @@ import pytest
 from gateway.cli import main as duet
 from quantize.parity.report import report_sha256
 from serving.ports import free_port
-from serving.sim.testing import SimProcess
+from serving.sim.server.testing import SimProcess
 
 DEMO = Path(__file__).resolve().parents[2] / "deploy" / "config" / "demo.yaml"
 

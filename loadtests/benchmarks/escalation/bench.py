@@ -39,7 +39,7 @@ import jsonschema
 import yaml
 
 from loadtests.launch.gateway_process import GatewayProcess
-from serving.sim.testing import SimProcess
+from serving.sim.server.testing import SimProcess
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "deploy" / "config" / "demo.yaml"

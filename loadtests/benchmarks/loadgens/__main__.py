@@ -18,7 +18,7 @@ from pathlib import Path
 from loadtests.benchmarks.loadgens.document import RESULTS, run_record, section, write_results
 from loadtests.benchmarks.loadgens.run import REPO, TIME_SCALE, LoadgenError, Settings, run
 from loadtests.benchmarks.loadgens.tools import AIPERF, VLLM_BENCH, VLLM_BENCH_RESPONSES, Workload
-from loadtests.benchmarks.overhead.results import cpu_model
+from loadtests.benchmarks.overhead.report.results import cpu_model
 from loadtests.launch.stack import StackError
 from serving.hardware import this_machine
 from serving.local_model import LocalModelPaths, default_cache_dir

@@ -10,12 +10,19 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from loadtests.benchmarks.overhead.machine import describe_busy
-from loadtests.benchmarks.overhead.measure import PhasePlan
-from loadtests.benchmarks.overhead.report import detection_goals, goals, goals_text, json_lines, production_goals, text_table
-from loadtests.benchmarks.overhead.results import RESULTS, Host, RunRecord
-from loadtests.benchmarks.overhead.results import write as write_results
-from loadtests.benchmarks.overhead.run import GATEWAYS, OPTIONAL_GATEWAYS, RunSettings, run
+from loadtests.benchmarks.overhead.measure.machine import describe_busy
+from loadtests.benchmarks.overhead.measure.phases import PhasePlan
+from loadtests.benchmarks.overhead.measure.run import GATEWAYS, OPTIONAL_GATEWAYS, RunSettings, run
+from loadtests.benchmarks.overhead.report.results import RESULTS, Host, RunRecord
+from loadtests.benchmarks.overhead.report.results import write as write_results
+from loadtests.benchmarks.overhead.report.summary import (
+    detection_goals,
+    goals,
+    goals_text,
+    json_lines,
+    production_goals,
+    text_table,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 

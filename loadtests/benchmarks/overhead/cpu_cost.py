@@ -26,14 +26,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from loadtests.benchmarks.overhead.canned import API_KEY, request_body
-from loadtests.benchmarks.overhead.duet import CONFIGS, duet_launch
-from loadtests.benchmarks.overhead.launch import Unavailable
-from loadtests.benchmarks.overhead.measure import MODES, run_wrk
-from loadtests.benchmarks.overhead.processes import start_pinned, tree_cpu_seconds, wait_until
-from loadtests.benchmarks.overhead.run import start_backend
-from loadtests.benchmarks.overhead.smoke import smoke_problem
-from loadtests.benchmarks.overhead.wrk import render_script
+from loadtests.benchmarks.overhead.measure.phases import MODES, run_wrk
+from loadtests.benchmarks.overhead.measure.run import start_backend
+from loadtests.benchmarks.overhead.measure.smoke import smoke_problem
+from loadtests.benchmarks.overhead.measure.wrk import render_script
+from loadtests.benchmarks.overhead.stack.canned import API_KEY, request_body
+from loadtests.benchmarks.overhead.stack.duet import CONFIGS, duet_launch
+from loadtests.benchmarks.overhead.stack.launch import Unavailable
+from loadtests.benchmarks.overhead.stack.processes import start_pinned, tree_cpu_seconds, wait_until
 from serving.ports import free_port
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 import yaml
 
-from loadtests.benchmarks.overhead.canned import SERVED_MODEL_NAME, canned_responses, request_body
+from loadtests.benchmarks.overhead.stack.canned import SERVED_MODEL_NAME, canned_responses, request_body
 
 ROOT = Path(__file__).resolve().parents[3]
 

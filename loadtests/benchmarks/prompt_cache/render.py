@@ -110,7 +110,7 @@ def render(replays: Sequence[tuple[str, Mapping[str, Any]]], reals: Sequence[tup
              "that shift the window. `llm-d-default` carries llm-d's prefix-cache scorer (weight 3) over the same "
              "gateway prefix index, learned from its own dispatches (llm-d's approximate scorer). The replay has no "
              "sessions (the trace names no conversations; sessions are measured on real replicas below). The "
-             "simulator's cache, checked against vLLM (`tests/serving/sim/test_prefix_parity.py`), still differs "
+             "simulator's cache, checked against vLLM (`tests/serving/sim/engine/test_prefix_parity.py`), still differs "
              "from vLLM's in two ways that matter under KV pressure: running requests do not share the blocks of a "
              "common prefix (vLLM counts them once), and cached blocks are kept beside the used ones rather than in "
              "the free ones (vLLM's cache shrinks as its running requests grow).", ""]

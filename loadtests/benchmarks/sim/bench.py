@@ -28,11 +28,19 @@ from loadtests.replay.setup import parse_cluster, policy_config
 from loadtests.replay.simulation import Replay
 from loadtests.scoring.traces import replay_arrivals, task_traces
 from serving.hardware import this_machine
-from serving.sim.engine import Engine
-from serving.sim.events import Finished, SimRequest
-from serving.sim.fidelity import MEASUREMENTS, PROFILE_OF, Point, compare, load_measurements, reference_points, run_together
+from serving.sim.engine.engine import Engine
+from serving.sim.engine.events import Finished, SimRequest
+from serving.sim.fidelity.vllm_cpu import (
+    MEASUREMENTS,
+    PROFILE_OF,
+    Point,
+    compare,
+    load_measurements,
+    reference_points,
+    run_together,
+)
 from serving.sim.profile import load_profile
-from serving.sim.testing import SimProcess
+from serving.sim.server.testing import SimProcess
 
 REPO = Path(__file__).resolve().parents[3]
 RESULTS = REPO / "docs" / "results" / "bench-sim.json"

@@ -1,5 +1,5 @@
 """The H100 profiles against published measurements: runs every published figure of
-``serving/sim/h100_published.json`` through the simulator (``serving.sim.published_fidelity``),
+``serving/sim/h100_published.json`` through the simulator (``serving.sim.fidelity.published``),
 writes ``docs/results/h100-fidelity.json``, from which ``python -m loadtests.sections`` renders the
 fidelity table of docs/benchmarks.md (beside the "Simulator" section).
 
@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from serving.sim.fidelity.published import PUBLISHED, PublishedPoint, load_points, load_rows, simulate
 from serving.sim.profile import PROFILES_DIR, Profile, load_profile
-from serving.sim.published_fidelity import PUBLISHED, PublishedPoint, load_points, load_rows, simulate
 
 REPO = Path(__file__).resolve().parents[3]
 RESULTS = REPO / "docs" / "results" / "h100-fidelity.json"

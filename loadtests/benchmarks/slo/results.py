@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadtests.benchmarks.overhead.results import cpu_model
+from loadtests.benchmarks.overhead.report.results import cpu_model
 from loadtests.benchmarks.slo.bench import BenchSettings, code_version
 from serving.hardware import this_machine
 

@@ -44,7 +44,7 @@ import yaml
 
 from loadtests.launch.gateway_process import GatewayProcess
 from serving.hardware import this_machine
-from serving.sim.testing import SimProcess
+from serving.sim.server.testing import SimProcess
 
 DEMO = Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml"
 PROFILE = ("cpu-smollm2-bf16", "--time-scale", "4")

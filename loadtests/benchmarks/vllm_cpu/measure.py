@@ -33,7 +33,7 @@ from loadtests.benchmarks.vllm_cpu.rawhttp import call, stream
 from serving.local_model import default_cache_dir, ensure_local_model
 from serving.vllm_replica import NgramSpeculation, ReplicaSpec, running_replica
 
-# The simulator's fidelity check (serving/sim/fidelity.py) replays what is written here.
+# The simulator's fidelity check (serving/sim/fidelity/vllm_cpu.py) replays what is written here.
 MEASUREMENTS = Path(__file__).resolve().parents[3] / "serving" / "sim" / "vllm_cpu_measurements.json"
 MODEL = "smollm2"
 PROMPT_LENGTHS = (16, 128, 512, 1024)

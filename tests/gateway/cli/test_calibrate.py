@@ -21,9 +21,9 @@ from gateway.config import parse_config
 from gateway.errors import ConfigError
 from serving.hardware import cpu_class, cpu_flags
 from serving.ports import free_port
-from serving.sim.prior import speed_prior
+from serving.sim.fidelity.prior import speed_prior
 from serving.sim.profile import load_profile
-from serving.sim.testing import SimProcess
+from serving.sim.server.testing import SimProcess
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "deploy" / "config" / "demo.yaml"

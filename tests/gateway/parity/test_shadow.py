@@ -40,7 +40,7 @@ from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.store import InMemoryStateStore
 from serving.ports import free_port
-from serving.sim.testing import SimProcess
+from serving.sim.server.testing import SimProcess
 
 DEMO = Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml"
 BODY = {"messages": [{"role": "user", "content": "Explain tides in two sentences."}], "max_tokens": 8,

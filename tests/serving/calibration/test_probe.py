@@ -12,7 +12,7 @@ import pytest
 
 from serving.calibration.probe import ProbePlan, probe, prompt_text, served_model
 from serving.errors import CalibrationError
-from serving.sim.testing import SimProcess
+from serving.sim.server.testing import SimProcess
 
 
 @pytest.fixture(scope="module")

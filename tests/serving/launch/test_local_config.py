@@ -34,7 +34,7 @@ def test_variants_are_named_and_kinded_by_their_profiles_and_point_at_their_repl
 
 
 def test_speed_priors_come_from_the_simulator_twins_else_the_demo() -> None:
-    from serving.sim.prior import speed_prior
+    from serving.sim.fidelity.prior import speed_prior
     from serving.sim.profile import load_profile
 
     demo_variants = DEMO["models"]["smollm2"]["variants"]

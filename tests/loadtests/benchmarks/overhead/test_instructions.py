@@ -8,8 +8,8 @@ import httpx
 import yaml
 
 from gateway.config import parse_config
-from loadtests.benchmarks.overhead.canned import request_body
 from loadtests.benchmarks.overhead.instructions import _config, _serve_replica
+from loadtests.benchmarks.overhead.stack.canned import request_body
 from loadtests.launch.gateway_process import GatewayProcess
 
 

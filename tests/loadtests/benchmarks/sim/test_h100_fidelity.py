@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from loadtests.benchmarks.sim import h100_fidelity
-from serving.sim.published_fidelity import load_points
+from serving.sim.fidelity.published import load_points
 
 
 def committed() -> dict:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from loadtests.benchmarks.vllm_cpu import measure
 from loadtests.benchmarks.vllm_cpu.benchmarks_section import MEASUREMENTS
-from serving.sim import fidelity
+from serving.sim.fidelity import vllm_cpu
 
 
 def test_the_measurements_are_where_the_simulator_reads_them() -> None:
-    assert MEASUREMENTS == measure.MEASUREMENTS == fidelity.MEASUREMENTS
+    assert MEASUREMENTS == measure.MEASUREMENTS == vllm_cpu.MEASUREMENTS

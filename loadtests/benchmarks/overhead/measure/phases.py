@@ -1,0 +1,65 @@
+"""The phases run against one gateway in one mode: warm-up, latency (one connection),
+throughput (many connections), with wrk pinned to the load core and the gateway's CPU time
+read around the throughput phase.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from loadtests.benchmarks.overhead.measure.modes import CHAT_MODES, Mode
+from loadtests.benchmarks.overhead.measure.wrk import WrkResult, parse_output, wrk_command
+from loadtests.benchmarks.overhead.stack.processes import tree_cpu_seconds
+
+# The chat modes by name (what cpu_cost and instructions measure); run.py measures modes.ALL_MODES.
+MODES = tuple(mode.name for mode in CHAT_MODES)
+
+
+@dataclass(frozen=True, slots=True)
+class PhasePlan:
+    """How long each phase lasts and where wrk runs."""
+
+    warmup_s: float = 2.0
+    latency_s: float = 4.0
+    throughput_s: float = 10.0
+    connections: int = 64
+    load_core: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """One gateway in one mode: latency phase, throughput phase, and the gateway's CPU use
+    during throughput (1.0 = one core fully busy; ``None`` when no process is measured)."""
+
+    gateway: str
+    mode: str
+    latency: WrkResult
+    throughput: WrkResult
+    gateway_cpu: float | None
+
+    @property
+    def errors(self) -> int:
+        return self.latency.errors + self.throughput.errors
+
+
+def run_wrk(url: str, script: Path, connections: int, duration_s: float, core: int) -> WrkResult:
+    """Run wrk pinned to ``core`` and parse its result line."""
+    command = ["taskset", "-c", str(core), *wrk_command(url, str(script), connections, duration_s)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=duration_s + 60, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"wrk failed ({done.returncode}): {done.stderr[-500:]}")
+    return parse_output(done.stdout)
+
+
+def measure(gateway: str, base_url: str, mode: Mode, script: Path, plan: PhasePlan, pid: int | None) -> Measurement:
+    """Warm up, then measure latency on one connection and throughput on ``plan.connections``."""
+    url = f"{base_url}{mode.path}"
+    run_wrk(url, script, min(8, plan.connections), plan.warmup_s, plan.load_core)
+    latency = run_wrk(url, script, 1, plan.latency_s, plan.load_core)
+    cpu_before, wall_before = (tree_cpu_seconds(pid) if pid else 0.0), time.monotonic()
+    throughput = run_wrk(url, script, plan.connections, plan.throughput_s, plan.load_core)
+    cpu = (tree_cpu_seconds(pid) - cpu_before) / (time.monotonic() - wall_before) if pid else None
+    return Measurement(gateway, mode.name, latency, throughput, cpu)

