@@ -9,7 +9,7 @@ import yaml
 
 from gateway.fleet.capacity.fleet_config import with_counts
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 GPU = ROOT / "deploy" / "render" / "h100-70b.yaml"
 PROFILES = {"standard": "h100-70b-bf16", "fast": "h100-70b-fp8"}
 

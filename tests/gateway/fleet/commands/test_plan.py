@@ -11,7 +11,7 @@ import yaml
 from gateway.cli import main
 from gateway.deploy.plan import Target, load_plan
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 GPU = ROOT / "deploy" / "render" / "h100-70b.yaml"
 TINY = ["plan", "--replicas", "h100-70b", "--rate-scale", "0.5", "--span", "30", "--search-seeds", "1",
         "--check-seeds", "2", "--max-replicas", "3", "--baselines", "least-loaded", "--target", "0.9"]
