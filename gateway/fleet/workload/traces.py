@@ -135,7 +135,7 @@ def _read_csv(path: Path) -> list[_Row]:
         if missing:
             raise TraceError(f"trace '{path}': missing CSV column(s) {', '.join(sorted(missing))} "
                              "(expected the Azure 2023 columns TIMESTAMP, ContextTokens, GeneratedTokens)")
-        rows = []
+        rows: list[_Row] = []
         for line, r in enumerate(reader, start=2):
             try:
                 rows.append((_parse_time(r["TIMESTAMP"]), int(r["ContextTokens"]), int(r["GeneratedTokens"]), ()))
