@@ -82,8 +82,20 @@ def test_the_flow_layer_never_imports_the_http_layer_or_the_runtime():
                        or not _within(dst, "gateway.api", "gateway.runtime", "gateway.cli")) == []
 
 
-def test_the_gateway_uses_other_packages_only_from_its_command_shell():
-    assert _violations("gateway", lambda src, dst: _within(dst, "gateway") or _within(src, *COMMAND_SHELL)) == []
+def test_the_gateway_uses_other_packages_only_from_its_command_shell_and_the_fleet():
+    # The fleet's commands replay the router against the simulator (serving), nothing else.
+    assert _violations("gateway", lambda src, dst: _within(dst, "gateway") or _within(src, *COMMAND_SHELL)
+                       or (_within(src, "gateway.fleet") and _within(dst, "serving"))) == []
+
+
+def test_the_fleet_uses_only_the_lifecycles_public_names_plugin_names_and_the_simulator():
+    assert _violations("gateway", lambda src, dst: not _within(src, "gateway.fleet") or _within(dst, "gateway.fleet", "serving")
+                       or dst in ("gateway.flow", "gateway.routing.registry")) == []
+
+
+def test_nothing_in_the_gateway_but_its_commands_imports_the_fleet():
+    assert _violations("gateway", lambda src, dst: not _within(dst, "gateway.fleet")
+                       or _within(src, "gateway.fleet", "gateway.cli")) == []
 
 
 @pytest.mark.parametrize("package", ["serving", "quantize"])
@@ -91,9 +103,9 @@ def test_serving_and_quantize_import_no_gateway(package):
     assert _violations(package, lambda src, dst: not _within(dst, "gateway")) == []
 
 
-def test_load_tests_use_only_the_flow_layers_public_names_and_plugin_names():
+def test_load_tests_use_only_the_flow_layers_public_names_plugin_names_and_the_fleet():
     assert _violations("loadtests", lambda src, dst: not _within(dst, "gateway")
-                       or dst in ("gateway.flow", "gateway.routing.registry")) == []
+                       or dst in ("gateway.flow", "gateway.routing.registry") or _within(dst, "gateway.fleet")) == []
 
 
 def test_no_package_imports_the_load_tests_but_the_command_shell():
@@ -121,6 +133,13 @@ def test_runtime_code_never_reads_the_tests_folder():
     assert offenders == []
 
 
+# Functions that came into gateway/ with the fleet's commands (issue 33, from loadtests/, where this
+# rule did not apply), each still to take the object its parameters belong to.
+WIDE_FLEET_FUNCTIONS = {"gateway/fleet/capacity/fleet_config.py with_counts", "gateway/fleet/replay/autoscale.py run_autoscaled",
+                        "gateway/fleet/replay/simulation.py __init__", "gateway/fleet/sweep/results.py assemble",
+                        "gateway/fleet/workload/traces.py replay_arrivals"}
+
+
 def test_no_gateway_function_takes_more_than_six_parameters():
     """A function asking for more is asking for the object they belong to (self and cls not counted)."""
     offenders = []
@@ -131,24 +150,20 @@ def test_no_gateway_function_takes_more_than_six_parameters():
                 names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
                 count = len(names) + (args.vararg is not None) + (args.kwarg is not None)
                 count -= bool(names) and names[0] in ("self", "cls")
-                if count > 6:
+                if count > 6 and f"{path.relative_to(ROOT)} {node.name}" not in WIDE_FLEET_FUNCTIONS:
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({count})")
     assert offenders == []
 
 
-# The rooms of loadtests/ (docs/architecture.md): what each may import of the others.
+# The rooms of loadtests/ (docs/architecture.md): what each may import of the others. Every room
+# may also import the fleet (gateway.fleet: world, workload, replay, ...).
 LOADTEST_ROOMS = {
-    "loadtests.world": (),
-    "loadtests.scoring": ("loadtests.world",),
-    "loadtests.launch": ("loadtests.world",),
-    "loadtests.load": ("loadtests.scoring", "loadtests.world"),
-    "loadtests.replay": ("loadtests.scoring", "loadtests.world", "loadtests.sections.section"),
-    "loadtests.capacity": ("loadtests.capacity", "loadtests.replay", "loadtests.world", "loadtests.scoring",
-                           "loadtests.sections.section"),
-    "loadtests.benchmarks": ("loadtests.benchmarks", "loadtests.world", "loadtests.scoring", "loadtests.launch",
-                             "loadtests.replay", "loadtests.sections.section"),
-    "loadtests.real": ("loadtests.real", "loadtests.world", "loadtests.scoring", "loadtests.launch",
-                       "loadtests.sections.section"),
+    "loadtests.scoring": (),
+    "loadtests.launch": (),
+    "loadtests.load": ("loadtests.scoring",),
+    "loadtests.benchmarks": ("loadtests.benchmarks", "loadtests.scoring", "loadtests.launch",
+                             "loadtests.sections.section"),
+    "loadtests.real": ("loadtests.real", "loadtests.scoring", "loadtests.launch", "loadtests.sections.section"),
     "loadtests.sections": ("loadtests",),
 }
 
@@ -218,3 +233,156 @@ def test_the_eval_and_overhead_rooms_import_only_the_rooms_below_them(package: s
         room = next((r for r in NESTED_ROOMS if _within(src, r)), None)
         return room is None or not _within(dst, *NESTED_PARENTS) or _within(dst, *NESTED_ROOMS[room])
     assert _violations(package, allowed) == []
+
+
+# The rooms of gateway/fleet/ (gateway/fleet/__init__.py): what each may import of the others.
+FLEET_ROOMS = {
+    "gateway.fleet.workload": (),
+    "gateway.fleet.world": (),
+    "gateway.fleet.replay": ("gateway.fleet.world", "gateway.fleet.workload"),
+    "gateway.fleet.sweep": ("gateway.fleet.replay", "gateway.fleet.world", "gateway.fleet.workload"),
+    "gateway.fleet.capacity": ("gateway.fleet.replay", "gateway.fleet.world", "gateway.fleet.workload"),
+    "gateway.fleet.commands": ("gateway.fleet",),
+}
+
+
+def _fleet_room(module: str) -> str | None:
+    return next((room for room in FLEET_ROOMS if _within(module, room)), None)
+
+
+def test_every_fleet_module_lives_in_a_room():
+    modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+               for p in (ROOT / "gateway" / "fleet").rglob("*.py")}
+    assert sorted(m for m in modules if m != "gateway.fleet" and _fleet_room(m) is None) == []
+
+
+def test_fleet_rooms_import_only_the_rooms_below_them():
+    def allowed(src: str, dst: str) -> bool:
+        room = _fleet_room(src)
+        return room is None or not _within(dst, "gateway.fleet") or _within(dst, room, *FLEET_ROOMS[room])
+    assert _violations("gateway", allowed) == []
+
+
+def test_the_workload_imports_nothing_of_the_project_but_itself():
+    assert _violations("gateway", lambda src, dst: not _within(src, "gateway.fleet.workload")
+                       or _within(dst, "gateway.fleet.workload")) == []
+
+
+def _module_of(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def _module_level(body: list[ast.stmt], type_only: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports a module runs when it is imported (not those in function bodies); with
+    ``type_only``, those under ``if TYPE_CHECKING:`` too."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            if type_only:
+                yield from _module_level(node.body, type_only)
+            yield from _module_level(node.orelse, type_only)
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.ClassDef)):
+            for block in (getattr(node, "body", []), getattr(node, "orelse", []), getattr(node, "finalbody", []),
+                          *[h.body for h in getattr(node, "handlers", [])]):
+                yield from _module_level(block, type_only)
+
+
+def _import_graph(type_only: bool) -> dict[str, set[str]]:
+    """Every project module -> the project modules its module-level imports load (``from a import b``
+    points at ``a.b`` when that is a module, else at ``a``)."""
+    paths = {_module_of(p): p for package in PROJECT for p in sorted((ROOT / package).rglob("*.py"))}
+    graph: dict[str, set[str]] = {module: set() for module in paths}
+    for module, path in paths.items():
+        for node in _module_level(ast.parse(path.read_text()).body, type_only):
+            if isinstance(node, ast.ImportFrom):
+                if node.level == 0 and node.module and node.module.split(".")[0] in PROJECT:
+                    graph[module] |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in paths else node.module
+                                      for a in node.names}
+            else:
+                graph[module] |= {a.name for a in node.names if a.name.split(".")[0] in PROJECT}
+    return {module: {d for d in dsts if d in paths} for module, dsts in graph.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (or a module importing itself)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for dst in sorted(graph[module]):
+            if dst not in index:
+                visit(dst)
+                low[module] = min(low[module], low[dst])
+            elif dst in stack:
+                low[module] = min(low[module], index[dst])
+        if low[module] == index[module]:
+            component = set(stack[stack.index(module):])
+            del stack[stack.index(module):]
+            if len(component) > 1 or module in graph[module]:
+                found.append(component)
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_package_has_an_import_cycle():
+    assert _cycles(_import_graph(type_only=False)) == []
+
+
+# Type-only import cycles (under ``if TYPE_CHECKING:``) known today, each to be broken: its issue.
+KNOWN_TYPE_CYCLES = [
+    # issue 33: the flow split (shadow sampling out of gateway/flow) breaks it; delete this entry then
+    {"gateway.flow.answer_tap", "gateway.flow.escalation", "gateway.flow.exchange", "gateway.flow.shadow_sample"},
+]
+
+
+def test_no_new_type_only_import_cycle():
+    assert [c for c in _cycles(_import_graph(type_only=True)) if c not in KNOWN_TYPE_CYCLES] == []
+
+
+# Modules that import project modules inside a function, each for a reason (laziness, never to
+# dodge an import cycle: test_no_package_has_an_import_cycle sees only module-level imports).
+LAZY_IMPORTS = {
+    "gateway.cli": "a command imports what it runs only when it runs (duet sim loads no gateway, duet check "
+                   "no uvicorn, duet --help nothing)",
+    "gateway.runtime": "the OpenTelemetry tracer (flow.tracing) only when server.otlp_traces_endpoint is set",
+    "quantize.parity.real": "a launcher imports the replica it launches: real vLLM or the simulator",
+    "loadtests.real.online_parity": "a launcher imports the replica it launches: real vLLM or the simulator",
+    "loadtests.benchmarks.cli": "duet bench imports a benchmark's harness (locust, the stack) only when it runs",
+}
+
+
+def test_no_project_module_imports_the_project_inside_a_function_but_the_listed_lazy_ones():
+    offenders = []
+    for package in PROJECT:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            module = _module_of(path)
+            if _within(module, *LAZY_IMPORTS):
+                continue
+            for function in ast.walk(ast.parse(path.read_text())):
+                if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    offenders += [f"{module}:{node.lineno} in {function.name}" for node in ast.walk(function)
+                                  if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                                      name.split(".")[0] in PROJECT for name in _names(node))]
+    assert offenders == []
+
+
+def test_every_lazy_import_exception_is_still_needed():
+    lazy = {_module_of(path) for package in PROJECT for path in (ROOT / package).rglob("*.py")
+            if any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                isinstance(n, (ast.Import, ast.ImportFrom)) and any(m.split(".")[0] in PROJECT for m in _names(n))
+                for n in ast.walk(f)) for f in ast.walk(ast.parse(path.read_text())))}
+    assert [entry for entry in LAZY_IMPORTS if not any(_within(m, entry) for m in lazy)] == []
+
+
+def _names(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.ImportFrom):
+        return [node.module] if node.module and node.level == 0 else []
+    return [alias.name for alias in node.names]

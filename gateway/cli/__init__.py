@@ -1,41 +1,93 @@
-"""The ``duet`` command. Each subcommand lives in its own module exposing
-``register(subparsers)``; modules are imported lazily so ``duet sim`` never loads the gateway
-and ``duet check`` never loads uvicorn."""
+"""The ``duet`` command. Each subcommand lives in its own module exposing ``register(subparsers)``;
+``command`` imports only the module of the command being run, so ``duet sim`` never loads the
+gateway and ``duet check`` never loads uvicorn, and its imports are plain ones the layering test
+reads."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-# subcommand -> module that registers it (and its one-line help, shown without importing it)
-SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "up": ("gateway.cli.up", "start local replicas and the gateway in front of them"),
-    "serve": ("gateway.cli.serve", "run the gateway in front of configured replicas"),
-    "check": ("gateway.cli.check", "validate a duet.yaml"),
-    "calibrate": ("gateway.cli.calibrate", "measure a replica's speed and write a variant's speed block"),
-    "explain": ("gateway.cli.explain", "show how a config routes a request (dry run)"),
-    "sim": ("serving.sim.server.cli", "run one simulated vLLM replica"),
-    "replay": ("loadtests.replay.cli", "replay a trace through routing policies in virtual time"),
-    "plan": ("loadtests.capacity.cli", "the cheapest replica count per variant meeting a target (replayed)"),
-    "plan-day": ("loadtests.capacity.day_cli", "a day replayed: the peak's fixed fleet against the autoscaled one"),
-    "keys": ("gateway.cli.keys", "create, list and revoke API keys"),
-    "usage": ("gateway.cli.usage", "usage and cost per key, model, variant and task"),
-    "bench": ("loadtests.benchmarks.cli", "load tests and benchmarks"),
-    "deploy": ("gateway.cli.deploy", "render Kubernetes / compose deployments from a config"),
-    "parity": ("gateway.cli.parity", "capability parity of a candidate variant against the standard, per task"),
-    "quantize": ("gateway.cli.quantize", "build a quantized checkpoint (llmcompressor) from a recipe"),
+# subcommand -> its one-line help, shown without importing its module
+SUBCOMMANDS: dict[str, str] = {
+    "up": "start local replicas and the gateway in front of them",
+    "serve": "run the gateway in front of configured replicas",
+    "check": "validate a duet.yaml",
+    "calibrate": "measure a replica's speed and write a variant's speed block",
+    "explain": "show how a config routes a request (dry run)",
+    "sim": "run one simulated vLLM replica",
+    "replay": "replay a trace through routing policies in virtual time",
+    "plan": "the cheapest replica count per variant meeting a target (replayed)",
+    "plan-day": "a day replayed: the peak's fixed fleet against the autoscaled one",
+    "keys": "create, list and revoke API keys",
+    "usage": "usage and cost per key, model, variant and task",
+    "bench": "load tests and benchmarks",
+    "deploy": "render Kubernetes / compose deployments from a config",
+    "parity": "capability parity of a candidate variant against the standard, per task",
+    "quantize": "build a quantized checkpoint (llmcompressor) from a recipe",
 }
+
+
+def command(name: str) -> ModuleType:
+    """The module that registers subcommand ``name``, imported here and only now."""
+    match name:
+        case "up":
+            from gateway.cli import up
+            return up
+        case "serve":
+            from gateway.cli import serve
+            return serve
+        case "check":
+            from gateway.cli import check
+            return check
+        case "calibrate":
+            from gateway.cli import calibrate
+            return calibrate
+        case "explain":
+            from gateway.cli import explain
+            return explain
+        case "sim":
+            from serving.sim.server import cli as sim
+            return sim
+        case "replay":
+            from gateway.fleet.commands import replay
+            return replay
+        case "plan":
+            from gateway.fleet.commands import plan
+            return plan
+        case "plan-day":
+            from gateway.fleet.commands import plan_day
+            return plan_day
+        case "keys":
+            from gateway.cli import keys
+            return keys
+        case "usage":
+            from gateway.cli import usage
+            return usage
+        case "bench":
+            from loadtests.benchmarks import cli as bench
+            return bench
+        case "deploy":
+            from gateway.cli import deploy
+            return deploy
+        case "parity":
+            from gateway.cli import parity
+            return parity
+        case "quantize":
+            from gateway.cli import quantize
+            return quantize
+    raise KeyError(name)
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="duet", description="Duet: one model, two variants, one gateway.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     wanted = argv[0] if argv else None
-    for name, (module, help_text) in SUBCOMMANDS.items():
+    for name, help_text in SUBCOMMANDS.items():
         if name == wanted:
-            importlib.import_module(module).register(subparsers)
+            command(name).register(subparsers)
         else:
             subparsers.add_parser(name, help=help_text)
     return parser

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gateway.fleet.world.policies import ALL_POLICIES, policy_name
+from gateway.fleet.world.replica_sets import REPLICA_SETS
 from loadtests.scoring.slo import parse_slos
-from loadtests.world.policies import ALL_POLICIES, policy_name
-from loadtests.world.replica_sets import REPLICA_SETS
 
 
 def register(subparsers: Any) -> None:
@@ -84,10 +84,10 @@ def command_line(args: argparse.Namespace) -> str:
 
 def run_slo(args: argparse.Namespace) -> int:
     """Run every (policy, rate), then write the report; 2 on a setup error with its reason."""
+    from gateway.fleet.replay.setup import parse_cluster
     from loadtests.benchmarks.slo.bench import BenchSettings
     from loadtests.benchmarks.slo.runner import rebuild_report, run_bench
     from loadtests.launch.stack import StackError
-    from loadtests.replay.setup import parse_cluster
 
     policies = list(ALL_POLICIES) if args.compare else (args.policy or ["duet"])
     try:

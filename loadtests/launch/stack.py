@@ -16,10 +16,10 @@ from pathlib import Path
 import httpx
 import yaml
 
+from gateway.fleet.world.policies import LITELLM_POLICY, duet_config, litellm_config
+from gateway.fleet.world.prior_error import PriorError
+from gateway.fleet.world.replica_sets import ReplicaSet
 from loadtests.launch.gateway_process import GatewayProcess
-from loadtests.world.policies import LITELLM_POLICY, duet_config, litellm_config
-from loadtests.world.prior_error import PriorError
-from loadtests.world.replica_sets import ReplicaSet
 from serving.sim.server.testing import SimProcess
 
 REPO = Path(__file__).resolve().parents[2]

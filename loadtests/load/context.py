@@ -20,11 +20,11 @@ from typing import IO, Any
 
 import orjson
 
+from gateway.fleet.workload.traces import TRACE_TASKS, Arrival, Trace, load_trace, replay_arrivals
 from loadtests.load.fit import FALLBACK_CONTEXT, ContextUnknown, FitTally, fetch_context
 from loadtests.load.prompts import synthesizer
 from loadtests.load.scenarios import ScenarioSettings
 from loadtests.scoring.slo import RequestRecord, parse_slos
-from loadtests.scoring.traces import TRACE_TASKS, Arrival, Trace, load_trace, replay_arrivals
 
 
 def add_options(parser: Any) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import requests
 
-from loadtests.scoring.traces import clip_lengths
+from gateway.fleet.workload.traces import clip_lengths
 
 # When the gateway does not say (a gateway without max_model_len in its model cards).
 FALLBACK_CONTEXT = 32768

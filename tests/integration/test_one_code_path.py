@@ -11,8 +11,8 @@ from __future__ import annotations
 import httpx
 
 from gateway.config import load_config
-from loadtests.replay.simulation import Replay
-from loadtests.scoring.traces import Arrival
+from gateway.fleet.replay.simulation import Replay
+from gateway.fleet.workload.traces import Arrival
 from serving.sim.profile import load_profile
 
 from .cluster import cluster

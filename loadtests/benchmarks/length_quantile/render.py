@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadtests.replay.results import good_cell
-from loadtests.replay.seeds import interval
+from gateway.fleet.replay.results import good_cell
+from gateway.fleet.replay.seeds import interval
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS_DIR = ROOT / "docs" / "results" / "length-quantile"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 
+from gateway.fleet.world.replica_sets import ReplicaSet, VariantSpec
 from gateway.flow import Price
 from loadtests.benchmarks.loadgens.compare import Check, GatewayNumbers, client_minus_gateway_ms, compare
 from loadtests.benchmarks.loadgens.gateway_view import AccessRecord, access_records, read_counters
@@ -31,7 +32,6 @@ from loadtests.benchmarks.loadgens.tools import (
     vllm_bench_command,
 )
 from loadtests.launch import stack
-from loadtests.world.replica_sets import ReplicaSet, VariantSpec
 from serving.hardware import vllm_version
 
 REPO = Path(__file__).resolve().parents[3]

@@ -22,10 +22,10 @@ from typing import Any
 
 import yaml
 
+from gateway.fleet.world.policies import duet_config
+from gateway.fleet.world.replica_sets import REPLICA_SETS
 from gateway.flow import Budget, Health, ReplicaState, RequestProfile, View, candidates_for, parse_config, route
 from loadtests.benchmarks.router import prefix_hashing as prefix_bench
-from loadtests.world.policies import duet_config
-from loadtests.world.replica_sets import REPLICA_SETS
 from serving.hardware import this_machine
 
 REPO = Path(__file__).resolve().parents[3]

@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from gateway.fleet.world.policies import duet_config
+from gateway.fleet.world.replica_sets import REPLICA_SETS
 from gateway.flow import (
     ActiveConfig,
     ChatBody,
@@ -32,8 +34,6 @@ from gateway.flow import (
     plan_request,
 )
 from loadtests.benchmarks.router.prefix_hashing import cpu_us, percentiles
-from loadtests.world.policies import duet_config
-from loadtests.world.replica_sets import REPLICA_SETS
 
 WORDS = "the a cache prefix replica token block route standard fast variant session explain why how".split()
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import aiohttp
 
-from loadtests.replay.setup import parse_cluster, policy_config
-from loadtests.replay.simulation import Replay
-from loadtests.scoring.traces import replay_arrivals, task_traces
+from gateway.fleet.replay.setup import parse_cluster, policy_config
+from gateway.fleet.replay.simulation import Replay
+from gateway.fleet.workload.traces import replay_arrivals, task_traces
 from serving.hardware import this_machine
 from serving.sim.engine.engine import Engine
 from serving.sim.engine.events import Finished, SimRequest

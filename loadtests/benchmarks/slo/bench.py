@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gateway.fleet.workload.traces import ATTRIBUTION, replay_arrivals, task_traces
+from gateway.fleet.world.policies import policy_name
+from gateway.fleet.world.prior_error import PriorError
+from gateway.fleet.world.replica_sets import ReplicaSet, prices, variant_map
 from loadtests.benchmarks.slo.summary import load_records, run_summary, unfinished_records
 from loadtests.launch.stack import StackError, gateway, replicas, scrape, warm_up
 from loadtests.scoring import plots
 from loadtests.scoring.slo import Slo, max_rate_with_attainment
-from loadtests.scoring.traces import ATTRIBUTION, replay_arrivals, task_traces
-from loadtests.world.policies import policy_name
-from loadtests.world.prior_error import PriorError
-from loadtests.world.replica_sets import ReplicaSet, prices, variant_map
 
 REPO = Path(__file__).resolve().parents[3]
 LOCUSTFILE = REPO / "loadtests" / "load" / "locustfile.py"

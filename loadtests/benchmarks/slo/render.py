@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadtests.replay.report import latency_cells
+from gateway.fleet.replay.report import latency_cells
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS_DIR = ROOT / "docs" / "results" / "bench-slo"

@@ -13,11 +13,11 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from gateway.fleet.workload.traces import replay_arrivals, task_traces
+from gateway.fleet.world.policies import policy_name
 from loadtests.benchmarks.slo.bench import BenchSettings, comparison_rows, distserve_goodput, run_one, summarize_run
 from loadtests.scoring import plots
 from loadtests.scoring.report import comparison_markdown, run_markdown
-from loadtests.scoring.traces import replay_arrivals, task_traces
-from loadtests.world.policies import policy_name
 
 
 def _expected_requests(settings: BenchSettings, rate: float) -> int:

@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
+from gateway.fleet.replay.report import Parity, allowed
 from gateway.flow import Price
-from loadtests.replay.report import Parity, allowed
 from loadtests.scoring.slo import RequestRecord, Slo, attainment, meets_its_task, percentile
 
 # How much of an error message names its kind (the rest is a request's own detail).
@@ -60,7 +60,7 @@ def unfinished_records(scheduled: Mapping[str, int], records: Sequence[RequestRe
 
 def good(record: RequestRecord, slos: Mapping[str, Slo], parity: Parity) -> bool:
     """Met its budget on a variant ``parity`` allows for its task: the replay's *good request*
-    (``loadtests.replay.report.allowed`` judges the variant)."""
+    (``gateway.fleet.replay.report.allowed`` judges the variant)."""
     return meets_its_task(record, slos) and allowed(record, parity)  # type: ignore[arg-type]  # reads .variant and .task only
 
 

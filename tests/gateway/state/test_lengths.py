@@ -7,8 +7,8 @@ import statistics
 
 import pytest
 
+from gateway.fleet.workload.traces import load_trace
 from gateway.state.lengths import LengthHistogram, LengthSettings, NoEstimates, OutputLengths
-from loadtests.scoring.traces import load_trace
 
 
 @pytest.mark.parametrize("trace", ["code", "conv"])

@@ -33,7 +33,7 @@ def test_bench_slo_refuses_bad_replica_counts(tmp_path, capsys):
 
 
 def test_replica_counts_become_the_benchmark_replica_set():
-    from loadtests.replay.setup import parse_cluster
+    from gateway.fleet.replay.setup import parse_cluster
 
     replica_set = parse_cluster("h100-70b:standard=1,fast=3").with_counts
     assert {v.name: v.replicas for v in replica_set.variants} == {"standard": 1, "fast": 3}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.fleet.workload.traces import load_trace, replay_arrivals
 from loadtests.load.fit import ContextUnknown, FitTally, context_from_models
-from loadtests.scoring.traces import load_trace, replay_arrivals
 
 LISTING = {"object": "list", "data": [
     {"id": "smollm2", "max_model_len": 2048},

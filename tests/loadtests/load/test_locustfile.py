@@ -8,10 +8,10 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from gateway.fleet.world.replica_sets import REPLICA_SETS, variant_map
 from loadtests.benchmarks.slo.bench import LOCUSTFILE, BenchSettings, run_one
 from loadtests.launch.stack import gateway, replicas
 from loadtests.scoring.slo import DEFAULT_SLOS
-from loadtests.world.replica_sets import REPLICA_SETS, variant_map
 
 SMOKE = REPLICA_SETS["smoke"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import yaml
 
+from gateway.fleet.world.policies import duet_config
+from gateway.fleet.world.replica_sets import REPLICA_SETS
 from gateway.flow import parse_config
 from loadtests.benchmarks.router import cost as router_bench
-from loadtests.world.policies import duet_config
-from loadtests.world.replica_sets import REPLICA_SETS
 
 
 def test_an_index_row_has_every_step_and_the_index_share_below_the_whole():

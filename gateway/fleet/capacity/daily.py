@@ -1,0 +1,176 @@
+"""A day replayed three ways (issue #27): the fleet ``duet plan`` sized for the peak, kept all day;
+the plan per period (the gauge's arithmetic on each period's traffic, with the plan's
+utilisation: what a schedule known in advance would run); and the fleet the gauge and an HPA
+scale as the traffic comes (``gateway.fleet.replay.autoscale``). The fixed and the autoscaled fleets
+are replayed request by request; the per-period plan is counted, not replayed.
+
+Everything the gateway would not know stays out: the autoscaler reads only what the gateway's
+demand store holds, counted by the gateway's own hooks (each request once, when it leaves for
+its first replica or the fleet refuses it, with its prompt length; answers as they end well),
+and the utilisation is the one the plan measured on the tuning window. The gateway's speed
+priors are the plan's (off by the error its first seed drew): one deployment plans and runs
+with the same calibrated priors, so the gauge's arithmetic and the utilisation it divides by
+share their error. A seed varies the trace stretches and the engines' jitter. (A first run drew
+each day seed's priors anew: seed 1's fast prefill prior, half of seed 0's, made the gauge ask
+for twice the replicas the plan's utilisation meant: 1.2x the fixed fleet's cost against seed
+0's 0.74-0.78x, with demand then counted at arrival.)
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.fleet.capacity.day import DAY_S, DAY_WINDOWS, DiurnalCurve, Period, day_arrivals, periods
+from gateway.fleet.capacity.headroom import sizing_of, traffic_demand
+from gateway.fleet.replay.autoscale import STARTUP_S, run_autoscaled
+from gateway.fleet.replay.report import summarize
+from gateway.fleet.replay.seeds import interval
+from gateway.fleet.replay.setup import Cluster, policy_config, scrape_interval_s
+from gateway.fleet.replay.simulation import Replay
+from gateway.fleet.world.replica_sets import REPLICA_SETS, ReplicaSet
+from gateway.flow import Autoscaling, desired_replicas
+
+
+@dataclass(frozen=True, slots=True)
+class DaySpec:
+    """A day's traffic and the plan it starts from (a ``duet plan`` results file's fields)."""
+
+    replica_set: str
+    trace: str
+    peak_scale: float
+    target: float
+    policy: str
+    peak_fleet: Mapping[str, int]
+    utilisation: Mapping[str, float]
+    curve: DiurnalCurve = DiurnalCurve()
+    period_s: float = 900.0
+    day_s: float = DAY_S
+    seeds: int = 2
+    seed: int = 0
+    prior_error: float = 0.3
+    length_quantile: float = 0.5
+    startup_s: float = STARTUP_S
+    scrape_s: float = 15.0
+    rate_window_s: float = 120.0
+    stabilization_s: float = 300.0
+    scale_up_s: float = 0.0
+    max_replicas: int = 16
+    window: str = "heldout"
+
+    @property
+    def replicas(self) -> ReplicaSet:
+        return REPLICA_SETS[self.replica_set]
+
+    @property
+    def autoscaling(self) -> Autoscaling:
+        return Autoscaling(utilisation=min(self.utilisation.values(), default=0.7), scrape_interval_s=self.scrape_s,
+                           rate_window_s=self.rate_window_s, scale_down_stabilization_s=self.stabilization_s,
+                           max_replicas=self.max_replicas, utilisation_by_variant=dict(self.utilisation),
+                           scale_up_stabilization_s=self.scale_up_s)
+
+    @property
+    def day(self) -> tuple[Period, ...]:
+        return periods(self.curve, self.peak_scale, self.period_s, self.day_s)
+
+
+def period_plan(spec: DaySpec, schedule: Sequence[Any], cluster: Cluster) -> list[dict[str, int]]:
+    """Per period, the replicas per variant the gauge's arithmetic asks for its traffic."""
+    config = policy_config(cluster, spec.policy, cluster.prior_error(spec.prior_error, spec.seed))
+    (model,) = config.models.values()
+    variants, sizing = list(model.variants.values()), sizing_of(config)
+    plan: list[dict[str, int]] = []
+    for period in spec.day:  # the schedule is in time order: each period is one slice of it
+        first = bisect.bisect_left(schedule, period.start_s, key=lambda a: a.at_s)
+        last = bisect.bisect_left(schedule, period.start_s + period.span_s, key=lambda a: a.at_s)
+        inside = schedule[first:last]
+        demand = traffic_demand([inside], period.span_s) if inside else {}
+        needs = desired_replicas(variants, demand, sizing, spec.autoscaling)
+        plan.append({name: need.desired for name, need in sorted(needs.items())})
+    return plan
+
+
+def replay_day(spec: DaySpec, index: int) -> dict[str, Any]:
+    """Seed ``index``: the day's requests through the fixed peak fleet and the autoscaled one."""
+    seed = spec.seed + index
+    cluster = Cluster(spec.replicas, dict(spec.peak_fleet))
+    prior_error = cluster.prior_error(spec.prior_error, spec.seed)  # the plan's draw, every seed
+    schedule = day_arrivals(spec.trace.split(","), cluster, spec.day, index, DAY_WINDOWS[spec.window])
+    scrape = scrape_interval_s(spec.policy)
+    fixed_config = policy_config(cluster, spec.policy, prior_error)
+    fixed = Replay(fixed_config, cluster.profiles(), seed=seed, length_quantile=spec.length_quantile,
+                   scrape_interval_s=scrape).run(schedule)
+    fixed_usd = spec.replicas.fleet_usd(spec.peak_fleet, spec.day_s)
+    plan = period_plan(spec, schedule, cluster)
+    plan_usd = sum(spec.replicas.fleet_usd(counts, p.span_s) or 0.0 for counts, p in zip(plan, spec.day, strict=True))
+    results, timeline = run_autoscaled(fixed_config, cluster.profiles(), schedule, spec.autoscaling, plan[0],
+                                       startup_s=spec.startup_s, seed=seed, scrape_interval_s=scrape,
+                                       length_quantile=spec.length_quantile, until_s=spec.day_s)
+    parity = cluster.parity
+    return {
+        "seed": seed,
+        "requests": len(schedule),
+        "fixed": {"fleet": dict(spec.peak_fleet), "good_fraction": summarize(fixed, spec.day_s, parity)["good_fraction"],
+                  "replica_hours": round(sum(spec.peak_fleet.values()) * spec.day_s / 3600.0, 2),
+                  "usd": None if fixed_usd is None else round(fixed_usd, 2)},
+        "period_plan": {"counts": plan, "usd": round(plan_usd, 2),
+                        "replica_hours": round(sum(sum(c.values()) * p.span_s for c, p in zip(plan, spec.day, strict=True))
+                                               / 3600.0, 2)},
+        "autoscaled": {"good_fraction": summarize(results, spec.day_s, parity)["good_fraction"],
+                       **timeline.summary(spec.replicas),
+                       "hourly_asked": _hourly(timeline, spec.day_s)},
+    }
+
+
+def _hourly(timeline: Any, day_s: float) -> dict[str, list[int]]:
+    """Per variant, the replicas asked for at each hour's start (for the plot and the table)."""
+    out: dict[str, list[int]] = {}
+    for variant in timeline.variants:
+        points = timeline.points(variant)
+        out[variant] = [next((p.asked for p in reversed(points) if p.at_s <= h * 3600.0), 0)
+                        for h in range(int(day_s // 3600))]
+    return out
+
+
+def replay_days(spec: DaySpec, jobs: int = 1) -> list[dict[str, Any]]:
+    """Every seed's day, in ``jobs`` worker processes (results identical to one)."""
+    if jobs <= 1:
+        return [replay_day(spec, k) for k in range(spec.seeds)]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(replay_day, [spec] * spec.seeds, range(spec.seeds)))
+
+
+def assemble(spec: DaySpec, days: Sequence[Mapping[str, Any]], command: str) -> dict[str, Any]:
+    """The results file: the day's settings, each seed's day, and the means against the goals."""
+    fixed_usd = statistics.fmean(d["fixed"]["usd"] for d in days)
+    scaled_usd = statistics.fmean(d["autoscaled"]["fleet_usd"] for d in days)
+    plan_usd = statistics.fmean(d["period_plan"]["usd"] for d in days)
+    good = [d["autoscaled"]["good_fraction"] for d in days]
+    return {
+        "command": command,
+        "replica_set": spec.replica_set, "trace": spec.trace, "policy": spec.policy, "target": spec.target,
+        "peak_scale": spec.peak_scale, "peak_fleet": dict(spec.peak_fleet), "utilisation": dict(spec.utilisation),
+        "curve": {"peak_to_trough": spec.curve.peak_to_trough, "trough_hour": spec.curve.trough_hour,
+                  "mean_of_peak": round(spec.curve.mean, 4),
+                  "source": "shape: SageServe (arXiv 2502.14617) daily cycle; depth: assumed"},
+        "window": spec.window, "period_s": spec.period_s, "day_s": spec.day_s, "seeds": spec.seeds,
+        "prior_error": spec.prior_error, "priors": f"the plan's draw (seed {spec.seed}) for every day seed",
+        "startup_s": spec.startup_s,
+        "autoscaling": {"scrape_interval_s": spec.scrape_s, "rate_window_s": spec.rate_window_s,
+                        "scale_down_stabilization_s": spec.stabilization_s, "scale_up_stabilization_s": spec.scale_up_s,
+                        "max_replicas": spec.max_replicas},
+        "time": "virtual (the simulator's clock)",
+        "days": list(days),
+        "summary": {
+            "fixed_usd": round(fixed_usd, 2), "autoscaled_usd": round(scaled_usd, 2), "period_plan_usd": round(plan_usd, 2),
+            "autoscaled_vs_fixed": round(scaled_usd / fixed_usd, 4),
+            "period_plan_vs_fixed": round(plan_usd / fixed_usd, 4),
+            "fixed_good": round(statistics.fmean(d["fixed"]["good_fraction"] for d in days), 4),
+            "autoscaled_good": round(statistics.fmean(good), 4),
+            "autoscaled_good_ci95": round(interval(good)[1], 4),
+        },
+    }

@@ -1,0 +1,94 @@
+"""The results file of ``duet plan`` (``docs/results/capacity/<replica set>.json``): the plan's
+settings and command, and per policy its cheapest fleet, what it costs per hour, the good share
+it reaches on the tuning seeds it was found on and on the held-out seeds, and every fleet tried.
+
+Roles: ``duet`` (the plan's policy, whose fleet a config gets), ``baseline`` (other routers on
+both variants) and ``all-standard`` (a standard-only fleet: what a team without a fast variant
+runs)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gateway.fleet.capacity.search import Fleet
+from gateway.fleet.replay.seeds import interval
+from gateway.fleet.replay.windows import Window
+
+if TYPE_CHECKING:
+    from gateway.fleet.capacity.plan import PlanSpec, PolicyPlan
+
+RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "capacity"
+
+
+def role(plan: PolicyPlan, policy: str) -> str:
+    return "all-standard" if plan.standard_only else "duet" if plan.policy == policy else "baseline"
+
+
+def assemble(spec: PlanSpec, plans: Sequence[PolicyPlan], *, policy: str, command: str) -> dict[str, Any]:
+    """The results object of one plan; ``policy`` is the plan's own (its fleet goes to the config)."""
+    replica_set = spec.replicas
+    return {
+        "command": command,
+        "replica_set": spec.replica_set,
+        "trace": spec.trace,
+        "rate_scale": spec.rate_scale,
+        "target": spec.target,
+        "policy": policy,
+        "max_replicas": spec.max_replicas,
+        "seed": spec.seed,
+        "prior_error": spec.prior_error,
+        "length_quantile": spec.length_quantile,
+        "replica_usd_per_hour": {v.name: None if v.cost is None else v.cost.usd_per_hour for v in replica_set.variants},
+        "parity": {v: "all" if tasks is None else sorted(tasks) for v, tasks in replica_set.parity.items()},
+        "search": _window(spec.search, spec.search_seeds),
+        "check": _window(spec.check, spec.check_seeds),
+        "time": "virtual (the simulator's clock): the shares do not depend on the machine; wall_s does",
+        "plans": {p.policy: _plan(spec, p, policy) for p in plans},
+    }
+
+
+def _window(window: Window, seeds: int) -> dict[str, Any]:
+    return {"name": window.name, "start_s": window.start_s, "span_s": window.span_s, "shift_s": window.shift_s,
+            "seeds": seeds, "covered_s": list(window.covered(seeds))}
+
+
+def _plan(spec: PlanSpec, plan: PolicyPlan, policy: str) -> dict[str, Any]:
+    found = plan.found
+    out: dict[str, Any] = {
+        "role": role(plan, policy),
+        "fleet": None if found.fleet is None else found.fleet.counts,
+        "replicas": None if found.fleet is None else found.fleet.replicas,
+        "usd_per_hour": round(found.cost, 2),
+        "search_share": found.share,
+        "parity_floor": plan.floor,
+        "replays": len(found.tried) * spec.search_seeds + len(plan.check_shares),
+        "wall_s": {"search": plan.search_s, "check": plan.check_s},
+        "tried": [{"fleet": f.counts, "share": s} for f, s in found.tried],
+    }
+    if found.fleet is None:  # not even the largest fleet searched meets the target: its cost is a floor
+        out["largest"] = Fleet(spec.max_replicas, 0 if plan.standard_only else spec.max_replicas).counts
+        return out
+    out["utilisation"] = dict(plan.utilisation)
+    mean, half = interval(plan.check_shares)
+    out["check_share"] = round(mean, 4)
+    out["check_ci95"] = round(half, 4)
+    out["check_runs"] = list(plan.check_shares)
+    return out
+
+
+def fleet_of(plan: Mapping[str, Any]) -> Fleet | None:
+    fleet = plan["fleet"]
+    return None if fleet is None else Fleet(fleet["standard"], fleet["fast"])
+
+
+def write(results: Mapping[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1) + "\n")
+
+
+def load(directory: Path = RESULTS) -> list[dict[str, Any]]:
+    """Every committed plan, by replica set name."""
+    return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))]

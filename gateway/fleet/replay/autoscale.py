@@ -1,0 +1,203 @@
+"""An autoscaled fleet in the replay (issue #27): the gateway's own sizing, the number behind
+``duet_desired_replicas{model, variant}`` (``model_need`` on the gateway's demand store, through
+``gateway.flow``), read every ``autoscaling.scrape_interval_s`` of virtual time, and a
+Kubernetes HPA per variant Deployment acting on it.
+
+- **Demand.** The gateway's own count, not a second one: the replay subscribes the gateway's
+  ``DemandKeeper`` to its director's hooks, writing into an ``InMemoryDemand`` on the replay's
+  clock, and the fleet reads that store. So a request counts once, when it leaves for its first
+  replica (one that waited for a slot counts when it got one) or when the fleet refused it
+  (429, 5xx; a client's 400 does not count), and an answer's length when it ended well
+  (``gateway.flow.demand_keeper``). Per task the gauge reads the higher of the rates over
+  ``scrape_interval_s`` and ``rate_window_s`` (a burst shows at the next reading, a lull only
+  once the longer window has passed).
+- **HPA.** Up to the lowest gauge of the last ``scale_up_stabilization_s`` when that is above the
+  replicas asked for (0, the HPA's default: at once to the gauge); on the way down
+  the highest gauge of the last ``scale_down_stabilization_s`` (``stabilizationWindowSeconds``).
+  The gauge is already clamped to [floor, ``max_replicas``]. The run's initial fleet counts as
+  a reading at its start, so a warm fleet is not cut before one stabilisation window.
+- **Up.** An asked-for replica is paid for at once (its pod holds its GPUs while vLLM loads) and
+  joins routing ``startup_s`` later (``STARTUP_S`` by default).
+- **Down.** Kubernetes' ReplicaSet controller picks which pods go when a Deployment shrinks
+  (``ActivePodsWithRanks``): pods not ready before ready ones, then the most recently ready. So
+  here: a replica still loading goes first (it leaves at once, with nothing to drain), then the
+  ready replica that became ready last; among equals the one asked for last. A withdrawn
+  replica takes no new request at once and leaves when its running and queued requests have
+  ended (the pod's grace period is assumed to cover the drain). Requests waiting in the
+  gateway's waiting room stay in line and are planned again on the replicas left at their next
+  wake; when a replica joins, the whole line re-plans at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gateway.fleet.replay.fleet import FleetChange, FleetTimeline, GaugeReading, ReplicaLife, initial_lives
+from gateway.fleet.replay.simulation import Replay, RequestResult
+from gateway.fleet.workload.traces import Arrival
+from gateway.flow import (
+    Autoscaling,
+    DuetConfig,
+    InMemoryDemand,
+    ModelSpec,
+    Replica,
+    model_need,
+)
+from serving.sim.profile import Profile
+
+# How long a new 70B replica on 4 H100s takes from being asked for to serving: 346 s. Measured by
+# Anyscale for Ray Serve LLM's replica start-up (github.com/anyscale/ray-serve-llm-perf-examples,
+# replica_initialization/, llama-3-70b "baseline": Meta-Llama-3-70B, vLLM V1, TP=4 on a p5.48xlarge
+# with 8x H100, log of 2025-10-15): from the replica's process start (11:52:39) to the server
+# ready (11:58:25), of which 196 s downloading the weights from the Hugging Face hub, 16 s loading
+# them, 61 s torch.compile and 16 s CUDA-graph capture. Its "all" run (weights streamed from S3,
+# sharded, with a torch.compile cache) took 109 s; llm-d's Workload Variant Autoscaler puts a new
+# vLLM pod at 2-8+ minutes to Ready (llm-d/llm-d-autoscaling#1071, 2026-04-29), node
+# provisioning and image pull included, which the Ray figure leaves out.
+STARTUP_S = 346.0
+
+
+@dataclass(slots=True)
+class Hpa:
+    """One variant Deployment's HPA on the gauge (its behaviour: the module docstring's).
+    ``history``: the readings of the stabilisation window, oldest first."""
+
+    stabilization_s: float
+    history: deque[tuple[float, int]]
+    up_stabilization_s: float = 0.0
+
+    def scale(self, gauge: int, current: int, now: float) -> int:
+        """The replica count to set, from the gauge's reading and the replicas asked for now:
+        up to the lowest reading of the scale-up window when that is above the count, else down
+        to the highest reading of the scale-down window (never up on that path)."""
+        self.history.append((now, gauge))
+        while self.history[0][0] < now - max(self.stabilization_s, self.up_stabilization_s):
+            self.history.popleft()
+        up = min(reading for at, reading in self.history if at >= now - self.up_stabilization_s)
+        if up > current:
+            return up
+        return min(current, max(reading for at, reading in self.history if at >= now - self.stabilization_s))
+
+
+class AutoscaledFleet:
+    """The ``FleetControl`` of an autoscaled replay: the config's replicas to start with (ready at
+    ``started_s``), then the gauge on the replay's demand and the HPA each
+    ``autoscaling.scrape_interval_s``. The config's model must have an ``autoscaling``."""
+
+    def __init__(self, config: DuetConfig, startup_s: float = STARTUP_S, started_s: float = 0.0) -> None:
+        (model,) = config.models.values()
+        if model.autoscaling is None:
+            raise ValueError(f"models.{model.name}.autoscaling: an autoscaled replay needs one")
+        if startup_s < 0:
+            raise ValueError(f"startup_s {startup_s}: >= 0")
+        self._model, self._autoscaling, self._startup_s = model, model.autoscaling, startup_s
+        self._policy = config.policy
+        self._lives = initial_lives(model.replicas, started_s)  # every replica, in the order asked for
+        self._joined = {life.replica.id for life in self._lives}
+        self._loading: list[ReplicaLife] = []  # asked for, not ready, not removed
+        self._indices = {v: itertools.count(sum(r.variant == v for r in model.replicas)) for v in model.variants}
+        self._hpas = {v: Hpa(self._autoscaling.scale_down_stabilization_s,
+                              deque([(started_s, sum(r.variant == v for r in model.replicas))]),
+                              self._autoscaling.scale_up_stabilization_s)
+                      for v in model.variants}
+        self._next_tick = started_s + self._autoscaling.scrape_interval_s
+        self._readings: list[GaugeReading] = []
+
+    def next_change_s(self) -> float:
+        # Asked for every event of the run: the few replicas loading, not every one there was.
+        return min(self._next_tick, min((life.ready_s for life in self._loading), default=math.inf))
+
+    def change(self, now: float, demand: InMemoryDemand) -> FleetChange:
+        joined = [life for life in self._loading if life.ready_s <= now]
+        self._loading = [life for life in self._loading if life.ready_s > now]
+        self._joined.update(life.replica.id for life in joined)
+        withdrawn: list[str] = []
+        if now >= self._next_tick:
+            withdrawn = self._tick(now, demand)
+            self._next_tick = now + self._autoscaling.scrape_interval_s
+        return FleetChange(tuple(life.replica for life in joined), tuple(withdrawn))
+
+    def drained(self, replica_id: str, at: float) -> None:
+        life = next(life for life in self._lives if life.replica.id == replica_id)
+        life.left_s = at
+
+    def timeline(self, end_s: float) -> FleetTimeline:
+        lives = tuple(dataclasses.replace(life) for life in self._lives)
+        return FleetTimeline(lives, end_s, tuple(self._readings))
+
+    def _tick(self, now: float, demand: InMemoryDemand) -> list[str]:
+        """Read the gauge, let each variant's HPA act on it; the withdrawn ready replicas' ids."""
+        autoscaling = self._autoscaling
+        short, long = demand.read(self._model.name, (autoscaling.scrape_interval_s, autoscaling.rate_window_s),
+                                  autoscaling.rate_window_s)
+        withdrawn: list[str] = []
+        for variant, need in model_need(self._model, self._policy, None, (short, long)).variants.items():
+            asked = [life for life in self._lives if life.variant == variant and life.removed_s is None]
+            target = self._hpas[variant].scale(need.desired, len(asked), now)
+            self._readings.append(GaugeReading(now, variant, need.desired, target))
+            for _ in range(target - len(asked)):
+                life = ReplicaLife(self._replica(variant), now, now + self._startup_s)
+                self._lives.append(life)
+                self._loading.append(life)
+            for life in removal_order(asked, self._joined)[:max(0, len(asked) - target)]:
+                life.removed_s = now
+                if life.replica.id in self._joined:
+                    withdrawn.append(life.replica.id)
+                else:  # still loading: nothing to drain
+                    life.left_s = now
+                    self._loading.remove(life)
+        return withdrawn
+
+    def _replica(self, variant: str) -> Replica:
+        """A new replica, named as the config names them (never reusing a name)."""
+        index = next(self._indices[variant])
+        name = self._model.name
+        return Replica(f"{name}/{variant}/{index}", name, variant, f"http://replay.invalid/{variant}/{index}")
+
+
+def removal_order(lives: Sequence[ReplicaLife], joined: set[str]) -> list[ReplicaLife]:
+    """Which replicas a shrinking Deployment removes first (Kubernetes' ranking): those still
+    loading, then the ready ones, the most recently ready first; among equals the one asked for
+    last (``lives`` is in the order they were asked for)."""
+    order = sorted(enumerate(lives), key=lambda pair: (pair[1].replica.id in joined, -pair[1].ready_s, -pair[0]))
+    return [life for _, life in order]
+
+
+def autoscaled_config(config: DuetConfig, autoscaling: Autoscaling,
+                      initial_counts: Mapping[str, int] | None = None) -> DuetConfig:
+    """``config`` with ``autoscaling`` on its model, and ``initial_counts`` replicas per variant
+    (named as the config names them) instead of its own when given."""
+    (model,) = config.models.values()
+    replicas = model.replicas
+    if initial_counts is not None:
+        unknown = sorted(set(initial_counts) - set(model.variants))
+        if unknown:
+            raise ValueError(f"initial_counts: unknown variant(s) {', '.join(unknown)} (known: {', '.join(model.variants)})")
+        replicas = tuple(Replica(f"{model.name}/{v}/{i}", model.name, v, f"http://replay.invalid/{v}/{i}")
+                         for v in model.variants for i in range(initial_counts.get(v, 0)))
+    scaled: ModelSpec = dataclasses.replace(model, replicas=replicas, autoscaling=autoscaling)
+    return dataclasses.replace(config, models={model.name: scaled})
+
+
+def run_autoscaled(config: DuetConfig, profiles: Mapping[str, Profile], arrivals: Sequence[Arrival],
+                   autoscaling: Autoscaling, initial_counts: Mapping[str, int] | None = None, *,
+                   startup_s: float = STARTUP_S, seed: int = 0, scrape_interval_s: float = 1.0,
+                   length_quantile: float | None = None,
+                   until_s: float | None = None) -> tuple[list[RequestResult], FleetTimeline]:
+    """Replays ``arrivals`` through ``config``'s policy on a fleet the gauge and an HPA scale,
+    starting from ``initial_counts`` (default: the config's replicas). ``scrape_interval_s``:
+    how often the gateway reads its replicas' metrics (the gauge's own interval is
+    ``autoscaling.scrape_interval_s``). The timeline is billed until ``until_s`` (default: the
+    later of the last arrival and the end of the run)."""
+    scaled = autoscaled_config(config, autoscaling, initial_counts)
+    fleet = AutoscaledFleet(scaled, startup_s)
+    replay = Replay(scaled, profiles, seed=seed, scrape_interval_s=scrape_interval_s,
+                    length_quantile=length_quantile, fleet=fleet)
+    results = replay.run(arrivals)
+    end_s = until_s if until_s is not None else max(replay.now, arrivals[-1].at_s if arrivals else 0.0)
+    return results, fleet.timeline(end_s)

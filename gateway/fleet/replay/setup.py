@@ -1,0 +1,116 @@
+"""What a replay runs: a replica set with counts per variant, a policy as a Duet config, and the
+trace's arrivals."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import yaml
+
+from gateway.fleet.workload.traces import Arrival, replay_arrivals, task_traces
+from gateway.fleet.world.policies import duet_config, policy_state
+from gateway.fleet.world.prior_error import PriorError
+from gateway.fleet.world.replica_sets import REPLICA_SETS, ReplicaSet
+from gateway.flow import DuetConfig, StateSettings, parse_config
+from serving.sim.profile import Profile, load_profile
+
+if TYPE_CHECKING:
+    from gateway.fleet.replay.windows import Window
+
+# The policies ``--compare`` replays, the policy asked for last.
+COMPARED = ("always-standard", "always-fast", "round-robin", "least-loaded", "litellm-style", "static-split",
+            "llm-d-default", "production-stack-prefixaware", "duet")
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A replica set and how many replicas each variant has."""
+
+    replica_set: ReplicaSet
+    counts: dict[str, int]
+
+    @property
+    def with_counts(self) -> ReplicaSet:
+        """The replica set with these counts, for benchmarks that start the replicas."""
+        variants = tuple(replace(v, replicas=self.counts[v.name]) for v in self.replica_set.variants)
+        return replace(self.replica_set, variants=variants)
+
+    @property
+    def urls(self) -> dict[str, list[str]]:
+        # Never dialled: replay routes to engines in memory; the URLs only name the replicas.
+        return {v: [f"http://replay.invalid/{v}/{i}" for i in range(n)] for v, n in self.counts.items()}
+
+    def profiles(self) -> dict[str, Profile]:
+        return {v.name: load_profile(v.profile) for v in self.replica_set.variants}
+
+    @property
+    def parity(self) -> dict[str, frozenset[str] | None]:
+        """variant -> the task types parity allows on it (None: all): what every policy is scored by."""
+        return {v.name: None if v.allowed_tasks is None else frozenset(v.allowed_tasks) for v in self.replica_set.variants}
+
+    def prior_error(self, fraction: float, seed: int) -> PriorError:
+        """The speed priors' error of ``seed``, per variant (``PriorError.draw``)."""
+        return PriorError.draw([v.name for v in self.replica_set.variants], fraction, seed)
+
+    def fleet(self, seconds: float) -> dict[str, float | None]:
+        """What this fixed fleet costs for ``seconds``: replica-hours, and their bill in USD (None
+        for a set without replica costs). The same for every policy: idle replicas are paid too."""
+        replicas = sum(self.counts.values())
+        return {"replica_hours": round(replicas * seconds / 3600.0, 4),
+                "fleet_usd": self.replica_set.fleet_usd(self.counts, seconds)}
+
+
+def parse_cluster(spec: str) -> Cluster:
+    """``h100-70b`` (one replica per variant) or ``h100-70b:standard=1,fast=3``."""
+    name, _, counts_text = spec.partition(":")
+    if name not in REPLICA_SETS:
+        raise ValueError(f"unknown replica set '{name}' (known: {', '.join(sorted(REPLICA_SETS))})")
+    replica_set = REPLICA_SETS[name]
+    counts = {v.name: v.replicas for v in replica_set.variants}
+    for item in filter(None, counts_text.split(",")):
+        variant, _, count = item.partition("=")
+        if variant not in counts or not count.isdigit():
+            raise ValueError(f"bad replica count '{item}' (variants: {', '.join(counts)})")
+        counts[variant] = int(count)
+    return Cluster(replica_set, counts)
+
+
+def policy_config(cluster: Cluster, policy: str, prior_error: PriorError | None = None) -> DuetConfig:
+    """``policy`` over the cluster, its speed priors the profiles' own or off by ``prior_error``."""
+    raw = duet_config(cluster.replica_set, cluster.urls, policy, 1.0, prior_error)
+    return parse_config(yaml.safe_dump(raw), source=policy)
+
+
+def arrivals(
+    traces: Sequence[str], duration_s: float, rate_scale: float, cluster: Cluster, start_s: float = 0.0
+) -> tuple[Arrival, ...]:
+    return replay_arrivals(task_traces(traces), duration_s=duration_s, rate_scale=rate_scale, start_s=start_s,
+                           max_context=cluster.replica_set.max_context)
+
+
+def check_tasks(schedule: Sequence[Arrival], configs: Mapping[str, DuetConfig]) -> None:
+    """Raises ValueError when a trace's task is not a task type of every policy."""
+    for task in sorted({a.task for a in schedule}):
+        for name, config in configs.items():
+            if task not in config.policy.tasks:
+                raise ValueError(f"task '{task}' (from --trace) is not a task type of policy '{name}' "
+                                 f"(known: {', '.join(sorted(config.policy.tasks))}); name one as TASK=PATH")
+
+
+def window_arrivals(traces: Sequence[str], cluster: Cluster, window: Window, seed_index: int) -> tuple[Arrival, ...]:
+    """Seed ``seed_index``'s window of ``traces`` at load 1: its trace seconds as they came."""
+    return arrivals(traces, window.span_s, 1.0, cluster, window.start_for(seed_index))
+
+
+def at_load(schedule: Sequence[Arrival], load: float) -> tuple[Arrival, ...]:
+    """``schedule`` arriving ``load`` times as fast: the same requests (exactly ``replay_arrivals``
+    with ``rate_scale=load`` over the window's trace seconds), so every load replays one window."""
+    return tuple(replace(a, at_s=a.at_s / load) for a in schedule)
+
+
+def scrape_interval_s(policy: str) -> float:
+    """How often the replay scrapes the replicas for ``policy``: its file's own interval where it
+    copies a scheduler that has one (llm-d's 50 ms), else the gateway's default."""
+    return float(policy_state(policy).get("scrape_interval_s", StateSettings().scrape_interval_s))

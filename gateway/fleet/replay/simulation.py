@@ -1,0 +1,400 @@
+"""The replay loop: arrivals and engine steps in one virtual clock, with the gateway's own director
+(``gateway.flow``) between them. Each arrival is opened, admitted and dispatched exactly as the
+HTTP gateway does it, with the routing hooks (prefill backlog, decode ledger, replica state and
+its latency learner, the waiting room) and the gateway's demand keeper (what an autoscaled
+fleet's gauge reads) subscribed; only the transport differs: a replica is a simulator engine
+advanced in virtual time, not a server."""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import itertools
+import math
+from collections.abc import Coroutine, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.fleet.replay.fleet import FixedFleet, FleetChange, FleetControl
+from gateway.fleet.replay.sync import run_now
+from gateway.fleet.workload.traces import Arrival
+from gateway.flow import (
+    ActiveConfig,
+    AttemptFailure,
+    Budget,
+    CompletionBody,
+    DecodeLedger,
+    DemandKeeper,
+    Director,
+    DuetConfig,
+    Exchange,
+    HistogramTotals,
+    Inbound,
+    InMemoryDemand,
+    InMemoryPrefixIndex,
+    InMemoryStateStore,
+    Ledgers,
+    Outcome,
+    Prediction,
+    PrefillBacklog,
+    Replica,
+    RequestError,
+    StoreSettings,
+    VllmStats,
+    routing_hooks,
+)
+from gateway.routing.registry import PLUGIN_TYPES
+from serving.sim.engine.engine import Engine
+from serving.sim.engine.events import Finished, SimRequest, TokensOut
+from serving.sim.profile import Profile
+
+
+@dataclass(frozen=True, slots=True)
+class RequestResult:
+    """One replayed request. ``status``: ``ok``, ``rejected`` (no replica took it) or ``failed``."""
+
+    arrival_s: float
+    task: str
+    status: str
+    variant: str | None
+    input_tokens: int
+    output_tokens: int
+    ttft_s: float | None = None
+    e2e_s: float | None = None
+    predicted: Prediction | None = None
+    budget: Budget = Budget()
+    cost_usd: float = 0.0
+    # Duet's step-model prediction on the replica that served it (see Replay), for every policy,
+    # given the true output length (``predicted`` is the policy's own, with the length it expected).
+    step_model: Prediction | None = None
+    # Why routing chose the variant (``x-duet-route``), or the HTTP status a rejected request got.
+    route: str = ""
+    refusal_status: int | None = None
+    # The output length the router planned with (forced, learned, or the task's typical one).
+    expected_output_tokens: int | None = None
+    # Prompt tokens the serving engine found in its prefix cache (vLLM's per-request hit).
+    cached_tokens: int = 0
+    # The replica that served it and how long it waited in the gateway first (for diagnosis:
+    # which requests shared a replica when).
+    replica: str | None = None
+    waited_s: float = 0.0
+
+    @property
+    def tpot_s(self) -> float | None:
+        """vLLM bench serve's TPOT: (latency - TTFT) / (output tokens - 1)."""
+        if self.ttft_s is None or self.e2e_s is None or self.output_tokens < 2:
+            return None
+        return (self.e2e_s - self.ttft_s) / (self.output_tokens - 1)
+
+    @property
+    def met_slo(self) -> bool:
+        return self.status == "ok" and self.e2e_s is not None and self.budget.met_by(self.ttft_s, self.e2e_s,
+                                                                                       self.output_tokens)
+
+
+class _Suspend:
+    """What a request waiting in the virtual waiting room yields to the replay loop, which resumes
+    it with True (woken) or False (its timeout passed in virtual time)."""
+
+    __slots__ = ("rank", "timeout_s")
+
+    def __init__(self, rank: int, timeout_s: float) -> None:
+        self.rank, self.timeout_s = rank, timeout_s
+
+    def __await__(self) -> Generator[_Suspend, bool, bool]:
+        woken = yield self
+        return woken
+
+
+class _VirtualWaitingRoom:
+    """The gateway's waiting room in virtual time: ``wait`` suspends the request's coroutine and the
+    replay resumes it on a wake (a request finished) or when its timeout passes."""
+
+    def __init__(self) -> None:
+        self.woken = 0
+
+    async def wait(self, rank: int, timeout_s: float) -> bool:
+        return await _Suspend(rank, timeout_s)
+
+    def wake(self, count: int = 1) -> None:
+        self.woken += count
+
+
+@dataclass(slots=True)
+class _Accepted:
+    """An engine queued the request (its answer arrives later, as engine events)."""
+
+    replica: Replica
+
+
+class _EngineTransport:
+    """Sends one replayed request to a replica's simulator engine."""
+
+    def __init__(self, replay: Replay, request_id: str, arrival: Arrival) -> None:
+        self._replay, self._request_id, self._arrival = replay, request_id, arrival
+
+    async def attempt(self, replica: Replica) -> _Accepted | AttemptFailure:
+        replay, arrival = self._replay, self._arrival
+        engine = replay.engines[replica.id]
+        replay.collect(engine.advance(replay.now))  # bring its queue up to date before it admits
+        # The engine generates the trace's length either way: the model stops there on its own.
+        # A trace that records its prompts' blocks (Mooncake) gives the engine its prefix cache
+        # (and preempted prompts a cached prefix to resume from); others share nothing.
+        hashes = () if arrival.blocks is None else arrival.blocks.chained(engine.profile.engine.block_size,
+                                                                           arrival.input_tokens)
+        request = SimRequest(self._request_id, arrival.input_tokens, arrival.max_tokens or arrival.output_tokens,
+                             natural_tokens=arrival.output_tokens, task=arrival.task, prefix_hashes=hashes)
+        if engine.submit(request, replay.now) is None:
+            return _Accepted(replica)
+        return AttemptFailure(replica.id, 503, "the engine refused the request", 0.0)
+
+
+@dataclass(slots=True)
+class _Pending:
+    arrival: Arrival
+    exchange: Exchange
+    step_model: Prediction
+
+
+@dataclass(order=True)
+class _Waiter:
+    rank: int
+    seq: int
+    until_s: float
+    coroutine: Coroutine[Any, Any, None] = None  # type: ignore[assignment]
+
+
+class Replay:
+    """One policy over one replica set. ``profiles``: variant name -> simulator profile.
+
+    ``forced_length``: each request forces its trace's output length (min_tokens = max_tokens,
+    ignore_eos), which the router then knows exactly: the oracle the replay ran with before
+    issue #16, kept to measure what not knowing costs. Otherwise a request sends only its
+    client's ``max_tokens`` ceiling and the router plans with the lengths it learned, read at
+    ``length_quantile`` (the store's setting: the median unless given).
+
+    ``fleet``: whether and when replicas join or leave routing (default: the config's, fixed;
+    ``gateway.fleet.replay.autoscale`` scales them on ``demand``, which the gateway's demand keeper
+    fills from this replay's hooks). A replica joins with a config that lists it, swapped in as
+    a reload swaps it; one withdrawn leaves the config at once and its engine runs until its
+    requests have ended."""
+
+    def __init__(self, config: DuetConfig, profiles: Mapping[str, Profile], *, seed: int = 0,
+                 scrape_interval_s: float = 1.0, forced_length: bool = False,
+                 length_quantile: float | None = None, fleet: FleetControl | None = None) -> None:
+        (self._model,) = config.models.values()
+        self._forced_length = forced_length
+        self._profiles = profiles
+        self._fleet: FleetControl = fleet or FixedFleet()
+        self._seeds = itertools.count(seed)
+        self._draining: set[str] = set()
+        self.now = 0.0
+        settings = StoreSettings(stale_after_s=max(5.0, 5 * scrape_interval_s))
+        if length_quantile is not None:
+            settings = dataclasses.replace(settings, lengths=dataclasses.replace(settings.lengths, quantile=length_quantile))
+        self._store = InMemoryStateStore(settings, clock=lambda: self.now)
+        self.engines = {replica.id: self._engine(replica) for replica in self._model.replicas}
+        self._waiting_room = _VirtualWaitingRoom()
+        backlog, decodes = PrefillBacklog(), DecodeLedger()
+        # The prefix index as the gateway keeps it (learned from its own dispatches), fed the
+        # trace's blocks at its block size: the HTTP path hashes the prompt's text instead.
+        self._block_tokens = config.policy.prefix_cache.block_tokens
+        self._prefixes = prefixes = InMemoryPrefixIndex(config.policy.prefix_cache.blocks_per_replica)
+        self._active = ActiveConfig.of(config)
+        hooks = routing_hooks(backlog, decodes, self._store, self._waiting_room, prefixes)
+        # Counted as the gateway counts it (only for an autoscaled model; only its fleet reads it).
+        self.demand = InMemoryDemand(lambda: self.now)
+        DemandKeeper(self.demand).subscribe(hooks)
+        self._director = Director(lambda: self._active, self._store, Ledgers(backlog, decodes, prefixes), self._waiting_room,
+                                  hooks, lambda: self.now)
+        # Duet's step model predicts every request on the replica that served it, whatever the
+        # policy: its error is then measured on each policy's traffic, not only on Duet's picks.
+        self._step_model = PLUGIN_TYPES["step-model"].cls()
+        self._scrape_interval_s = scrape_interval_s
+        self._pending: dict[str, _Pending] = {}
+        self._waiters: list[_Waiter] = []
+        self._seq = itertools.count()
+        self._results: list[RequestResult] = []
+
+    def run(self, arrivals: Sequence[Arrival]) -> list[RequestResult]:
+        next_scrape = 0.0
+        index = 0
+        while index < len(arrivals) or self._pending or self._waiters:
+            self._resume_woken()
+            next_arrival = arrivals[index].at_s if index < len(arrivals) else math.inf
+            engine_id, next_step = self._next_engine_event()
+            next_timeout = min((w.until_s for w in self._waiters), default=math.inf)
+            next_change = self._fleet.next_change_s()
+            now = min(next_arrival, next_step, next_scrape, next_timeout, next_change)
+            self.now = now
+            if now == next_scrape:
+                self._scrape(now)
+                next_scrape = now + self._scrape_interval_s
+            elif now == next_step and engine_id is not None:
+                self.collect(self.engines[engine_id].advance(now))
+            elif now == next_timeout:
+                self._resume_timed_out(now)
+            elif now == next_change:
+                self._change(self._fleet.change(now, self.demand))
+            else:
+                self._arrive(arrivals[index], f"r{index}")
+                index += 1
+        return sorted(self._results, key=lambda r: r.arrival_s)
+
+    def _next_engine_event(self) -> tuple[str | None, float]:
+        best_id, best = None, math.inf
+        for replica_id, engine in self.engines.items():
+            at = engine.next_event_time()
+            if at is not None and at < best:
+                best_id, best = replica_id, at
+        return best_id, best
+
+    def _scrape(self, now: float) -> None:
+        """The monitor's round: health and metrics of the replicas the config lists (never one
+        still loading, which has no engine yet, nor one withdrawn, which the monitor forgot)."""
+        for replica in self._routable():
+            self._check(replica.id, now)
+
+    def _check(self, replica_id: str, now: float) -> None:
+        engine = self.engines[replica_id]
+        self.collect(engine.advance(now))  # gauges as of now, not as of the engine's last event
+        snap = engine.snapshot()
+        counters = engine.counters
+        stats = VllmStats(running=snap.running, waiting=snap.waiting, kv_cache_usage=snap.kv_cache_usage,
+                          prompt_tokens_total=counters.prompt_tokens, generation_tokens_total=counters.generation_tokens,
+                          prefix_cache_queries_total=counters.prefix_cache_queries,
+                          prefix_cache_hits_total=counters.prefix_cache_hits,
+                          ttft=HistogramTotals(counters.ttft_s_total, counters.first_tokens))
+        run_now(self._store.record_health(replica_id, True, now))
+        run_now(self._store.record_stats(replica_id, stats, now))
+
+    def _routable(self) -> tuple[Replica, ...]:
+        return self._active.config.models[self._model.name].replicas
+
+    def _engine(self, replica: Replica) -> Engine:
+        return Engine(self._profiles[replica.variant], seed=next(self._seeds), token_events=False)
+
+    def _change(self, change: FleetChange) -> None:
+        """Replicas join or leave routing: a config listing the replicas now routable is swapped
+        in (as a reload does); a joining replica gets its first check at once (as the monitor
+        does for a new replica) and the waiting room's line re-plans; a withdrawn one is forgotten
+        by the store (as the monitor forgets a replica that left the config) and leaves once
+        its requests have ended."""
+        if not change.joined and not change.withdrawn:
+            return
+        gone = set(change.withdrawn)
+        replicas = (*(r for r in self._routable() if r.id not in gone), *change.joined)
+        config = self._active.config
+        model = dataclasses.replace(config.models[self._model.name], replicas=replicas)
+        self._active = ActiveConfig(dataclasses.replace(config, models={**config.models, model.name: model}),
+                                    self._active.counters)
+        for replica in change.joined:
+            self.engines[replica.id] = self._engine(replica)
+            self._check(replica.id, self.now)
+        if change.joined:  # every request waiting in line re-plans once, best first
+            waiters, self._waiters = sorted(self._waiters), []
+            for waiter in waiters:
+                self._step(waiter.coroutine, True)
+        for replica_id in change.withdrawn:
+            run_now(self._store.forget(replica_id))
+            self._draining.add(replica_id)
+            self._leave_if_drained(replica_id, self.now)
+
+    def _leave_if_drained(self, replica_id: str, at: float) -> None:
+        """A withdrawn replica with no request left leaves: its engine stops, the prefix index
+        forgets it (a draining replica's first tokens still taught it blocks)."""
+        if self.engines[replica_id].in_flight() or any(
+                p.exchange.attempt is not None and p.exchange.attempt.replica.id == replica_id
+                for p in self._pending.values()):
+            return
+        self._draining.discard(replica_id)
+        del self.engines[replica_id]
+        self._prefixes.forget(replica_id)
+        self._fleet.drained(replica_id, at)
+
+    def _arrive(self, arrival: Arrival, request_id: str) -> None:
+        """The request as a client would send it: the task named in ``x-duet-task``, its client's
+        max_tokens (or, with ``forced_length``, the trace's length forced), the prompt's length known."""
+        fields: dict[str, Any] = {"model": self._model.name, "prompt": ""}
+        if self._forced_length:
+            fields.update(max_tokens=arrival.output_tokens, min_tokens=arrival.output_tokens, ignore_eos=True)
+        elif arrival.max_tokens is not None:
+            fields.update(max_tokens=arrival.max_tokens)
+        body = CompletionBody.model_validate(fields)
+        blocks = () if arrival.blocks is None else arrival.blocks.chained(self._block_tokens, arrival.input_tokens)
+        inbound = Inbound(body, {"x-duet-task": arrival.task}, prompt_tokens=arrival.input_tokens, prefix_blocks=blocks)
+        exchange = self._director.open(inbound, request_id)
+        self._step(self._serve(exchange, arrival), None)
+
+    async def _serve(self, exchange: Exchange, arrival: Arrival) -> None:
+        director = self._director
+        try:
+            await director.admit(exchange)
+            accepted = await director.dispatch(exchange, _EngineTransport(self, exchange.request_id, arrival))
+        except RequestError as error:
+            budget = exchange.plan.profile.budget
+            self._results.append(RequestResult(arrival.at_s, arrival.task, "rejected", None, arrival.input_tokens,
+                                               arrival.output_tokens, budget=budget, refusal_status=error.status))
+            return
+        candidate = exchange.plan.candidate(accepted.replica.id)
+        assert candidate is not None
+        # Told the true length, so that its error is the latency model's, not the length estimate's.
+        profile = dataclasses.replace(exchange.plan.profile, expected_output_tokens=arrival.output_tokens)
+        self._pending[exchange.request_id] = _Pending(arrival, exchange, self._step_model.predict(profile, candidate))
+
+    def _step(self, coroutine: Coroutine[Any, Any, None], value: bool | None) -> None:
+        """Runs a request's coroutine until it ends or waits in the virtual waiting room."""
+        try:
+            suspend = coroutine.send(value)
+        except StopIteration:
+            return
+        assert isinstance(suspend, _Suspend)
+        heapq.heappush(self._waiters, _Waiter(suspend.rank, next(self._seq), self.now + suspend.timeout_s, coroutine))
+
+    def _resume_woken(self) -> None:
+        """Requests finished since the last look: as many waiters as were woken re-try, best first."""
+        room = self._waiting_room
+        while room.woken and self._waiters:
+            room.woken -= 1
+            self._step(heapq.heappop(self._waiters).coroutine, True)
+        room.woken = 0
+
+    def _resume_timed_out(self, now: float) -> None:
+        due = [w for w in self._waiters if w.until_s <= now]
+        self._waiters = [w for w in self._waiters if w.until_s > now]
+        heapq.heapify(self._waiters)
+        for waiter in due:
+            self._step(waiter.coroutine, False)
+
+    def collect(self, events: Sequence[object]) -> None:
+        now = self.now
+        for event in events:
+            if isinstance(event, Finished):
+                self.now = event.time  # the store sees the outcome when it happened
+                self._finish(event)
+            elif isinstance(event, TokensOut) and event.first:
+                self._director.first_token(self._pending[event.request_id].exchange)
+        self.now = now
+
+    def _finish(self, event: Finished) -> None:
+        pending = self._pending.pop(event.request_id)
+        exchange = pending.exchange
+        ok = event.reason != "abort"
+        attempt = exchange.attempt
+        assert attempt is not None
+        outcome = Outcome(attempt.replica.id, ok, 200 if ok else 502, event.ttft_s, event.e2e_s, event.prompt_tokens,
+                          event.output_tokens)
+        run_now(self._director.finish(exchange, outcome))
+        variant = attempt.variant
+        # The client's times count from arrival: a request that waited for a slot waited that long.
+        waited_s = (exchange.dispatched_at or exchange.received_at) - exchange.received_at
+        ttft_s = None if event.ttft_s is None else waited_s + event.ttft_s
+        self._results.append(RequestResult(
+            pending.arrival.at_s, exchange.plan.profile.task, "ok" if ok else "failed", variant.name,
+            event.prompt_tokens, event.output_tokens, ttft_s, waited_s + event.e2e_s, attempt.prediction,
+            exchange.plan.profile.budget, variant.price.cost_usd(event.prompt_tokens, event.output_tokens),
+            pending.step_model, exchange.route, expected_output_tokens=exchange.plan.profile.expected_output_tokens,
+            cached_tokens=event.cached_tokens, replica=attempt.replica.id, waited_s=waited_s,
+        ))
+        if attempt.replica.id in self._draining:
+            self._leave_if_drained(attempt.replica.id, event.time)

@@ -1,3 +1,0 @@
-"""Capacity planning: ``duet plan`` sizes each variant's fleet for a target by replaying the
-router against the simulator, and ``duet plan-day`` replays a day-shaped trace through the peak's
-fixed fleet and the autoscaled one (replay, world, scoring, sections.section; never the registry)."""

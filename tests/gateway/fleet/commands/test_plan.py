@@ -1,0 +1,49 @@
+"""``duet plan`` end to end on a tiny case: the results file, the config it writes (which
+``duet deploy render`` then starts that many replicas of), and errors before any replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from gateway.cli import main
+from gateway.deploy.plan import Target, load_plan
+
+ROOT = Path(__file__).resolve().parents[4]
+GPU = ROOT / "deploy" / "render" / "h100-70b.yaml"
+TINY = ["plan", "--replicas", "h100-70b", "--rate-scale", "0.5", "--span", "30", "--search-seeds", "1",
+        "--check-seeds", "2", "--max-replicas", "3", "--baselines", "least-loaded", "--target", "0.9"]
+
+
+def test_a_tiny_plan_writes_its_results_and_the_counts_deploy_render_uses(tmp_path):
+    out, planned = tmp_path / "plan.json", tmp_path / "planned.yaml"
+    assert main([*TINY, "--out", str(out), "--write-config", str(GPU), "--to", str(planned)]) == 0
+    results = json.loads(out.read_text())
+    assert results["command"].startswith("duet plan --replicas h100-70b ") and "--jobs" not in results["command"]
+    assert {name: p["role"] for name, p in results["plans"].items()} == {
+        "duet": "duet", "least-loaded": "baseline", "always-standard": "all-standard"}
+    duet = results["plans"]["duet"]
+    assert duet["search_share"] >= 0.9 and len(duet["check_runs"]) == 2
+    assert duet["usd_per_hour"] == 12.0 * duet["replicas"]  # 4 H100s x $3.00 per replica
+    assert results["plans"]["always-standard"]["fleet"]["fast"] == 0
+    counts = {d.variant: d.replicas for d in load_plan(planned, Target.parse("k8s-gpu")).variants}
+    assert counts == duet["fleet"]
+    assert yaml.safe_load(planned.read_text())["routing"] == yaml.safe_load(GPU.read_text())["routing"]
+
+
+def test_a_config_without_the_pairings_variants_is_refused_before_any_replay(tmp_path, capsys):
+    raw = yaml.safe_load(GPU.read_text())
+    variants = raw["models"]["llama-3-70b"]["variants"]
+    variants["quick"] = variants.pop("fast")
+    config = tmp_path / "duet.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    assert main([*TINY, "--write-config", str(config), "--to", str(tmp_path / "o.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "models.llama-3-70b.variants: no variant 'fast'" in err and "good" not in err  # no replay ran
+
+
+def test_write_config_needs_to(capsys):
+    assert main([*TINY, "--write-config", str(GPU)]) == 2
+    assert "--write-config IN and --to OUT go together" in capsys.readouterr().err
