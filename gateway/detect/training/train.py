@@ -1,8 +1,8 @@
 """Train the task detector and choose its abstention threshold:
-``python -m gateway.detect.train [--prompts ../shared/prompts]``.
+``python -m gateway.detect.training.train [--prompts ../shared/prompts]``.
 
 Fits a multinomial logistic regression (class-balanced, L2, full-batch Adam; numpy only) on the
-``train`` split of ``gateway.detect.corpus``, keeps the ``MAX_FEATURES`` features most often seen,
+``train`` split of ``gateway.detect.training.corpus``, keeps the ``MAX_FEATURES`` features most often seen,
 then picks the default threshold and floor on the validation splits (``validation`` and
 ``validation-template``): the pair whose leak rate (against the FP8 verdict of
 deploy/render/h100-70b.yaml) stays within ``LEAK_GOAL`` and worst per-task miss rate within
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from gateway.detect.corpus import PROMPTS, VALIDATION_SPLITS, Sample, corpus
-from gateway.detect.evaluate import evaluate, judge_all, summary
+from gateway.detect.training.corpus import PROMPTS, VALIDATION_SPLITS, Sample, corpus
+from gateway.detect.training.evaluate import evaluate, judge_all, summary
 from gateway.detect.features import message_features
 from gateway.detect.model import MODEL_FILE, TaskDetector
 
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     print(summary(report))
     meta = {"threshold": threshold, "floor": floor, "trained_on": dict(Counter(s.task for s in train)),
             "validation": {k: report[k] for k in ("leak_rate", "abstention_cost", "worst_miss_rate")},
-            "command": "python -m gateway.detect.train"}
+            "command": "python -m gateway.detect.training.train"}
     args.out.write_text(json.dumps(document(features, weights, bias, meta), separators=(",", ":")) + "\n")
     print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KB, {len(features)} features, threshold {threshold})")
     return 0
