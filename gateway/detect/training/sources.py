@@ -88,14 +88,17 @@ def persistbench(root: Path) -> Iterator[tuple[str, Messages]]:
                 yield f"{path.stem}/{len(seen)}", _user(row["query"])
 
 
+def bbh_task(root: Path, task: str) -> Iterator[tuple[str, Messages]]:
+    """A task's worked examples: the task's one-line description, then the question (not the answer)."""
+    path = root / "deepeval-4.3.1/deepeval/benchmarks/big_bench_hard/cot_prompts" / f"{task}.txt"
+    description, *examples = path.read_text(encoding="utf-8").split("\n\nQ: ")
+    for i, example in enumerate(examples):
+        yield f"{task}/{i}", _user(f"{description.strip()}\n\n{example.split(chr(10) + 'A: ')[0].strip()}")
+
+
 def bbh(root: Path) -> Iterator[tuple[str, Messages]]:
-    """Each task's three worked examples: the task's one-line description, then the question."""
-    folder = root / "deepeval-4.3.1/deepeval/benchmarks/big_bench_hard/cot_prompts"
     for task in BBH_REASONING:
-        description, *examples = (folder / f"{task}.txt").read_text(encoding="utf-8").split("\n\nQ: ")
-        for i, example in enumerate(examples):
-            question = example.split("\nA: ")[0].strip()
-            yield f"{task}/{i}", _user(f"{description.strip()}\n\n{question}")
+        yield from bbh_task(root, task)
 
 
 def _evals(*files: str) -> Callable[[Path], Iterator[tuple[str, Messages]]]:

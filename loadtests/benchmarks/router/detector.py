@@ -24,6 +24,10 @@ from typing import Any
 
 from gateway.detect.training import PROMPTS, SPLIT_USES, confusions, corpus, evaluate, judge_all
 from gateway.flow import TaskDetector
+
+# The source-by-source section is registered beside this one (loadtests/sections/registry.py).
+from loadtests.benchmarks.router.detector_by_source import RESULTS as BY_SOURCE_RESULTS  # noqa: F401
+from loadtests.benchmarks.router.detector_by_source import render as render_by_source  # noqa: F401
 from serving.hardware import cpu_flags, hardware_of
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "task-detector.json"
