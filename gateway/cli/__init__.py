@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("gateway.cli.check", "validate a duet.yaml"),
     "calibrate": ("gateway.cli.calibrate", "measure a replica's speed and write a variant's speed block"),
     "explain": ("gateway.cli.explain", "show how a config routes a request (dry run)"),
+    "detect": ("gateway.cli.detect", "evaluate or retrain the task detector on labelled requests"),
     "sim": ("serving.sim.cli", "run one simulated vLLM replica"),
     "replay": ("loadtests.replay.cli", "replay a trace through routing policies in virtual time"),
     "plan": ("loadtests.capacity.cli", "the cheapest replica count per variant meeting a target (replayed)"),
