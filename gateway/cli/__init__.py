@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, str] = {
     "check": "validate a duet.yaml",
     "calibrate": "measure a replica's speed and write a variant's speed block",
     "explain": "show how a config routes a request (dry run)",
+    "detect": "evaluate or retrain the task detector on labelled requests",
     "sim": "run one simulated vLLM replica",
     "replay": "replay a trace through routing policies in virtual time",
     "plan": "the cheapest replica count per variant meeting a target (replayed)",
@@ -48,6 +49,9 @@ def command(name: str) -> ModuleType:
         case "explain":
             from gateway.cli import explain
             return explain
+        case "detect":
+            from gateway.cli import detect
+            return detect
         case "sim":
             from serving.sim.server import cli as sim
             return sim

@@ -1,6 +1,6 @@
 """The task detector: a multinomial logistic regression over a request's features
 (``gateway.detect.features``), its weights shipped as package data (``task_detector.json``,
-written by ``python -m gateway.detect.train``), and its answer with the abstention it implies."""
+written by ``python -m gateway.detect.training.train``), and its answer with the abstention it implies."""
 
 from __future__ import annotations
 

@@ -16,12 +16,6 @@ from gateway.config.policy import PrefixCacheSettings
 from gateway.config.types import DuetConfig, ModelSpec, StateSettings
 from gateway.decision import Decision
 from gateway.detect import Detection, TaskDetector
-from gateway.detect.corpus import PROMPTS as DETECTOR_PROMPTS
-from gateway.detect.corpus import SPLIT_USES as DETECTOR_SPLIT_USES
-from gateway.detect.corpus import corpus as detector_corpus
-from gateway.detect.evaluate import confusions as detector_confusions
-from gateway.detect.evaluate import evaluate as evaluate_detector
-from gateway.detect.evaluate import judge_all as judge_detections
 from gateway.domain import (
     Budget,
     Candidate,
@@ -92,9 +86,8 @@ __all__ = [
     "Sessions",
     # Online parity's draw at dispatch (what a request that is not sampled pays: loadtests/benchmarks/router/shadow.py).
     "shadow_sample",
-    # The task detector and its held-out evaluation (loadtests/benchmarks/router/detector.py).
-    "DETECTOR_PROMPTS", "DETECTOR_SPLIT_USES", "Detection", "TaskDetector", "detector_confusions", "detector_corpus",
-    "evaluate_detector", "judge_detections",
+    # The task detector (its training and evaluation are gateway.detect.training, off the serving path).
+    "Detection", "TaskDetector",
     # Autoscaling's arithmetic (the replay's autoscaled fleet, duet plan's utilisation).
     "Autoscaling", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas",
     # What the gateway's gauge sizes with: per task the higher-rate window, the configured tasks' sizing.

@@ -76,6 +76,7 @@ SECTIONS: tuple[Section, ...] = (
             lambda: length_quantile.render(length_quantile.load())),
     Section("task-detector", ROUTING, "docs/results/task-detector.json",
             lambda: task_detector.render(_json(task_detector.RESULTS))),
+    Section("task-detector-by-source", ROUTING, "docs/results/task-detector-by-source.json", lambda: task_detector.render_by_source(_json(task_detector.BY_SOURCE_RESULTS))),  # noqa: E501
     Section("calibration-real", ROUTING, "docs/results/calibration-*.json",
             lambda: calibration.render(calibration.load())),
     Section("soak", RELIABILITY, "docs/results/soak-*.json", lambda: soak.render(soak.load()).strip()),

@@ -4,7 +4,7 @@ latency by prompt size; writes docs/results/task-detector.json.
     .venv/bin/python -m loadtests.benchmarks.router.detector [--prompts ../shared/prompts]
 
 Accuracy is measured on the held-out splits only (``test``: unseen prompts of seen templates and
-public sets; ``test-template``: templates never trained or tuned on; ``gateway.detect.corpus``
+public sets; ``test-template``: templates never trained or tuned on; ``gateway.detect.training.corpus``
 says which split trained and which tuned what, and the results repeat it), at the shipped threshold and
 floor, against the FP8 verdict of deploy/render/h100-70b.yaml (fast allowed chat, coding, agent,
 extraction). Latency: ``detect_messages`` on one user turn of about 256, 1k, 8k and 32k tokens
@@ -22,13 +22,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gateway.flow import DETECTOR_PROMPTS as PROMPTS
-from gateway.flow import DETECTOR_SPLIT_USES as SPLIT_USES
+from gateway.detect.training import PROMPTS, SPLIT_USES, confusions, corpus, evaluate, judge_all
 from gateway.flow import TaskDetector
-from gateway.flow import detector_confusions as confusions
-from gateway.flow import detector_corpus as corpus
-from gateway.flow import evaluate_detector as evaluate
-from gateway.flow import judge_detections as judge_all
+
+# The source-by-source section is registered beside this one (loadtests/sections/registry.py).
+from loadtests.benchmarks.router.detector_by_source import RESULTS as BY_SOURCE_RESULTS  # noqa: F401
+from loadtests.benchmarks.router.detector_by_source import render as render_by_source  # noqa: F401
 from serving.hardware import cpu_flags, hardware_of
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "task-detector.json"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from gateway.detect.corpus import HELD_OUT_TEMPLATES, VALIDATION_TEMPLATES, synthetic_samples, templates
+from gateway.detect.training.corpus import HELD_OUT_TEMPLATES, VALIDATION_TEMPLATES, synthetic_samples, templates
 
 SAMPLES = list(synthetic_samples())
 

@@ -1,8 +1,8 @@
 """Train the task detector and choose its abstention threshold:
-``python -m gateway.detect.train [--prompts ../shared/prompts]``.
+``python -m gateway.detect.training.train [--prompts ../shared/prompts]``.
 
 Fits a multinomial logistic regression (class-balanced, L2, full-batch Adam; numpy only) on the
-``train`` split of ``gateway.detect.corpus``, keeps the ``MAX_FEATURES`` features most often seen,
+``train`` split of ``gateway.detect.training.corpus``, keeps the ``MAX_FEATURES`` features most often seen,
 then picks the default threshold and floor on the validation splits (``validation`` and
 ``validation-template``): the pair whose leak rate (against the FP8 verdict of
 deploy/render/h100-70b.yaml) stays within ``LEAK_GOAL`` and worst per-task miss rate within
@@ -17,15 +17,16 @@ import argparse
 import base64
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from gateway.detect.corpus import PROMPTS, VALIDATION_SPLITS, Sample, corpus
-from gateway.detect.evaluate import evaluate, judge_all, summary
 from gateway.detect.features import message_features
-from gateway.detect.model import MODEL_FILE, TaskDetector
+from gateway.detect.model import MODEL_FILE, Detection, TaskDetector
+from gateway.detect.training.corpus import PROMPTS, VALIDATION_SPLITS, Sample, corpus
+from gateway.detect.training.evaluate import evaluate, judge_all, summary
 
 TASKS = ("chat", "coding", "reasoning", "extraction", "long-context", "agent")
 MAX_FEATURES = 8000
@@ -38,6 +39,10 @@ MISS_GOAL = 0.05  # any task, against a verdict that would refuse it
 # more stays plausible.
 MIN_THRESHOLD = 0.5
 FLOORS = (0.005, 0.01, 0.02, 0.05)
+
+
+class Detector(Protocol):
+    def detect_messages(self, messages: Sequence[Any]) -> Detection: ...
 
 
 def vocabulary(rows: list[list[str]]) -> list[str]:
@@ -80,7 +85,7 @@ def _adam(param: np.ndarray, grad: np.ndarray, m: np.ndarray, v: np.ndarray, ste
     param -= lr * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
 
 
-def choose_threshold(detector: TaskDetector, tune: list[Sample]) -> tuple[float, float, dict[str, Any]]:
+def choose_threshold(detector: Detector, tune: list[Sample]) -> tuple[float, float, dict[str, Any]]:
     """The (threshold, floor) sending the fewest requests of allowed tasks to standard needlessly
     while the leak rate stays within ``LEAK_GOAL`` and no task is missed more than ``MISS_GOAL``
     of the time; on a tie the more protective one (higher threshold, lower floor)."""
@@ -103,24 +108,34 @@ def document(features: list[str], weights: np.ndarray, bias: np.ndarray, meta: d
             "weights_f16": base64.b64encode(weights.astype("<f2").tobytes()).decode(), "meta": meta}
 
 
+def train(samples: list[Sample]) -> tuple[TaskDetector, dict[str, Any], dict[str, Any]]:
+    """The detector fitted on the ``train`` split of ``samples``, its threshold and floor chosen on
+    their validation splits (the detector carries them in ``meta``), the validation report, and
+    the model file's document."""
+    fitted = [s for s in samples if s.split == "train"]
+    rows = [message_features(s.messages) for s in fitted]
+    features = vocabulary(rows)
+    weights, bias = fit(rows, [TASKS.index(s.task) for s in fitted], features)
+    weights = weights.astype("<f2").astype(np.float64)  # judge the model as it is stored
+    vocabulary_ids = {f: i for i, f in enumerate(features)}
+    detector = TaskDetector(TASKS, vocabulary_ids, weights.tolist(), bias.tolist())
+    threshold, floor, report = choose_threshold(detector, [s for s in samples if s.split in VALIDATION_SPLITS])
+    meta = {"threshold": threshold, "floor": floor, "trained_on": dict(Counter(s.task for s in fitted)),
+            "validation": {k: report[k] for k in ("leak_rate", "abstention_cost", "worst_miss_rate")},
+            "command": "python -m gateway.detect.training.train"}
+    detector = TaskDetector(TASKS, vocabulary_ids, weights.tolist(), bias.tolist(), meta)
+    return detector, report, document(features, weights, bias, meta)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=Path, default=PROMPTS)
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_name(MODEL_FILE))
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / MODEL_FILE)
     args = parser.parse_args(argv)
-    samples = corpus(args.prompts)
-    train = [s for s in samples if s.split == "train"]
-    rows = [message_features(s.messages) for s in train]
-    features = vocabulary(rows)
-    weights, bias = fit(rows, [TASKS.index(s.task) for s in train], features)
-    weights = weights.astype("<f2").astype(np.float64)  # judge the model as it is stored
-    detector = TaskDetector(TASKS, {f: i for i, f in enumerate(features)}, weights.tolist(), bias.tolist())
-    threshold, floor, report = choose_threshold(detector, [s for s in samples if s.split in VALIDATION_SPLITS])
+    detector, report, model = train(corpus(args.prompts))
     print(summary(report))
-    meta = {"threshold": threshold, "floor": floor, "trained_on": dict(Counter(s.task for s in train)),
-            "validation": {k: report[k] for k in ("leak_rate", "abstention_cost", "worst_miss_rate")},
-            "command": "python -m gateway.detect.train"}
-    args.out.write_text(json.dumps(document(features, weights, bias, meta), separators=(",", ":")) + "\n")
+    args.out.write_text(json.dumps(model, separators=(",", ":")) + "\n")
+    features, threshold = model["features"], detector.meta["threshold"]
     print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KB, {len(features)} features, threshold {threshold})")
     return 0
 

@@ -1,5 +1,5 @@
 """What a synthesised template is: ``(rng) -> messages``, deterministic given the generator,
-which ``gateway.detect.corpus`` seeds with the sample's id. Beside it, the two helpers templates
+which ``gateway.detect.training.corpus`` seeds with the sample's id. Beside it, the two helpers templates
 build with and the words the templates of several modules draw on (people, organisations,
 cities, topics, programming languages)."""
 

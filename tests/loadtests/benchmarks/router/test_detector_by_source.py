@@ -1,0 +1,33 @@
+"""The source-by-source section: a row per held-out source, the worst source per goal, and the
+committed verdicts agree with the committed numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gateway.detect.training.by_source import GOALS, worst
+from gateway.detect.training.sources import SOURCES
+from loadtests.benchmarks.router.detector_by_source import RESULTS, SHARED, render
+
+RESULTS_NOW = json.loads(Path(RESULTS).read_text())
+
+
+def test_every_source_is_held_out_once_in_every_recipe():
+    for report in RESULTS_NOW["recipes"].values():
+        assert set(report["by_source"]) == {*SOURCES, *SHARED}
+
+
+def test_the_worst_source_verdicts_are_those_of_the_committed_numbers():
+    assert "current" in RESULTS_NOW["recipes"]  # the baseline is always there
+    for report in RESULTS_NOW["recipes"].values():
+        assert report["worst"] == worst(report["by_source"])
+        assert set(report["worst"]) == set(GOALS)
+
+
+def test_the_section_has_a_row_per_source_and_a_line_per_goal():
+    text = render(RESULTS_NOW)
+    for recipe, report in RESULTS_NOW["recipes"].items():
+        assert f"**{recipe}**" in text
+        assert all(f"| {name} | " in text for name in report["by_source"])
+    assert all(f"| {goal} {direction} {bound} |" in text for goal, (direction, bound) in GOALS.items())
