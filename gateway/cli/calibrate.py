@@ -128,11 +128,12 @@ def load_record(loaded: LoadedProbe) -> dict[str, Any] | None:
 
 
 def calibrate_variants(config: dict[str, Any], model: str, hardware_class: str, say: Callable[[str], None],
-                       plan: ProbePlan | None = None, replica_pids: Mapping[str, tuple[int, ...]] | None = None) -> None:
+                       plan: ProbePlan | None = None, replica_pids: tuple[int, ...] = ()) -> None:
     """Replace the speed block of each of ``model``'s variants in ``config`` by one measured on
     its first replica, one replica at a time (so they do not disturb each other). A replica that
     cannot be calibrated keeps its prior, said so. ``say`` gets one line per variant, and a
-    warning when it was measured under load; ``replica_pids``: each local variant's processes."""
+    warning when it was measured under load. ``replica_pids``: the local replicas' processes
+    (all of them: an idle one is not someone else's load)."""
     for name, variant in config["models"][model]["variants"].items():
         if not variant.get("replicas"):
             say(f"{name}: no replica listed (discovered ones are not probed), keeping its prior")
@@ -140,7 +141,7 @@ def calibrate_variants(config: dict[str, Any], model: str, hardware_class: str, 
         url = variant["replicas"][0]["url"]
         try:
             result = calibrate(url, variant["served_model_name"], variant["speed"], hardware_class, plan,
-                               replica_pids=(replica_pids or {}).get(name, ()))
+                               replica_pids=replica_pids)
         except CalibrationError as exc:
             say(f"{name}: calibration failed, keeping the profile's prior: {exc}")
             continue

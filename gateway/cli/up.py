@@ -26,7 +26,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -269,11 +269,11 @@ def read_policy(path: Path) -> dict[str, Any]:
 
 
 def calibrate_config(config: dict[str, Any], config_path: Path, hardware_class: str,
-                     replica_pids: Mapping[str, tuple[int, ...]]) -> None:
+                     replica_pids: tuple[int, ...]) -> None:
     """Measure every replica (one at a time) and rewrite ``config_path`` with the measured speed
     blocks. Never stops ``duet up``: what cannot be measured or checked keeps its prior; one
     measured while other processes kept the machine busy is said so (``warning:``).
-    ``replica_pids``: each variant's replica process, left out of the machine's load."""
+    ``replica_pids``: the replicas' processes, left out of the machine's load."""
     print(f"calibrating the replicas one at a time on {hardware_class} (--no-calibrate skips this)", flush=True)
     measured = copy.deepcopy(config)
     calibrate_variants(measured, MODEL, hardware_class, lambda line: print(f"  {line}", flush=True),
@@ -319,7 +319,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"duet up: {exc}", file=sys.stderr, flush=True)
             return 1
         if not args.no_calibrate:
-            pids = {name: (status.pid,) for name, status in supervisor.statuses().items() if status.pid is not None}
+            pids = tuple(status.pid for status in supervisor.statuses().values() if status.pid is not None)
             calibrate_config(config, config_path, "simulated" if args.sim else cpu_class(cpu_flags()), pids)
         base = f"http://{args.host}:{args.port}"
         print(f"starting the gateway ({time.monotonic() - started:.1f} s since start)", flush=True)
