@@ -3,7 +3,9 @@
 The probe (serving.calibration.probe) takes well under a minute on a simulated replica and ~45 s
 on one AVX2 core running SmolLM2-135M. The block it gives keeps the variant's current scheduler
 limits and KV terms (the probe does not measure them) and records where it came from: the
-replica, its hardware class, when, and how long the probe took (``speed.calibration``).
+replica, its hardware class, when, how long the probe took and how busy the machine was
+(``speed.calibration``). A probe made while other processes were busy is made again (twice in
+all), the quieter kept; one still busy is kept with a warning (serving.calibration.busy).
 
 ``duet up`` calls ``calibrate_variants`` once its replicas are ready, so the embedded default's
 priors are this machine's whatever its CPU.
@@ -18,6 +20,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,7 +33,9 @@ import yaml
 
 from gateway.config import parse_config
 from gateway.errors import ConfigError
+from serving.calibration.busy import LoadedProbe, probe_when_quiet
 from serving.calibration.fit import Measured, ProbeSamples, block_notes, measure, predicted_step_s, speed_block
+from serving.calibration.load import CpuGauge, Quiet
 from serving.calibration.probe import ProbePlan, probe
 from serving.errors import CalibrationError
 from serving.hardware import cpu_class, cpu_flags
@@ -47,6 +52,15 @@ class Calibration:
     measured: Measured
     samples: ProbeSamples
     notes: tuple[str, ...] = ()
+
+    def load_warning(self) -> str | None:
+        """What to tell the operator when the block was measured on a busy machine, else None."""
+        load = self.speed["calibration"].get("machine_load")
+        if not load or not load["busy"]:
+            return None
+        return (f"measured under load: other processes used {load['others_cores']:.1f} of {load['cores']} cores"
+                f" (steal {load['steal_share']:.0%}) after {load['probes']} probes; the speed may be"
+                f" theirs, not the replica's: calibrate again on a quiet machine (duet calibrate)")
 
     def summary(self) -> str:
         """What the gateway will predict from the block on an idle replica (prefill rate, time
@@ -70,16 +84,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--out", type=Path, help="also write the speed block (YAML) to this file")
     parser.add_argument("--samples", type=Path, help="also write what the probe measured (JSON: every prompt's "
                                                      "TTFT, the step at each concurrency)")
+    parser.add_argument("--replica-pid", type=int, action="append", default=[],
+                        help="a local replica's process id (repeatable; its children count too): the machine's "
+                             "load during the probe then leaves the replica's own work out (without it, a "
+                             "loopback replica's load is read only before each probe)")
     parser.add_argument("--hardware-class", help="the replica's hardware class (default: this machine's CPU class "
                                                  "for a loopback replica, else 'unknown')")
     parser.set_defaults(run=run)
 
 
 def calibrate(url: str, model: str | None, prior: Mapping[str, Any] | None, hardware_class: str,
-              plan: ProbePlan | None = None) -> Calibration:
-    """Probe the replica at ``url`` and build its speed block over ``prior`` (see
-    serving.calibration.fit.speed_block). Raises CalibrationError."""
-    samples = asyncio.run(probe(url, model, plan or ProbePlan()))
+              plan: ProbePlan | None = None, *, replica_pids: tuple[int, ...] = (),
+              gauge: CpuGauge | None = None, quiet: Quiet | None = None) -> Calibration:
+    """Probe the replica at ``url`` (again while the machine is busy: ``probe_when_quiet``) and
+    build its speed block over ``prior`` (see serving.calibration.fit.speed_block).
+    ``replica_pids``: the replica's processes when local, so the load during the probe leaves
+    its work out. Raises CalibrationError."""
+    gauge = gauge or CpuGauge(lambda: (os.getpid(), *replica_pids))
+    read_during = bool(replica_pids) or urlsplit(url).hostname not in LOOPBACK
+    loaded = asyncio.run(probe_when_quiet(lambda: probe(url, model, plan or ProbePlan()), gauge.read, quiet or Quiet(),
+                                          read_during=read_during))
+    samples = loaded.samples
     measured = measure(samples)
     block = speed_block(measured, samples, prior)
     block["calibration"] = {
@@ -88,22 +113,35 @@ def calibrate(url: str, model: str | None, prior: Mapping[str, Any] | None, hard
         "replica": url,
         "probe_s": round(samples.elapsed_s, 1),
         "decode_tokens_per_step": round(max(1.0, measured.tokens_per_chunk), 3),
+        **({"machine_load": record} if (record := load_record(loaded)) is not None else {}),
     }
     return Calibration(block, measured, samples, block_notes(measured, samples, prior))
 
 
+def load_record(loaded: LoadedProbe) -> dict[str, Any] | None:
+    """The ``calibration.machine_load`` mapping of ``loaded`` (None when its load was not read)."""
+    load = loaded.load
+    if load is None:
+        return None
+    return {"others_cores": round(load.others_cores, 2), "steal_share": round(load.steal_share, 3),
+            "cores": load.cores, "probes": loaded.probes, "busy": not loaded.quiet}
+
+
 def calibrate_variants(config: dict[str, Any], model: str, hardware_class: str, say: Callable[[str], None],
-                       plan: ProbePlan | None = None) -> None:
+                       plan: ProbePlan | None = None, replica_pids: tuple[int, ...] = ()) -> None:
     """Replace the speed block of each of ``model``'s variants in ``config`` by one measured on
     its first replica, one replica at a time (so they do not disturb each other). A replica that
-    cannot be calibrated keeps its prior, said so. ``say`` gets one line per variant."""
+    cannot be calibrated keeps its prior, said so. ``say`` gets one line per variant, and a
+    warning when it was measured under load. ``replica_pids``: the local replicas' processes
+    (all of them: an idle one is not someone else's load)."""
     for name, variant in config["models"][model]["variants"].items():
         if not variant.get("replicas"):
             say(f"{name}: no replica listed (discovered ones are not probed), keeping its prior")
             continue
         url = variant["replicas"][0]["url"]
         try:
-            result = calibrate(url, variant["served_model_name"], variant["speed"], hardware_class, plan)
+            result = calibrate(url, variant["served_model_name"], variant["speed"], hardware_class, plan,
+                               replica_pids=replica_pids)
         except CalibrationError as exc:
             say(f"{name}: calibration failed, keeping the profile's prior: {exc}")
             continue
@@ -111,6 +149,8 @@ def calibrate_variants(config: dict[str, Any], model: str, hardware_class: str, 
         say(f"{name}: calibrated: {result.summary()}")
         for note in result.notes:
             say(f"  note: {note}")
+        if (warning := result.load_warning()) is not None:
+            say(f"  warning: {warning}")
 
 
 def hardware_class_of(url: str, given: str | None) -> str:
@@ -166,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     model = args.model or (target.served_model_name if target else None)
     try:
         result = calibrate(args.replica, model, target.speed if target else None,
-                           hardware_class_of(args.replica, args.hardware_class))
+                           hardware_class_of(args.replica, args.hardware_class), replica_pids=tuple(args.replica_pid))
     except CalibrationError as exc:
         print(f"duet calibrate: {exc}", file=sys.stderr)
         return 1
@@ -175,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"# {result.summary()}", file=sys.stderr)
     for note in result.notes:
         print(f"# note: {note}", file=sys.stderr)
+    if (warning := result.load_warning()) is not None:
+        print(f"# warning: {warning}", file=sys.stderr)
     if args.out:
         args.out.write_text(block)
     if args.samples:

@@ -268,12 +268,16 @@ def read_policy(path: Path) -> dict[str, Any]:
     return dict(raw)
 
 
-def calibrate_config(config: dict[str, Any], config_path: Path, hardware_class: str) -> None:
+def calibrate_config(config: dict[str, Any], config_path: Path, hardware_class: str,
+                     replica_pids: tuple[int, ...]) -> None:
     """Measure every replica (one at a time) and rewrite ``config_path`` with the measured speed
-    blocks. Never stops ``duet up``: what cannot be measured or checked keeps its prior."""
+    blocks. Never stops ``duet up``: what cannot be measured or checked keeps its prior; one
+    measured while other processes kept the machine busy is said so (``warning:``).
+    ``replica_pids``: the replicas' processes, left out of the machine's load."""
     print(f"calibrating the replicas one at a time on {hardware_class} (--no-calibrate skips this)", flush=True)
     measured = copy.deepcopy(config)
-    calibrate_variants(measured, MODEL, hardware_class, lambda line: print(f"  {line}", flush=True))
+    calibrate_variants(measured, MODEL, hardware_class, lambda line: print(f"  {line}", flush=True),
+                       replica_pids=replica_pids)
     text = yaml.safe_dump(measured, sort_keys=False)
     try:
         parse_config(text, source=f"{config_path} (calibrated)")
@@ -315,7 +319,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"duet up: {exc}", file=sys.stderr, flush=True)
             return 1
         if not args.no_calibrate:
-            calibrate_config(config, config_path, "simulated" if args.sim else cpu_class(cpu_flags()))
+            pids = tuple(status.pid for status in supervisor.statuses().values() if status.pid is not None)
+            calibrate_config(config, config_path, "simulated" if args.sim else cpu_class(cpu_flags()), pids)
         base = f"http://{args.host}:{args.port}"
         print(f"starting the gateway ({time.monotonic() - started:.1f} s since start)", flush=True)
         serve(config_path, ServeOptions(args.host, args.port, args.log_level, parity=online_parity_tools()),

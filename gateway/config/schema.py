@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, model_validator
 
 from gateway.config.online_parity import OnlineParitySection
 from gateway.config.policy import PrefixCacheSettings, SessionSettings, TaskDefaults
@@ -126,17 +126,39 @@ class ReplicaCostSection(Strict):
 NonNegative = Annotated[float, Field(ge=0)]
 
 
+class MachineLoadSection(Strict):
+    """How busy the calibrating machine was during the probe kept (serving.calibration.load):
+    the CPU other processes used, in cores (0 .. ``cores``), the share of time the hypervisor
+    stole (0 .. 1), the probes made (more than one: the first was busy), and ``busy``: the probe
+    kept was still over the quiet limits, so the block may be someone else's load, not the
+    replica's speed."""
+
+    others_cores: NonNegative
+    steal_share: Annotated[float, Field(ge=0, le=1)]
+    cores: PositiveInt
+    probes: PositiveInt
+    busy: bool
+
+    @model_validator(mode="after")
+    def _others_fit_the_machine(self) -> MachineLoadSection:
+        if self.others_cores > self.cores:
+            raise ValueError(f"others_cores {self.others_cores} is more than the machine's {self.cores} cores")
+        return self
+
+
 class CalibrationSection(Strict):
     """Where a measured speed block came from (``duet calibrate``, ``duet up``): the replica
-    probed, on which hardware class, when, how long the probe took, and the mean tokens a
-    decode step streamed on the probe's prompts (above 1: speculation). A record for readers:
-    the gateway routes by the block's values, not by this."""
+    probed, on which hardware class, when, how long the probe took, the mean tokens a decode
+    step streamed on the probe's prompts (above 1: speculation), and how busy the machine was
+    (absent: not read, as in records made before it was). A record for readers: the gateway
+    routes by the block's values, not by this."""
 
     hardware_class: Annotated[str, Field(min_length=1)]
     measured_at: Annotated[str, Field(min_length=1)]
     replica: Annotated[str, Field(min_length=1)]
     probe_s: NonNegative
     decode_tokens_per_step: Annotated[float, Field(ge=1.0)] = 1.0
+    machine_load: MachineLoadSection | None = None
 
 
 class SpeedSection(Strict):

@@ -14,9 +14,11 @@ import redis.asyncio
 import yaml
 from starlette.testclient import TestClient
 
+from gateway import runtime
 from gateway.api.app import create_app
 from gateway.config import parse_config
 from gateway.runtime import Gateway
+from gateway.state.demand import InMemoryDemand
 from gateway.state.redis_demand import SharedDemand
 from tests.redis_server import RedisServer, require_redis_server
 
@@ -25,7 +27,12 @@ ADMIN_KEY = "admin-key-for-tests"
 
 
 def test_the_admin_route_explains_each_variants_count_and_metrics_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demand is counted on a clock the test moves (5 s between the arrivals and the read,
+    inside the 15 s short window): on the wall clock a busy machine let more than 15 s pass and
+    the arrivals had left the window before the route read them."""
     monkeypatch.setenv("DUET_ADMIN_KEY", ADMIN_KEY)
+    now = [1000.0]
+    monkeypatch.setattr(runtime, "build_demand", lambda config, link: InMemoryDemand(lambda: now[0]))
     raw = copy.deepcopy(DEMO)
     raw["models"]["smollm2"]["autoscaling"] = {"scrape_interval_s": 15, "rate_window_s": 120}
     config = parse_config(yaml.safe_dump(raw))
@@ -38,6 +45,8 @@ def test_the_admin_route_explains_each_variants_count_and_metrics_agrees(monkeyp
     with TestClient(create_app(build)) as client:
         for _ in range(30):
             gateways[0].demand.arrived("smollm2", "chat", 200, 120.0)
+            now[0] += 0.1
+        now[0] += 2.0
         assert client.get("/admin/autoscaling").status_code in (401, 403)
         reply = client.get("/admin/autoscaling", headers={"authorization": f"Bearer {ADMIN_KEY}"})
         metrics = client.get("/metrics").text

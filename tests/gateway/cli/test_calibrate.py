@@ -5,6 +5,7 @@ non-OpenAI replica with a clear message and exit code 1 (bad usage: 2), never a 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.cli.calibrate import calibrate_variants, hardware_class_of, variant_path
+from gateway.cli.calibrate import Calibration, calibrate_variants, hardware_class_of, variant_path
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from serving.hardware import cpu_class, cpu_flags
@@ -49,8 +50,10 @@ def test_it_recovers_the_simulated_profiles_rates_within_15_percent(sim: SimProc
     may probe up to three times; the method must recover the rates on one of them."""
     out, samples = tmp_path / "speed.yaml", tmp_path / "samples.json"
     truth = speed_prior(load_profile(PROFILE))
+    assert sim.process is not None
     for _ in range(3):
-        result = calibrate("--replica", sim.url, "--out", str(out), "--samples", str(samples))
+        result = calibrate("--replica", sim.url, "--replica-pid", str(sim.process.pid), "--out", str(out),
+                           "--samples", str(samples))
         assert result.returncode == 0, result.stderr
         speed: dict[str, Any] = yaml.safe_load(result.stdout)["speed"]
         if all(speed[k] == pytest.approx(truth[k], rel=0.15) for k in ("prefill_tokens_per_s", "decode_s_per_token")):
@@ -65,6 +68,27 @@ def test_it_recovers_the_simulated_profiles_rates_within_15_percent(sim: SimProc
     assert record["hardware_class"] == cpu_class(cpu_flags()) and record["replica"] == sim.url
     assert 0 < record["probe_s"] < 60 and record["measured_at"].endswith("+00:00")
     assert "prefill" in result.stderr and "ms/token alone" in result.stderr
+    # How busy the machine was: read on Linux, at most two probes, said when the kept one was busy.
+    load = record["machine_load"]
+    assert load["cores"] == os.cpu_count() and 0 <= load["others_cores"] <= load["cores"] and load["probes"] in (1, 2)
+    assert not load["busy"] or load["probes"] == 2  # busy only once it was probed again
+    assert ("warning: measured under load" in result.stderr) is load["busy"]
+
+
+def calibration_with(machine_load: dict[str, Any] | None) -> Calibration:
+    record = {"hardware_class": "avx2", "measured_at": "2026-12-05T19:00:00+00:00", "replica": "http://x", "probe_s": 40.0}
+    speed = {"calibration": record | ({"machine_load": machine_load} if machine_load else {})}
+    return Calibration(speed, None, None)  # type: ignore[arg-type]  # the warning reads the record only
+
+
+def test_a_prior_measured_under_load_is_said_so_with_how_busy_the_machine_was() -> None:
+    busy = calibration_with({"others_cores": 1.93, "steal_share": 0.02, "cores": 2, "probes": 2, "busy": True})
+    assert busy.load_warning() == ("measured under load: other processes used 1.9 of 2 cores (steal 2%) after 2 probes;"
+                                   " the speed may be theirs, not the replica's: calibrate again on a quiet machine"
+                                   " (duet calibrate)")
+    quiet = calibration_with({"others_cores": 0.1, "steal_share": 0.0, "cores": 2, "probes": 2, "busy": False})
+    assert quiet.load_warning() is None
+    assert calibration_with(None).load_warning() is None  # load unknown (no /proc): nothing to say
 
 
 def test_it_rewrites_only_the_named_variants_speed_in_a_checked_config(sim: SimProcess, tmp_path: Path) -> None:
@@ -147,7 +171,8 @@ def test_a_replica_that_cannot_be_calibrated_keeps_its_prior_and_says_so(sim: Si
         "fast": {"served_model_name": "smollm2-fast", "speed": dict(prior), "replicas": [{"url": dead}]},
         "found": {"served_model_name": "smollm2-found", "speed": dict(prior), "discovery": {}}}}}}
     lines: list[str] = []
-    calibrate_variants(config, "smollm2", "avx2", lambda line: lines.append(line) if not line.startswith("  note") else None)
+    # One line per variant; indented ones (notes, a warning on a busy machine) are its details.
+    calibrate_variants(config, "smollm2", "avx2", lambda line: lines.append(line) if not line.startswith("  ") else None)
     variants = config["models"]["smollm2"]["variants"]
     assert variants["fast"]["speed"] == prior
     assert variants["standard"]["speed"]["calibration"]["hardware_class"] == "avx2"

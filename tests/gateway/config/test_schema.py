@@ -73,3 +73,24 @@ def test_a_calibration_record_is_kept_out_of_the_step_model_and_checked_strictly
     assert config.models["m"].variants["static"].speed == SpeedPrior(prefill_tokens_per_s=1000, decode_s_per_token=0.01)
     with pytest.raises(ConfigError, match=r"models\.m\.variants\.static\.speed\.calibration\.cpu"):
         parse_config(MINIMAL.replace(plain, record.replace("probe_s: 41.5", "probe_s: 41.5, cpu: x"), 1))
+
+
+def test_the_machines_load_in_a_calibration_record_is_checked_strictly() -> None:
+    """``calibration.machine_load`` (serving.calibration.load): the others' CPU fits the
+    machine, steal is a share, and no unknown key; each error names its path."""
+    plain = "speed: {prefill_tokens_per_s: 1000, decode_s_per_token: 0.01}"
+
+    def with_load(load: str) -> str:
+        record = ('speed: {prefill_tokens_per_s: 1000, decode_s_per_token: 0.01, calibration: {hardware_class: avx2, '
+                  f'measured_at: "2026-12-05T19:00:00+00:00", replica: "http://127.0.0.1:9", probe_s: 41.5, machine_load: {load}}}}}')
+        return MINIMAL.replace(plain, record, 1)
+
+    config = parse_config(with_load("{others_cores: 1.9, steal_share: 0.0, cores: 2, probes: 2, busy: true}"))
+    assert config.models["m"].variants["static"].speed == SpeedPrior(prefill_tokens_per_s=1000, decode_s_per_token=0.01)
+    path = r"models\.m\.variants\.static\.speed\.calibration\.machine_load"
+    with pytest.raises(ConfigError, match=path + r".*others_cores 3\.0 is more than the machine's 2 cores"):
+        parse_config(with_load("{others_cores: 3.0, steal_share: 0.0, cores: 2, probes: 1, busy: true}"))
+    with pytest.raises(ConfigError, match=path + r"\.steal_share"):
+        parse_config(with_load("{others_cores: 0.1, steal_share: 1.5, cores: 2, probes: 1, busy: true}"))
+    with pytest.raises(ConfigError, match=path + r"\.load_average"):
+        parse_config(with_load("{others_cores: 0.1, steal_share: 0.0, cores: 2, probes: 1, busy: false, load_average: 3}"))
