@@ -65,14 +65,40 @@ def test_replica_state_imports_only_the_vocabulary_and_the_autoscaling_arithmeti
                                    or _within(dst, *VOCABULARY, "gateway.state", "gateway.scaling"))] == []
 
 
+def test_sessions_sit_below_the_lifecycle():
+    # Planning reads a session's seat and the policy; the seats are shared through the state's Redis link.
+    assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.sessions")
+                                   or _within(dst, *VOCABULARY, "gateway.sessions", "gateway.state"))] == []
+
+
+def test_tracing_is_a_subscriber_above_the_lifecycle():
+    assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.tracing")
+                                   or _within(dst, *VOCABULARY, "gateway.errors", "gateway.flow",
+                                              "gateway.tracing"))] == []
+
+
+def test_the_autoscaling_gauge_counts_on_the_lifecycles_hooks_and_sizes_with_the_arithmetic():
+    assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.autoscaling")
+                                   or _within(dst, *VOCABULARY, "gateway.errors", "gateway.config", "gateway.flow",
+                                              "gateway.scaling", "gateway.state", "gateway.autoscaling"))] == []
+
+
+def test_online_parity_never_imports_the_http_layer_or_the_other_subscribers():
+    assert _violations("gateway", lambda src, dst: not _within(src, "gateway.parity") or not _within(
+        dst, "gateway.api", "gateway.runtime", "gateway.cli", "gateway.autoscaling", "gateway.tracing")) == []
+
+
 def test_nothing_but_the_command_shell_reaches_into_the_http_layer():
     assert _violations("gateway", lambda src, dst: not _within(dst, "gateway.api")
                        or _within(src, "gateway.api", *COMMAND_SHELL)) == []
 
 
-def test_the_flow_layer_never_imports_the_http_layer_or_the_runtime():
-    assert _violations("gateway", lambda src, dst: not _within(src, "gateway.flow")
-                       or not _within(dst, "gateway.api", "gateway.runtime", "gateway.cli")) == []
+def test_the_flow_layer_never_imports_the_http_layer_the_runtime_or_its_subscribers_above_it():
+    # Tracing, online parity's sampling and the autoscaling gauge read the lifecycle's types; the
+    # composer (gateway.runtime, the replay) subscribes them, so flow never imports them.
+    assert _violations("gateway", lambda src, dst: not _within(src, "gateway.flow") or not _within(
+        dst, "gateway.api", "gateway.runtime", "gateway.cli", "gateway.tracing", "gateway.parity",
+        "gateway.autoscaling")) == []
 
 
 def test_the_gateway_uses_other_packages_only_from_its_command_shell():
@@ -84,9 +110,72 @@ def test_serving_and_quantize_import_no_gateway(package):
     assert _violations(package, lambda src, dst: not _within(dst, "gateway")) == []
 
 
-def test_load_tests_use_only_the_flow_layers_public_names_and_plugin_names():
+# What code outside gateway/ may import of it (docs/architecture.md): the lifecycle and what its
+# callers hand it (gateway.flow), the autoscaling gauge (gateway.autoscaling), online parity's
+# draw (gateway.parity), routing's plugin names, and the task detector with its training and
+# evaluation (gateway.detect: the detector benchmark). Each is a package's __init__ or one module.
+PUBLIC_SURFACES = ("gateway.flow", "gateway.autoscaling", "gateway.parity", "gateway.routing.registry")
+PUBLIC_ROOMS = ("gateway.detect",)
+
+
+def test_load_tests_use_only_the_gateways_public_surfaces():
     assert _violations("loadtests", lambda src, dst: not _within(dst, "gateway")
-                       or dst in ("gateway.flow", "gateway.routing.registry")) == []
+                       or dst in PUBLIC_SURFACES or _within(dst, *PUBLIC_ROOMS)) == []
+
+
+def _module_graph(package: str) -> dict[str, set[str]]:
+    """Every module's project imports, each import also reaching the packages it passes through
+    (importing ``a.b.c`` runs ``a.b``'s ``__init__`` first)."""
+    modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+               for p in (ROOT / package).rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for src, dst, _ in _imports(package):
+        parts = dst.split(".")
+        for i in range(1, len(parts) + 1):
+            target = ".".join(parts[:i])
+            if target in modules and target != src and not _within(src, target):
+                graph[src].add(target)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_gateway_has_no_import_circle():
+    """Type-only imports count: a circle drawn only under TYPE_CHECKING is still one the reader follows."""
+    assert _circles(_module_graph("gateway")) == []
 
 
 def test_no_package_imports_the_load_tests_but_the_command_shell():

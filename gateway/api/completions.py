@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.access.ceiling import demand_of
 from gateway.api.asgi import Message, Receive, Scope, Send
 from gateway.api.gate import key_of
 from gateway.errors import RequestError
@@ -32,10 +33,8 @@ from gateway.flow import (
     parse_tokenize_body,
     upstream_request,
 )
-from gateway.flow.answer_tap import AnswerTap
-from gateway.flow.demand import demand_of
 from gateway.flow.escalation import escalation_headers
-from gateway.flow.session import session_headers
+from gateway.flow.exchange import AnswerSink
 from gateway.outcome import Outcome
 from gateway.proxy.forward import Answer
 from gateway.proxy.framing import MESSAGES, OPENAI, RESPONSES, Framing
@@ -43,6 +42,7 @@ from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import ModelRewrite
 from gateway.proxy.whole_stream import completion_events
 from gateway.runtime import Gateway
+from gateway.sessions import session_headers
 
 SSE = b"text/event-stream; charset=utf-8"
 
@@ -207,7 +207,7 @@ async def _respond(gateway: Gateway, exchange: Exchange, answer: Answer, receive
         await on_done(outcome)
 
 
-def tapped(send: Send, tap: AnswerTap) -> Send:
+def tapped(send: Send, tap: AnswerSink) -> Send:
     """``send``, also handing ``tap`` each message once it went out."""
 
     async def send_and_keep(message: Message) -> None:

@@ -1,6 +1,6 @@
 """The demand store: what traffic each autoscaled model gets, per task type, for the
-desired-replicas gauge (``gateway.flow.fleet``). The request lifecycle writes it
-(``gateway.flow.demand_keeper``); the gauge reads it over two windows at each scrape.
+desired-replicas gauge (``gateway.autoscaling.gauge``). The request lifecycle writes it
+(``gateway.autoscaling.demand_keeper``); the gauge reads it over two windows at each scrape.
 
 ``InMemoryDemand`` is one gateway's (and the replay's, on its virtual clock), over
 ``DemandMeter``; ``SharedDemand`` (``gateway.state.redis_demand``) sums every gateway sharing

@@ -25,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.flow import Autoscaling, desired_replicas
+from gateway.autoscaling import Autoscaling, desired_replicas
 from loadtests.capacity.day import DAY_S, DAY_WINDOWS, DiurnalCurve, Period, day_arrivals, periods
 from loadtests.capacity.headroom import sizing_of, traffic_demand
 from loadtests.replay.autoscale import STARTUP_S, run_autoscaled

@@ -14,7 +14,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
-from gateway.flow import Autoscaling, DuetConfig, TaskDemand, TaskSizing, desired_replicas, sizing_for
+from gateway.autoscaling import Autoscaling, TaskDemand, TaskSizing, desired_replicas, sizing_for
+from gateway.flow import DuetConfig
 from loadtests.capacity.search import Fleet
 from loadtests.scoring.traces import Arrival
 

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.flow import InMemoryDemand, Replica
+from gateway.autoscaling import InMemoryDemand
+from gateway.flow import Replica
 from loadtests.world.replica_sets import ReplicaSet
 
 

@@ -15,19 +15,18 @@ from collections.abc import Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.autoscaling import DemandKeeper, InMemoryDemand
 from gateway.flow import (
     ActiveConfig,
     AttemptFailure,
     Budget,
     CompletionBody,
     DecodeLedger,
-    DemandKeeper,
     Director,
     DuetConfig,
     Exchange,
     HistogramTotals,
     Inbound,
-    InMemoryDemand,
     InMemoryPrefixIndex,
     InMemoryStateStore,
     Ledgers,

@@ -22,13 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gateway.flow import DETECTOR_PROMPTS as PROMPTS
-from gateway.flow import DETECTOR_SPLIT_USES as SPLIT_USES
+from gateway.detect.corpus import PROMPTS, SPLIT_USES, corpus
+from gateway.detect.evaluate import confusions, evaluate, judge_all
 from gateway.flow import TaskDetector
-from gateway.flow import detector_confusions as confusions
-from gateway.flow import detector_corpus as corpus
-from gateway.flow import evaluate_detector as evaluate
-from gateway.flow import judge_detections as judge_all
 from serving.hardware import cpu_flags, hardware_of
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "task-detector.json"

@@ -10,7 +10,8 @@ from types import MappingProxyType
 
 import pytest
 
-from gateway.flow import Autoscaling, DuetConfig, Replica, TaskDemand, model_need
+from gateway.autoscaling import Autoscaling, TaskDemand, model_need
+from gateway.flow import DuetConfig, Replica
 from gateway.scaling import DemandMeter
 from loadtests.replay.autoscale import (
     AutoscaledFleet,

@@ -1,7 +1,7 @@
 import pytest
 
-from loadtests.replay.setup import parse_cluster
 from gateway.domain import CHARGEBACK_BATCH, ReplicaCost
+from loadtests.replay.setup import parse_cluster
 from loadtests.world.pricing import chargeback_price, replica_cost
 from loadtests.world.replica_sets import REPLICA_SETS
 from serving.sim.profile import load_profile

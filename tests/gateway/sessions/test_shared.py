@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from gateway.sessions.seats import Seat
+from gateway.sessions.shared import SharedSessions
 from gateway.state.redis_link import LinkSettings, RedisLink
-from gateway.state.redis_seats import SharedSessions
-from gateway.state.seats import Seat
 from tests.redis_server import RedisServer
 
 

@@ -1,5 +1,5 @@
 """Where each session sits: the variant and replica its last request went to, and its turns
-(``gateway.flow.session`` decides with them; ``gateway.state.redis_seats`` shares them)."""
+(``gateway.sessions.keep`` decides with them; ``gateway.sessions.shared`` shares them)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ the W3C trace context sent to the replica with it.
 
 The replica gets ``traceparent``/``tracestate`` naming the request span, so its own spans (vLLM
 exports OTLP too) join the client's trace. Off by default (``server.otlp_traces_endpoint``):
-then the gateway holds ``gateway.flow.tracing_off.NO_TRACING`` instead. The replay never
+then the gateway holds ``gateway.tracing.off.NO_TRACING`` instead. The replay never
 subscribes it.
 """
 

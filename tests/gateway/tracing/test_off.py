@@ -7,8 +7,8 @@ import dataclasses
 
 from gateway.config.load import load_config
 from gateway.flow.hooks import Hooks
-from gateway.flow.tracing_off import NO_TRACING
 from gateway.runtime import build_tracing
+from gateway.tracing.off import NO_TRACING
 from tests.integration.cluster import DEMO
 
 

@@ -2,7 +2,7 @@
 (``gateway.parity.shadow``): the status, whether it was a stream, and the body's bytes as the
 client got them (model name rewritten, usage stripped when it did not ask for it).
 
-Only a request drawn at dispatch has a tap (``gateway.flow.shadow_sample``); the HTTP layer passes
+Only a request drawn at dispatch has a tap (``gateway.parity.sample``); the HTTP layer passes
 its writes through it, and nothing else: an unsampled request keeps no byte of its answer. A tap
 holds at most ``limit`` bytes; past that it lets go of what it held and the answer is not scored
 (a shadow check must not pin a long stream's text in memory)."""
@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from gateway.flow.shadow_sample import Sample
+from gateway.parity.sample import Sample
 from gateway.proxy.whole_stream import stream_completion
 
 # An answer longer than this is not scored. 1 MiB is ~250k tokens of text, far past what a check

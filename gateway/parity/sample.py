@@ -2,7 +2,7 @@
 request is dispatched: a share of those a high-speed variant serves, per (variant, task), is
 checked against the model's standard; and, for a ``shadow``-stage variant (no live traffic), a
 share of the standard's is mirrored to it. A drawn request's answer is kept as its client
-receives it (``gateway.flow.answer_tap``), and only the other side is run as shadow work.
+receives it (``gateway.parity.tap``), and only the other side is run as shadow work.
 
 This is all that a request that is not sampled pays, so it is kept to a settings read, a share
 look-up and, only when the share is above 0, a keyed hash of the request id

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
+from gateway.autoscaling.demand_keeper import DemandKeeper
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.domain import Replica
 from gateway.errors import InvalidRequest, NoHealthyReplica, UpstreamFailed
 from gateway.flow import Director, Exchange, Inbound, Ledgers, WaitingRoom, routing_hooks
 from gateway.flow.body import ChatBody, validate_body
-from gateway.flow.demand_keeper import DemandKeeper
 from gateway.outcome import AttemptFailure, Outcome
 from gateway.state.decodes import DecodeLedger
 from gateway.state.demand import InMemoryDemand

@@ -13,9 +13,9 @@ from typing import cast
 
 from redis.exceptions import RedisError
 
+from gateway.sessions.seats import Seat, Sessions
 from gateway.state.redis_link import RedisLink
 from gateway.state.redis_prefix_index import StreamReply
-from gateway.state.seats import Seat, Sessions
 
 log = logging.getLogger(__name__)
 

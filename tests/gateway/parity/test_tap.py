@@ -6,8 +6,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from gateway.flow.answer_tap import AnswerTap
-from gateway.flow.shadow_sample import Sample
+from gateway.parity.sample import Sample
+from gateway.parity.tap import AnswerTap
 
 SAMPLE = Sample(None, None, 1.0)  # type: ignore[arg-type]  # the tap only carries it
 COMPLETION = {"id": "c", "object": "chat.completion", "model": "smollm2",

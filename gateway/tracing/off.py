@@ -1,5 +1,5 @@
 """Tracing off: the null object the gateway holds unless ``server.otlp_traces_endpoint`` is set
-(``gateway.flow.tracing`` is the real one). It subscribes to no hook and adds no header, so a
+(``gateway.tracing.otlp`` is the real one). It subscribes to no hook and adds no header, so a
 request pays one call that returns ``b""``; nothing here imports OpenTelemetry."""
 
 from __future__ import annotations

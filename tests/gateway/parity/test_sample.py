@@ -25,9 +25,9 @@ from gateway.flow import (
     PrefillBacklog,
     WaitingRoom,
     parse_config,
-    shadow_sample,
 )
 from gateway.flow.exchange import Exchange
+from gateway.parity import shadow_sample
 
 DEMO = Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml"
 CHAT = ChatBody.model_validate({"model": "smollm2", "messages": [{"role": "user", "content": "Hi."}]})

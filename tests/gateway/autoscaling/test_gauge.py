@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
+from gateway.autoscaling.gauge import FleetSignal, model_need, sizing_for
 from gateway.config import parse_config
 from gateway.config.types import DuetConfig
-from gateway.flow.fleet import FleetSignal, model_need, sizing_for
 from gateway.scaling import TaskDemand
 from gateway.state.demand import InMemoryDemand
 from gateway.state.lengths import NO_ESTIMATES, LengthEstimates

@@ -1,5 +1,5 @@
-"""Sessions: where the id comes from, when a session keeps or leaves its variant, and a 100-turn
-conversation through the director that never bounces between variants."""
+"""Sessions: when a session keeps or leaves its variant, and a 100-turn conversation through the
+director that never bounces between variants."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.decision import Decision
 from gateway.domain import Prediction, Replica
-from gateway.flow import Director, Inbound, Ledgers, Sessions, WaitingRoom, routing_hooks
-from gateway.flow.body import ChatBody, CompletionBody, validate_body
-from gateway.flow.session import Move, Seat, continues, keep_seat, session_key
+from gateway.flow import Director, Inbound, Ledgers, WaitingRoom, routing_hooks
+from gateway.flow.body import ChatBody, validate_body
 from gateway.outcome import Outcome
+from gateway.sessions import Move, Seat, Sessions, keep_seat
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_index import InMemoryPrefixIndex
@@ -37,30 +37,6 @@ def chat(messages: list[dict[str, Any]], **extra: Any) -> ChatBody:
 
 SYSTEM = {"role": "system", "content": "You are terse."}
 FIRST = {"role": "user", "content": "What is a KV cache?"}
-
-
-@pytest.mark.parametrize(("body", "headers", "expected"), [
-    (chat([FIRST]), {"x-session-id": "s-1"}, "smollm2\x1fh:s-1"),
-    (chat([FIRST], user="alice"), {}, "smollm2\x1fu:alice"),
-    (chat([FIRST], safety_identifier="hashed-alice"), {}, "smollm2\x1fu:hashed-alice"),
-    (chat([FIRST], user="alice"), {"x-session-id": "s-1"}, "smollm2\x1fh:s-1"),  # the header first
-])
-def test_a_claimed_session_id_comes_from_the_header_then_the_user_fields(body, headers, expected):
-    assert session_key(body, headers, "smollm2") == expected
-
-
-def test_a_conversation_without_a_claimed_id_is_told_by_its_first_messages():
-    turn1 = chat([SYSTEM, FIRST])
-    turn5 = chat([SYSTEM, FIRST, {"role": "assistant", "content": "A store."}, {"role": "user", "content": "More?"}])
-    other = chat([SYSTEM, {"role": "user", "content": "Another topic"}])
-    assert session_key(turn1, {}, "m") == session_key(turn5, {}, "m") is not None
-    assert session_key(other, {}, "m") != session_key(turn1, {}, "m")
-    assert session_key(chat([SYSTEM]), {}, "m") is None  # no user message yet: nothing to tell it by
-
-
-def test_a_completion_has_no_conversation_to_hash():
-    _, body = validate_body({"model": "smollm2", "prompt": "hello"}, CompletionBody)
-    assert session_key(body, {}, "smollm2") is None
 
 
 def decision(variant: str, ranked: list[Replica], fits: dict[str, bool], meets: bool = True) -> Decision:
@@ -201,14 +177,3 @@ def test_a_session_moves_up_once_when_parity_forces_it_and_never_back():
     assert "moved=fast->standard; why=parity" in served[moved_at][1]
     assert all(v == "standard" for v in variants[moved_at:])  # back to chat at 60: fast is cheaper, it stays
     assert sum("moved" in header for _, header in served) == 1
-
-
-@pytest.mark.parametrize(("body", "headers", "continuing"), [
-    (chat([SYSTEM, FIRST]), {}, False),  # a canned opening many clients share: routed freely
-    (chat([SYSTEM, FIRST, {"role": "assistant", "content": "A store."}, {"role": "user", "content": "More?"}]), {},
-     True),
-    (chat([FIRST]), {"x-session-id": "s-1"}, True),  # a claimed session continues from its first request
-    (chat([FIRST], user="alice"), {}, True),
-])
-def test_only_a_continuing_request_is_held_to_its_seat(body, headers, continuing):
-    assert continues(body, headers) is continuing
