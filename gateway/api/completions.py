@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.access.ceiling import demand_of
+from gateway.access.ceiling import ceiling_of
 from gateway.api.asgi import Message, Receive, Scope, Send
 from gateway.api.gate import key_of
 from gateway.errors import RequestError
@@ -142,7 +142,7 @@ async def proxy_completion(gateway: Gateway, scope: Scope, receive: Receive, sen
     headers = request_headers(scope)
     raw = await read_body(receive)
     data, body = endpoint.parse(raw)
-    grant = await gateway.access.authorize(key_of(scope), body.model, demand_of(body, len(raw)))
+    grant = await gateway.access.authorize(key_of(scope), body.model, ceiling_of(body, len(raw)))
     try:
         grant.cap_priority(headers)
         director = gateway.director
