@@ -41,10 +41,10 @@ from gateway.state.demand import InMemoryDemand
 from gateway.state.monitor import MonitorSettings, ReplicaMonitor
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_index import InMemoryPrefixIndex, PrefixIndex
-from gateway.state.redis_demand import SharedDemand
-from gateway.state.redis_link import LinkSettings, LinkStatus, RedisLink
-from gateway.state.redis_prefix_index import SharedPrefixIndex
-from gateway.state.redis_store import RedisStateStore
+from gateway.state.redis.demand import SharedDemand
+from gateway.state.redis.link import LinkSettings, LinkStatus, RedisLink
+from gateway.state.redis.prefix_index import SharedPrefixIndex
+from gateway.state.redis.store import RedisStateStore
 from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
 from gateway.telemetry import Telemetry
 from gateway.tracing.off import NO_TRACING, Tracing

@@ -60,7 +60,7 @@ def test_autoscaling_imports_only_the_vocabulary():
 
 
 def test_replica_state_imports_only_the_vocabulary_and_the_autoscaling_arithmetic():
-    # The demand store (state/demand.py, redis_demand.py) keeps its windows with scaling's pure meter.
+    # The demand store (state/demand.py, state/redis/demand.py) keeps its windows with scaling's pure meter.
     assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.state")
                                    or _within(dst, *VOCABULARY, "gateway.state", "gateway.scaling"))] == []
 

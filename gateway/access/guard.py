@@ -29,7 +29,7 @@ from gateway.config.types import AccessSettings, DuetConfig, ModelSpec, Tier
 from gateway.domain import Price, Priority, ReplicaState, Variant
 from gateway.errors import AuthenticationFailed, KeyStoreUnavailable, ModelNotFound, PermissionDenied, RateLimited
 from gateway.outcome import Outcome
-from gateway.state.redis_link import StoreUnavailable
+from gateway.state.redis.link import StoreUnavailable
 from gateway.telemetry import Telemetry
 
 log = logging.getLogger(__name__)

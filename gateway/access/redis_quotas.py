@@ -18,7 +18,7 @@ from gateway.access.ledger import Charge, UsageRow, month_of, rows_from_fields, 
 from gateway.access.quotas import SPEND_LIMIT, Admission, Refusal
 from gateway.access.reservation import Hold
 from gateway.config.types import Tier
-from gateway.state.redis_link import Arg, RedisLink, Script
+from gateway.state.redis.link import Arg, RedisLink, Script
 
 # A minute in one-second buckets: the running total in 'sum', the oldest and newest seconds that
 # may hold an amount in 'old' and 'new', one field per second. A read drops the seconds that left

@@ -29,7 +29,7 @@ from gateway.scaling.demand import TaskDemand, peak
 from gateway.scaling.desired import TaskSizing, VariantNeed, desired_replicas
 from gateway.state.demand import DemandStore
 from gateway.state.lengths import LengthEstimates
-from gateway.state.redis_link import StoreUnavailable
+from gateway.state.redis.link import StoreUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -73,7 +73,7 @@ class StateSection(Strict):
     timeout_s: PositiveFloat = default_of(StateSettings, "timeout_s")
     breaker: BreakerSection = BreakerSection()
     # Where replica state, quotas and the usage ledger live: this process, or Redis shared by
-    # every gateway (see gateway/state/redis_store.py).
+    # every gateway (see gateway/state/redis/store.py).
     store: Literal["memory", "redis"] = default_of(StateSettings, "store")
     redis_url: str = default_of(StateSettings, "redis_url")
     redis_prefix: str = default_of(StateSettings, "redis_prefix")

@@ -66,7 +66,7 @@ from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_blocks import text_block_ids, token_block_ids
 from gateway.state.prefix_index import InMemoryPrefixIndex, PrefixIndex
 from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
-from gateway.state.vllm_metrics import HistogramTotals, VllmStats
+from gateway.state.vllm_metrics import HistogramTotals, VllmStats, parse_vllm_metrics
 from gateway.tokens import ApproxTokenCounter, HfTokenCounter, TokenCounter, count_prompt_tokens
 
 __all__ = [
@@ -83,6 +83,8 @@ __all__ = [
     # The prompt cache: Inbound.prefix_blocks, the index routing reads (Ledgers.prefixes, routing_hooks' prefixes)
     # and its block size (DuetConfig.policy.prefix_cache.block_tokens).
     "InMemoryPrefixIndex", "PrefixCacheSettings", "PrefixIndex", "prompt_prefix", "text_block_ids", "token_block_ids",
+    # A replica's signals as the store takes them, from vLLM's /metrics text (the replica-state benchmark).
+    "parse_vllm_metrics",
     # Sessions keep their variant (Ledgers.sessions, routing_hooks' sessions).
     "Sessions",
     # The task detector classify asks (its training and evaluation are not the lifecycle's: gateway.detect).

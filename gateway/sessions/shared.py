@@ -1,5 +1,6 @@
 """Session seats shared by several gateways through one Redis stream, as the prefix index is
-(``gateway.state.redis_prefix_index``): routing reads a local copy synchronously; every seat
+(``gateway.state.redis.prefix_index``, with the same background flush:
+``gateway.state.redis.flush``): routing reads a local copy synchronously; every seat
 taken here is appended to a capped stream, and the others' are applied every ``refresh_s``. A
 conversation whose turns land on different gateways then keeps its variant and replica; a turn
 that arrives within ``refresh_s`` of the previous one on another gateway may not see it yet.
@@ -8,16 +9,11 @@ that arrives within ``refresh_s`` of the previous one on another gateway may not
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import cast
 
-from redis.exceptions import RedisError
-
 from gateway.sessions.seats import Seat, Sessions
-from gateway.state.redis_link import RedisLink
-from gateway.state.redis_prefix_index import StreamReply
-
-log = logging.getLogger(__name__)
+from gateway.state.redis.flush import Flusher, Outbox, StreamReply
+from gateway.state.redis.link import RedisLink
 
 
 class SharedSessions:
@@ -33,12 +29,10 @@ class SharedSessions:
         self._local = Sessions(capacity)
         self._me = gateway_id.encode()
         self._key = f"{prefix}seats"
-        self._refresh_s = refresh_s
         self._timeout_s = timeout_s
-        self._outbox: list[tuple[bytes, bytes, bytes]] = []
+        self._outbox: Outbox[tuple[bytes, bytes, bytes]] = Outbox(self.outbox_limit, "sessions")
         self._last_id = b"0-0"
-        self._task: asyncio.Task[None] | None = None
-        self._failing = False
+        self._flusher = Flusher(self.sync, refresh_s, what="sessions", meanwhile="this gateway's own seats apply")
 
     def __len__(self) -> int:
         return len(self._local)
@@ -48,34 +42,25 @@ class SharedSessions:
 
     def sit(self, key: str, variant: str, replica: str) -> None:
         self._local.sit(key, variant, replica)
-        self._outbox.append((key.encode(), variant.encode(), replica.encode()))
-        if len(self._outbox) > self.outbox_limit:
-            dropped = len(self._outbox) - self.outbox_limit
-            del self._outbox[:dropped]
-            log.warning("sessions: Redis is behind, %d oldest seats not shared", dropped)
+        self._outbox.post((key.encode(), variant.encode(), replica.encode()))
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._sync_forever(), name="duet-sessions-sync")
+        self._flusher.start()
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait({self._task}, timeout=1.0)
-            self._task = None
+        await self._flusher.aclose()
 
     async def sync(self) -> None:
         """Send the seats taken here, then take the others'. Raises RedisError / OSError /
         TimeoutError when Redis does not answer (the outbox is kept)."""
         client = self._link.client
-        if self._outbox:
-            outbox = self._outbox
+        if outbox := self._outbox.pending():
             async with client.pipeline(transaction=False) as pipe:
                 for key, variant, replica in outbox:
                     pipe.xadd(self._key, {"g": self._me, "k": key, "v": variant, "r": replica},
                               maxlen=self.stream_entries, approximate=True)
                 await asyncio.wait_for(pipe.execute(), self._timeout_s)
-            del self._outbox[:len(outbox)]
+            self._outbox.sent(len(outbox))
         read = client.xread({self._key: self._last_id}, count=5_000)
         replies = cast(StreamReply, await asyncio.wait_for(read, self._timeout_s))  # RESP2's shape
         for _, entries in replies or ():
@@ -83,17 +68,3 @@ class SharedSessions:
                 self._last_id = entry_id
                 if fields.get(b"g") != self._me:
                     self._local.sit(fields[b"k"].decode(), fields[b"v"].decode(), fields[b"r"].decode())
-
-    async def _sync_forever(self) -> None:
-        while True:
-            try:
-                await self.sync()
-            except (RedisError, OSError, TimeoutError, KeyError) as exc:
-                if not self._failing:
-                    log.warning("sessions: cannot share seats through Redis (%s); this gateway's own seats apply", exc)
-                self._failing = True
-            else:
-                if self._failing:
-                    log.info("sessions: Redis answers again")
-                self._failing = False
-            await asyncio.sleep(self._refresh_s)

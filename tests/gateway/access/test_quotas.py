@@ -13,7 +13,7 @@ from gateway.access.ledger import Charge, month_of
 from gateway.access.quotas import SPEND_LIMIT, Admission, InMemoryQuotaBook, QuotaBook, Refusal
 from gateway.access.redis_quotas import RedisQuotaBook
 from gateway.config.types import Tier
-from gateway.state.redis_link import LinkSettings, RedisLink
+from gateway.state.redis.link import LinkSettings, RedisLink
 from tests.redis_server import RedisServer
 
 T0 = 1_790_000_000.0  # a fixed wall-clock instant (mid-September 2026, UTC)

@@ -23,7 +23,7 @@ from gateway.config import parse_config
 from gateway.config.types import DuetConfig
 from gateway.errors import RateLimited
 from gateway.outcome import Outcome
-from gateway.state.redis_link import LinkSettings, RedisLink
+from gateway.state.redis.link import LinkSettings, RedisLink
 from gateway.telemetry import Telemetry
 from tests.redis_server import RedisServer
 

@@ -21,7 +21,7 @@ from gateway.config.types import DuetConfig
 from gateway.scaling import TaskDemand
 from gateway.state.demand import InMemoryDemand
 from gateway.state.lengths import NO_ESTIMATES, LengthEstimates
-from gateway.state.redis_link import StoreUnavailable
+from gateway.state.redis.link import StoreUnavailable
 from gateway.telemetry import Telemetry
 
 DEMO = yaml.safe_load((Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml").read_text())

@@ -12,7 +12,7 @@ import pytest
 
 from gateway.sessions.seats import Seat
 from gateway.sessions.shared import SharedSessions
-from gateway.state.redis_link import LinkSettings, RedisLink
+from gateway.state.redis.link import LinkSettings, RedisLink
 from tests.redis_server import RedisServer
 
 

@@ -4,7 +4,7 @@ Routing reads the index on every request, synchronously, so each gateway keeps i
 ``InMemoryPrefixIndex`` and the gateways tell one another what they learned: every dispatch
 (replica, prompt blocks) and every restart seen (replica forgotten) is appended to a capped
 stream (``XADD MAXLEN ~``), and a background task reads the others' entries every ``refresh_s``
-and applies them. A gateway that starts late replays the stream from its beginning, so it knows
+and applies them (``gateway.state.redis.flush``). A gateway that starts late replays the stream from its beginning, so it knows
 what the recent past taught the others. The index is a belief, so losing entries while Redis
 is away costs cache hits, not correctness: the outbox is capped and dropped entries are logged.
 
@@ -24,24 +24,18 @@ NTP-close; a skew of d seconds misjudges only entries learned within d of a rest
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import time
 from array import array
 from collections.abc import Mapping, Sequence
 from typing import cast
 
-from redis.exceptions import RedisError
-
 from gateway.domain import ReplicaState
 from gateway.state.prefix_index import InMemoryPrefixIndex, Life
-from gateway.state.redis_link import RedisLink
-
-log = logging.getLogger(__name__)
+from gateway.state.redis.flush import Flusher, Outbox, StreamReply
+from gateway.state.redis.link import RedisLink
 
 LEARN, FORGET = b"l", b"f"
-# XREAD's reply: per stream, its name and its entries (id, fields), all bytes.
-StreamReply = list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]] | None
 
 
 class SharedPrefixIndex:
@@ -59,15 +53,13 @@ class SharedPrefixIndex:
         self._local = InMemoryPrefixIndex(blocks_per_replica)
         self._me = gateway_id.encode()
         self._key = f"{prefix}prefixes"
-        self._refresh_s = refresh_s
         self._timeout_s = timeout_s
         self._epochs_key = f"{prefix}prefix-epochs"
         # Entries to send: (op, replica, packed blocks, time learned or the restart's epoch).
-        self._outbox: list[tuple[bytes, bytes, bytes, float]] = []
+        self._outbox: Outbox[tuple[bytes, bytes, bytes, float]] = Outbox(self.outbox_limit, "prefix index")
         self._epochs: dict[str, float] = {}  # each replica's last restart known here (its epoch)
         self._last_id = b"0-0"
-        self._task: asyncio.Task[None] | None = None
-        self._failing = False
+        self._flusher = Flusher(self.sync, refresh_s, what="prefix index", meanwhile="routing on this gateway's own index")
 
     def cached_blocks(self, replica_id: str, blocks: Sequence[int]) -> int:
         return self._local.cached_blocks(replica_id, blocks)
@@ -95,20 +87,16 @@ class SharedPrefixIndex:
         return self._local.blocks_held(replica_id)
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._sync_forever(), name="duet-prefix-index-sync")
+        self._flusher.start()
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait({self._task}, timeout=1.0)
-            self._task = None
+        await self._flusher.aclose()
 
     async def sync(self) -> None:
         """Send what this gateway learned and the restarts it saw, then apply what the others did:
         one round trip. Raises RedisError / OSError / TimeoutError when Redis does not answer (the
         outbox is kept)."""
-        outbox = self._outbox[:]
+        outbox = self._outbox.pending()
         async with self._link.client.pipeline(transaction=False) as pipe:
             for op, replica, packed, at in outbox:
                 pipe.xadd(self._key, {"g": self._me, "o": op, "r": replica, "b": packed, "t": repr(at)},
@@ -118,7 +106,7 @@ class SharedPrefixIndex:
             pipe.zrange(self._epochs_key, 0, -1, withscores=True)
             pipe.xread({self._key: self._last_id}, count=5_000)
             replies = await asyncio.wait_for(pipe.execute(), self._timeout_s)
-        del self._outbox[:len(outbox)]
+        self._outbox.sent(len(outbox))
         epochs = cast(list[tuple[bytes, float]], replies[-2])
         for replica, epoch in epochs:  # first: a restart makes this batch's older entries stale
             self._raise_epoch(replica.decode(), epoch)
@@ -149,25 +137,7 @@ class SharedPrefixIndex:
             self._local.forget(replica_id)
 
     def _post(self, op: bytes, replica_id: str, packed: bytes, at: float) -> None:
-        self._outbox.append((op, replica_id.encode(), packed, at))
-        if len(self._outbox) > self.outbox_limit:
-            dropped = len(self._outbox) - self.outbox_limit
-            del self._outbox[:dropped]
-            log.warning("prefix index: Redis is behind, %d oldest entries not shared", dropped)
-
-    async def _sync_forever(self) -> None:
-        while True:
-            try:
-                await self.sync()
-            except (RedisError, OSError, TimeoutError) as exc:
-                if not self._failing:
-                    log.warning("prefix index: cannot reach Redis (%s); routing on this gateway's own index", exc)
-                self._failing = True
-            else:
-                if self._failing:
-                    log.info("prefix index: Redis answers again")
-                self._failing = False
-            await asyncio.sleep(self._refresh_s)
+        self._outbox.post((op, replica_id.encode(), packed, at))
 
 
 def epoch_of(life: Life) -> float:

@@ -12,7 +12,7 @@ How it meets ``StateStore``'s contract without putting Redis on the request path
 - ``finish``, ``record_health`` and ``record_stats`` are queued writes: the next pipeline carries
   them, the caller never waits.
 - Output lengths (``record_output``) are queued in memory and folded into shared histograms every
-  ``lengths_sync_s`` by a script that rides the refresh's pipeline (``redis_lengths``); ``lengths``
+  ``lengths_sync_s`` by a script that rides the refresh's pipeline (``gateway.state.redis.lengths``); ``lengths``
   reads the copy that script returned.
 
 Everything is also fed to an in-memory store. While Redis is unreachable, routing reads that
@@ -33,13 +33,13 @@ from typing import Any
 
 from gateway.domain import BreakerState, Health, ReplicaState
 from gateway.outcome import Outcome
-from gateway.state import redis_scripts as scripts
 from gateway.state.breaker import Breaker
 from gateway.state.lengths import LengthEstimates
 from gateway.state.observations import time_per_output_token
 from gateway.state.outcomes import classify
-from gateway.state.redis_lengths import SharedLengths
-from gateway.state.redis_link import Arg, RedisLink, StoreUnavailable
+from gateway.state.redis import scripts
+from gateway.state.redis.lengths import SharedLengths
+from gateway.state.redis.link import Arg, RedisLink, StoreUnavailable
 from gateway.state.store import Entry, InMemoryStateStore, StoreSettings
 from gateway.state.vllm_metrics import VllmStats
 
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class SharedRecord:
-    """One replica as Redis last told this gateway (fields as in ``redis_scripts``)."""
+    """One replica as Redis last told this gateway (fields as in ``gateway.state.redis.scripts``)."""
 
     fields: Mapping[str, str]
     # Requests the *other* live gateways had in flight at the last refresh (this gateway's own

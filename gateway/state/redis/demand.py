@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from gateway.scaling.demand import DemandMeter, Tally, TaskDemand
-from gateway.state.redis_link import Arg, RedisLink, Script
+from gateway.state.redis.link import Arg, RedisLink, Script
 
 # KEYS[1]: one second's hash. ARGV[1]: its time to live in seconds; then field, increment pairs.
 ADD = Script("demand-add", """

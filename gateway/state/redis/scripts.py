@@ -1,7 +1,7 @@
 """The replica store's Lua scripts: the breaker and observation rules of ``breaker.py`` and
 ``observations.py``, restated so that Redis applies them atomically for every gateway.
 
-The two must agree; ``tests/gateway/state/test_redis_store.py`` replays the same event sequences
+The two must agree; ``tests/gateway/state/redis/test_store.py`` replays the same event sequences
 through both and compares. One hash per replica holds, by field:
 
     h_ok h_at                      last health check (1/0) and when
@@ -18,7 +18,7 @@ Times are wall-clock seconds passed in by the caller.
 
 from __future__ import annotations
 
-from gateway.state.redis_link import Script
+from gateway.state.redis.link import Script
 
 _BREAKER = """
 local function position(r, now)

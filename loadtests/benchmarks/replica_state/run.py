@@ -1,7 +1,7 @@
 """Measure the replica-state hot path: ``begin`` + ``finish`` per request, ``snapshot`` per
 request, and ``parse_vllm_metrics`` per scrape.
 
-    python -m gateway.state.bench [--replicas 8] [--metrics tests/fixtures/vllm_cpu/metrics.txt]
+    python -m loadtests.benchmarks.replica_state.run [--replicas 8] [--metrics tests/fixtures/vllm_cpu/metrics.txt]
 
 Without ``--metrics`` it parses a synthetic two-engine exposition of a realistic size (every
 vLLM histogram with its buckets, the way a real server prints them).
@@ -15,9 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway.outcome import Outcome
-from gateway.state.store import InMemoryStateStore
-from gateway.state.vllm_metrics import VllmStats, parse_vllm_metrics
+from gateway.flow import InMemoryStateStore, Outcome, VllmStats, parse_vllm_metrics
 
 
 def per_call_us(fn: Callable[[], object], repeat: int) -> float:

@@ -13,11 +13,11 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from gateway.state import redis_scripts as scripts
 from gateway.state.lengths import LengthHistogram, LengthSettings, OutputLengths
-from gateway.state.redis_lengths import SharedLengths
-from gateway.state.redis_link import LinkSettings, RedisLink
-from gateway.state.redis_store import RedisStateStore
+from gateway.state.redis import scripts
+from gateway.state.redis.lengths import SharedLengths
+from gateway.state.redis.link import LinkSettings, RedisLink
+from gateway.state.redis.store import RedisStateStore
 from gateway.state.store import StoreSettings
 from tests.redis_server import RedisServer
 

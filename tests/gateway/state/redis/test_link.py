@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.state.redis_link import LinkSettings, RedisLink, Script, StoreUnavailable
+from gateway.state.redis.link import LinkSettings, RedisLink, Script, StoreUnavailable
 from tests.redis_server import RedisServer
 
 INCR = Script("incr", "return redis.call('INCR', KEYS[1])")

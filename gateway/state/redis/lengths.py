@@ -2,7 +2,7 @@
 all gateways' answers, not only the ones it relayed.
 
 Nothing on a request's path waits for Redis: ``add`` queues the answer's bucket in memory and
-``expected`` reads a local copy. The replica store's background refresh (``redis_store``) calls
+``expected`` reads a local copy. The replica store's background refresh (``gateway.state.redis.store``) calls
 ``exchange`` every ``sync_s``: one script folds the queued buckets into the shared histograms
 and returns them all, in the same pipeline as the store's own refresh (no round trip of its own).
 Until the first exchange answers, and while Redis is away, routing reads the gateway's own
@@ -16,7 +16,7 @@ import logging
 from collections.abc import Sequence
 
 from gateway.state.lengths import BUCKETS, RESCALE_ABOVE, LengthHistogram, LengthSettings, OutputLengths, bucket
-from gateway.state.redis_link import Arg
+from gateway.state.redis.link import Arg
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,12 @@ import pytest
 from gateway.domain import BreakerState, Health
 from gateway.outcome import Outcome
 from gateway.state import breaker as breakers
-from gateway.state import redis_scripts as scripts
 from gateway.state.breaker import Breaker, BreakerPolicy, Permit
 from gateway.state.observations import Observations, observe
 from gateway.state.outcomes import OutcomeKind, classify
-from gateway.state.redis_link import LinkSettings, RedisLink
-from gateway.state.redis_store import RedisStateStore, SharedRecord
+from gateway.state.redis import scripts
+from gateway.state.redis.link import LinkSettings, RedisLink
+from gateway.state.redis.store import RedisStateStore, SharedRecord
 from gateway.state.store import StoreSettings
 from gateway.state.vllm_metrics import VllmStats
 from tests.redis_server import RedisServer

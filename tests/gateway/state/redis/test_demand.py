@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from gateway.state.demand import InMemoryDemand
-from gateway.state.redis_demand import SharedDemand
-from gateway.state.redis_link import LinkSettings, RedisLink, StoreUnavailable
+from gateway.state.redis.demand import SharedDemand
+from gateway.state.redis.link import LinkSettings, RedisLink, StoreUnavailable
 from serving.ports import free_port
 from tests.redis_server import RedisServer
 
