@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from gateway.access.build import build_access
+from gateway.autoscaling.demand_keeper import DemandKeeper
+from gateway.autoscaling.gauge import FleetSignal
 from gateway.config.active import ActiveConfig
 from gateway.config.types import DuetConfig
 from gateway.config.watch import ConfigWatcher
@@ -22,11 +24,7 @@ from gateway.discovery.loop import DiscoveryLoop, refresh_interval_s
 from gateway.discovery.resolve import Discovery
 from gateway.flow.affinity import ResponseHomes
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
-from gateway.flow.demand_keeper import DemandKeeper
 from gateway.flow.director import Director, Ledgers
-from gateway.flow.fleet import FleetSignal
-from gateway.flow.session import Sessions
-from gateway.flow.tracing_off import NO_TRACING, Tracing
 from gateway.flow.waiting_room import WaitingRoom
 from gateway.parity.metrics import ParityMetrics
 from gateway.parity.online import OnlineParity, PolicyHost
@@ -35,19 +33,21 @@ from gateway.parity.shadow import OnConclusion, ShadowParts
 from gateway.proxy.forward import UpstreamCall, UpstreamRequest
 from gateway.proxy.http1 import Pool
 from gateway.proxy.tls import UpstreamTls
+from gateway.sessions import Sessions
+from gateway.sessions.shared import SharedSessions
 from gateway.state.breaker import BreakerPolicy
 from gateway.state.decodes import DecodeLedger
 from gateway.state.demand import InMemoryDemand
 from gateway.state.monitor import MonitorSettings, ReplicaMonitor
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_index import InMemoryPrefixIndex, PrefixIndex
-from gateway.state.redis_demand import SharedDemand
-from gateway.state.redis_link import LinkSettings, LinkStatus, RedisLink
-from gateway.state.redis_prefix_index import SharedPrefixIndex
-from gateway.state.redis_seats import SharedSessions
-from gateway.state.redis_store import RedisStateStore
+from gateway.state.redis.demand import SharedDemand
+from gateway.state.redis.link import LinkSettings, LinkStatus, RedisLink
+from gateway.state.redis.prefix_index import SharedPrefixIndex
+from gateway.state.redis.store import RedisStateStore
 from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
 from gateway.telemetry import Telemetry
+from gateway.tracing.off import NO_TRACING, Tracing
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def build_tracing(config: DuetConfig) -> Tracing:
     endpoint = config.server.otlp_traces_endpoint
     if endpoint is None:
         return NO_TRACING
-    from gateway.flow.tracing import OtelTracing  # OpenTelemetry is imported only when it is used
+    from gateway.tracing.otlp import OtelTracing  # OpenTelemetry is imported only when it is used
 
     return OtelTracing.otlp(endpoint, config.server.otlp_service_name)
 

@@ -61,7 +61,7 @@ MODEL_VARIANT = ["model", "variant"]
 
 class FleetCollector(Collector):
     """duet_desired_replicas and duet_demand_busy_replicas per model and variant, as the fleet
-    signal last computed them (``gateway.flow.fleet``: refreshed before each scrape). Every
+    signal last computed them (``gateway.autoscaling.gauge``: refreshed before each scrape). Every
     gateway sharing the demand reports the same fleet-wide count: aggregate with max, not sum.
     No series at all while no model is autoscaled."""
 

@@ -60,7 +60,7 @@ def test_autoscaling_imports_only_the_vocabulary():
 
 
 def test_replica_state_imports_only_the_vocabulary_and_the_autoscaling_arithmetic():
-    # The demand store (state/demand.py, redis_demand.py) keeps its windows with scaling's pure meter.
+    # The demand store (state/demand.py, state/redis/demand.py) keeps its windows with scaling's pure meter.
     assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.state")
                                    or _within(dst, *VOCABULARY, "gateway.state", "gateway.scaling"))] == []
 
@@ -72,14 +72,40 @@ def test_the_proxied_apis_import_only_the_vocabulary_the_errors_and_the_relays_f
     assert _violations("gateway", lambda src, dst: not _within(src, "gateway.endpoints") or _within(dst, *below)) == []
 
 
+def test_sessions_sit_below_the_lifecycle():
+    # Planning reads a session's seat and the policy; the seats are shared through the state's Redis link.
+    assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.sessions")
+                                   or _within(dst, *VOCABULARY, "gateway.sessions", "gateway.state"))] == []
+
+
+def test_tracing_is_a_subscriber_above_the_lifecycle():
+    assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.tracing")
+                                   or _within(dst, *VOCABULARY, "gateway.errors", "gateway.flow",
+                                              "gateway.tracing"))] == []
+
+
+def test_the_autoscaling_gauge_counts_on_the_lifecycles_hooks_and_sizes_with_the_arithmetic():
+    assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.autoscaling")
+                                   or _within(dst, *VOCABULARY, "gateway.errors", "gateway.config", "gateway.flow",
+                                              "gateway.scaling", "gateway.state", "gateway.autoscaling"))] == []
+
+
+def test_online_parity_never_imports_the_http_layer_or_the_other_subscribers():
+    assert _violations("gateway", lambda src, dst: not _within(src, "gateway.parity") or not _within(
+        dst, "gateway.api", "gateway.runtime", "gateway.cli", "gateway.autoscaling", "gateway.tracing")) == []
+
+
 def test_nothing_but_the_command_shell_reaches_into_the_http_layer():
     assert _violations("gateway", lambda src, dst: not _within(dst, "gateway.api")
                        or _within(src, "gateway.api", *COMMAND_SHELL)) == []
 
 
-def test_the_flow_layer_never_imports_the_http_layer_or_the_runtime():
-    assert _violations("gateway", lambda src, dst: not _within(src, "gateway.flow")
-                       or not _within(dst, "gateway.api", "gateway.runtime", "gateway.cli")) == []
+def test_the_flow_layer_never_imports_the_http_layer_the_runtime_or_its_subscribers_above_it():
+    # Tracing, online parity's sampling and the autoscaling gauge read the lifecycle's types; the
+    # composer (gateway.runtime, the replay) subscribes them, so flow never imports them.
+    assert _violations("gateway", lambda src, dst: not _within(src, "gateway.flow") or not _within(
+        dst, "gateway.api", "gateway.runtime", "gateway.cli", "gateway.tracing", "gateway.parity",
+        "gateway.autoscaling")) == []
 
 
 def test_the_gateway_uses_other_packages_only_from_its_command_shell_and_the_fleet():
@@ -103,14 +129,18 @@ def test_serving_and_quantize_import_no_gateway(package):
     assert _violations(package, lambda src, dst: not _within(dst, "gateway")) == []
 
 
-# The task detector's training room (corpus, fit, evaluation) is off the serving path; benchmarks read it.
+# What code outside gateway/ may import of it (docs/architecture.md): the lifecycle and what its
+# callers hand it (gateway.flow), the autoscaling gauge (gateway.autoscaling), online parity's
+# draw (gateway.parity), routing's plugin names, the fleet's commands and what they replay with
+# (gateway.fleet), and the task detector's training room (gateway.detect.training, off the
+# serving path: the detector benchmarks read it).
+PUBLIC_SURFACES = ("gateway.flow", "gateway.autoscaling", "gateway.parity", "gateway.routing.registry")
 DETECTOR_TRAINING = "gateway.detect.training"
 
 
-def test_load_tests_use_only_the_flow_layers_public_names_plugin_names_the_fleet_and_detector_training():
+def test_load_tests_use_only_the_gateways_public_surfaces():
     assert _violations("loadtests", lambda src, dst: not _within(dst, "gateway")
-                       or dst in ("gateway.flow", "gateway.routing.registry")
-                       or _within(dst, "gateway.fleet", DETECTOR_TRAINING)) == []
+                       or dst in PUBLIC_SURFACES or _within(dst, "gateway.fleet", DETECTOR_TRAINING)) == []
 
 
 def test_no_gateway_module_outside_the_training_room_imports_it_but_the_command_shell():
@@ -347,10 +377,7 @@ def test_no_package_has_an_import_cycle():
 
 
 # Type-only import cycles (under ``if TYPE_CHECKING:``) known today, each to be broken: its issue.
-KNOWN_TYPE_CYCLES = [
-    # issue 33: the flow split (shadow sampling out of gateway/flow) breaks it; delete this entry then
-    {"gateway.flow.answer_tap", "gateway.flow.escalation", "gateway.flow.exchange", "gateway.flow.shadow_sample"},
-]
+KNOWN_TYPE_CYCLES: list[set[str]] = []
 
 
 def test_no_new_type_only_import_cycle():

@@ -12,7 +12,7 @@ from gateway.access.off import OpenAccess
 from gateway.access.quotas import InMemoryQuotaBook, QuotaBook
 from gateway.access.redis_quotas import RedisQuotaBook
 from gateway.config.types import DuetConfig
-from gateway.state.redis_link import RedisLink
+from gateway.state.redis.link import RedisLink
 from gateway.telemetry import Telemetry
 
 log = logging.getLogger(__name__)

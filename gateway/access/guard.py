@@ -16,19 +16,20 @@ from typing import Protocol
 
 from redis.exceptions import RedisError
 
+from gateway.access.ceiling import UsageCeiling
 from gateway.access.concurrency import OpenRequests
 from gateway.access.headroom import NO_HEADROOM, Headroom
 from gateway.access.keys import ApiKey, KeyRing, hash_secret
 from gateway.access.keystore import KeyStore
 from gateway.access.ledger import Charge, month_of
-from gateway.access.quotas import Admission, QuotaBook, Refusal
-from gateway.access.reservation import Demand, Hold, Reservation
+from gateway.access.quotas import SPEND_LIMIT, Admission, QuotaBook, Refusal
+from gateway.access.reservation import Hold, Reservation
 from gateway.access.unknown import UnknownKeys
 from gateway.config.types import AccessSettings, DuetConfig, ModelSpec, Tier
 from gateway.domain import Price, Priority, ReplicaState, Variant
 from gateway.errors import AuthenticationFailed, KeyStoreUnavailable, ModelNotFound, PermissionDenied, RateLimited
 from gateway.outcome import Outcome
-from gateway.state.redis_link import StoreUnavailable
+from gateway.state.redis.link import StoreUnavailable
 from gateway.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 _LIMIT_NAMES = {
     "requests_per_min": "requests per minute",
     "tokens_per_min": "tokens per minute",
-    "monthly_budget_usd": "monthly budget (USD)",
+    SPEND_LIMIT: "monthly spend limit (USD)",
     "quota_unavailable": "quotas (they cannot be checked right now)",
     "max_concurrent_requests": "concurrent requests",
 }
@@ -46,7 +47,7 @@ _LIMIT_NAMES = {
 @dataclass(frozen=True, slots=True)
 class Grant:
     """Who a request is and what its tier lets it do. ``key is None``: an open gateway.
-    ``reservation``: what the request holds of its key's budget until it ends; ``headroom``:
+    ``reservation``: what the request holds of its key's spend limit until it ends; ``headroom``:
     what its key has left of its per-minute limits (the ``x-ratelimit-*`` headers)."""
 
     key: ApiKey | None = None
@@ -91,10 +92,10 @@ class Access(Protocol):
         False: a key missing from memory fails without asking the key store."""
         ...
 
-    async def authorize(self, key: ApiKey | None, model: str, demand: Demand | None = None) -> Grant:
+    async def authorize(self, key: ApiKey | None, model: str, ceiling: UsageCeiling | None = None) -> Grant:
         """Check and charge one request of ``key`` (from ``authenticate``) for ``model`` (the
-        name the client sent); with a ``demand``, hold its most expensive cost against the key's
-        monthly budget (``gateway.access.reservation``). None: the request spends nothing (the
+        name the client sent); with a ``ceiling``, hold its most expensive cost against the key's
+        monthly spend limit (``gateway.access.reservation``). None: the request spends nothing (the
         dry run)."""
         ...
 
@@ -157,7 +158,7 @@ class KeyedAccess:
             raise AuthenticationFailed(message)
         return key
 
-    async def authorize(self, key: ApiKey | None, model: str, demand: Demand | None = None) -> Grant:
+    async def authorize(self, key: ApiKey | None, model: str, ceiling: UsageCeiling | None = None) -> Grant:
         if key is None:
             raise AuthenticationFailed("No API key provided (Authorization: Bearer ...).")
         tier = self.settings.tiers.get(key.tier)
@@ -166,8 +167,8 @@ class KeyedAccess:
         variants = _allowed_variants(self._config(), tier, model)
         now = time.time()
         hold = None
-        if demand is not None and tier.monthly_budget_usd is not None:
-            hold = Hold(key.id, month_of(now), demand.cost_usd(variants))
+        if ceiling is not None and tier.monthly_spend_limit_usd is not None:
+            hold = Hold(key.id, month_of(now), ceiling.cost_usd(variants))
         if self._open.claim(key.id, tier.max_concurrent_requests):
             admission, held = await self._charge_claimed(key, tier, now, hold)
         else:  # refused before the quota book was asked: no headroom to tell
@@ -177,7 +178,7 @@ class KeyedAccess:
             raise RateLimited(
                 f"Rate limit reached for key '{key.name}' on {_LIMIT_NAMES[refusal.limit]}: "
                 f"tier '{tier.name}' allows {_limit_value(tier, refusal.limit)}.",
-                param=refusal.limit, code="insufficient_quota" if refusal.limit == "monthly_budget_usd" else None,
+                param=refusal.limit, code="insufficient_quota" if refusal.limit == SPEND_LIMIT else None,
                 retry_after_s=refusal.retry_after_s, headers=admission.headroom.headers(),
             )
         return Grant(key, tier, None if held is None else Reservation(held), admission.headroom)
@@ -290,5 +291,5 @@ def _variants_of(model: ModelSpec, pinned: str | None, tier: Tier) -> list[Varia
 
 
 def _limit_value(tier: Tier, limit: str) -> str:
-    value = getattr(tier, limit, None)
+    value = tier.monthly_spend_limit_usd if limit == SPEND_LIMIT else getattr(tier, limit, None)
     return "no requests while quotas cannot be checked" if value is None else f"{value:g}"

@@ -16,7 +16,7 @@ METRICS = ("requests", "input_tokens", "output_tokens", "cost_usd")
 
 @dataclass(frozen=True, slots=True)
 class Charge:
-    """What one finished request adds to the ledger and to its key's token and budget limits."""
+    """What one finished request adds to the ledger and to its key's token and spend limits."""
 
     key_id: str
     model: str
@@ -65,7 +65,7 @@ def _month_of_hour(hour: int) -> str:
 
 
 def seconds_to_month_end(now: float) -> float:
-    """Seconds from ``now`` until the next UTC month starts (when monthly budgets reset)."""
+    """Seconds from ``now`` until the next UTC month starts (when monthly spend limits reset)."""
     t = time.gmtime(now)
     year, month = (t.tm_year + 1, 1) if t.tm_mon == 12 else (t.tm_year, t.tm_mon + 1)
     return calendar.timegm((year, month, 1, 0, 0, 0)) - now

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from gateway.access.ceiling import UsageCeiling
 from gateway.access.guard import OPEN, Grant
 from gateway.access.keys import ApiKey
-from gateway.access.reservation import Demand
 from gateway.domain import Price
 from gateway.outcome import Outcome
 
@@ -14,7 +14,7 @@ class OpenAccess:
     async def authenticate(self, secret: str | None, *, look_up: bool = True) -> ApiKey | None:
         return None
 
-    async def authorize(self, key: ApiKey | None, model: str, demand: Demand | None = None) -> Grant:
+    async def authorize(self, key: ApiKey | None, model: str, ceiling: UsageCeiling | None = None) -> Grant:
         return OPEN
 
     async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:

@@ -6,7 +6,7 @@
   arrive at once (and, in Redis, whichever gateway they arrive at).
 - tokens per minute: charged with actual usage once a response ends, in the same kind of window;
   a request is refused while the last 60 s already reached the limit.
-- monthly budget (USD): refused once the month's spend plus what requests in flight hold
+- monthly spend limit (USD): refused once the month's spend plus what requests in flight hold
   (``reservation``: each holds its estimated cost from admission until it ends) reached it;
   resets with the UTC month.
 
@@ -29,12 +29,17 @@ from gateway.access.reservation import Hold
 from gateway.access.window import MinuteWindow
 from gateway.config.types import Tier
 
+# The spend limit's name where clients and dashboards match on it (a 429's ``param``, the ``limit``
+# label of ``duet_rate_limited_total``): the tier's key was ``monthly_budget_usd`` before it became
+# ``monthly_spend_limit_usd``, and this name stays so that neither breaks.
+SPEND_LIMIT = "monthly_budget_usd"
+
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """Which limit refused a request and when trying again can succeed."""
 
-    limit: str  # requests_per_min | tokens_per_min | monthly_budget_usd
+    limit: str  # requests_per_min | tokens_per_min | SPEND_LIMIT
     retry_after_s: float
 
 
@@ -50,7 +55,7 @@ class Admission:
 class QuotaBook(Protocol):
     async def admit(self, key_id: str, tier: Tier, now: float, hold: Hold | None = None) -> Admission:
         """Check every limit of ``tier`` and, when none refuses, count the request and hold
-        ``hold`` against its budget (until ``settle`` or ``release``). One step."""
+        ``hold`` against its spend limit (until ``settle`` or ``release``). One step."""
         ...
 
     async def settle(self, charge: Charge, now: float, hold: Hold | None = None) -> None:
@@ -91,9 +96,9 @@ class InMemoryQuotaBook:
 
     def _refusal(self, key_id: str, tier: Tier, now: float, requests: MinuteWindow | None,
                  tokens: MinuteWindow | None) -> Refusal | None:
-        budget = tier.monthly_budget_usd
-        if budget is not None and self._spend.get((key_id, month_of(now)), 0.0) >= budget:
-            return Refusal("monthly_budget_usd", seconds_to_month_end(now))
+        spend_limit = tier.monthly_spend_limit_usd
+        if spend_limit is not None and self._spend.get((key_id, month_of(now)), 0.0) >= spend_limit:
+            return Refusal(SPEND_LIMIT, seconds_to_month_end(now))
         if (tpm := tier.tokens_per_min) is not None and tokens is not None and tokens.total(now) >= tpm:
             return Refusal("tokens_per_min", tokens.retry_after(now, tpm))
         if (rpm := tier.requests_per_min) is not None and requests is not None and requests.total(now) >= rpm:

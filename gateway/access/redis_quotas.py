@@ -15,10 +15,10 @@ from collections.abc import Sequence
 
 from gateway.access.headroom import Headroom, WindowLeft
 from gateway.access.ledger import Charge, UsageRow, month_of, rows_from_fields, seconds_to_month_end
-from gateway.access.quotas import Admission, Refusal
+from gateway.access.quotas import SPEND_LIMIT, Admission, Refusal
 from gateway.access.reservation import Hold
 from gateway.config.types import Tier
-from gateway.state.redis_link import Arg, RedisLink, Script
+from gateway.state.redis.link import Arg, RedisLink, Script
 
 # A minute in one-second buckets: the running total in 'sum', the oldest and newest seconds that
 # may hold an amount in 'old' and 'new', one field per second. A read drops the seconds that left
@@ -71,18 +71,18 @@ local function window_retry(key, now, limit)
 end
 """
 
-# KEYS: rpm window, tpm window, spend. ARGV: now, rpm, tpm, budget (-1: none), s to month end, USD
+# KEYS: rpm window, tpm window, spend. ARGV: now, rpm, tpm, spend limit (-1: none), s to month end, USD
 # to hold. Returns {'ok' or the refusing limit, retry-after seconds as a string (Lua numbers would
 # be truncated), then for each window (rpm, tpm) its total after this request and the second its
 # newest amount was counted in (-1: empty)}: the headroom the x-ratelimit-* headers report.
 ADMIT = Script("admit", WINDOW + """
 local now = tonumber(ARGV[1])
-local rpm, tpm, budget = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local rpm, tpm, spend_limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local requests = rpm >= 0 and window_total(KEYS[1], now) or 0
 local tokens = tpm >= 0 and window_total(KEYS[2], now) or 0
 local verdict
-if budget >= 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= budget then
-  verdict = {'monthly_budget_usd', ARGV[5]}
+if spend_limit >= 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= spend_limit then
+  verdict = {'""" + SPEND_LIMIT + """', ARGV[5]}
 elseif tpm >= 0 and tokens >= tpm then
   verdict = {'tokens_per_min', tostring(window_retry(KEYS[2], now, tpm))}
 elseif rpm >= 0 and requests >= rpm then
@@ -143,7 +143,7 @@ class RedisQuotaBook:
         p = self._prefix
         keys = [f"{p}win:rpm:{key_id}", f"{p}win:tpm:{key_id}", f"{p}spend:{key_id}:{month_of(now)}"]
         args: list[Arg] = [now, _limit(tier.requests_per_min), _limit(tier.tokens_per_min),
-                           _limit(tier.monthly_budget_usd), seconds_to_month_end(now), _usd(hold)]
+                           _limit(tier.monthly_spend_limit_usd), seconds_to_month_end(now), _usd(hold)]
         reply = await self._link.call(ADMIT, keys, args)
         refusal = None if reply[0] == b"ok" else Refusal(reply[0].decode(), float(reply[1]))
         requests = _left(tier.requests_per_min, reply[2], reply[3], now)

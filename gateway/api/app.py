@@ -104,7 +104,7 @@ def create_fastapi(build: Callable[[], Gateway]) -> FastAPI:
     @app.get("/metrics")
     async def metrics(request: Request) -> Response:
         gateway: Gateway = request.app.state.gateway
-        await gateway.fleet.refresh()  # the desired-replicas gauges, read at the scrape (gateway.flow.fleet)
+        await gateway.fleet.refresh()  # the desired-replicas gauges, read at the scrape (gateway.autoscaling.gauge)
         return Response(gateway.telemetry.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     return app

@@ -15,21 +15,21 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from gateway.access.ceiling import ceiling_of
 from gateway.api.asgi import Message, Receive, Scope, Send
 from gateway.api.gate import key_of
 from gateway.endpoints import Endpoint, RequestBody
 from gateway.errors import RequestError
 from gateway.flow import Exchange, Inbound, upstream_request
-from gateway.flow.answer_tap import AnswerTap
-from gateway.flow.demand import demand_of
 from gateway.flow.escalation import escalation_headers
-from gateway.flow.session import session_headers
+from gateway.flow.exchange import AnswerSink
 from gateway.outcome import Outcome
 from gateway.proxy.forward import Answer
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import ModelRewrite
 from gateway.proxy.whole_stream import completion_events
 from gateway.runtime import Gateway
+from gateway.sessions import session_headers
 
 SSE = b"text/event-stream; charset=utf-8"
 
@@ -99,7 +99,7 @@ async def serve(gateway: Gateway, scope: Scope, receive: Receive, send: Send, re
     headers = request_headers(scope)
     raw = await read_body(receive)
     data, body = endpoint.parse(raw)
-    grant = await gateway.access.authorize(key_of(scope), body.model, demand_of(body, len(raw)))
+    grant = await gateway.access.authorize(key_of(scope), body.model, ceiling_of(body, len(raw)))
     try:
         grant.cap_priority(headers)
         director = gateway.director
@@ -164,7 +164,7 @@ async def _respond(gateway: Gateway, exchange: Exchange, answer: Answer, receive
         await on_done(outcome)
 
 
-def tapped(send: Send, tap: AnswerTap) -> Send:
+def tapped(send: Send, tap: AnswerSink) -> Send:
     """``send``, also handing ``tap`` each message once it went out."""
 
     async def send_and_keep(message: Message) -> None:

@@ -66,7 +66,7 @@ def _history(config: Any, counters: Any, inbound: Any, view: Any, args: argparse
 
     from gateway.flow import InMemoryPrefixIndex, Sessions, prompt_prefix
     from gateway.flow.classify import resolve_model
-    from gateway.flow.session import session_key
+    from gateway.flow.session_id import session_key
 
     model = resolve_model(config, inbound.body.model).model
     replicas = {r.id: r for r in model.replicas}

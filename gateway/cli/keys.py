@@ -45,7 +45,7 @@ async def _act(config: object, args: argparse.Namespace) -> int:
     from gateway.access.build import stores_for
     from gateway.access.keys import new_key
     from gateway.config.types import DuetConfig
-    from gateway.state.redis_link import LinkSettings, RedisLink
+    from gateway.state.redis.link import LinkSettings, RedisLink
 
     assert isinstance(config, DuetConfig)
     link = RedisLink(LinkSettings(config.state.redis_url, timeout_s=2.0)) if config.state.store == "redis" else None

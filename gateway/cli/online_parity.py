@@ -23,8 +23,8 @@ import yaml
 from gateway.cli.parity import config_problem
 from gateway.parity.ports import PairScore, ParityTools, Revision
 from quantize.errors import ParityError
-from quantize.evals.online import judge_pair
 from quantize.evals.checking.sandbox import Sandbox
+from quantize.evals.online import judge_pair
 from quantize.parity.policy import PolicyTarget, write_policy
 
 EVIDENCE_DIR = "parity-online"

@@ -4,6 +4,7 @@ checks here; both are ConfigError values naming the path (``routing.profiles.def
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -44,6 +45,8 @@ from gateway.routing.registry import PLUGIN_TYPES, PluginKind
 from gateway.routing.rollout import ROLLOUT_STAGE
 from gateway.routing.router import RoutingProfile, WeightedScorer
 from gateway.scaling import Autoscaling
+
+log = logging.getLogger(__name__)
 
 
 def load_config(path: str | Path) -> DuetConfig:
@@ -130,6 +133,17 @@ def _access(section: schema.AccessSection | None, models: Mapping[str, ModelSpec
                           failed_auth_per_min=section.failed_auth_per_min, metrics_key_names=section.metrics_key_names)
 
 
+def _spend_limit(t: schema.TierSection, path: str) -> float | None:
+    """The tier's monthly spend limit, from ``monthly_spend_limit_usd`` or its deprecated alias."""
+    if t.monthly_budget_usd is None:
+        return t.monthly_spend_limit_usd
+    if t.monthly_spend_limit_usd is not None:
+        raise ConfigError(f"{path}.monthly_budget_usd", "set monthly_spend_limit_usd only (monthly_budget_usd is its "
+                          "deprecated alias)")
+    log.warning("%s.monthly_budget_usd is deprecated: rename it monthly_spend_limit_usd", path)
+    return t.monthly_budget_usd
+
+
 def _tier(name: str, t: schema.TierSection, models: Mapping[str, ModelSpec], path: str) -> Tier:
     allowed_models = None if t.models == "all" else frozenset(t.models)
     for i, model in enumerate(t.models if t.models != "all" else ()):
@@ -141,7 +155,7 @@ def _tier(name: str, t: schema.TierSection, models: Mapping[str, ModelSpec], pat
             raise ConfigError(f"{path}.variants.{i}", f"unknown variant '{variant}' (known: {sorted(variants)})")
     return Tier(
         name=name, requests_per_min=t.requests_per_min, tokens_per_min=t.tokens_per_min,
-        monthly_budget_usd=t.monthly_budget_usd, models=allowed_models,
+        monthly_spend_limit_usd=_spend_limit(t, path), models=allowed_models,
         variants=None if t.variants == "all" else frozenset(t.variants),
         priority=None if t.priority is None else Priority(t.priority),
         max_concurrent_requests=t.max_concurrent_requests,

@@ -73,7 +73,7 @@ class StateSection(Strict):
     timeout_s: PositiveFloat = default_of(StateSettings, "timeout_s")
     breaker: BreakerSection = BreakerSection()
     # Where replica state, quotas and the usage ledger live: this process, or Redis shared by
-    # every gateway (see gateway/state/redis_store.py).
+    # every gateway (see gateway/state/redis/store.py).
     store: Literal["memory", "redis"] = default_of(StateSettings, "store")
     redis_url: str = default_of(StateSettings, "redis_url")
     redis_prefix: str = default_of(StateSettings, "redis_prefix")
@@ -86,6 +86,9 @@ class StateSection(Strict):
 class TierSection(Strict):
     requests_per_min: Annotated[int, Field(ge=0)] | None = None
     tokens_per_min: Annotated[int, Field(ge=0)] | None = None
+    monthly_spend_limit_usd: Annotated[float, Field(ge=0)] | None = None
+    # Deprecated alias of monthly_spend_limit_usd (its name until December 2026: "budget" is a
+    # latency budget everywhere else); accepted with a warning, never together with it.
     monthly_budget_usd: Annotated[float, Field(ge=0)] | None = None
     models: Literal["all"] | list[str] = "all"
     variants: Literal["all"] | list[Name] = "all"

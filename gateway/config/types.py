@@ -60,7 +60,7 @@ class Tier:
     name: str
     requests_per_min: int | None = None
     tokens_per_min: int | None = None
-    monthly_budget_usd: float | None = None
+    monthly_spend_limit_usd: float | None = None
     models: frozenset[str] | None = None
     variants: frozenset[str] | None = None
     priority: Priority | None = None

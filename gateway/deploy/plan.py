@@ -12,13 +12,13 @@ from typing import Any, Literal
 
 import yaml
 
+from gateway.autoscaling.gauge import sizing_for
 from gateway.config import parse_config
 from gateway.config.policy import Policy
 from gateway.config.schema import ConfigFile
 from gateway.config.types import ModelSpec
 from gateway.deploy.profiles import PROFILES, Device, LaunchProfile
 from gateway.errors import ConfigError
-from gateway.flow.fleet import sizing_for
 from gateway.scaling import Autoscaling, desired_replicas
 from gateway.scaling.policy import AUTOSCALERS
 

@@ -5,9 +5,15 @@ gateway, the dry run, ``duet explain`` and ``duet replay``.
                                                          hooks: dispatched, first_token,
                                                                 attempt_ended, done, refused
 
-Code outside ``gateway/`` (load tests, the replay) imports the names below and nothing deeper;
-what they need of the layers underneath (the config, the vocabulary, replica state) is
-re-exported here, so the gateway's inside can move without breaking them.
+The names below are what a caller of the lifecycle needs: the director and its hooks, the plan,
+the request bodies, and what the caller hands the director (the config, the ledgers routing reads,
+the vocabulary they speak), re-exported so the gateway's inside can move without breaking them.
+Code outside ``gateway/`` imports this package and nothing deeper of the lifecycle. What is not
+the lifecycle has its own public surface (tests/test_layers.py lists them): the autoscaling gauge
+(``gateway.autoscaling``), online parity's sampling (``gateway.parity``), the task detector's
+training and evaluation (``gateway.detect``), routing's plugin names (``gateway.routing.registry``).
+Subscribers above the lifecycle (tracing, parity's sampling, the gauge's keeper) are wired by the
+composer (``gateway.runtime``, the replay); nothing here imports them.
 """
 
 from gateway.config.active import ActiveConfig
@@ -45,27 +51,22 @@ from gateway.errors import ConfigError, RequestError
 from gateway.flow.admission import Action, Ruling
 from gateway.flow.affinity import ResponseHomes
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
-from gateway.flow.demand_keeper import DemandKeeper
 from gateway.flow.director import Director, Ledgers, Transport
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.explain import explain_plan
-from gateway.flow.fleet import model_need, sizing_for
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, candidates_for, plan_request, prompt_prefix
-from gateway.flow.session import Sessions
-from gateway.flow.shadow_sample import shadow_sample
 from gateway.flow.upstream import upstream_request
 from gateway.flow.waiting_room import RECHECK_S, Waiting, WaitingRoom
 from gateway.outcome import AttemptFailure, Outcome
 from gateway.routing.router import route
-from gateway.scaling import Autoscaling, TaskDemand, TaskSizing, VariantNeed, desired_replicas, peak
+from gateway.sessions import Sessions
 from gateway.state.decodes import DecodeLedger
-from gateway.state.demand import InMemoryDemand
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_blocks import text_block_ids, token_block_ids
 from gateway.state.prefix_index import InMemoryPrefixIndex, PrefixIndex
 from gateway.state.store import InMemoryStateStore, StateStore, StoreSettings
-from gateway.state.vllm_metrics import HistogramTotals, VllmStats
+from gateway.state.vllm_metrics import HistogramTotals, VllmStats, parse_vllm_metrics
 from gateway.tokens import ApproxTokenCounter, HfTokenCounter, TokenCounter, count_prompt_tokens
 
 __all__ = [
@@ -82,16 +83,10 @@ __all__ = [
     # The prompt cache: Inbound.prefix_blocks, the index routing reads (Ledgers.prefixes, routing_hooks' prefixes)
     # and its block size (DuetConfig.policy.prefix_cache.block_tokens).
     "InMemoryPrefixIndex", "PrefixCacheSettings", "PrefixIndex", "prompt_prefix", "text_block_ids", "token_block_ids",
+    # A replica's signals as the store takes them, from vLLM's /metrics text (the replica-state benchmark).
+    "parse_vllm_metrics",
     # Sessions keep their variant (Ledgers.sessions, routing_hooks' sessions).
     "Sessions",
-    # Online parity's draw at dispatch (what a request that is not sampled pays: loadtests/benchmarks/router/shadow.py).
-    "shadow_sample",
-    # The task detector (its training and evaluation are gateway.detect.training, off the serving path).
+    # The task detector classify asks (its training and evaluation are gateway.detect.training, off the serving path).
     "Detection", "TaskDetector",
-    # Autoscaling's arithmetic (the replay's autoscaled fleet, duet plan's utilisation).
-    "Autoscaling", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas",
-    # What the gateway's gauge sizes with: per task the higher-rate window, the configured tasks' sizing.
-    "model_need", "peak", "sizing_for",
-    # Where the gauge's demand comes from: the lifecycle's hooks into a store (the replay's autoscaler reads it too).
-    "DemandKeeper", "InMemoryDemand",
 ]

@@ -10,17 +10,16 @@ from typing import Any
 
 from gateway.access.guard import Access
 from gateway.errors import RequestError
-from gateway.flow.escalation import Escalation
-from gateway.flow.exchange import Attempt, Exchange
+from gateway.flow.exchange import Attempt, Escalation, Exchange
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import decode_claim
 from gateway.flow.waiting_room import Waiting
 from gateway.outcome import Outcome
+from gateway.sessions.seats import SeatLookup
 from gateway.state.decodes import DecodeLedger
 from gateway.state.observations import with_prediction
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_index import PrefixIndex
-from gateway.state.seats import SeatLookup
 from gateway.state.store import StateStore
 from gateway.telemetry import Telemetry
 

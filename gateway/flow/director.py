@@ -22,18 +22,18 @@ from gateway.config.types import DuetConfig
 from gateway.domain import Replica
 from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, RequestError, UpstreamFailed
 from gateway.flow.admission import Action, AdmissionLimits, Ruling, assess, limits_for
-from gateway.flow.escalation import Escalation, Handling, WholeAnswer, answered, escalated, inspect
-from gateway.flow.exchange import Attempt, Exchange
+from gateway.flow.escalation import WholeAnswer, answered, escalated, inspect
+from gateway.flow.exchange import Attempt, Escalation, Exchange, Handling
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, plan_request
 from gateway.flow.refusal import refuse
 from gateway.flow.waiting_room import Waiting, place_in_line
 from gateway.outcome import AttemptFailure, Outcome
 from gateway.routing.rollout import request_draw
+from gateway.sessions.seats import SeatLookup
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_index import PrefixIndex
-from gateway.state.seats import SeatLookup
 from gateway.state.store import StateStore
 
 log = logging.getLogger(__name__)

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Protocol
 
 from gateway.domain import Replica, VariantKind
 from gateway.endpoints import ChatBody
 from gateway.flow.contract import contract_of, violation
-from gateway.flow.exchange import Attempt, Exchange
+from gateway.flow.exchange import Attempt, Escalation, Exchange, Handling
 from gateway.flow.plan import Plan
 from gateway.outcome import Outcome
 from gateway.proxy.sse import usage_of
@@ -43,28 +42,6 @@ class WholeAnswer(Protocol):
 
 OPT_IN_HEADER = "x-duet-validate-stream"
 _YES = frozenset({"1", "true", "yes", "on"})
-
-
-class Handling(StrEnum):
-    """What became of an answer that broke its contract."""
-
-    ESCALATED = "escalated"
-    KEPT_NO_BUDGET = "kept-no-budget"  # the budget left fits no standard replica's prediction
-    KEPT_NO_STANDARD = "kept-no-standard"  # the model has no routable full-precision replica
-    KEPT_STANDARD_FAILED = "kept-standard-failed"  # every standard replica tried failed
-
-
-@dataclass(frozen=True, slots=True)
-class Escalation:
-    """An answer that broke its contract (``reason``: ``gateway.flow.contract``'s) and what was
-    done about it."""
-
-    reason: str
-    action: Handling
-    # The fast answer set aside (escalated only): its variant and what its tokens cost, which the
-    # request still paid for.
-    set_aside_variant: str | None = None
-    set_aside_cost_usd: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ finish; the hooks read it and note their own bookkeeping on its attempt."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from enum import StrEnum
+from typing import Protocol
 
 from gateway.access.guard import OPEN, Grant
 from gateway.config.types import DuetConfig
@@ -14,9 +15,36 @@ from gateway.flow.plan import Inbound, Plan
 from gateway.outcome import Outcome
 from gateway.state.decodes import DecodeClaim
 
-if TYPE_CHECKING:
-    from gateway.flow.answer_tap import AnswerTap
-    from gateway.flow.escalation import Escalation
+
+class AnswerSink(Protocol):
+    """What the HTTP layer passes the client's answer through when an attempt has one (online
+    parity's tap, ``gateway.parity.tap``, set by its sampling at dispatch)."""
+
+    def started(self, status: int, content_type: bytes) -> None: ...
+
+    def received(self, piece: bytes) -> None: ...
+
+
+class Handling(StrEnum):
+    """What became of an answer that broke its contract."""
+
+    ESCALATED = "escalated"
+    KEPT_NO_BUDGET = "kept-no-budget"  # the budget left fits no standard replica's prediction
+    KEPT_NO_STANDARD = "kept-no-standard"  # the model has no routable full-precision replica
+    KEPT_STANDARD_FAILED = "kept-standard-failed"  # every standard replica tried failed
+
+
+@dataclass(frozen=True, slots=True)
+class Escalation:
+    """An answer that broke its contract (``reason``: ``gateway.flow.contract``'s) and what was
+    done about it (``gateway.flow.escalation``)."""
+
+    reason: str
+    action: Handling
+    # The fast answer set aside (escalated only): its variant and what its tokens cost, which the
+    # request still paid for.
+    set_aside_variant: str | None = None
+    set_aside_cost_usd: float = 0.0
 
 
 @dataclass(slots=True)
@@ -33,8 +61,8 @@ class Attempt:
     prefilled: bool = False
     stalled_ms: float = 0.0
     # Set by online parity's sampling when this attempt's answer is to be scored: the HTTP layer
-    # passes what it sends the client through it (``gateway.flow.answer_tap``).
-    tap: AnswerTap | None = None
+    # passes what it sends the client through it (``gateway.parity.tap``).
+    tap: AnswerSink | None = None
 
 
 @dataclass(slots=True)
@@ -57,7 +85,7 @@ class Exchange:
     outcome: Outcome | None = None
     # What the decode ledger needs of this plan (built at the first dispatch, once per plan).
     claim: DecodeClaim | None = None
-    # What a tracing subscriber keeps for the request (``gateway.flow.tracing``; None when off).
+    # What a tracing subscriber keeps for the request (``gateway.tracing``; None when off).
     trace: object | None = None
     # Set when a fast variant's answer broke the request's contract (``gateway.flow.escalation``).
     escalation: Escalation | None = None

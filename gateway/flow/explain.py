@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any
 
 from gateway.flow.plan import Plan
-from gateway.flow.session import SessionVerdict
+from gateway.sessions import SessionVerdict
 
 
 def explain_plan(plan: Plan) -> dict[str, Any]:

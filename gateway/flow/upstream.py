@@ -41,7 +41,7 @@ def upstream_request(exchange: Exchange, path: str, data: dict[str, Any], *, str
     """What each attempt sends: the client's body with the replica's served model name (encoded
     once per variant), usage asked for on OpenAI streams (``stream_usage``: the gateway counts
     tokens from it; the Messages and Responses streams always carry it), and ``trace_headers``
-    (the trace context, ``gateway.flow.tracing``)."""
+    (the trace context, ``gateway.tracing.otlp``)."""
     body = exchange.inbound.body
     if isinstance(body, ResponsesBody) and body.request_id is None:
         data["request_id"] = response_id(exchange)  # known before it is answered: its home is remembered

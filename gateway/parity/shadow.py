@@ -3,8 +3,8 @@ run again on the standard as ``sheddable`` work, only when the standard has slac
 (the standard's answer, and the candidate's answer AS ITS CLIENT RECEIVED IT) is scored by the
 task's verifier (gateway.parity.ports.PairJudge).
 
-The draw is made when the request is dispatched (``gateway.flow.shadow_sample``, a ``dispatched``
-subscriber here): a drawn attempt gets a tap (``gateway.flow.answer_tap``) that keeps the answer
+The draw is made when the request is dispatched (``gateway.parity.sample``, a ``dispatched``
+subscriber here): a drawn attempt gets a tap (``gateway.parity.tap``) that keeps the answer
 as the HTTP layer sends it, a whole body or a stream's events, and nothing else does; the draw is
 all that a request that is not sampled pays (``make bench-router`` measures it). At ``done`` a
 drawn request that ended well (a 200, not cut off, within the tap's limit) becomes a check: a
@@ -38,16 +38,16 @@ from gateway.domain import RolloutStage, Variant
 from gateway.endpoints import ChatBody
 from gateway.errors import RequestError
 from gateway.flow.admission import Action
-from gateway.flow.answer_tap import AnswerTap
 from gateway.flow.director import Director, Ledgers
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.plan import Inbound, decode_claim
-from gateway.flow.shadow_sample import Sample, shadow_sample
 from gateway.flow.upstream import upstream_request
 from gateway.outcome import Outcome
 from gateway.parity.metrics import ParityMetrics
 from gateway.parity.ports import PairJudge, PairScore
+from gateway.parity.sample import Sample, shadow_sample
 from gateway.parity.sequential import Conclusion
+from gateway.parity.tap import AnswerTap
 from gateway.parity.verdicts import OnlineVerdicts, PairRecord, design_for
 from gateway.proxy.forward import Answer, UpstreamCall, UpstreamRequest
 from gateway.proxy.relay import finish_body
@@ -130,7 +130,7 @@ class ShadowChecks:
     def done(self, exchange: Exchange, outcome: Outcome) -> None:
         """A drawn request that ended well becomes a check of its answer."""
         tap = None if exchange.attempt is None else exchange.attempt.tap
-        if tap is None:
+        if not isinstance(tap, AnswerTap):  # not drawn (the attempt's sink is online parity's own tap)
             return
         settings, task, key = exchange.config.online_parity, exchange.plan.profile.task, tap.sample.candidate.key
         if not outcome.ok or outcome.status != 200:  # failed, cut off, or the client left

@@ -1,7 +1,7 @@
 """A whole chat completion written as the SSE stream vLLM would have sent: for a streamed request
 whose answer the gateway held back to check it (``gateway.flow.escalation``); and back, a chat
 stream as the whole completion its deltas add up to: for the shadow check that scores a streamed
-answer the client received (``gateway.flow.answer_tap``).
+answer the client received (``gateway.parity.tap``).
 
 The chunks follow vLLM's shape: a first chunk per choice with the role, one with its content or
 its tool calls (a call's whole arguments in one delta), a last one with the finish reason, then

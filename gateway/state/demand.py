@@ -1,9 +1,9 @@
 """The demand store: what traffic each autoscaled model gets, per task type, for the
-desired-replicas gauge (``gateway.flow.fleet``). The request lifecycle writes it
-(``gateway.flow.demand_keeper``); the gauge reads it over two windows at each scrape.
+desired-replicas gauge (``gateway.autoscaling.gauge``). The request lifecycle writes it
+(``gateway.autoscaling.demand_keeper``); the gauge reads it over two windows at each scrape.
 
 ``InMemoryDemand`` is one gateway's (and the replay's, on its virtual clock), over
-``DemandMeter``; ``SharedDemand`` (``gateway.state.redis_demand``) sums every gateway sharing
+``DemandMeter``; ``SharedDemand`` (``gateway.state.redis.demand``) sums every gateway sharing
 Redis, since each sees only its share of the traffic. Writes never wait: they are counted in
 memory (and, shared, sent in the background). ``horizon_s`` is the longest window the model's
 gauge reads (its ``autoscaling.rate_window_s``, passed with every call so a reload that changes
@@ -29,7 +29,7 @@ class DemandStore(Protocol):
 
     async def demand(self, model: str, windows_s: Sequence[float], horizon_s: float) -> list[dict[str, TaskDemand]]:
         """``model``'s demand per task over each of ``windows_s``, up to now. A shared store
-        raises ``StoreUnavailable`` (``gateway.state.redis_link``) when Redis cannot answer."""
+        raises ``StoreUnavailable`` (``gateway.state.redis.link``) when Redis cannot answer."""
         ...
 
 

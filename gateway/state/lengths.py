@@ -78,7 +78,7 @@ class LengthHistogram:
 
     @property
     def next_weight(self) -> float:
-        """The weight the next sample gets (a shared copy carries it, see ``redis_lengths``)."""
+        """The weight the next sample gets (a shared copy carries it, see ``gateway.state.redis.lengths``)."""
         return self._next_weight
 
 

@@ -87,7 +87,7 @@ class ReplicaPrefixes:
 
 
 class InMemoryPrefixIndex:
-    """The index of one gateway process (``gateway.state.redis_prefix_index`` shares one)."""
+    """The index of one gateway process (``gateway.state.redis.prefix_index`` shares one)."""
 
     def __init__(self, blocks_per_replica: int) -> None:
         self._capacity = blocks_per_replica

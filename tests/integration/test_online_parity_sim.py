@@ -19,8 +19,8 @@ import httpx
 import yaml
 
 from gateway.cli import main as duet
-from quantize.evals.tasks.chat import ChatTask
 from quantize.evals.items import EvalItem
+from quantize.evals.tasks.chat import ChatTask
 
 from .cluster import cluster, wait_until
 

@@ -46,12 +46,12 @@ def with_keys(raw: dict[str, Any], failed_auth_per_min: int = 10_000) -> None:
     raw["access"] = {"require_keys": True, "keys_file": "keys.json", "failed_auth_per_min": failed_auth_per_min,
                      "tiers": {"basic": {"max_concurrent_requests": 2}, "batch": {"priority": "batch"},
                                "metered": {"requests_per_min": 1000, "tokens_per_min": 1_000_000},
-                               "thrifty": {"monthly_budget_usd": 2.5 * hold_usd(raw)}}}
+                               "thrifty": {"monthly_spend_limit_usd": 2.5 * hold_usd(raw)}}}
     raw["server"].update({"max_body_bytes": MAX_BODY, "metrics": "admin"})
 
 
 def hold_usd(raw: dict[str, Any]) -> float:
-    """What one request of ``BODY`` holds of its key's budget: its ceiling cost at the dearest
+    """What one request of ``BODY`` holds of its key's spend limit: its ceiling cost at the dearest
     variant (``gateway.access.reservation``: body bytes / 4 input tokens, max_tokens output)."""
     prices = [v["price"] for v in raw["models"]["smollm2"]["variants"].values()]
     input_tokens = -(-len(json.dumps(BODY).encode()) // 4)
@@ -436,9 +436,9 @@ def test_a_key_may_hold_only_its_tiers_number_of_concurrent_requests(keyed):
     assert again == [200, 200]
 
 
-def test_requests_in_flight_together_hold_their_cost_against_the_budget(keyed):
-    """A budget of 2.5 requests' estimates: of six sent at once, three are admitted (each holding
-    its estimate while the replicas take 2 s) and three are 429 on the budget; checked against
+def test_requests_in_flight_together_hold_their_cost_against_the_spend_limit(keyed):
+    """A spend limit of 2.5 requests' estimates: of six sent at once, three are admitted (each holding
+    its estimate while the replicas take 2 s) and three are 429 on the limit; checked against
     spend so far (nothing yet), all six would pass."""
     gateway, replicas, _ = keyed
     key, _ = make_key(gateway, "thrifty")
@@ -454,7 +454,7 @@ def test_requests_in_flight_together_hold_their_cost_against_the_budget(keyed):
         for replica in replicas.values():
             replica.delay_s = 0.0
     assert sorted(a.status_code for a in answers) == [200] * 3 + [429] * 3
-    assert all(a.json()["error"]["param"] == "monthly_budget_usd" for a in answers if a.status_code == 429)
+    assert all(a.json()["error"]["param"] == "monthly_budget_usd" for a in answers if a.status_code == 429)  # the wire name kept
 
 
 # --- logs ----------------------------------------------------------------------------------------

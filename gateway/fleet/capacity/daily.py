@@ -25,6 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.autoscaling import Autoscaling, desired_replicas
 from gateway.fleet.capacity.day import DAY_S, DAY_WINDOWS, DiurnalCurve, Period, day_arrivals, periods
 from gateway.fleet.capacity.headroom import sizing_of, traffic_demand
 from gateway.fleet.replay.autoscale import STARTUP_S, run_autoscaled
@@ -33,7 +34,6 @@ from gateway.fleet.replay.seeds import interval
 from gateway.fleet.replay.setup import Cluster, policy_config, scrape_interval_s
 from gateway.fleet.replay.simulation import Replay
 from gateway.fleet.world.replica_sets import REPLICA_SETS, ReplicaSet
-from gateway.flow import Autoscaling, desired_replicas
 
 
 @dataclass(frozen=True, slots=True)

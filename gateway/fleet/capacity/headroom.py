@@ -14,9 +14,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
+from gateway.autoscaling import Autoscaling, TaskDemand, TaskSizing, desired_replicas, sizing_for
 from gateway.fleet.capacity.search import Fleet
 from gateway.fleet.workload.traces import Arrival
-from gateway.flow import Autoscaling, DuetConfig, TaskDemand, TaskSizing, desired_replicas, sizing_for
+from gateway.flow import DuetConfig
 
 
 def traffic_demand(schedules: Sequence[Sequence[Arrival]], duration_s: float) -> dict[str, TaskDemand]:

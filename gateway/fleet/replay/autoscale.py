@@ -8,7 +8,7 @@ Kubernetes HPA per variant Deployment acting on it.
   clock, and the fleet reads that store. So a request counts once, when it leaves for its first
   replica (one that waited for a slot counts when it got one) or when the fleet refused it
   (429, 5xx; a client's 400 does not count), and an answer's length when it ended well
-  (``gateway.flow.demand_keeper``). Per task the gauge reads the higher of the rates over
+  (``gateway.autoscaling.demand_keeper``). Per task the gauge reads the higher of the rates over
   ``scrape_interval_s`` and ``rate_window_s`` (a burst shows at the next reading, a lull only
   once the longer window has passed).
 - **HPA.** Up to the lowest gauge of the last ``scale_up_stabilization_s`` when that is above the
@@ -37,17 +37,11 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from gateway.autoscaling import Autoscaling, InMemoryDemand, model_need
 from gateway.fleet.replay.fleet import FleetChange, FleetTimeline, GaugeReading, ReplicaLife, initial_lives
 from gateway.fleet.replay.simulation import Replay, RequestResult
 from gateway.fleet.workload.traces import Arrival
-from gateway.flow import (
-    Autoscaling,
-    DuetConfig,
-    InMemoryDemand,
-    ModelSpec,
-    Replica,
-    model_need,
-)
+from gateway.flow import DuetConfig, ModelSpec, Replica
 from serving.sim.profile import Profile
 
 # How long a new 70B replica on 4 H100s takes from being asked for to serving: 346 s. Measured by

@@ -15,8 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from gateway.autoscaling import InMemoryDemand
 from gateway.fleet.world.replica_sets import ReplicaSet
-from gateway.flow import InMemoryDemand, Replica
+from gateway.flow import Replica
 
 
 @dataclass(frozen=True, slots=True)

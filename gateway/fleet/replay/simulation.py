@@ -15,6 +15,7 @@ from collections.abc import Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.autoscaling import DemandKeeper, InMemoryDemand
 from gateway.fleet.replay.fleet import FixedFleet, FleetChange, FleetControl
 from gateway.fleet.replay.sync import run_now
 from gateway.fleet.workload.traces import Arrival
@@ -24,13 +25,11 @@ from gateway.flow import (
     Budget,
     CompletionBody,
     DecodeLedger,
-    DemandKeeper,
     Director,
     DuetConfig,
     Exchange,
     HistogramTotals,
     Inbound,
-    InMemoryDemand,
     InMemoryPrefixIndex,
     InMemoryStateStore,
     Ledgers,

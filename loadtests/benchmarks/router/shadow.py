@@ -40,8 +40,8 @@ from gateway.flow import (
     PrefillBacklog,
     WaitingRoom,
     parse_config,
-    shadow_sample,
 )
+from gateway.parity import shadow_sample
 from serving.hardware import this_machine
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -24,7 +24,7 @@ from gateway.config.types import DuetConfig, Tier
 from gateway.domain import Price, Priority, ReplicaState
 from gateway.errors import AuthenticationFailed, PermissionDenied, RateLimited
 from gateway.outcome import Outcome
-from gateway.state.redis_link import StoreUnavailable
+from gateway.state.redis.link import StoreUnavailable
 from gateway.telemetry import Telemetry
 
 DEMO = Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml"

@@ -10,10 +10,10 @@ from contextlib import asynccontextmanager
 import pytest
 
 from gateway.access.ledger import Charge, month_of
-from gateway.access.quotas import Admission, InMemoryQuotaBook, QuotaBook, Refusal
+from gateway.access.quotas import SPEND_LIMIT, Admission, InMemoryQuotaBook, QuotaBook, Refusal
 from gateway.access.redis_quotas import RedisQuotaBook
 from gateway.config.types import Tier
-from gateway.state.redis_link import LinkSettings, RedisLink
+from gateway.state.redis.link import LinkSettings, RedisLink
 from tests.redis_server import RedisServer
 
 T0 = 1_790_000_000.0  # a fixed wall-clock instant (mid-September 2026, UTC)
@@ -117,15 +117,15 @@ def test_each_admission_reports_the_headroom_it_left(kind: str, redis: RedisServ
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_monthly_budget_refuses_until_the_month_ends(kind: str, redis: RedisServer) -> None:
+def test_the_monthly_spend_limit_refuses_until_the_month_ends(kind: str, redis: RedisServer) -> None:
     async def main() -> None:
         async with book(kind, redis) as quotas:
-            tier = Tier("t", monthly_budget_usd=0.01)
+            tier = Tier("t", monthly_spend_limit_usd=0.01)
             await settled(quotas, charge(cost=0.006), T0)
             assert (await quotas.admit("k1", tier, T0)).refusal is None
             await settled(quotas, charge(cost=0.006), T0)
             refusal = (await quotas.admit("k1", tier, T0)).refusal
-            assert refusal is not None and refusal.limit == "monthly_budget_usd"
+            assert refusal is not None and refusal.limit == SPEND_LIMIT == "monthly_budget_usd"  # the wire name kept
             assert 0 < refusal.retry_after_s <= 31 * 86400
 
     asyncio.run(main())
@@ -170,7 +170,7 @@ def lines_per_request(rate_per_s: float, seconds: int = 120) -> float:
     async def main() -> float:
         nonlocal lines
         quotas = InMemoryQuotaBook()
-        tier = Tier("t", requests_per_min=10**9, tokens_per_min=10**12, monthly_budget_usd=10**6)
+        tier = Tier("t", requests_per_min=10**9, tokens_per_min=10**12, monthly_spend_limit_usd=10**6)
         count = int(rate_per_s * seconds)
         for i in range(count):
             now = T0 + i / rate_per_s
@@ -205,7 +205,7 @@ def redis_commands_per_request(redis: RedisServer, rate_per_s: float, seconds: i
 
     async def main() -> tuple[float, int]:
         async with book("redis", redis) as quotas:
-            tier = Tier("t", requests_per_min=10**9, tokens_per_min=10**12, monthly_budget_usd=10**6)
+            tier = Tier("t", requests_per_min=10**9, tokens_per_min=10**12, monthly_spend_limit_usd=10**6)
             count, widest, before = int(rate_per_s * seconds), 0, calls()
             for i in range(count):
                 now = T0 + i / rate_per_s

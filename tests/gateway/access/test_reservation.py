@@ -1,4 +1,4 @@
-"""A budget holds each request's estimated cost from admission until it ends: requests in flight
+"""A spend limit holds each request's estimated cost from admission until it ends: requests in flight
 at once cannot all pass on spend so far and overspend together, and a request refused after
 admission gives its hold back. Through the access gate, on both quota books."""
 
@@ -13,24 +13,24 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gateway.access.ceiling import BYTES_PER_TOKEN, UsageCeiling
 from gateway.access.guard import Grant, KeyedAccess
 from gateway.access.keys import new_key
 from gateway.access.keystore import FileKeyStore
 from gateway.access.quotas import InMemoryQuotaBook, QuotaBook
 from gateway.access.redis_quotas import RedisQuotaBook
-from gateway.access.reservation import BYTES_PER_TOKEN, Demand
 from gateway.config import parse_config
 from gateway.config.types import DuetConfig
 from gateway.errors import RateLimited
 from gateway.outcome import Outcome
-from gateway.state.redis_link import LinkSettings, RedisLink
+from gateway.state.redis.link import LinkSettings, RedisLink
 from gateway.telemetry import Telemetry
 from tests.redis_server import RedisServer
 
 DEMO = Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml"
-BUDGET_USD = 0.01
+SPEND_LIMIT_USD = 0.01
 # 4,000 input tokens and 1,000 output tokens at the dearer variant's price (0.20 / 0.80 per Mtok).
-DEMAND = Demand(body_bytes=4_000 * BYTES_PER_TOKEN, max_output_tokens=1_000)
+CEILING = UsageCeiling(body_bytes=4_000 * BYTES_PER_TOKEN, max_output_tokens=1_000)
 ESTIMATE_USD = (4_000 * 0.20 + 1_000 * 0.80) / 1e6
 
 
@@ -42,7 +42,7 @@ def redis() -> Iterator[RedisServer]:
 
 def config(tmp: Path) -> DuetConfig:
     raw = yaml.safe_load(DEMO.read_text())
-    tiers = {"budget": {"monthly_budget_usd": BUDGET_USD}}
+    tiers = {"thrifty": {"monthly_spend_limit_usd": SPEND_LIMIT_USD}}
     raw["access"] = {"require_keys": True, "keys_file": str(tmp / "keys.json"), "tiers": tiers}
     return parse_config(yaml.safe_dump(raw))
 
@@ -51,7 +51,7 @@ def config(tmp: Path) -> DuetConfig:
 async def gate(kind: str, tmp: Path, redis: RedisServer) -> AsyncIterator[tuple[KeyedAccess, str]]:
     cfg = config(tmp)
     store = FileKeyStore(cfg.access.keys_file)
-    secret, record = new_key("k", "budget", 1.0)
+    secret, record = new_key("k", "thrifty", 1.0)
     await store.add(record)
     link = None
     quotas: QuotaBook = InMemoryQuotaBook()
@@ -75,21 +75,21 @@ async def flushed() -> None:
 def test_the_estimate_is_the_dearest_allowed_variants_ceiling(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     variants = list(cfg.models["smollm2"].variants.values())
-    assert DEMAND.cost_usd(variants) == pytest.approx(ESTIMATE_USD)
+    assert CEILING.cost_usd(variants) == pytest.approx(ESTIMATE_USD)
     cheap = min(variants, key=lambda v: v.price.output_per_mtok)
-    assert DEMAND.cost_usd([cheap]) < ESTIMATE_USD
-    open_ended = Demand(body_bytes=400)  # no max_tokens: what the context (2048) leaves after 100 tokens
+    assert CEILING.cost_usd([cheap]) < ESTIMATE_USD
+    open_ended = UsageCeiling(body_bytes=400)  # no max_tokens: what the context (2048) leaves after 100 tokens
     assert open_ended.cost_usd(variants) == pytest.approx((100 * 0.20 + 1_948 * 0.80) / 1e6)
 
 
 @pytest.mark.parametrize("kind", ["memory", "redis"])
-def test_concurrent_requests_spend_at_most_the_budget_plus_one_estimate(kind: str, tmp_path: Path, redis: RedisServer) -> None:
+def test_concurrent_requests_spend_at_most_the_limit_plus_one_estimate(kind: str, tmp_path: Path, redis: RedisServer) -> None:
     """60 requests arrive at once, each costing its whole estimate: without holds all 60 pass the
-    check on spend so far (0) and spend 6x the budget."""
+    check on spend so far (0) and spend 6x the limit."""
 
     async def request(access: KeyedAccess, secret: str) -> float:
         try:
-            grant = await access.authorize(await access.authenticate(secret), "smollm2", DEMAND)
+            grant = await access.authorize(await access.authenticate(secret), "smollm2", CEILING)
         except RateLimited:
             return 0.0
         await asyncio.sleep(0.01)  # in flight together
@@ -105,7 +105,7 @@ def test_concurrent_requests_spend_at_most_the_budget_plus_one_estimate(kind: st
             return sum(spent), sum(1 for s in spent if s)
 
     spent, served = asyncio.run(main())
-    assert spent <= BUDGET_USD + ESTIMATE_USD
+    assert spent <= SPEND_LIMIT_USD + ESTIMATE_USD
     assert served == 7  # 0.01 / 0.0016: six fit, the seventh is admitted at 0.0096 < 0.01
 
 
@@ -114,14 +114,14 @@ def test_a_request_refused_after_admission_gives_its_hold_back(kind: str, tmp_pa
     async def main() -> None:
         async with gate(kind, tmp_path, redis) as (access, secret):
             key = await access.authenticate(secret)
-            held = [await access.authorize(key, "smollm2", DEMAND) for _ in range(7)]
-            with pytest.raises(RateLimited, match="monthly budget"):
-                await access.authorize(key, "smollm2", DEMAND)
+            held = [await access.authorize(key, "smollm2", CEILING) for _ in range(7)]
+            with pytest.raises(RateLimited, match="monthly spend limit"):
+                await access.authorize(key, "smollm2", CEILING)
             for grant in held:  # refused by admission control, or no replica answered: nothing spent
                 access.release(grant)
                 access.release(grant)  # given back once only
             await flushed()
-            again: list[Grant] = [await access.authorize(key, "smollm2", DEMAND) for _ in range(7)]
+            again: list[Grant] = [await access.authorize(key, "smollm2", CEILING) for _ in range(7)]
             assert len(again) == 7
 
     asyncio.run(main())
@@ -129,7 +129,7 @@ def test_a_request_refused_after_admission_gives_its_hold_back(kind: str, tmp_pa
 
 @pytest.mark.parametrize("kind", ["memory", "redis"])
 def test_settling_replaces_the_hold_with_the_actual_cost(kind: str, tmp_path: Path, redis: RedisServer) -> None:
-    """Cheap answers give back most of their hold: a budget of 0.01 serves far more than seven."""
+    """Cheap answers give back most of their hold: a limit of 0.01 serves far more than seven."""
 
     async def main() -> int:
         async with gate(kind, tmp_path, redis) as (access, secret):
@@ -137,7 +137,7 @@ def test_settling_replaces_the_hold_with_the_actual_cost(kind: str, tmp_path: Pa
             served = 0
             cheap = config(tmp_path).models["smollm2"].variants["fast"].price
             for _ in range(40):
-                grant = await access.authorize(key, "smollm2", DEMAND)
+                grant = await access.authorize(key, "smollm2", CEILING)
                 await access.settle(grant, "smollm2", "fast", "chat", Outcome("r", True, 200, 0.1, 0.2, 100, 10), cheap)
                 access.release(grant)
                 served += 1

@@ -18,8 +18,7 @@ from gateway import runtime
 from gateway.api.app import create_app
 from gateway.config import parse_config
 from gateway.runtime import Gateway
-from gateway.state.demand import InMemoryDemand
-from gateway.state.redis_demand import SharedDemand
+from gateway.state.redis.demand import SharedDemand
 from tests.redis_server import RedisServer, require_redis_server
 
 DEMO = yaml.safe_load((Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml").read_text())
@@ -65,7 +64,7 @@ def test_the_admin_route_explains_each_variants_count_and_metrics_agrees(monkeyp
 
 def test_gateways_sharing_redis_count_into_one_shared_demand() -> None:
     """``state.store: redis`` gives every gateway the shared demand store (its sums are tested in
-    ``tests/gateway/state/test_redis_demand.py``): both gateways' counts land in the same hashes
+    ``tests/gateway/state/redis/test_demand.py``): both gateways' counts land in the same hashes
     and both read them."""
     require_redis_server()
     raw = copy.deepcopy(DEMO)

@@ -33,12 +33,12 @@ def test_without_an_access_section_keys_are_off_and_state_is_in_memory() -> None
 
 def test_tiers_and_the_redis_store_load() -> None:
     access = {"require_keys": True, "tiers": {"gold": {
-        "requests_per_min": 600, "tokens_per_min": 100000, "monthly_budget_usd": 50,
+        "requests_per_min": 600, "tokens_per_min": 100000, "monthly_spend_limit_usd": 50,
         "models": ["smollm2"], "variants": ["fast"], "priority": "batch"}}}
     config = parse_config(demo(access=access, state={"store": "redis", "redis_url": "redis://r:6379/1",
                                                      "quota_failure": "closed"}))
     gold = config.access.tiers["gold"]
-    assert (gold.requests_per_min, gold.tokens_per_min, gold.monthly_budget_usd) == (600, 100000, 50)
+    assert (gold.requests_per_min, gold.tokens_per_min, gold.monthly_spend_limit_usd) == (600, 100000, 50)
     assert gold.models == frozenset({"smollm2"}) and gold.variants == frozenset({"fast"})
     assert gold.priority is Priority.BATCH
     assert (config.state.store, config.state.redis_url, config.state.quota_failure) == ("redis", "redis://r:6379/1", "closed")
@@ -57,3 +57,17 @@ def test_errors_name_their_path(sections: dict[str, Any], path: str) -> None:
     with pytest.raises(ConfigError) as error:
         parse_config(demo(**sections))
     assert error.value.path == path
+
+
+def test_the_old_monthly_budget_key_is_a_deprecated_alias_of_the_spend_limit(caplog: pytest.LogCaptureFixture) -> None:
+    """``monthly_budget_usd`` (the key's name until "budget" came to mean only a latency budget)
+    still sets the spend limit, with a warning that names its path; never together with the new key."""
+    old = {"require_keys": True, "tiers": {"gold": {"monthly_budget_usd": 50}}}
+    with caplog.at_level("WARNING", logger="gateway.config.load"):
+        config = parse_config(demo(access=old))
+    assert config.access.tiers["gold"].monthly_spend_limit_usd == 50
+    assert "access.tiers.gold.monthly_budget_usd is deprecated" in caplog.text
+    both = {"require_keys": True, "tiers": {"gold": {"monthly_budget_usd": 50, "monthly_spend_limit_usd": 60}}}
+    with pytest.raises(ConfigError) as error:
+        parse_config(demo(access=both))
+    assert error.value.path == "access.tiers.gold.monthly_budget_usd"

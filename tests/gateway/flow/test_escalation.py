@@ -12,7 +12,8 @@ import orjson
 import pytest
 
 from gateway.domain import Budget, Prediction, Replica
-from gateway.flow.escalation import Handling, escalation_headers, standard_within_budget
+from gateway.flow.escalation import escalation_headers, standard_within_budget
+from gateway.flow.exchange import Handling
 from gateway.outcome import AttemptFailure, Outcome
 from tests.gateway.flow.test_director import DEMO, Rig
 

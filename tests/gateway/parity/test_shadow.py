@@ -26,12 +26,12 @@ from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.config.types import DuetConfig
 from gateway.flow import Attempt, ChatBody, Director, Exchange, Inbound, Ledgers, WaitingRoom, routing_hooks
-from gateway.flow.answer_tap import AnswerTap
-from gateway.flow.shadow_sample import Sample
 from gateway.outcome import Outcome
 from gateway.parity.metrics import ParityMetrics
+from gateway.parity.sample import Sample
 from gateway.parity.sequential import Conclusion
 from gateway.parity.shadow import Job, Live, ShadowChecks, ShadowParts, shadow_body
+from gateway.parity.tap import AnswerTap
 from gateway.parity.verdicts import OnlineVerdicts
 from gateway.proxy.forward import UpstreamCall
 from gateway.proxy.http1 import Pool

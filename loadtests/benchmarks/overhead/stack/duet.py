@@ -41,7 +41,7 @@ def duet_config(reference: dict[str, Any], backend_url: str, host: str, port: in
 
 # Limits set on every request's path but never reached in a run: the point is what checking and
 # charging them costs (issue #19 measured 4x fewer requests per second with tokens_per_min set).
-PRODUCTION_TIER = {"requests_per_min": 100_000_000, "tokens_per_min": 10_000_000_000, "monthly_budget_usd": 1_000_000.0}
+PRODUCTION_TIER = {"requests_per_min": 100_000_000, "tokens_per_min": 10_000_000_000, "monthly_spend_limit_usd": 1_000_000.0}
 REPLICAS_PER_VARIANT = 2
 
 

@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 import pytest
 
+from gateway.autoscaling import Autoscaling, TaskDemand, model_need
 from gateway.fleet.replay.autoscale import (
     AutoscaledFleet,
     Hpa,
@@ -21,7 +22,7 @@ from gateway.fleet.replay.fleet import FleetTimeline, ReplicaLife
 from gateway.fleet.replay.setup import parse_cluster, policy_config
 from gateway.fleet.replay.simulation import Replay
 from gateway.fleet.workload.traces import Arrival
-from gateway.flow import Autoscaling, DuetConfig, Replica, TaskDemand, model_need
+from gateway.flow import DuetConfig, Replica
 from gateway.scaling import DemandMeter
 
 STARTUP_S = 90.0

@@ -54,7 +54,7 @@ def test_the_production_path_has_keys_every_limit_and_two_variants_of_two_replic
     write_keys_file(tmp_path / "keys.json")
     config = parse_config(yaml.safe_dump(raw), source=str(tmp_path / "duet.yaml"))
     (tier,) = config.access.tiers.values()
-    assert config.access.require_keys and None not in (tier.requests_per_min, tier.tokens_per_min, tier.monthly_budget_usd)
+    assert config.access.require_keys and None not in (tier.requests_per_min, tier.tokens_per_min, tier.monthly_spend_limit_usd)
     model = config.models["smollm2"]
     assert len(model.variants) == 2 and len(model.replicas) == 4
     assert config.policy == parse_config(REFERENCE_CONFIG.read_text()).policy
