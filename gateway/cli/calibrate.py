@@ -94,15 +94,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def calibrate(url: str, model: str | None, prior: Mapping[str, Any] | None, hardware_class: str,
-              plan: ProbePlan | None = None, *, replica_pids: tuple[int, ...] = (),
-              gauge: CpuGauge | None = None, quiet: Quiet | None = None) -> Calibration:
+              plan: ProbePlan | None = None, *, replica_pids: tuple[int, ...] = ()) -> Calibration:
     """Probe the replica at ``url`` (again while the machine is busy: ``probe_when_quiet``) and
     build its speed block over ``prior`` (see serving.calibration.fit.speed_block).
     ``replica_pids``: the replica's processes when local, so the load during the probe leaves
     its work out. Raises CalibrationError."""
-    gauge = gauge or CpuGauge(lambda: (os.getpid(), *replica_pids))
+    gauge = CpuGauge(lambda: (os.getpid(), *replica_pids))
     read_during = bool(replica_pids) or urlsplit(url).hostname not in LOOPBACK
-    loaded = asyncio.run(probe_when_quiet(lambda: probe(url, model, plan or ProbePlan()), gauge.read, quiet or Quiet(),
+    loaded = asyncio.run(probe_when_quiet(lambda: probe(url, model, plan or ProbePlan()), gauge.read, Quiet(),
                                           read_during=read_during))
     samples = loaded.samples
     measured = measure(samples)
