@@ -80,7 +80,7 @@ def test_sessions_sit_below_the_lifecycle():
 
 def test_tracing_is_a_subscriber_above_the_lifecycle():
     assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.tracing")
-                                   or _within(dst, *VOCABULARY, "gateway.errors", "gateway.flow",
+                                   or _within(dst, *VOCABULARY, "gateway.errors", "gateway.endpoints", "gateway.flow",
                                               "gateway.tracing"))] == []
 
 
@@ -114,9 +114,10 @@ def test_the_gateway_uses_other_packages_only_from_its_command_shell_and_the_fle
                        or (_within(src, "gateway.fleet") and _within(dst, "serving"))) == []
 
 
-def test_the_fleet_uses_only_the_lifecycles_public_names_plugin_names_and_the_simulator():
+def test_the_fleet_uses_only_the_gateways_public_surfaces_and_the_simulator():
+    # The lifecycle, the autoscaling gauge (the replay's autoscaled fleet), plugin names, serving's simulator.
     assert _violations("gateway", lambda src, dst: not _within(src, "gateway.fleet") or _within(dst, "gateway.fleet", "serving")
-                       or dst in ("gateway.flow", "gateway.routing.registry")) == []
+                       or dst in ("gateway.flow", "gateway.autoscaling", "gateway.routing.registry")) == []
 
 
 def test_nothing_in_the_gateway_but_its_commands_imports_the_fleet():

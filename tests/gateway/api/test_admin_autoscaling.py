@@ -18,6 +18,7 @@ from gateway import runtime
 from gateway.api.app import create_app
 from gateway.config import parse_config
 from gateway.runtime import Gateway
+from gateway.state.demand import InMemoryDemand
 from gateway.state.redis.demand import SharedDemand
 from tests.redis_server import RedisServer, require_redis_server
 
