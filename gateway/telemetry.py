@@ -13,6 +13,7 @@ from prometheus_client.registry import Collector
 
 from gateway.access.ledger import Charge
 from gateway.domain import Health, Replica, ReplicaState
+from gateway.extension_times import ExtensionTimes, ExtensionTimesCollector
 from gateway.scaling.desired import VariantNeed
 
 # vLLM's TTFT buckets, so the gateway's and the replicas' histograms line up in one dashboard.
@@ -162,6 +163,9 @@ class Telemetry:
             "duet_queue_wait_seconds", "How long requests that found every replica full waited in the waiting room.",
             buckets=LATENCY_BUCKETS, registry=r,
         )
+        # Each hook subscriber's and routing plugin's time (the director and the router observe it).
+        self.extension_times = ExtensionTimes()
+        r.register(ExtensionTimesCollector(self.extension_times))
         # The children every answered request updates, cached (see Series).
         self.requests_by = Series(self.requests)
         self.decisions_by = Series(self.decisions)

@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
-    from gateway.config.active import build_counters
+    from gateway.config.active import ActiveConfig, build_counters
     from gateway.flow import Inbound, View, explain_plan, parse_any_body, plan_request
 
     try:
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         snapshot = _snapshot(config.replicas, json.loads(Path(args.state).read_text()) if args.state else {})
         counters = build_counters(config)
         view = _history(config, counters, Inbound(body, headers), View(snapshot), args)
-        plan = plan_request(config, counters, Inbound(body, headers), view, explain=True)
+        plan = plan_request(ActiveConfig(config, counters), Inbound(body, headers), view, explain=True)
     except (ConfigError, RequestError, OSError, ValueError) as exc:
         print(f"duet explain: {exc}", file=sys.stderr)
         return 1

@@ -218,7 +218,8 @@ def routing_hooks(backlog: PrefillBacklog, decodes: DecodeLedger, store: StateSt
 
 
 def gateway_hooks(routing: Hooks, access: Access, telemetry: Telemetry) -> Hooks:
-    """``routing``'s subscribers, then quota settlement and telemetry, as the HTTP gateway runs."""
+    """``routing``'s subscribers, then quota settlement and telemetry, as the HTTP gateway runs,
+    every extension point timed into the telemetry (``duet_extension_point_duration_seconds``)."""
     telemetry_keeper = TelemetryKeeper(telemetry)
     return Hooks(
         dispatched=list(routing.dispatched),
@@ -226,4 +227,5 @@ def gateway_hooks(routing: Hooks, access: Access, telemetry: Telemetry) -> Hooks
         attempt_ended=list(routing.attempt_ended),
         done=[*routing.done, QuotaKeeper(access).done, telemetry_keeper.done],
         refused=[*routing.refused, telemetry_keeper.refused],
+        timer=telemetry.extension_times,
     )

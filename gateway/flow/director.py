@@ -14,6 +14,7 @@ import itertools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from time import perf_counter_ns
 from typing import Protocol, TypeVar
 
 from gateway.access.guard import OPEN, Grant
@@ -24,7 +25,7 @@ from gateway.errors import DeadlineExceeded, NoHealthyReplica, RateLimited, Requ
 from gateway.flow.admission import Action, AdmissionLimits, Ruling, assess, limits_for
 from gateway.flow.escalation import WholeAnswer, answered, escalated, inspect
 from gateway.flow.exchange import Attempt, Escalation, Exchange, Handling
-from gateway.flow.hooks import Hooks
+from gateway.flow.hooks import ATTEMPT_ENDED, DISPATCHED, DONE, FIRST_TOKEN, REFUSED, Hooks
 from gateway.flow.plan import Inbound, Plan, View, plan_request
 from gateway.flow.refusal import refuse
 from gateway.flow.waiting_room import Waiting, place_in_line
@@ -208,8 +209,11 @@ class Director:
         """The replica serving the request prefilled its prompt."""
         attempt = exchange.attempt
         if attempt is not None:
+            observe = self._hooks.timer.observe
             for hook in self._hooks.first_token:
+                started = perf_counter_ns()
                 hook(exchange, attempt)
+                observe(FIRST_TOKEN, hook, perf_counter_ns() - started)
 
     async def finish(self, exchange: Exchange, outcome: Outcome) -> None:
         """The request ended for the client with ``outcome`` (of its last attempt). A second call
@@ -219,14 +223,20 @@ class Director:
             return
         exchange.outcome = outcome
         await self._end_attempt(exchange, attempt, outcome)
+        observe = self._hooks.timer.observe
         for hook in self._hooks.done:
+            started = perf_counter_ns()
             if (pending := hook(exchange, outcome)) is not None:
                 await pending
+            observe(DONE, hook, perf_counter_ns() - started)
 
     def refused(self, exchange: Exchange | None, error: RequestError) -> None:
         """The request ended without an answer from a replica."""
+        observe = self._hooks.timer.observe
         for hook in self._hooks.refused:
+            started = perf_counter_ns()
             hook(exchange, error)
+            observe(REFUSED, hook, perf_counter_ns() - started)
 
     def _plan(self, inbound: Inbound, grant: Grant, draw: float, active: ActiveConfig, explain: bool = False) -> Plan:
         """``draw``: the request's number in [0, 1) that a canary's share is compared with."""
@@ -235,7 +245,7 @@ class Director:
             prefixes.watch(snapshot)  # a restarted replica's cache is gone before we route on it
         view = View(grant.visible(snapshot, active.config), self._ledgers.backlog.tokens,
                     self._ledgers.decodes.least_slack, self._store.lengths(), prefixes, self._ledgers.sessions)
-        return plan_request(active.config, active.counters, inbound, view, explain=explain, draw=draw)
+        return plan_request(active, inbound, view, explain=explain, draw=draw, timer=self._hooks.timer)
 
     async def _wait(self, exchange: Exchange, ruling: Ruling, place: int, remaining_s: float, limit_s: float) -> None:
         """Wait in the waiting room for a slot (a wake, or the deadline), or raise why the request
@@ -255,14 +265,20 @@ class Director:
         exchange.attempts += 1
         if exchange.dispatched_at is None:
             exchange.dispatched_at = self._clock()
+        observe = self._hooks.timer.observe
         for hook in self._hooks.dispatched:
+            started = perf_counter_ns()
             hook(exchange, attempt)
+            observe(DISPATCHED, hook, perf_counter_ns() - started)
         return attempt
 
     async def _end_attempt(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
+        observe = self._hooks.timer.observe
         for hook in self._hooks.attempt_ended:
+            started = perf_counter_ns()
             if (pending := hook(exchange, attempt, outcome)) is not None:
                 await pending
+            observe(ATTEMPT_ENDED, hook, perf_counter_ns() - started)
 
     def _admission_limits(self, config: DuetConfig) -> AdmissionLimits:
         """Slots per variant of ``config`` (rebuilt when the config changes)."""

@@ -16,21 +16,34 @@ subscriber that cares about an event, nothing for those that do not. A subscribe
 settlement) or a plain one (returns None): the director awaits only what returns an awaitable, so
 bookkeeping that never waits costs no coroutine per request. Order matters where one subscriber
 reads what an earlier one noted (the decode ledger's stall before the latency learner).
+
+``timer`` takes each subscriber's time per event, and the director hands it to the router for
+its plugins' (``gateway.routing.timing``): the running gateway's telemetry records them as
+``duet_extension_point_duration_seconds``; by default nothing is recorded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Final
 
 from gateway.errors import RequestError
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.outcome import Outcome
+from gateway.routing.timing import NO_TIMING, ExtensionTimer
 
 OnAttempt = Callable[[Exchange, Attempt], None]
 OnAttemptEnded = Callable[[Exchange, Attempt, Outcome], Awaitable[None] | None]
 OnDone = Callable[[Exchange, Outcome], Awaitable[None] | None]
 OnRefused = Callable[[Exchange | None, RequestError], None]
+
+# The events as extension points (the label of their subscribers' times).
+DISPATCHED: Final = "dispatched"
+FIRST_TOKEN: Final = "first_token"
+ATTEMPT_ENDED: Final = "attempt_ended"
+DONE: Final = "done"
+REFUSED: Final = "refused"
 
 
 @dataclass(slots=True)
@@ -40,3 +53,4 @@ class Hooks:
     attempt_ended: list[OnAttemptEnded] = field(default_factory=list)
     done: list[OnDone] = field(default_factory=list)
     refused: list[OnRefused] = field(default_factory=list)
+    timer: ExtensionTimer = NO_TIMING

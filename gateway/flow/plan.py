@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.config.types import DuetConfig, ModelSpec
+from gateway.config.active import ActiveConfig
+from gateway.config.types import ModelSpec
 from gateway.decision import Decision
 from gateway.domain import Candidate, Replica, ReplicaState, RequestProfile
 from gateway.endpoints import ChatBody, EmbeddingsBody, PromptView, RequestBody
@@ -18,6 +19,7 @@ from gateway.flow.prefix import PromptPrefix, prompt_blocks
 from gateway.flow.session_id import continues, session_key
 from gateway.routing.predictors import prefill_ms
 from gateway.routing.router import route
+from gateway.routing.timing import NO_TIMING, ExtensionTimer
 from gateway.sessions import SessionVerdict, keep_seat
 from gateway.sessions.seats import SeatLookup
 from gateway.state.decodes import DecodeClaim
@@ -143,11 +145,14 @@ def serving_replicas(model: ModelSpec, inbound: Inbound) -> tuple[Replica, ...]:
     return tuple(r for r in model.replicas if (r.variant in pool) == embeds)
 
 
-def plan_request(config: DuetConfig, counters: Mapping[str, TokenCounter], inbound: Inbound, view: View,
-                 *, explain: bool = False, draw: float = 0.0) -> Plan:
-    """Classify and route. Raises ModelNotFound / InvalidRequest for the client's mistakes; an
-    empty decision is returned as is (``gateway.flow.refusal`` turns it into the client's error).
-    ``draw``: the request's number in [0, 1) (``gateway.routing.rollout.request_draw``)."""
+def plan_request(active: ActiveConfig, inbound: Inbound, view: View, *, explain: bool = False, draw: float = 0.0,
+                 timer: ExtensionTimer = NO_TIMING) -> Plan:
+    """Classify and route with ``active``'s config and token counters. Raises ModelNotFound /
+    InvalidRequest for the client's mistakes; an empty decision is returned as is
+    (``gateway.flow.refusal`` turns it into the client's error). ``draw``: the request's number
+    in [0, 1) (``gateway.routing.rollout.request_draw``); ``timer``: what the router's plugins'
+    times go to."""
+    config, counters = active.config, active.counters
     target = resolve_model(config, inbound.body.model)
     tokens = inbound.prompt_tokens
     if tokens is None:
@@ -159,7 +164,7 @@ def plan_request(config: DuetConfig, counters: Mapping[str, TokenCounter], inbou
     if view.prefixes is not None:
         prefix = prompt_prefix(inbound, counters[target.model.name], config.policy.prefix_cache.block_tokens)
     candidates = candidates_for(target.model, view, serving_replicas(target.model, inbound), prefix)
-    decision = route(profile, candidates, config.policy.profile_for(profile.task), explain=explain)
+    decision = route(profile, candidates, config.policy.profile_for(profile.task), explain=explain, timer=timer)
     session = None
     if view.sessions is not None and config.policy.sessions.enabled:
         if (key := session_key(inbound.body, inbound.headers, target.model.name)) is not None:

@@ -1,7 +1,8 @@
 """The router: runs a routing profile over the candidates of one request and returns a Decision.
 
 Pure and synchronous. ``explain=True`` records every plugin's verdict and score for
-``duet explain`` and the dry-run endpoint; the hot path skips that bookkeeping.
+``duet explain`` and the dry-run endpoint; the hot path skips that bookkeeping. Each plugin runs
+once over all the candidates it sees, timed for the given ``ExtensionTimer`` (``routing.timing``).
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from time import perf_counter_ns
 
 from gateway.decision import PINNED_VARIANT, Blocker, Decision, Verdict
-from gateway.domain import Candidate, RequestProfile
+from gateway.domain import Candidate, Prediction, RequestProfile
 from gateway.routing.plugin import Filter, Objective, Option, Predictor, Scorer
+from gateway.routing.timing import FILTER, NO_TIMING, OBJECTIVE, PREDICTOR, SCORER, ExtensionTimer
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,35 +41,38 @@ def route(
     profile: RoutingProfile,
     *,
     explain: bool = False,
+    timer: ExtensionTimer = NO_TIMING,
 ) -> Decision:
     """Decide which variant and replicas serve ``request``. ``ranked`` is empty when no candidate
     survives; ``blocked_by`` then names the filter that rejected most (its name and type), and
     ``reason`` reads ``no-candidate:<filter name>``."""
-    verdicts: list[Verdict] = []
+    verdicts: list[Verdict] | None = [] if explain else None
     if request.pinned_variant is not None:
         candidates = [c for c in candidates if c.variant.name == request.pinned_variant]
-    survivors, rejected_by = _filter(request, candidates, profile.filters, verdicts if explain else None)
+    survivors = _filter(request, candidates, profile.filters, verdicts, timer)
     if not survivors:
-        blocker = _blocker(rejected_by)
+        blocker = _blocker(request, candidates, profile.filters)
         return Decision(
             model=request.model, variant=None, ranked=(), reason=f"no-candidate:{blocker.name}",
-            meets_budget=False, verdicts=tuple(verdicts), profile=profile.name, blocked_by=blocker,
+            meets_budget=False, verdicts=_in_candidate_order(verdicts, candidates), profile=profile.name,
+            blocked_by=blocker,
         )
-    pooled = _pool_scores(request, survivors, profile.scorers)
-    options = [_option(request, c, profile, pooled, verdicts if explain else None) for c in survivors]
+    options = _options(request, survivors, profile, verdicts, timer)
     by_variant: dict[str, list[Option]] = {}
     for option in options:
         by_variant.setdefault(option.candidate.variant.name, []).append(option)
     for group in by_variant.values():
         group.sort(key=lambda o: (-o.score, o.prediction.e2e_ms))
+    started = perf_counter_ns()
     order = profile.objective.order(request, [group[0] for group in by_variant.values()])
+    timer.observe(OBJECTIVE, profile.objective.name, perf_counter_ns() - started)
     ranked = tuple(o.candidate.replica for variant in order.variants for o in by_variant[variant])
     reason = "pinned" if request.pinned_variant is not None else order.reason
     return Decision(
         model=request.model, variant=order.variants[0], ranked=ranked, reason=reason,
         meets_budget=order.meets_budget,
         predictions={o.candidate.replica.id: o.prediction for o in options},
-        verdicts=tuple(verdicts), profile=profile.name,
+        verdicts=() if verdicts is None else _in_candidate_order(verdicts, candidates), profile=profile.name,
     )
 
 
@@ -75,57 +81,83 @@ def _filter(
     candidates: Sequence[Candidate],
     filters: Sequence[Filter],
     verdicts: list[Verdict] | None,
-) -> tuple[list[Candidate], Counter[Filter]]:
-    survivors: list[Candidate] = []
-    rejected_by: Counter[Filter] = Counter()
-    for candidate in candidates:
-        for plugin in filters:
+    timer: ExtensionTimer,
+) -> list[Candidate]:
+    """The candidates every filter kept, in their order."""
+    survivors = list(candidates)
+    observe = timer.observe
+    for plugin in filters:
+        started = perf_counter_ns()
+        kept_candidates: list[Candidate] = []
+        for candidate in survivors:
             kept, why = plugin.keep(request, candidate)
             if verdicts is not None:
                 verdicts.append(Verdict(plugin.name, candidate.replica.id, kept, None, why))
-            if not kept:
-                rejected_by[plugin] += 1
-                break
-        else:
-            survivors.append(candidate)
-    return survivors, rejected_by
+            if kept:
+                kept_candidates.append(candidate)
+        observe(FILTER, plugin.name, perf_counter_ns() - started)
+        survivors = kept_candidates
+    return survivors
 
 
-def _blocker(rejected_by: Counter[Filter]) -> Blocker:
-    """The filter that rejected most candidates; with none rejected, there were none to reject:
-    the request pins a variant without replicas."""
+def _blocker(request: RequestProfile, candidates: Sequence[Candidate], filters: Sequence[Filter]) -> Blocker:
+    """The filter that rejected most candidates (each rejected by the first filter that did not
+    keep it; of two filters alike, the one that rejected an earlier candidate). Asked again here,
+    off the hot path, only for a request none survived (plugins are pure: same answers). With
+    none rejected, there were none to reject: the request pins a variant without replicas."""
+    rejected_by: Counter[Filter] = Counter()
+    for candidate in candidates:
+        rejecting = next((plugin for plugin in filters if not plugin.keep(request, candidate)[0]), None)
+        if rejecting is not None:
+            rejected_by[rejecting] += 1
     if not rejected_by:
         return Blocker(PINNED_VARIANT, PINNED_VARIANT)
     plugin = rejected_by.most_common(1)[0][0]
     return Blocker(plugin.name, plugin.type)
 
 
-def _pool_scores(
-    request: RequestProfile, survivors: Sequence[Candidate], scorers: Sequence[WeightedScorer]
-) -> dict[int, dict[str, float]]:
-    """Scorer index -> replica id -> score, for the scorers that score all candidates at once."""
-    pooled = {}
-    for index, weighted in enumerate(scorers):
-        score_pool = getattr(weighted.scorer, "score_pool", None)  # PoolScorer; no Protocol isinstance per request
-        if score_pool is not None:
-            values = score_pool(request, survivors)
-            pooled[index] = {c.replica.id: value for c, value in zip(survivors, values, strict=True)}
-    return pooled
-
-
-def _option(
-    request: RequestProfile, candidate: Candidate, profile: RoutingProfile, pooled: dict[int, dict[str, float]],
-    verdicts: list[Verdict] | None,
-) -> Option:
-    prediction = profile.predictor.predict(request, candidate)
-    total_weight = sum(w.weight for w in profile.scorers) or 1.0
-    score = 0.0
-    for index, weighted in enumerate(profile.scorers):
-        if index in pooled:
-            value = pooled[index][candidate.replica.id]
-        else:
-            value = weighted.scorer.score(request, candidate, prediction)
-        score += weighted.weight * value
+def _options(
+    request: RequestProfile, survivors: Sequence[Candidate], profile: RoutingProfile, verdicts: list[Verdict] | None,
+    timer: ExtensionTimer,
+) -> list[Option]:
+    """Every survivor with its prediction and its weighted score, each scorer weighing in in
+    the profile's order. A pool scorer sees all the survivors at once (``PoolScorer``)."""
+    started = perf_counter_ns()
+    predictions = [profile.predictor.predict(request, candidate) for candidate in survivors]
+    timer.observe(PREDICTOR, profile.predictor.name, perf_counter_ns() - started)
+    totals = [0.0] * len(survivors)
+    for weighted in profile.scorers:
+        started = perf_counter_ns()
+        values = _scores(request, survivors, predictions, weighted.scorer)
+        timer.observe(SCORER, weighted.scorer.name, perf_counter_ns() - started)
+        for index, value in enumerate(values):
+            totals[index] += weighted.weight * value
         if verdicts is not None:
-            verdicts.append(Verdict(weighted.scorer.name, candidate.replica.id, True, value, ""))
-    return Option(candidate, prediction, score / total_weight)
+            verdicts.extend(Verdict(weighted.scorer.name, c.replica.id, True, value, "")
+                            for c, value in zip(survivors, values, strict=True))
+    total_weight = sum(w.weight for w in profile.scorers) or 1.0
+    return [Option(candidate, prediction, total / total_weight)
+            for candidate, prediction, total in zip(survivors, predictions, totals, strict=True)]
+
+
+def _scores(request: RequestProfile, survivors: Sequence[Candidate], predictions: Sequence[Prediction],
+            scorer: Scorer) -> Sequence[float]:
+    """``scorer``'s value of each survivor, in their order."""
+    score_pool = getattr(scorer, "score_pool", None)  # PoolScorer; no Protocol isinstance per request
+    if score_pool is not None:
+        values: Sequence[float] = score_pool(request, survivors)
+        if len(values) != len(survivors):
+            raise ValueError(f"scorer {scorer.name!r} scored {len(values)} of {len(survivors)} candidates")
+        return values
+    return [scorer.score(request, c, p) for c, p in zip(survivors, predictions, strict=True)]
+
+
+def _in_candidate_order(verdicts: list[Verdict] | None, candidates: Sequence[Candidate]) -> tuple[Verdict, ...]:
+    """The verdicts candidate by candidate (each one's filters, then its scores, in the profile's
+    order), as people read them; the router gathers them plugin by plugin."""
+    if not verdicts:
+        return ()
+    position = {c.replica.id: index for index, c in enumerate(candidates)}
+    filtered = [v for v in verdicts if v.score is None]
+    scored = [v for v in verdicts if v.score is not None]
+    return (*sorted(filtered, key=lambda v: position[v.replica_id]), *sorted(scored, key=lambda v: position[v.replica_id]))

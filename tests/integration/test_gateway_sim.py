@@ -136,6 +136,31 @@ def test_health_ready_metrics(demo, client):
         assert name in metrics
 
 
+def extension_counts(url: str) -> dict[tuple[str, str], float]:
+    """duet_extension_point_duration_seconds_count by (extension point, plugin)."""
+    counts = {}
+    for line in httpx.get(url + "/metrics").text.splitlines():
+        if line.startswith("duet_extension_point_duration_seconds_count{"):
+            labels, value = line.removeprefix("duet_extension_point_duration_seconds_count").rsplit(" ", 1)
+            fields = dict(part.split("=", 1) for part in labels.strip("{}").split(","))
+            counts[fields["extension_point"].strip('"'), fields["plugin"].strip('"')] = float(value)
+    return counts
+
+
+def test_every_hook_subscriber_and_routing_plugin_that_ran_is_timed_once_per_request(demo, client):
+    pinned = {"model": "smollm2:standard", "messages": MESSAGES, "max_tokens": 4}
+    client.chat.completions.create(**pinned)  # every series this request touches exists
+    before = extension_counts(demo.url)
+    client.chat.completions.create(**pinned)
+    after = extension_counts(demo.url)
+    grown = {series for series in after if after[series] == before.get(series, 0) + 1}
+    points = {point for point, _ in grown}
+    assert {"dispatched", "first_token", "attempt_ended", "done", "filter", "predictor", "scorer", "objective"} <= points
+    assert {("dispatched", "decode-keeper"), ("attempt_ended", "state-keeper"), ("done", "quota-keeper"),
+            ("done", "telemetry-keeper"), ("filter", "healthy")} <= grown
+    assert all(after[s] == before.get(s, 0) for s in after if s not in grown)  # nothing else ran
+
+
 def test_dry_run_route_explains_every_plugin(demo):
     body = {"model": "smollm2", "messages": MESSAGES}
     report = httpx.post(demo.url + "/v1/duet/route", json=body, headers={"x-duet-task": "reasoning"}).json()

@@ -54,7 +54,7 @@ def measure(turns: int, repeats: int) -> dict[str, float]:
     replica_set = REPLICA_SETS["h100-70b"]
     urls = {v.name: [f"http://bench.invalid/{v.name}/{i}" for i in range(8)] for v in replica_set.variants}
     config = parse_config(yaml.safe_dump(duet_config(replica_set, urls, "duet", 1.0)))
-    counters = ActiveConfig.of(config).counters
+    active = ActiveConfig.of(config)
     (model,) = config.models.values()
     rng = random.Random(11)
     bodies = [parse_body(chat(rng, model.name, turns), ChatBody)[1] for _ in range(16)]
@@ -64,7 +64,7 @@ def measure(turns: int, repeats: int) -> dict[str, float]:
     counts = iter(range(10**9))
 
     def plan() -> None:
-        plan_request(config, counters, Inbound(bodies[next(counts) % len(bodies)], {}), view)
+        plan_request(active, Inbound(bodies[next(counts) % len(bodies)], {}), view)
 
     for _ in range(500):  # warm
         plan()

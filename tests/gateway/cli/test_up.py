@@ -73,7 +73,7 @@ def served_by(raw: dict[str, Any], model: str, content: str, task: str = "chat")
     config = parse_config(yaml.safe_dump(raw), source="generated")
     view = View({r.id: ReplicaState(r.id, health=Health.UP) for r in config.replicas})
     body = validate_body({"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": 64}, ChatBody)[1]
-    plan = plan_request(config, ActiveConfig.of(config).counters, Inbound(body, {"x-duet-task": task}), view)
+    plan = plan_request(ActiveConfig.of(config), Inbound(body, {"x-duet-task": task}), view)
     return plan.decision.variant
 
 

@@ -29,7 +29,7 @@ def test_every_plan_of_a_request_reads_the_prompt_view_its_inbound_read_once():
     inbound = Inbound(body, {})
     view = View({r.id: ReplicaState(r.id, health=Health.UP) for r in CONFIG.replicas}, prefixes=InMemoryPrefixIndex(1000))
     counters = ActiveConfig.of(CONFIG).counters
-    plans = [plan_request(CONFIG, counters, inbound, view) for _ in range(3)]
+    plans = [plan_request(ActiveConfig(CONFIG, counters), inbound, view) for _ in range(3)]
     assert body.reads == 1 and inbound.prompt == body.prompt_view()
     assert plans[0].profile.input_tokens == count_input_tokens(inbound, counters["smollm2"]) > 1600
     assert plans[0].prefix_blocks and plans[0].prefix_blocks == plans[2].prefix_blocks

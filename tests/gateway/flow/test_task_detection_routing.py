@@ -34,7 +34,7 @@ def config(detector: dict | None = None):
 def plan(cfg, text: str, headers: dict | None = None):
     body = ChatBody.model_validate({"model": "smollm2", "messages": [{"role": "user", "content": text}]})
     view = View({r.id: ReplicaState(r.id, health=Health.UP) for r in cfg.replicas})
-    return plan_request(cfg, ActiveConfig.of(cfg).counters, Inbound(body, headers or {}), view)
+    return plan_request(ActiveConfig.of(cfg), Inbound(body, headers or {}), view)
 
 
 @pytest.mark.parametrize("text", GSM)

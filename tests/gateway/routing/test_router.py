@@ -62,3 +62,43 @@ def test_overloaded_fast_variant_loses_to_standard_within_budget():
     cands = [candidate(STANDARD, 0), candidate(FAST, 1, running=30)]
     decision = route(request(latency_budget_ms=8_000), cands, PROFILE)
     assert decision.variant == "standard"
+
+
+class RecordingTimer:
+    def __init__(self):
+        self.calls = []
+
+    def observe(self, extension_point, plugin, elapsed_ns):
+        assert isinstance(elapsed_ns, int) and elapsed_ns >= 0
+        self.calls.append((extension_point, plugin))
+
+
+def test_every_plugin_is_timed_once_per_decision_and_the_timer_changes_nothing():
+    cands = [candidate(STANDARD, 0), candidate(FAST, 1, in_flight=2), candidate(FAST, 2)]
+    timer = RecordingTimer()
+    decision = route(request(latency_budget_ms=60_000), cands, PROFILE, timer=timer)
+    assert timer.calls == [("filter", "healthy"), ("filter", "context-fits"), ("filter", "task-allowed"),
+                           ("predictor", PROFILE.predictor.name), ("scorer", "least-loaded"),
+                           ("objective", PROFILE.objective.name)]
+    assert decision == route(request(latency_budget_ms=60_000), cands, PROFILE)
+
+
+def test_a_refused_request_times_only_the_filters():
+    timer = RecordingTimer()
+    route(request(input_tokens=5000), [candidate(STANDARD, 0), candidate(FAST, 1)], PROFILE, timer=timer)
+    assert [point for point, _ in timer.calls] == ["filter"] * 3
+
+
+def test_verdicts_read_candidate_by_candidate_filters_before_scores():
+    cands = [candidate(STANDARD, 0), candidate(FAST, 1, health=Health.DOWN), candidate(FAST, 2)]
+    verdicts = [(v.plugin, v.replica_id) for v in route(request(), cands, PROFILE, explain=True).verdicts]
+    assert verdicts == [("healthy", "m/standard/0"), ("context-fits", "m/standard/0"), ("task-allowed", "m/standard/0"),
+                        ("healthy", "m/fast/1"),
+                        ("healthy", "m/fast/2"), ("context-fits", "m/fast/2"), ("task-allowed", "m/fast/2"),
+                        ("least-loaded", "m/standard/0"), ("least-loaded", "m/fast/2")]
+
+
+def test_of_two_filters_rejecting_as_many_the_one_that_rejected_an_earlier_candidate_blocks():
+    # The prompt is too long for m/fast/0 (context-fits), m/standard/1 is down (healthy): one each.
+    cands = [candidate(FAST, 0), candidate(STANDARD, 1, health=Health.DOWN)]
+    assert route(request(input_tokens=3000), cands, PROFILE).blocked_by.name == "context-fits"
