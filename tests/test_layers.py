@@ -73,9 +73,11 @@ def test_the_proxied_apis_import_only_the_vocabulary_the_errors_and_the_relays_f
 
 
 def test_sessions_sit_below_the_lifecycle():
-    # Planning reads a session's seat and the policy; the seats are shared through the state's Redis link.
+    # Planning reads a request's session (from its body: gateway.endpoints), the session's seat and the
+    # policy; the seats are shared through the state's Redis link.
     assert [v for v in _violations("gateway", lambda src, dst: not _within(src, "gateway.sessions")
-                                   or _within(dst, *VOCABULARY, "gateway.sessions", "gateway.state"))] == []
+                                   or _within(dst, *VOCABULARY, "gateway.sessions", "gateway.state",
+                                              "gateway.endpoints"))] == []
 
 
 def test_tracing_is_a_subscriber_above_the_lifecycle():

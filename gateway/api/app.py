@@ -15,12 +15,13 @@ from starlette.responses import Response
 
 from gateway.api import errors
 from gateway.api.admin import mount_admin
+from gateway.api.explain import explain_plan
 from gateway.api.fastpath import FastPath
 from gateway.api.gate import ROUTES, Gate, key_of
 from gateway.domain import Health
 from gateway.endpoints import ENDPOINTS, Body, ChatBody, parse_any_body
 from gateway.errors import RequestError
-from gateway.flow import Inbound, explain_plan
+from gateway.flow import Inbound
 from gateway.runtime import Gateway
 
 JSON = "application/json"

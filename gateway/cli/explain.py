@@ -35,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
+    from gateway.api.explain import explain_plan
     from gateway.config.active import ActiveConfig, build_counters
-    from gateway.flow import Inbound, View, explain_plan, parse_any_body, plan_request
+    from gateway.flow import Inbound, View, parse_any_body, plan_request
 
     try:
         config = load_config(args.config)
@@ -66,7 +67,7 @@ def _history(config: Any, counters: Any, inbound: Any, view: Any, args: argparse
 
     from gateway.flow import InMemoryPrefixIndex, Sessions, prompt_prefix
     from gateway.flow.classify import resolve_model
-    from gateway.flow.session_id import session_key
+    from gateway.sessions.session_id import session_key
 
     model = resolve_model(config, inbound.body.model).model
     replicas = {r.id: r for r in model.replicas}

@@ -53,7 +53,6 @@ from gateway.flow.affinity import ResponseHomes
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
 from gateway.flow.director import Director, Ledgers, Transport
 from gateway.flow.exchange import Attempt, Exchange
-from gateway.flow.explain import explain_plan
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, candidates_for, plan_request, prompt_prefix
 from gateway.flow.upstream import upstream_request
@@ -78,7 +77,7 @@ __all__ = [
     "Prediction", "PrefillBacklog", "Price", "Priority", "RECHECK_S", "Replica", "ReplicaCost", "ReplicaState", "SpeedPrior",
     "RequestError",
     "RequestProfile", "Ruling", "StateSettings", "StateStore", "StoreSettings", "TokenCounter", "Transport", "View", "VllmStats",
-    "Waiting", "WaitingRoom", "candidates_for", "count_prompt_tokens", "explain_plan", "gateway_hooks", "load_config",
+    "Waiting", "WaitingRoom", "candidates_for", "count_prompt_tokens", "gateway_hooks", "load_config",
     "parse_any_body", "parse_body", "parse_config", "plan_request", "route", "routing_hooks", "upstream_request",
     # The prompt cache: Inbound.prefix_blocks, the index routing reads (Ledgers.prefixes, routing_hooks' prefixes)
     # and its block size (DuetConfig.policy.prefix_cache.block_tokens).

@@ -1,5 +1,5 @@
 """Validate, then escalate: the director's step between a fast variant's whole answer and the
-client. When the request carries a checkable contract (``gateway.flow.contract``) and the answer
+client. When the request carries a checkable contract (``gateway.endpoints.contract``) and the answer
 breaks it, the request is asked again of the standard variant if the latency budget still has
 room for the router's prediction there; else the fast answer goes out unchanged, and says why.
 
@@ -19,7 +19,7 @@ from typing import Protocol
 
 from gateway.domain import Replica, VariantKind
 from gateway.endpoints import ChatBody
-from gateway.flow.contract import contract_of, violation
+from gateway.endpoints.contract import contract_of, violation
 from gateway.flow.exchange import Attempt, Escalation, Exchange, Handling
 from gateway.flow.plan import Plan
 from gateway.outcome import Outcome

@@ -36,7 +36,7 @@ class Handling(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Escalation:
-    """An answer that broke its contract (``reason``: ``gateway.flow.contract``'s) and what was
+    """An answer that broke its contract (``reason``: ``gateway.endpoints.contract``'s) and what was
     done about it (``gateway.flow.escalation``)."""
 
     reason: str

@@ -16,12 +16,12 @@ from gateway.domain import Candidate, Replica, ReplicaState, RequestProfile
 from gateway.endpoints import ChatBody, EmbeddingsBody, PromptView, RequestBody
 from gateway.flow.classify import DetectionMemo, Target, classify, resolve_model
 from gateway.flow.prefix import PromptPrefix, prompt_blocks
-from gateway.flow.session_id import continues, session_key
 from gateway.routing.predictors import prefill_ms
 from gateway.routing.router import route
 from gateway.routing.timing import NO_TIMING, ExtensionTimer
 from gateway.sessions import SessionVerdict, keep_seat
 from gateway.sessions.seats import SeatLookup
+from gateway.sessions.session_id import continues, session_key
 from gateway.state.decodes import DecodeClaim
 from gateway.state.lengths import NO_ESTIMATES, LengthEstimates
 from gateway.state.prefix_index import PrefixLookup

@@ -10,8 +10,8 @@ the router chose, and a session never moves back down: only when no standard rep
 does it move to a fast one. The response's ``x-duet-session`` header says which session the
 request belongs to, and when and why it moved.
 
-Which session a request belongs to is read from the request by the lifecycle
-(``gateway.flow.session_id``); this room holds the seats and the policy over them.
+Which session a request belongs to is read from the request (``gateway.sessions.session_id``);
+the lifecycle's planning asks it, then this policy over the seats.
 """
 
 from __future__ import annotations

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import yaml
 
+from gateway.api.explain import explain_plan
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.domain import Replica
 from gateway.endpoints import ChatBody, validate_body
-from gateway.flow import Director, Inbound, InMemoryPrefixIndex, Ledgers, WaitingRoom, explain_plan, routing_hooks
+from gateway.flow import Director, Inbound, InMemoryPrefixIndex, Ledgers, WaitingRoom, routing_hooks
 from gateway.outcome import Outcome
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog

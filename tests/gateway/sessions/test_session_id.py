@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gateway.endpoints import ChatBody, CompletionBody, validate_body
 
-from gateway.flow.session_id import continues, session_key
+from gateway.endpoints import ChatBody, CompletionBody, validate_body
+from gateway.sessions.session_id import continues, session_key
 
 
 def chat(messages: list[dict[str, Any]], **extra: Any) -> ChatBody:

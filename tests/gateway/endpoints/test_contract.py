@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from gateway.endpoints import ChatBody, MessagesBody, ResponsesBody, validate_body
-from gateway.flow.contract import (
+from gateway.endpoints.contract import (
     INVALID_JSON_CONTENT,
     INVALID_TOOL_ARGUMENTS,
     MISSING_TOOL_CALL,
