@@ -176,13 +176,6 @@ def test_runtime_code_never_reads_the_tests_folder():
     assert offenders == []
 
 
-# Functions that came into gateway/ with the fleet's commands (issue 33, from loadtests/, where this
-# rule did not apply), each still to take the object its parameters belong to.
-WIDE_FLEET_FUNCTIONS = {"gateway/fleet/capacity/fleet_config.py with_counts", "gateway/fleet/replay/autoscale.py run_autoscaled",
-                        "gateway/fleet/replay/simulation.py __init__", "gateway/fleet/sweep/results.py assemble",
-                        "gateway/fleet/workload/traces.py replay_arrivals"}
-
-
 def test_no_gateway_function_takes_more_than_six_parameters():
     """A function asking for more is asking for the object they belong to (self and cls not counted)."""
     offenders = []
@@ -193,7 +186,7 @@ def test_no_gateway_function_takes_more_than_six_parameters():
                 names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
                 count = len(names) + (args.vararg is not None) + (args.kwarg is not None)
                 count -= bool(names) and names[0] in ("self", "cls")
-                if count > 6 and f"{path.relative_to(ROOT)} {node.name}" not in WIDE_FLEET_FUNCTIONS:
+                if count > 6:
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({count})")
     assert offenders == []
 

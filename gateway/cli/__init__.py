@@ -1,13 +1,15 @@
 """The ``duet`` command. Each subcommand lives in its own module exposing ``register(subparsers)``;
 ``command`` imports only the module of the command being run, so ``duet sim`` never loads the
 gateway and ``duet check`` never loads uvicorn, and its imports are plain ones the layering test
-reads."""
+reads. The fleet's commands (replay, plan, plan-day) keep their arguments apart from what they
+run (``*_args.py``): their ``register`` sets no ``run``, ``runner`` imports the command once its
+arguments parsed, so their ``--help`` loads no simulator, replica set or lifecycle."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 
 # subcommand -> its one-line help, shown without importing its module
@@ -56,14 +58,14 @@ def command(name: str) -> ModuleType:
             from serving.sim.server import cli as sim
             return sim
         case "replay":
-            from gateway.fleet.commands import replay
-            return replay
+            from gateway.fleet.commands import replay_args
+            return replay_args
         case "plan":
-            from gateway.fleet.commands import plan
-            return plan
+            from gateway.fleet.commands import plan_args
+            return plan_args
         case "plan-day":
-            from gateway.fleet.commands import plan_day
-            return plan_day
+            from gateway.fleet.commands import plan_day_args
+            return plan_day_args
         case "keys":
             from gateway.cli import keys
             return keys
@@ -85,6 +87,22 @@ def command(name: str) -> ModuleType:
     raise KeyError(name)
 
 
+def runner(name: str) -> Callable[[argparse.Namespace], int]:
+    """What runs subcommand ``name`` when its ``register`` set none (the fleet's commands),
+    imported here and only now."""
+    match name:
+        case "replay":
+            from gateway.fleet.commands import replay
+            return replay.run
+        case "plan":
+            from gateway.fleet.commands import plan
+            return plan.run
+        case "plan-day":
+            from gateway.fleet.commands import plan_day
+            return plan_day.run
+    raise KeyError(name)
+
+
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="duet", description="Duet: one model, two variants, one gateway.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -101,7 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     args = parser.parse_args(args_list)
-    result = args.run(args)
+    run = getattr(args, "run", None) or runner(args.command)
+    result = run(args)
     return int(result or 0)
 
 

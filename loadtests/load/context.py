@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import orjson
 
-from gateway.fleet.workload.traces import TRACE_TASKS, Arrival, Trace, load_trace, replay_arrivals
+from gateway.fleet.workload.traces import TRACE_TASKS, Arrival, Trace, TraceWindow, load_trace, replay_arrivals
 from loadtests.load.fit import FALLBACK_CONTEXT, ContextUnknown, FitTally, fetch_context
 from loadtests.load.prompts import synthesizer
 from loadtests.load.scenarios import ScenarioSettings
@@ -137,9 +137,8 @@ class LoadContext:
         o = self.options
         self.started = time.perf_counter()
         tally = FitTally(self.max_context)
-        schedule = replay_arrivals(self.traces, duration_s=o.duet_duration, time_scale=o.duet_time_scale,
-                                   rate_scale=o.duet_rate_scale, start_s=o.duet_trace_start,
-                                   max_context=self.max_context, fit=tally.fit)
+        window = TraceWindow(o.duet_duration, o.duet_time_scale, o.duet_rate_scale, o.duet_trace_start)
+        schedule = replay_arrivals(self.traces, window, max_context=self.max_context, fit=tally.fit)
         if o.duet_shape == "trace":
             print(tally.report("trace replay schedule"), file=sys.stderr)
         self.arrivals = iter(schedule)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import httpx
 
 from gateway.config import load_config
-from gateway.fleet.replay.simulation import Replay
+from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.workload.traces import Arrival
 from serving.sim.profile import load_profile
 
@@ -45,7 +45,7 @@ def _replayed(config_path: str) -> list[tuple[str, str | None, str | None]]:
     arrivals = [Arrival(60.0 * (i + 1), task, n_in, n_out) for i, (task, n_in, n_out) in enumerate(REQUESTS)]
     decisions = []
     # Forced lengths, as the HTTP requests send them.
-    for result in Replay(config, profiles, forced_length=True).run(arrivals):
+    for result in Replay(config, profiles, ReplaySettings(forced_length=True)).run(arrivals):
         if result.status == "ok":
             decisions.append(("ok", result.variant, result.route))
         else:

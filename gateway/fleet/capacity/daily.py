@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.autoscaling import Autoscaling, desired_replicas
-from gateway.fleet.capacity.day import DAY_S, DAY_WINDOWS, DiurnalCurve, Period, day_arrivals, periods
+from gateway.fleet.capacity.day import DAY_S, DiurnalCurve, Period, day_arrivals, periods
 from gateway.fleet.capacity.headroom import sizing_of, traffic_demand
-from gateway.fleet.replay.autoscale import STARTUP_S, run_autoscaled
+from gateway.fleet.replay.autoscale import STARTUP_S, AutoscaledRun, run_autoscaled
 from gateway.fleet.replay.report import summarize
 from gateway.fleet.replay.seeds import interval
 from gateway.fleet.replay.setup import Cluster, policy_config, scrape_interval_s
-from gateway.fleet.replay.simulation import Replay
+from gateway.fleet.replay.simulation import Replay, ReplaySettings
+from gateway.fleet.replay.windows import DAY_WINDOWS
 from gateway.fleet.world.replica_sets import REPLICA_SETS, ReplicaSet
 
 
@@ -102,14 +103,13 @@ def replay_day(spec: DaySpec, index: int) -> dict[str, Any]:
     schedule = day_arrivals(spec.trace.split(","), cluster, spec.day, index, DAY_WINDOWS[spec.window])
     scrape = scrape_interval_s(spec.policy)
     fixed_config = policy_config(cluster, spec.policy, prior_error)
-    fixed = Replay(fixed_config, cluster.profiles(), seed=seed, length_quantile=spec.length_quantile,
-                   scrape_interval_s=scrape).run(schedule)
+    settings = ReplaySettings(seed, scrape, length_quantile=spec.length_quantile)
+    fixed = Replay(fixed_config, cluster.profiles(), settings).run(schedule)
     fixed_usd = spec.replicas.fleet_usd(spec.peak_fleet, spec.day_s)
     plan = period_plan(spec, schedule, cluster)
     plan_usd = sum(spec.replicas.fleet_usd(counts, p.span_s) or 0.0 for counts, p in zip(plan, spec.day, strict=True))
-    results, timeline = run_autoscaled(fixed_config, cluster.profiles(), schedule, spec.autoscaling, plan[0],
-                                       startup_s=spec.startup_s, seed=seed, scrape_interval_s=scrape,
-                                       length_quantile=spec.length_quantile, until_s=spec.day_s)
+    run = AutoscaledRun(spec.autoscaling, plan[0], spec.startup_s, spec.day_s)
+    results, timeline = run_autoscaled(fixed_config, cluster.profiles(), schedule, run, settings)
     parity = cluster.parity
     return {
         "seed": seed,

@@ -26,13 +26,9 @@ from dataclasses import dataclass, replace
 
 from gateway.fleet.replay.setup import Cluster
 from gateway.fleet.replay.windows import HELDOUT, Window
-from gateway.fleet.workload.traces import Arrival, replay_arrivals, task_traces
+from gateway.fleet.workload.traces import Arrival, TraceWindow, replay_arrivals, task_traces
 
 DAY_S = 24 * 3600.0
-# Where a tuning day's periods start: inside the tuning window, early enough that a period at the
-# day's peak (15 minutes at load 0.5: 450 trace seconds) ends before the held-out window's 1,500 s.
-TUNING_DAY = Window("tuning", 0.0, 1000.0)
-DAY_WINDOWS = {"heldout": HELDOUT, "tuning": TUNING_DAY}
 # Period starts are spread over the held-out window by this stride (trace seconds; coprime with
 # its 1,200 s, so 96 periods start at 96 different offsets).
 _STRIDE_S = 383.0
@@ -85,7 +81,7 @@ def day_arrivals(traces: Sequence[str], cluster: Cluster, day: Sequence[Period],
     out: list[Arrival] = []
     for k, period in enumerate(day):
         start = window.start_s + (k * _STRIDE_S + seed_index * window.shift_s) % window.span_s
-        for a in replay_arrivals(loaded, duration_s=period.span_s, rate_scale=period.rate_scale, start_s=start,
+        for a in replay_arrivals(loaded, TraceWindow(period.span_s, rate_scale=period.rate_scale, start_s=start),
                                  max_context=cluster.replica_set.max_context):
             out.append(replace(a, at_s=period.start_s + a.at_s))
     return tuple(out)

@@ -7,6 +7,7 @@ The rest of the file is kept as written; the result must load as the gateway loa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -51,19 +52,29 @@ def check(text: str, source: str, profiles: Mapping[str, str], model: str | None
     return name
 
 
-def with_counts(text: str, source: str, counts: Mapping[str, int], profiles: Mapping[str, str], command: str,
-                model: str | None = None, utilisation: Mapping[str, float] | None = None) -> str:
-    """The config ``text`` with ``replica_count`` set on each variant of ``counts`` and, if the model
-    has an ``autoscaling`` section, its ``utilisation_by_variant`` replaced by ``utilisation``
-    (checked as ``check`` does)."""
-    name = check(text, source, profiles, model)
+@dataclass(frozen=True, slots=True)
+class PlannedFleet:
+    """What a plan writes into a config: replicas per variant (``counts``), the launch profile
+    each variant was sized with (``profiles``: variant -> profile), and the utilisation each
+    ran at (``utilisation``; None: none to write)."""
+
+    counts: Mapping[str, int]
+    profiles: Mapping[str, str]
+    utilisation: Mapping[str, float] | None = None
+
+
+def with_counts(text: str, source: str, fleet: PlannedFleet, command: str, model: str | None = None) -> str:
+    """The config ``text`` with ``replica_count`` set on each variant of ``fleet.counts`` and, if
+    the model has an ``autoscaling`` section, its ``utilisation_by_variant`` replaced by
+    ``fleet.utilisation`` (checked as ``check`` does)."""
+    name = check(text, source, fleet.profiles, model)
     raw = yaml.safe_load(text)
     _, variants = variants_of(raw, name)
-    for variant, count in counts.items():
+    for variant, count in fleet.counts.items():
         variants[variant]["replica_count"] = count
     autoscaling = raw["models"][name].get("autoscaling")
-    if utilisation and isinstance(autoscaling, dict):
-        autoscaling["utilisation_by_variant"] = dict(utilisation)
+    if fleet.utilisation and isinstance(autoscaling, dict):
+        autoscaling["utilisation_by_variant"] = dict(fleet.utilisation)
     body: str = yaml.safe_dump(raw, sort_keys=False, default_flow_style=None, width=120)
     written = HEADER.format(command=command) + body
     parse_config(written, source=source)  # what it wrote, loaded as the gateway would

@@ -23,7 +23,7 @@ from gateway.fleet.capacity.search import Bounds, Fleet, Found, cheapest
 from gateway.fleet.replay.report import summarize
 from gateway.fleet.replay.seeds import interval
 from gateway.fleet.replay.setup import Cluster, at_load, check_tasks, policy_config, scrape_interval_s, window_arrivals
-from gateway.fleet.replay.simulation import Replay
+from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.replay.windows import Window
 from gateway.fleet.workload.traces import Arrival
 from gateway.fleet.world.prior_error import PriorError
@@ -117,8 +117,8 @@ class Replays:
 
     def _replay(self, cluster: Cluster, seed: _Seed) -> float:
         config = policy_config(cluster, self._policy, seed.prior_error)
-        results = Replay(config, cluster.profiles(), seed=seed.seed, length_quantile=self._spec.length_quantile,
-                         scrape_interval_s=self._scrape_s).run(seed.schedule)
+        settings = ReplaySettings(seed.seed, self._scrape_s, length_quantile=self._spec.length_quantile)
+        results = Replay(config, cluster.profiles(), settings).run(seed.schedule)
         return float(summarize(results, self._duration_s, cluster.parity)["good_fraction"])
 
 

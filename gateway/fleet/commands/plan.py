@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from gateway.fleet.capacity import fleet_config
 from gateway.fleet.capacity.plan import PlanSpec, plan_all
@@ -19,34 +18,6 @@ from gateway.fleet.capacity.results import assemble, fleet_of, write
 from gateway.fleet.replay.windows import HELDOUT, TUNING, Window
 from gateway.fleet.world.replica_sets import REPLICA_SETS
 from gateway.flow import ConfigError
-
-BASELINES = ("least-loaded", "llm-d-default", "production-stack-prefixaware", "round-robin", "static-split")
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = subparsers.add_parser("plan", help="the cheapest replica count per variant meeting a target (replayed)",
-                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--replicas", default="h100-70b", help="the replica set (pairing) to size, e.g. h100-70b-w4a16")
-    parser.add_argument("--trace", default="code,conv", help="traces, as duet replay reads them")
-    parser.add_argument("--rate-scale", type=float, default=1.0, help="multiply the trace's arrival rate")
-    parser.add_argument("--target", type=float, default=0.99, help="the good share to meet, in (0, 1]")
-    parser.add_argument("--policy", default="duet", help="the policy whose fleet the plan gives (and writes)")
-    parser.add_argument("--baselines", default=",".join(BASELINES), help="policies to size alongside (comma-separated)")
-    parser.add_argument("--all-standard", default="always-standard",
-                        help="the policy sized on standard-only fleets (what a team without a fast variant runs)")
-    parser.add_argument("--span", type=float, default=600.0, help="trace seconds each seed replays")
-    parser.add_argument("--search-seeds", type=int, default=3, help="seeds of the tuning window every fleet is replayed on")
-    parser.add_argument("--check-seeds", type=int, default=5, help="held-out seeds the fleet found is replayed on")
-    parser.add_argument("--max-replicas", type=int, default=16, help="the most replicas per variant searched")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--prior-error", type=float, default=0.3, help="as duet replay's")
-    parser.add_argument("--length-quantile", type=float, default=0.5, help="as duet replay's")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes, one policy each (results identical)")
-    parser.add_argument("--out", type=Path, help="write the results (with the command) to this JSON file")
-    parser.add_argument("--write-config", type=Path, metavar="IN", help="a Duet config to write the plan's counts into")
-    parser.add_argument("--to", type=Path, metavar="OUT", help="with --write-config: the config to write")
-    parser.add_argument("--model", help="with --write-config: the model to size (default: the config's only one)")
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
               f"{args.to} not written", file=sys.stderr)
         return 1
     utilisation = results["plans"][args.policy].get("utilisation")
-    args.to.write_text(fleet_config.with_counts(config_text, str(args.write_config), fleet.counts, _profiles(spec),
-                                                command(args), args.model, utilisation))
+    planned = fleet_config.PlannedFleet(fleet.counts, _profiles(spec), utilisation)
+    args.to.write_text(fleet_config.with_counts(config_text, str(args.write_config), planned, command(args), args.model))
     print(f"{args.to}: replica_count {fleet}, autoscaling utilisation {utilisation} if the model autoscales "
           f"(duet deploy render --config {args.to} ...)")
     return 0

@@ -9,13 +9,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.fleet.commands.sweep import add_arguments as add_sweep_arguments
+from gateway.fleet.commands.replay_args import COMPARED
 from gateway.fleet.commands.sweep import run as run_sweep
 from gateway.fleet.commands.sweep import sweeping
 from gateway.fleet.replay.report import summarize, table
 from gateway.fleet.replay.seeds import combine, start_for
 from gateway.fleet.replay.setup import (
-    COMPARED,
     Cluster,
     arrivals,
     check_tasks,
@@ -23,48 +22,10 @@ from gateway.fleet.replay.setup import (
     policy_config,
     scrape_interval_s,
 )
-from gateway.fleet.replay.simulation import Replay
+from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.workload.traces import Arrival
 from gateway.fleet.world.prior_error import PriorError
 from gateway.flow import DuetConfig
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = subparsers.add_parser("replay", help="replay a trace through a routing policy in virtual time (no HTTP)")
-    parser.add_argument("--trace", default="code,conv",
-                        help="comma-separated traces: shipped (code -> coding, conv -> chat, mooncake -> chat with "
-                             "its prompts' prefix blocks), or a .csv (Azure columns) or .jsonl (Mooncake fields, "
-                             "hash_ids kept) path, as TASK=PATH (a bare PATH is chat)")
-    parser.add_argument("--replicas", default="h100-70b:standard=1,fast=3",
-                        help="replica set and counts, e.g. h100-70b:standard=1,fast=3")
-    parser.add_argument("--policy", default="duet", help="a shipped policy name or a duet.yaml path")
-    parser.add_argument("--compare", action="store_true", help=f"also run {', '.join(COMPARED[:-1])}")
-    parser.add_argument("--rate-scale", type=float, default=1.0, help="multiply the trace's arrival rate")
-    parser.add_argument("--duration", type=float, default=3600.0, help="seconds of trace to replay")
-    parser.add_argument("--start", type=float, default=0.0, help="trace second to start at")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--seeds", type=int, default=1,
-                        help="replay this many seeds (seed, seed+1, ...) and report means with 95%% intervals; "
-                             "seed k also shifts the window by k x --shift")
-    parser.add_argument("--shift", type=float, default=60.0,
-                        help="trace seconds each further seed's window starts later (negative: earlier)")
-    parser.add_argument("--forced-length", action="store_true",
-                        help="requests force their trace's output length (min_tokens = max_tokens, ignore_eos), which "
-                             "tells the router the true length: an oracle, for comparison")
-    parser.add_argument("--prior-error", type=float, default=0.3,
-                        help="the router's speed priors are off by this fraction per variant (prefill and decode, "
-                             "each too fast or too slow by a seeded coin), for the online learner to correct; 0: "
-                             "the simulator's own profiles, exactly")
-    parser.add_argument("--length-quantile", type=float, default=0.5,
-                        help="which quantile of each task's learned output lengths the router plans with")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    parser.add_argument("--out", help="also write the JSON object (with the command that made it) to this file")
-    parser.add_argument("--rerun", metavar="POLICIES",
-                        help="with --compare (or a sweep) and --out: replay only these policies (comma-separated) and "
-                             "keep the others' results from the --out file, which must come from the same command "
-                             "(replays are deterministic: a new or changed policy without rerunning every policy)")
-    add_sweep_arguments(parser)
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -142,9 +103,8 @@ def _replay(args: argparse.Namespace, run_: _SeedRun, intervals: dict[str, float
         if _name(policy) in skip:
             continue
         started = time.perf_counter()
-        results = Replay(config, run_.cluster.profiles(), seed=run_.seed, forced_length=args.forced_length,
-                         length_quantile=args.length_quantile,
-                         scrape_interval_s=intervals[policy]).run(run_.schedule)
+        settings = ReplaySettings(run_.seed, intervals[policy], args.forced_length, args.length_quantile)
+        results = Replay(config, run_.cluster.profiles(), settings).run(run_.schedule)
         summary = summaries[_name(policy)] = {**summarize(results, args.duration, run_.cluster.parity),
                                               "wall_s": round(time.perf_counter() - started, 2)}
         if not args.json:

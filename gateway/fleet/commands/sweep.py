@@ -16,34 +16,15 @@ import json
 import sys
 from typing import Any
 
-from gateway.fleet.replay.setup import COMPARED
+from gateway.fleet.commands.replay_args import COMPARED, DEFAULT_DURATION, DEFAULT_SHIFT, DEFAULT_START
 from gateway.fleet.replay.windows import WINDOWS, Window
 from gateway.fleet.sweep import sla
 from gateway.fleet.sweep.render import crossing_table, share_table
-from gateway.fleet.sweep.results import assemble, merge
+from gateway.fleet.sweep.results import SweptLoads, assemble, merge
 from gateway.fleet.sweep.run import SweepSpec, Task, run_tasks
 from gateway.fleet.sweep.search import Bracket
 from gateway.fleet.sweep.sla import DEFAULT_LEVELS, good_share_at_least
 from gateway.fleet.world.policies import policy_name
-
-_DEFAULT_START, _DEFAULT_DURATION, _DEFAULT_SHIFT = 0.0, 3600.0, 60.0
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("sweeps to the knee")
-    group.add_argument("--sweep", metavar="LOADS",
-                       help="replay every policy at each of these loads (rate multiples, comma-separated) and report "
-                            "good share against load and the goodput at 99%% and 95%% good")
-    group.add_argument("--sweep-search", metavar="LO:HI",
-                       help="search the highest load in LO:HI meeting each constraint set (bracket, then bisection)")
-    group.add_argument("--search-steps", type=int, default=4, help="bisection steps after the bracket (default 4)")
-    group.add_argument("--sla", metavar="FILE",
-                       help="vLLM serve_sla constraints, e.g. {\"p99_e2el_ms\": \"<=500\"} or a list of such objects "
-                            "(default: good_fraction >= 0.99 and >= 0.95, Duet's own per-request budgets)")
-    group.add_argument("--policies", help="with a sweep: these policies (comma-separated) instead of --policy/--compare")
-    group.add_argument("--window", choices=sorted(WINDOWS),
-                       help="a named window (its start, trace seconds and shift; see gateway/fleet/replay/windows.py)")
-    group.add_argument("--jobs", type=int, default=1, help="worker processes (results identical to --jobs 1)")
 
 
 def sweeping(args: argparse.Namespace) -> bool:
@@ -94,7 +75,7 @@ def _sweep(args: argparse.Namespace, sets: tuple[Any, ...]) -> dict[str, Any]:
              for policy in rerun for k in range(spec.seeds)]
     done = run_tasks(tasks, args.jobs)
     fresh = assemble(dataclasses.replace(spec, policies=rerun), done, command=command(args), levels=DEFAULT_LEVELS,
-                     sets=sets, loads=loads, bracket=bracket)
+                     sets=sets, swept=SweptLoads(loads, bracket))
     return fresh if written is None else merge(written, fresh, [policy_name(p) for p in rerun])
 
 
@@ -125,7 +106,7 @@ def _policies(args: argparse.Namespace) -> tuple[str, ...]:
 def _window(args: argparse.Namespace) -> Window:
     if args.window is None:
         return Window("custom", args.start, args.duration, args.shift)
-    if (args.start, args.duration, args.shift) != (_DEFAULT_START, _DEFAULT_DURATION, _DEFAULT_SHIFT):
+    if (args.start, args.duration, args.shift) != (DEFAULT_START, DEFAULT_DURATION, DEFAULT_SHIFT):
         raise ValueError(f"--window {args.window} sets its own --start, --duration and --shift")
     return WINDOWS[args.window]
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from gateway.autoscaling import Autoscaling, InMemoryDemand, model_need
 from gateway.fleet.replay.fleet import FleetChange, FleetTimeline, GaugeReading, ReplicaLife, initial_lives
-from gateway.fleet.replay.simulation import Replay, RequestResult
+from gateway.fleet.replay.simulation import Replay, ReplaySettings, RequestResult
 from gateway.fleet.workload.traces import Arrival
 from gateway.flow import DuetConfig, ModelSpec, Replica
 from serving.sim.profile import Profile
@@ -178,20 +178,29 @@ def autoscaled_config(config: DuetConfig, autoscaling: Autoscaling,
     return dataclasses.replace(config, models={model.name: scaled})
 
 
+@dataclass(frozen=True, slots=True)
+class AutoscaledRun:
+    """The autoscaled fleet a replay runs on: how the gauge and an HPA scale it
+    (``autoscaling``), what it starts from (``initial_counts`` replicas per variant; default:
+    the config's), how long an asked-for replica takes to join routing (``startup_s``) and until
+    when its timeline is billed (``until_s``; default: the later of the last arrival and the
+    end of the run)."""
+
+    autoscaling: Autoscaling
+    initial_counts: Mapping[str, int] | None = None
+    startup_s: float = STARTUP_S
+    until_s: float | None = None
+
+
 def run_autoscaled(config: DuetConfig, profiles: Mapping[str, Profile], arrivals: Sequence[Arrival],
-                   autoscaling: Autoscaling, initial_counts: Mapping[str, int] | None = None, *,
-                   startup_s: float = STARTUP_S, seed: int = 0, scrape_interval_s: float = 1.0,
-                   length_quantile: float | None = None,
-                   until_s: float | None = None) -> tuple[list[RequestResult], FleetTimeline]:
-    """Replays ``arrivals`` through ``config``'s policy on a fleet the gauge and an HPA scale,
-    starting from ``initial_counts`` (default: the config's replicas). ``scrape_interval_s``:
-    how often the gateway reads its replicas' metrics (the gauge's own interval is
-    ``autoscaling.scrape_interval_s``). The timeline is billed until ``until_s`` (default: the
-    later of the last arrival and the end of the run)."""
-    scaled = autoscaled_config(config, autoscaling, initial_counts)
-    fleet = AutoscaledFleet(scaled, startup_s)
-    replay = Replay(scaled, profiles, seed=seed, scrape_interval_s=scrape_interval_s,
-                    length_quantile=length_quantile, fleet=fleet)
+                   run: AutoscaledRun, settings: ReplaySettings | None = None) -> tuple[list[RequestResult], FleetTimeline]:
+    """Replays ``arrivals`` through ``config``'s policy on the fleet ``run`` describes, scaled
+    by the gauge and an HPA; ``settings`` as ``Replay`` takes them (its ``scrape_interval_s``
+    is how often the gateway reads its replicas' metrics; the gauge's own interval is
+    ``autoscaling.scrape_interval_s``)."""
+    scaled = autoscaled_config(config, run.autoscaling, run.initial_counts)
+    fleet = AutoscaledFleet(scaled, run.startup_s)
+    replay = Replay(scaled, profiles, settings, fleet=fleet)
     results = replay.run(arrivals)
-    end_s = until_s if until_s is not None else max(replay.now, arrivals[-1].at_s if arrivals else 0.0)
+    end_s = run.until_s if run.until_s is not None else max(replay.now, arrivals[-1].at_s if arrivals else 0.0)
     return results, fleet.timeline(end_s)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from gateway.fleet.workload.traces import Arrival, replay_arrivals, task_traces
+from gateway.fleet.workload.traces import Arrival, TraceWindow, replay_arrivals, task_traces
 from gateway.fleet.world.policies import duet_config, policy_state
 from gateway.fleet.world.prior_error import PriorError
 from gateway.fleet.world.replica_sets import REPLICA_SETS, ReplicaSet
@@ -18,10 +18,6 @@ from serving.sim.profile import Profile, load_profile
 
 if TYPE_CHECKING:
     from gateway.fleet.replay.windows import Window
-
-# The policies ``--compare`` replays, the policy asked for last.
-COMPARED = ("always-standard", "always-fast", "round-robin", "least-loaded", "litellm-style", "static-split",
-            "llm-d-default", "production-stack-prefixaware", "duet")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +82,7 @@ def policy_config(cluster: Cluster, policy: str, prior_error: PriorError | None 
 def arrivals(
     traces: Sequence[str], duration_s: float, rate_scale: float, cluster: Cluster, start_s: float = 0.0
 ) -> tuple[Arrival, ...]:
-    return replay_arrivals(task_traces(traces), duration_s=duration_s, rate_scale=rate_scale, start_s=start_s,
+    return replay_arrivals(task_traces(traces), TraceWindow(duration_s, rate_scale=rate_scale, start_s=start_s),
                            max_context=cluster.replica_set.max_context)
 
 

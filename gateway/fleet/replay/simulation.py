@@ -163,14 +163,27 @@ class _Waiter:
     coroutine: Coroutine[Any, Any, None] = None  # type: ignore[assignment]
 
 
-class Replay:
-    """One policy over one replica set. ``profiles``: variant name -> simulator profile.
+@dataclass(frozen=True, slots=True)
+class ReplaySettings:
+    """How a replay runs, beside its config and fleet: ``seed``, the simulator's first seed;
+    ``scrape_interval_s``, how often the gateway reads its replicas' metrics; and what the
+    router knows of answer lengths. ``forced_length``: each request forces its trace's output
+    length (min_tokens = max_tokens, ignore_eos), which the router then knows exactly: the
+    oracle the replay ran with before issue #16, kept to measure what not knowing costs.
+    Otherwise a request sends only its client's ``max_tokens`` ceiling and the router plans
+    with the lengths it learned, read at ``length_quantile`` (the store's setting: the median
+    unless given)."""
 
-    ``forced_length``: each request forces its trace's output length (min_tokens = max_tokens,
-    ignore_eos), which the router then knows exactly: the oracle the replay ran with before
-    issue #16, kept to measure what not knowing costs. Otherwise a request sends only its
-    client's ``max_tokens`` ceiling and the router plans with the lengths it learned, read at
-    ``length_quantile`` (the store's setting: the median unless given).
+    seed: int = 0
+    scrape_interval_s: float = 1.0
+    forced_length: bool = False
+    length_quantile: float | None = None
+
+
+class Replay:
+    """One policy over one replica set. ``profiles``: variant name -> simulator profile;
+    ``settings``: seed, scrape interval and what the router knows of lengths (default: as
+    ``ReplaySettings()`` says).
 
     ``fleet``: whether and when replicas join or leave routing (default: the config's, fixed;
     ``gateway.fleet.replay.autoscale`` scales them on ``demand``, which the gateway's demand keeper
@@ -178,20 +191,20 @@ class Replay:
     a reload swaps it; one withdrawn leaves the config at once and its engine runs until its
     requests have ended."""
 
-    def __init__(self, config: DuetConfig, profiles: Mapping[str, Profile], *, seed: int = 0,
-                 scrape_interval_s: float = 1.0, forced_length: bool = False,
-                 length_quantile: float | None = None, fleet: FleetControl | None = None) -> None:
+    def __init__(self, config: DuetConfig, profiles: Mapping[str, Profile], settings: ReplaySettings | None = None, *,
+                 fleet: FleetControl | None = None) -> None:
+        settings = settings or ReplaySettings()
         (self._model,) = config.models.values()
-        self._forced_length = forced_length
+        self._forced_length = settings.forced_length
         self._profiles = profiles
         self._fleet: FleetControl = fleet or FixedFleet()
-        self._seeds = itertools.count(seed)
+        self._seeds = itertools.count(settings.seed)
         self._draining: set[str] = set()
         self.now = 0.0
-        settings = StoreSettings(stale_after_s=max(5.0, 5 * scrape_interval_s))
-        if length_quantile is not None:
-            settings = dataclasses.replace(settings, lengths=dataclasses.replace(settings.lengths, quantile=length_quantile))
-        self._store = InMemoryStateStore(settings, clock=lambda: self.now)
+        store = StoreSettings(stale_after_s=max(5.0, 5 * settings.scrape_interval_s))
+        if settings.length_quantile is not None:
+            store = dataclasses.replace(store, lengths=dataclasses.replace(store.lengths, quantile=settings.length_quantile))
+        self._store = InMemoryStateStore(store, clock=lambda: self.now)
         self.engines = {replica.id: self._engine(replica) for replica in self._model.replicas}
         self._waiting_room = _VirtualWaitingRoom()
         backlog, decodes = PrefillBacklog(), DecodeLedger()
@@ -209,7 +222,7 @@ class Replay:
         # Duet's step model predicts every request on the replica that served it, whatever the
         # policy: its error is then measured on each policy's traffic, not only on Duet's picks.
         self._step_model = PLUGIN_TYPES["step-model"].cls()
-        self._scrape_interval_s = scrape_interval_s
+        self._scrape_interval_s = settings.scrape_interval_s
         self._pending: dict[str, _Pending] = {}
         self._waiters: list[_Waiter] = []
         self._seq = itertools.count()

@@ -32,6 +32,11 @@ class Window:
 TUNING = Window("tuning", 0.0, 1200.0)
 HELDOUT = Window("heldout", 1500.0, 1200.0)
 WINDOWS = {w.name: w for w in (TUNING, HELDOUT)}
+# Where a tuning day's periods start (``duet plan-day``): inside the tuning window, early enough
+# that a period at the day's peak (15 minutes at load 0.5: 450 trace seconds) ends before the
+# held-out window's 1,500 s.
+TUNING_DAY = Window("tuning", 0.0, 1000.0)
+DAY_WINDOWS = {"heldout": HELDOUT, "tuning": TUNING_DAY}
 # Seeds the named windows are laid out for: five seeds of the tuning window end at 1,440 s and
 # five of the held-out one start at 1,500 s, and end at 2,940 s, inside every shipped Azure trace.
 SEEDS = 5

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.fleet.replay.seeds import interval
@@ -38,10 +39,19 @@ DUET = "duet"
 DUET_POLICIES = ("duet-fixed", DUET)
 
 
+@dataclass(frozen=True, slots=True)
+class SweptLoads:
+    """The loads a sweep replayed: a grid of load multiples (``grid``), or a search between the
+    ends of ``bracket`` (None: the grid)."""
+
+    grid: Sequence[float] = ()
+    bracket: searching.Bracket | None = None
+
+
 def assemble(spec: SweepSpec, done: Sequence[TaskResult], *, command: str, levels: Sequence[float],
-             sets: Sequence[ConstraintSet] = (), loads: Sequence[float] = (),
-             bracket: searching.Bracket | None = None) -> dict[str, Any]:
+             swept: SweptLoads, sets: Sequence[ConstraintSet] = ()) -> dict[str, Any]:
     """The results file's object (see the module's schema)."""
+    loads, bracket = swept.grid, swept.bracket
     names = [policy_name(p) for p in spec.policies]
     by = {(policy_name(r.task.policy), r.task.seed_index): r for r in done}
     requests = [by[names[0], k].requests for k in range(spec.seeds)]

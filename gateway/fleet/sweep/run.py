@@ -18,7 +18,7 @@ from typing import Any
 
 from gateway.fleet.replay.report import summarize
 from gateway.fleet.replay.setup import at_load, check_tasks, parse_cluster, policy_config, scrape_interval_s, window_arrivals
-from gateway.fleet.replay.simulation import Replay, RequestResult
+from gateway.fleet.replay.simulation import Replay, ReplaySettings, RequestResult
 from gateway.fleet.replay.windows import Window
 from gateway.fleet.sweep import search as searching
 from gateway.fleet.sweep.knee import Crossing, crossing
@@ -137,9 +137,9 @@ class SeedWindow:
 
     def results(self, load: float) -> list[RequestResult]:
         """Every request of the window replayed at ``load``."""
-        return Replay(self.config, self.cluster.profiles(), seed=self.seed, forced_length=self.spec.forced_length,
-                      length_quantile=self.spec.length_quantile,
-                      scrape_interval_s=scrape_interval_s(self.policy)).run(at_load(self.schedule, load))
+        settings = ReplaySettings(self.seed, scrape_interval_s(self.policy), self.spec.forced_length,
+                                  self.spec.length_quantile)
+        return Replay(self.config, self.cluster.profiles(), settings).run(at_load(self.schedule, load))
 
     def replay(self, load: float, keys: Sequence[str]) -> Point:
         results = self.results(load)

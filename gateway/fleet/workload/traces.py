@@ -169,34 +169,40 @@ def clip_lengths(input_tokens: int, output_tokens: int, max_context: int) -> tup
     return max(1, min(input_tokens, max_context - output - 64)), max(1, output)
 
 
+@dataclass(frozen=True, slots=True)
+class TraceWindow:
+    """Which stretch of the traces a replay sends, and how fast: the first ``duration_s`` wall
+    seconds, starting ``start_s`` trace-seconds in (wrapping around to the trace's start if it
+    runs past the end). Trace time runs ``time_scale * rate_scale`` times faster than wall time:
+    ``time_scale`` compresses the whole experiment (the simulated replicas run that much faster
+    too), ``rate_scale`` multiplies the arrival rate against the replicas."""
+
+    duration_s: float
+    time_scale: float = 1.0
+    rate_scale: float = 1.0
+    start_s: float = 0.0
+
+
 def replay_arrivals(
     traces: Mapping[str, Trace],
+    window: TraceWindow,
     *,
-    duration_s: float,
-    time_scale: float = 1.0,
-    rate_scale: float = 1.0,
-    start_s: float = 0.0,
     max_context: int = 32768,
     fit: Callable[[str, int, int], tuple[int, int]] | None = None,
 ) -> tuple[Arrival, ...]:
-    """The arrivals of the first ``duration_s`` wall seconds of a replay, merged across traces.
-
-    ``traces`` maps task type -> trace. Trace time runs ``time_scale * rate_scale`` times faster
-    than wall time: ``time_scale`` compresses the whole experiment (the simulated replicas run that
-    much faster too), ``rate_scale`` multiplies the arrival rate against the replicas. The window
-    starts ``start_s`` trace-seconds in and wraps around to the trace's start if it runs past the end.
+    """The arrivals of ``window``, merged across traces (``traces`` maps task type -> trace).
 
     Each arrival's ``max_tokens`` is its trace's longest answer (``client_ceiling``), fitted to
     the context left after its prompt. ``fit(task, prompt, output)`` fits each request's lengths
     into the window (default: ``clip_lengths``; a load test passes one that also counts them).
     """
     fit = fit or (lambda task, prompt, output: clip_lengths(prompt, output, max_context))
-    speed = time_scale * rate_scale
-    span = duration_s * speed
+    speed = window.time_scale * window.rate_scale
+    span = window.duration_s * speed
     arrivals = []
     for task, trace in traces.items():
         ceiling = client_ceiling(trace, max_context)
-        for offset, r in _window(trace, start_s, span):
+        for offset, r in _window(trace, window.start_s, span):
             prompt, output = fit(task, r.input_tokens, r.output_tokens)
             arrivals.append(Arrival(offset / speed, task, prompt, output, min(ceiling, max_context - prompt - 64), r.blocks))
     return tuple(sorted(arrivals, key=lambda a: a.at_s))

@@ -26,7 +26,7 @@ import aiohttp
 
 from gateway.fleet.replay.setup import parse_cluster, policy_config
 from gateway.fleet.replay.simulation import Replay
-from gateway.fleet.workload.traces import replay_arrivals, task_traces
+from gateway.fleet.workload.traces import TraceWindow, replay_arrivals, task_traces
 from serving.hardware import this_machine
 from serving.sim.engine.engine import Engine
 from serving.sim.engine.events import Finished, SimRequest
@@ -183,8 +183,7 @@ def trace_replay_speed() -> ReplaySpeed:
     rate 1 on 4 simulated H100 replicas, through the gateway's router and state store."""
     spec, policy, traces, duration_s = TRACE_REPLAY
     cluster = parse_cluster(spec)
-    arrivals = replay_arrivals(task_traces(list(traces)), duration_s=duration_s, rate_scale=1.0,
-                               max_context=cluster.replica_set.max_context)
+    arrivals = replay_arrivals(task_traces(list(traces)), TraceWindow(duration_s), max_context=cluster.replica_set.max_context)
     started = time.process_time()
     results = Replay(policy_config(cluster, policy), cluster.profiles(), seed=0).run(arrivals)
     return ReplaySpeed(sum(r.status == "ok" for r in results), duration_s, time.process_time() - started)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.fleet.workload.traces import ATTRIBUTION, replay_arrivals, task_traces
+from gateway.fleet.workload.traces import ATTRIBUTION, TraceWindow, replay_arrivals, task_traces
 from gateway.fleet.world.policies import policy_name
 from gateway.fleet.world.prior_error import PriorError
 from gateway.fleet.world.replica_sets import ReplicaSet, prices, variant_map
@@ -69,15 +69,15 @@ Progress = Callable[[int], None]
 
 def offered_rps(settings: BenchSettings, rate_scale: float) -> float:
     """Arrivals per model second the replay sends at ``rate_scale`` (from the trace window itself)."""
-    arrivals = replay_arrivals(task_traces(settings.traces), duration_s=settings.duration_s, time_scale=1.0,
-                               rate_scale=rate_scale, start_s=settings.trace_start_s)
+    window = TraceWindow(settings.duration_s, rate_scale=rate_scale, start_s=settings.trace_start_s)
+    arrivals = replay_arrivals(task_traces(settings.traces), window)
     return len(arrivals) / settings.duration_s
 
 
 def scheduled_per_task(settings: BenchSettings, rate_scale: float) -> Counter[str]:
     """How many arrivals of each task the replay schedules."""
-    arrivals = replay_arrivals(task_traces(settings.traces), duration_s=settings.duration_s, time_scale=1.0,
-                               rate_scale=rate_scale, start_s=settings.trace_start_s)
+    window = TraceWindow(settings.duration_s, rate_scale=rate_scale, start_s=settings.trace_start_s)
+    arrivals = replay_arrivals(task_traces(settings.traces), window)
     return Counter(a.task for a in arrivals)
 
 

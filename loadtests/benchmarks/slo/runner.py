@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from gateway.fleet.workload.traces import replay_arrivals, task_traces
+from gateway.fleet.workload.traces import TraceWindow, replay_arrivals, task_traces
 from gateway.fleet.world.policies import policy_name
 from loadtests.benchmarks.slo.bench import BenchSettings, comparison_rows, distserve_goodput, run_one, summarize_run
 from loadtests.scoring import plots
@@ -21,8 +21,8 @@ from loadtests.scoring.report import comparison_markdown, run_markdown
 
 
 def _expected_requests(settings: BenchSettings, rate: float) -> int:
-    return len(replay_arrivals(task_traces(settings.traces), duration_s=settings.duration_s, rate_scale=rate,
-                               start_s=settings.trace_start_s))
+    window = TraceWindow(settings.duration_s, rate_scale=rate, start_s=settings.trace_start_s)
+    return len(replay_arrivals(task_traces(settings.traces), window))
 
 
 def _updater(progress: Progress, task: TaskID) -> Callable[[int], None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.fleet.workload.traces import load_trace, replay_arrivals
+from gateway.fleet.workload.traces import TraceWindow, load_trace, replay_arrivals
 from loadtests.load.fit import ContextUnknown, FitTally, context_from_models
 
 LISTING = {"object": "list", "data": [
@@ -35,6 +35,6 @@ def test_the_tally_counts_what_it_scaled_by_task():
 def test_a_replay_schedule_fitted_to_2048_tokens_fits_and_is_counted():
     tally = FitTally(2048)
     traces = {"coding": load_trace("code"), "chat": load_trace("conv")}
-    schedule = replay_arrivals(traces, duration_s=300, max_context=2048, fit=tally.fit)
+    schedule = replay_arrivals(traces, TraceWindow(300), max_context=2048, fit=tally.fit)
     assert all(a.input_tokens + a.output_tokens + 64 <= 2048 for a in schedule)
     assert sum(tally.drawn.values()) == len(schedule) and 0 < sum(tally.scaled.values()) < len(schedule)

@@ -2,9 +2,9 @@
 
 import pytest
 
-from gateway.fleet.capacity.day import DAY_WINDOWS, DiurnalCurve, day_arrivals, periods
+from gateway.fleet.capacity.day import DiurnalCurve, day_arrivals, periods
 from gateway.fleet.replay.setup import Cluster
-from gateway.fleet.replay.windows import HELDOUT, TUNING
+from gateway.fleet.replay.windows import DAY_WINDOWS, HELDOUT, TUNING
 from gateway.fleet.world.replica_sets import REPLICA_SETS
 
 CLUSTER = Cluster(REPLICA_SETS["h100-70b-w4a16"], {"standard": 1, "fast": 1})

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.fleet.capacity.fleet_config import with_counts
+from gateway.fleet.capacity.fleet_config import PlannedFleet, with_counts
 
 ROOT = Path(__file__).resolve().parents[4]
 GPU = ROOT / "deploy" / "render" / "h100-70b.yaml"
@@ -15,7 +15,7 @@ PROFILES = {"standard": "h100-70b-bf16", "fast": "h100-70b-fp8"}
 
 
 def test_counts_go_to_each_variants_replica_count():
-    text = with_counts(GPU.read_text(), str(GPU), {"standard": 1, "fast": 5}, PROFILES, "duet plan ...")
+    text = with_counts(GPU.read_text(), str(GPU), PlannedFleet({"standard": 1, "fast": 5}, PROFILES), "duet plan ...")
     assert text.startswith("# Replica counts (replica_count) and autoscaling utilisation written by `duet plan ...`")
     variants = yaml.safe_load(text)["models"]["llama-3-70b"]["variants"]
     assert (variants["standard"]["replica_count"], variants["fast"]["replica_count"]) == (1, 5)
@@ -34,14 +34,14 @@ def gpu_config(autoscaling):
 
 def test_an_autoscaled_model_gets_the_utilisation_its_fleet_ran_at():
     text = with_counts(gpu_config({"autoscaler": "keda", "utilisation_by_variant": {"standard": 0.9}}), str(GPU),
-                       {"standard": 1, "fast": 5}, PROFILES, "c", utilisation={"standard": 0.3, "fast": 0.08})
+                       PlannedFleet({"standard": 1, "fast": 5}, PROFILES, {"standard": 0.3, "fast": 0.08}), "c")
     autoscaling = yaml.safe_load(text)["models"]["llama-3-70b"]["autoscaling"]
     assert autoscaling == {"autoscaler": "keda", "utilisation_by_variant": {"standard": 0.3, "fast": 0.08}}
 
 
 def test_a_fixed_fleet_stays_fixed():
-    text = with_counts(gpu_config(None), str(GPU), {"standard": 1, "fast": 5}, PROFILES, "c",
-                       utilisation={"standard": 0.3, "fast": 0.08})
+    planned = PlannedFleet({"standard": 1, "fast": 5}, PROFILES, {"standard": 0.3, "fast": 0.08})
+    text = with_counts(gpu_config(None), str(GPU), planned, "c")
     assert "autoscaling" not in yaml.safe_load(text)["models"]["llama-3-70b"]
 
 
@@ -52,5 +52,5 @@ def test_a_fixed_fleet_stays_fixed():
 ])
 def test_errors_name_the_path(profiles, model, message):
     with pytest.raises(ValueError) as info:
-        with_counts(GPU.read_text(), str(GPU), {"standard": 1, "fast": 1}, profiles, "c", model)
+        with_counts(GPU.read_text(), str(GPU), PlannedFleet({"standard": 1, "fast": 1}, profiles), "c", model)
     assert str(info.value) == message

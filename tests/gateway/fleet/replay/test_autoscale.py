@@ -13,6 +13,7 @@ import pytest
 from gateway.autoscaling import Autoscaling, TaskDemand, model_need
 from gateway.fleet.replay.autoscale import (
     AutoscaledFleet,
+    AutoscaledRun,
     Hpa,
     autoscaled_config,
     removal_order,
@@ -20,7 +21,7 @@ from gateway.fleet.replay.autoscale import (
 )
 from gateway.fleet.replay.fleet import FleetTimeline, ReplicaLife
 from gateway.fleet.replay.setup import parse_cluster, policy_config
-from gateway.fleet.replay.simulation import Replay
+from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.workload.traces import Arrival
 from gateway.flow import DuetConfig, Replica
 from gateway.scaling import DemandMeter
@@ -48,8 +49,8 @@ def step_arrivals(seed: int = 0) -> list[Arrival]:
 @pytest.fixture(scope="module")
 def run():
     schedule = step_arrivals()
-    results, timeline = run_autoscaled(policy_config(CLUSTER, "duet"), CLUSTER.profiles(), schedule, AUTOSCALING,
-                                       {"standard": 2, "fast": 1}, startup_s=STARTUP_S)
+    results, timeline = run_autoscaled(policy_config(CLUSTER, "duet"), CLUSTER.profiles(), schedule,
+                                       AutoscaledRun(AUTOSCALING, {"standard": 2, "fast": 1}, startup_s=STARTUP_S))
     return schedule, results, timeline
 
 
@@ -205,9 +206,9 @@ def test_an_autoscaler_that_never_changes_the_fleet_replays_as_the_fixed_fleet()
     cluster = parse_cluster("h100-70b-w4a16:standard=1,fast=2")
     config = policy_config(cluster, "duet")
     schedule = step_arrivals(seed=1)[:600]
-    fixed = Replay(config, cluster.profiles(), seed=4).run(schedule)
+    fixed = Replay(config, cluster.profiles(), ReplaySettings(seed=4)).run(schedule)
     pinned = Autoscaling(max_replicas=1, min_replicas=MappingProxyType({"standard": 1, "fast": 2}))
-    scaled, timeline = run_autoscaled(config, cluster.profiles(), schedule, pinned, seed=4)
+    scaled, timeline = run_autoscaled(config, cluster.profiles(), schedule, AutoscaledRun(pinned), ReplaySettings(seed=4))
     assert repr(scaled) == repr(fixed)
     assert timeline.readings and all(r.scaled_to == {"standard": 1, "fast": 2}[r.variant] for r in timeline.readings)
 
@@ -229,8 +230,8 @@ def test_replicas_asked_for_and_no_longer_wanted_while_loading_leave_at_once_unp
     burst = [Arrival(rng.uniform(0, 60), "chat", 6000, 300) for _ in range(360)]
     schedule = sorted([*burst, Arrival(420.0, "chat", 500, 50)], key=lambda a: a.at_s)
     quick = Autoscaling(scrape_interval_s=15.0, rate_window_s=15.0, scale_down_stabilization_s=30.0)
-    results, timeline = run_autoscaled(policy_config(CLUSTER, "duet"), CLUSTER.profiles(), schedule, quick,
-                                       {"standard": 1, "fast": 1}, startup_s=300.0)
+    results, timeline = run_autoscaled(policy_config(CLUSTER, "duet"), CLUSTER.profiles(), schedule,
+                                       AutoscaledRun(quick, {"standard": 1, "fast": 1}, startup_s=300.0))
     unready = [life for life in timeline.lives if life.removed_s is not None and life.removed_s < life.ready_s]
     assert unready and all(life.left_s == life.removed_s for life in unready)
     assert not {life.replica.id for life in unready} & {r.replica for r in results}
@@ -253,8 +254,8 @@ BURST = [Arrival(1.5, "extraction", 500, 64) for _ in range(8)]
 def test_requests_waiting_in_the_gateway_go_to_a_replica_that_joins():
     """One slot per replica: a burst waits in the gateway's line; the replicas the gauge asks for
     join after their start-up and the line re-plans onto them before its deadline passes."""
-    results, timeline = run_autoscaled(one_slot_per_replica(), CLUSTER.profiles(), BURST, QUICK,
-                                       {"standard": 1, "fast": 1}, startup_s=0.5)
+    results, timeline = run_autoscaled(one_slot_per_replica(), CLUSTER.profiles(), BURST,
+                                       AutoscaledRun(QUICK, {"standard": 1, "fast": 1}, startup_s=0.5))
     lives = lives_by_id(timeline)
     joined = [r for r in results if r.status == "ok" and lives[r.replica].asked_s > 0]
     assert joined and all(r.waited_s > 0 and dispatched_at(r) >= lives[r.replica].ready_s for r in joined)
@@ -329,8 +330,8 @@ def test_requests_no_replica_could_serve_ask_the_autoscaler_for_nothing():
     million-token prompts asked for the most the HPA may add)."""
     flood = [Arrival(0.1 * i, "chat", 1_000_000, 50) for i in range(200)]
     scaling = Autoscaling(scrape_interval_s=5.0, rate_window_s=10.0, max_replicas=8)
-    results, timeline = run_autoscaled(policy_config(CLUSTER, "duet"), CLUSTER.profiles(), flood, scaling,
-                                       {"standard": 1, "fast": 1}, startup_s=5.0)
+    results, timeline = run_autoscaled(policy_config(CLUSTER, "duet"), CLUSTER.profiles(), flood,
+                                       AutoscaledRun(scaling, {"standard": 1, "fast": 1}, startup_s=5.0))
     assert {(r.status, r.refusal_status) for r in results} == {("rejected", 400)}
     assert timeline.readings and all(r.desired <= 1 for r in timeline.readings)
     assert all(life.asked_s == 0.0 for life in timeline.lives)

@@ -8,7 +8,7 @@ import pytest
 
 from gateway.fleet.replay.report import summarize
 from gateway.fleet.replay.setup import arrivals, parse_cluster, policy_config
-from gateway.fleet.replay.simulation import Replay
+from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.replay.sync import run_now
 from gateway.fleet.workload.prefix import PromptBlocks
 from gateway.fleet.workload.traces import Arrival
@@ -130,7 +130,7 @@ def test_without_forced_lengths_the_router_learns_each_tasks_median_output():
         # The estimate follows recent answers (the trace drifts): its median over the last 200 plans.
         planned = statistics.median(r.expected_output_tokens for r in done[-200:])
         assert abs(planned - median) <= 0.2 * median
-    forced = Replay(config, cluster.profiles(), forced_length=True).run(schedule[:200])
+    forced = Replay(config, cluster.profiles(), ReplaySettings(forced_length=True)).run(schedule[:200])
     assert all(r.expected_output_tokens == r.output_tokens for r in forced if r.status == "ok")
     assert [r.output_tokens for r in forced] == [r.output_tokens for r in learned[:200]]
 
@@ -139,7 +139,7 @@ def test_the_router_plans_with_the_quantile_of_learned_lengths_it_is_given():
     cluster = parse_cluster("h100-70b:standard=1,fast=3")
     schedule = arrivals(["code"], 600, 0.35, cluster)
     config = policy_config(cluster, "duet")
-    planned = {q: sorted(r.expected_output_tokens for r in Replay(config, cluster.profiles(), length_quantile=q)
+    planned = {q: sorted(r.expected_output_tokens for r in Replay(config, cluster.profiles(), ReplaySettings(length_quantile=q))
                          .run(schedule)[-100:]) for q in (0.25, 0.5)}
     assert planned[0.25][50] < planned[0.5][50]
 
@@ -157,7 +157,8 @@ def test_a_30_percent_prior_error_is_learned_away(factor):
     def mape(error):
         config = policy_config(cluster, "duet", error)
         # Forced lengths: the error measured is the latency model's, not the length estimate's.
-        results = [r for r in Replay(config, cluster.profiles(), forced_length=True).run(schedule) if r.arrival_s > 120]
+        forced = ReplaySettings(forced_length=True)
+        results = [r for r in Replay(config, cluster.profiles(), forced).run(schedule) if r.arrival_s > 120]
         served = {v for v in ("standard", "fast") if sum(r.variant == v for r in results) >= 30}
         return {v: m for v, m in predictor_mape(results).items() if v in served}
 

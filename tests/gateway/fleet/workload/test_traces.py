@@ -3,7 +3,16 @@ import re
 import pytest
 
 from gateway.fleet.workload.prefix import PromptBlocks
-from gateway.fleet.workload.traces import Trace, TraceError, TraceRequest, clip_lengths, load_trace, replay_arrivals, task_traces
+from gateway.fleet.workload.traces import (
+    Trace,
+    TraceError,
+    TraceRequest,
+    TraceWindow,
+    clip_lengths,
+    load_trace,
+    replay_arrivals,
+    task_traces,
+)
 
 
 def trace(*offsets):
@@ -32,7 +41,7 @@ def test_shipped_mooncake_trace_keeps_each_prompts_blocks_into_the_arrivals():
         total += len(request.blocks.ids)
         seen.update(request.blocks.ids)
     assert round(100 * reused / total, 1) == 36.6
-    arrivals = replay_arrivals({"chat": mooncake}, duration_s=60.0, max_context=32768)
+    arrivals = replay_arrivals({"chat": mooncake}, TraceWindow(60.0), max_context=32768)
     assert arrivals and all(a.blocks is not None for a in arrivals)
     assert task_traces(["mooncake"]).keys() == {"chat"}
 
@@ -51,20 +60,20 @@ def test_task_traces_map_code_to_coding_and_conv_to_chat():
     ],
 )
 def test_replay_scales_arrival_times(time_scale, rate_scale, expected_at):
-    arrivals = replay_arrivals({"chat": trace(*range(10))}, duration_s=4, time_scale=time_scale, rate_scale=rate_scale)
+    arrivals = replay_arrivals({"chat": trace(*range(10))}, TraceWindow(4, time_scale, rate_scale))
     assert [a.at_s for a in arrivals] == expected_at
     assert {a.task for a in arrivals} == {"chat"}
 
 
 def test_replay_starts_inside_the_trace_and_wraps_around_its_end():
-    arrivals = replay_arrivals({"chat": trace(0, 1, 2)}, duration_s=4, start_s=2)
+    arrivals = replay_arrivals({"chat": trace(0, 1, 2)}, TraceWindow(4, start_s=2))
     # period = 2 s of trace + one mean gap (3 requests in 2 s -> 2/3 s): request 2 at 0, then the trace again
     assert [a.at_s for a in arrivals] == pytest.approx([0.0, 2 / 3, 5 / 3, 8 / 3, 10 / 3])
     assert [a.input_tokens for a in arrivals] == [102, 100, 101, 102, 100]
 
 
 def test_replay_merges_tasks_in_time_order():
-    arrivals = replay_arrivals({"coding": trace(0.5, 2.5), "chat": trace(0, 1, 2)}, duration_s=2.6)
+    arrivals = replay_arrivals({"coding": trace(0.5, 2.5), "chat": trace(0, 1, 2)}, TraceWindow(2.6))
     assert [(a.at_s, a.task) for a in arrivals] == [(0, "chat"), (0.5, "coding"), (1, "chat"), (2, "chat"), (2.5, "coding")]
 
 

@@ -1,0 +1,37 @@
+"""``duet plan-day``'s arguments: importable without what the day's replays run, so ``duet
+plan-day --help`` answers at once. The command is ``plan_day.py``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from gateway.fleet.replay.windows import DAY_WINDOWS
+
+PLAN_DAY_DOC = """``duet plan-day``: a day of traffic through the fleet ``duet plan`` sized for its peak, through
+the plan per period, and through the fleet Duet's gauge and an HPA scale (``daily.py``), with
+the cost and the good requests of each.
+
+    duet plan-day --plan docs/results/capacity/h100-70b-w4a16-long-context.json --seeds 2 --jobs 2 \\
+        --out docs/results/capacity/day/h100-70b-w4a16.json
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser("plan-day", help="a day replayed: the peak's fixed fleet against the autoscaled one",
+                                   description=PLAN_DAY_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--plan", type=Path, required=True, help="a duet plan results file (its peak fleet and utilisation)")
+    parser.add_argument("--peak-to-trough", type=float, default=3.0, help="the day's peak rate over its trough (assumed)")
+    parser.add_argument("--trough-hour", type=float, default=4.0)
+    parser.add_argument("--period", type=float, default=900.0, help="seconds per period of the day")
+    parser.add_argument("--hours", type=float, default=24.0, help="hours replayed from midnight")
+    parser.add_argument("--window", choices=sorted(DAY_WINDOWS), default="heldout",
+                        help="which trace stretches the periods replay (tuning: for choosing settings)")
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--startup", type=float, help="seconds from asking for a replica to its serving (default: 346)")
+    parser.add_argument("--scale-up", type=float, default=0.0, help="the HPA's scale-up stabilisation window, s")
+    parser.add_argument("--scale-down", type=float, default=300.0, help="the HPA's scale-down stabilisation window, s")
+    parser.add_argument("--max-replicas", type=int, default=16, help="per variant")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes, one seed each (results identical)")
+    parser.add_argument("--out", type=Path, help="write the results (with the command) to this JSON file")
