@@ -149,7 +149,7 @@ def render(plans: Sequence[Mapping[str, Any]]) -> str:
                      f"({'met' if v.baseline.meets(BASELINE_GOAL) else 'not met'}), {v.all_standard} "
                      f"({'met' if v.all_standard.meets(ALL_STANDARD_GOAL) else 'not met'}); held out "
                      f"{_check(v.duet)} good ({'met' if v.check_met else 'not met'})")
-    lines += ["", "A fleet costs its replicas' GPUs x $/GPU-hour busy or idle (`loadtests/world/pricing.py`); "
+    lines += ["", "A fleet costs its replicas' GPUs x $/GPU-hour busy or idle (`gateway/fleet/world/pricing.py`); "
               "cheapest first, equal costs by the higher good share. Good: every budget of the request met on a "
               "variant parity allows for its task. Each fleet of a search is replayed on the same seeds; the one "
               "found is then replayed on the held-out seeds."]

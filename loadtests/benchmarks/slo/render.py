@@ -35,7 +35,7 @@ INTRO = (
     "carries `x-duet-task` and its budget (`x-slo-ttft-ms`, `x-slo-tpot-ms`). Policies (`--compare`: all of "
     "them; a run may name fewer): `always-standard`, `always-fast`, `round-robin`, `least-loaded` (across both "
     "variants), `static-split`, `llm-d-default`, `production-stack-prefixaware` (docs/routing.md, Baselines), "
-    "`litellm-latency` (LiteLLM's proxy, one worker) and `duet` (`loadtests/world/policies/duet.yaml`).",
+    "`litellm-latency` (LiteLLM's proxy, one worker) and `duet` (`gateway/fleet/world/policies/duet.yaml`).",
     "",
     "**Time.** The simulated replicas run `time scale` times faster than the hardware they model, arrivals come as "
     "much faster, and budgets and the gateway's speed priors are divided by it; every time below is converted back "
@@ -45,7 +45,7 @@ INTRO = (
     "",
     "**Columns.** *Budgets met*: succeeded with TTFT and TPOT within the task's budget (`Budget.met_by`, as the "
     "gateway judges it). *Good*: budgets met on a variant whose parity verdicts allow the task, the replay's "
-    "definition (`loadtests/replay/report.py`); a request served where parity refuses its task is a *quality miss*. "
+    "definition (`gateway/fleet/replay/report.py`); a request served where parity refuses its task is a *quality miss*. "
     "Both are shares of the arrivals scheduled: *failed* counts errors and arrivals not finished when the run "
     "ended. TTFT and TPOT over requests that succeeded; cost per 1,000 served requests at the serving variant's "
     "price. Goodput (DistServe): the highest offered rate with at least 90% of budgets met, interpolated between "
