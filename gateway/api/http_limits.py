@@ -24,7 +24,7 @@ class HeadersTooLarge(Exception):
 
 
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a per-request header budget (set by ``with_header_limit``)."""
+    """uvicorn's httptools protocol with a per-request limit on header bytes (set by ``with_header_limit``)."""
 
     max_header_bytes = 32 * 1024
 
@@ -58,7 +58,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             raise HeadersTooLarge
 
     def send_400_response(self, msg: str) -> None:
-        """uvicorn answers any parser error with a 400; a header budget overrun is a 431."""
+        """uvicorn answers any parser error with a 400; headers over that limit are a 431."""
         if not self._headers_too_large:
             super().send_400_response(msg)
             return

@@ -18,7 +18,7 @@ BodyT_co = TypeVar("BodyT_co", bound=Body, covariant=True)
 @dataclass(frozen=True, slots=True)
 class Endpoint(Generic[BodyT_co]):
     """A proxied route. ``tracked``: admitted, bookkept, counted and limited like chat; else only
-    routed and passed through (tokenize: no budget, no quota). ``parser``: how its body is read
+    routed and passed through (tokenize: no admission, no quota, no spend charged). ``parser``: how its body is read
     when it is not simply ``schema`` (tokenize takes chat messages too)."""
 
     path: str

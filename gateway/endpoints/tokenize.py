@@ -1,5 +1,5 @@
 """/tokenize and /detokenize (vLLM's): routed to a replica of the model and passed through, not
-tracked (no budget, no quota)."""
+tracked (no admission, no quota, no spend charged)."""
 
 from __future__ import annotations
 
