@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 
 from gateway.fleet.replay.setup import parse_cluster, policy_config
-from gateway.fleet.replay.simulation import Replay
+from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.workload.traces import TraceWindow, replay_arrivals, task_traces
 from serving.hardware import this_machine
 from serving.sim.engine.engine import Engine
@@ -185,7 +185,7 @@ def trace_replay_speed() -> ReplaySpeed:
     cluster = parse_cluster(spec)
     arrivals = replay_arrivals(task_traces(list(traces)), TraceWindow(duration_s), max_context=cluster.replica_set.max_context)
     started = time.process_time()
-    results = Replay(policy_config(cluster, policy), cluster.profiles(), seed=0).run(arrivals)
+    results = Replay(policy_config(cluster, policy), cluster.profiles(), ReplaySettings(seed=0)).run(arrivals)
     return ReplaySpeed(sum(r.status == "ok" for r in results), duration_s, time.process_time() - started)
 
 
