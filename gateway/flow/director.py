@@ -31,6 +31,7 @@ from gateway.flow.refusal import refuse
 from gateway.flow.waiting_room import Waiting, place_in_line
 from gateway.outcome import AttemptFailure, Outcome
 from gateway.routing.rollout import request_draw
+from gateway.routing.timing import NO_TIMING
 from gateway.sessions.seats import SeatLookup
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
@@ -65,7 +66,8 @@ class Ledgers:
 
 class Director:
     """``active``: the config to route with now (re-read at every plan, so a reload applies to the
-    next request); ``clock``: seconds, for deadlines and ``received_at``."""
+    next request); ``clock``: seconds, for deadlines and ``received_at``. Each hook subscriber is
+    timed for ``hooks.timer``, unless it is ``NO_TIMING`` (a replay's): then no clock is read."""
 
     def __init__(self, active: Callable[[], ActiveConfig], store: StateStore, ledgers: Ledgers, waiting: Waiting,
                  hooks: Hooks, clock: Callable[[], float]) -> None:
@@ -209,11 +211,13 @@ class Director:
         """The replica serving the request prefilled its prompt."""
         attempt = exchange.attempt
         if attempt is not None:
-            observe = self._hooks.timer.observe
+            timer = self._hooks.timer
+            timed = timer is not NO_TIMING
             for hook in self._hooks.first_token:
-                started = perf_counter_ns()
+                started = perf_counter_ns() if timed else 0
                 hook(exchange, attempt)
-                observe(FIRST_TOKEN, hook, perf_counter_ns() - started)
+                if timed:
+                    timer.observe(FIRST_TOKEN, hook, perf_counter_ns() - started)
 
     async def finish(self, exchange: Exchange, outcome: Outcome) -> None:
         """The request ended for the client with ``outcome`` (of its last attempt). A second call
@@ -223,20 +227,24 @@ class Director:
             return
         exchange.outcome = outcome
         await self._end_attempt(exchange, attempt, outcome)
-        observe = self._hooks.timer.observe
+        timer = self._hooks.timer
+        timed = timer is not NO_TIMING
         for hook in self._hooks.done:
-            started = perf_counter_ns()
+            started = perf_counter_ns() if timed else 0
             if (pending := hook(exchange, outcome)) is not None:
                 await pending
-            observe(DONE, hook, perf_counter_ns() - started)
+            if timed:
+                timer.observe(DONE, hook, perf_counter_ns() - started)
 
     def refused(self, exchange: Exchange | None, error: RequestError) -> None:
         """The request ended without an answer from a replica."""
-        observe = self._hooks.timer.observe
+        timer = self._hooks.timer
+        timed = timer is not NO_TIMING
         for hook in self._hooks.refused:
-            started = perf_counter_ns()
+            started = perf_counter_ns() if timed else 0
             hook(exchange, error)
-            observe(REFUSED, hook, perf_counter_ns() - started)
+            if timed:
+                timer.observe(REFUSED, hook, perf_counter_ns() - started)
 
     def _plan(self, inbound: Inbound, grant: Grant, draw: float, active: ActiveConfig, explain: bool = False) -> Plan:
         """``draw``: the request's number in [0, 1) that a canary's share is compared with."""
@@ -265,20 +273,24 @@ class Director:
         exchange.attempts += 1
         if exchange.dispatched_at is None:
             exchange.dispatched_at = self._clock()
-        observe = self._hooks.timer.observe
+        timer = self._hooks.timer
+        timed = timer is not NO_TIMING
         for hook in self._hooks.dispatched:
-            started = perf_counter_ns()
+            started = perf_counter_ns() if timed else 0
             hook(exchange, attempt)
-            observe(DISPATCHED, hook, perf_counter_ns() - started)
+            if timed:
+                timer.observe(DISPATCHED, hook, perf_counter_ns() - started)
         return attempt
 
     async def _end_attempt(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
-        observe = self._hooks.timer.observe
+        timer = self._hooks.timer
+        timed = timer is not NO_TIMING
         for hook in self._hooks.attempt_ended:
-            started = perf_counter_ns()
+            started = perf_counter_ns() if timed else 0
             if (pending := hook(exchange, attempt, outcome)) is not None:
                 await pending
-            observe(ATTEMPT_ENDED, hook, perf_counter_ns() - started)
+            if timed:
+                timer.observe(ATTEMPT_ENDED, hook, perf_counter_ns() - started)
 
     def _admission_limits(self, config: DuetConfig) -> AdmissionLimits:
         """Slots per variant of ``config`` (rebuilt when the config changes)."""

@@ -2,7 +2,8 @@
 
 Pure and synchronous. ``explain=True`` records every plugin's verdict and score for
 ``duet explain`` and the dry-run endpoint; the hot path skips that bookkeeping. Each plugin runs
-once over all the candidates it sees, timed for the given ``ExtensionTimer`` (``routing.timing``).
+once over all the candidates it sees, timed for the given ``ExtensionTimer`` (``routing.timing``;
+with ``NO_TIMING``, a replay's, no clock is read).
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ def route(
     survives; ``blocked_by`` then names the filter that rejected most (its name and type), and
     ``reason`` reads ``no-candidate:<filter name>``."""
     verdicts: list[Verdict] | None = [] if explain else None
+    timed = timer is not NO_TIMING  # a replay's router records nothing: no clock is read
     if request.pinned_variant is not None:
         candidates = [c for c in candidates if c.variant.name == request.pinned_variant]
-    survivors = _filter(request, candidates, profile.filters, verdicts, timer)
+    survivors = _filter(request, candidates, profile.filters, verdicts, timer if timed else None)
     if not survivors:
         blocker = _blocker(request, candidates, profile.filters)
         return Decision(
@@ -57,15 +59,16 @@ def route(
             meets_budget=False, verdicts=_in_candidate_order(verdicts, candidates), profile=profile.name,
             blocked_by=blocker,
         )
-    options = _options(request, survivors, profile, verdicts, timer)
+    options = _options(request, survivors, profile, verdicts, timer if timed else None)
     by_variant: dict[str, list[Option]] = {}
     for option in options:
         by_variant.setdefault(option.candidate.variant.name, []).append(option)
     for group in by_variant.values():
         group.sort(key=lambda o: (-o.score, o.prediction.e2e_ms))
-    started = perf_counter_ns()
+    started = perf_counter_ns() if timed else 0
     order = profile.objective.order(request, [group[0] for group in by_variant.values()])
-    timer.observe(OBJECTIVE, profile.objective.name, perf_counter_ns() - started)
+    if timed:
+        timer.observe(OBJECTIVE, profile.objective.name, perf_counter_ns() - started)
     ranked = tuple(o.candidate.replica for variant in order.variants for o in by_variant[variant])
     reason = "pinned" if request.pinned_variant is not None else order.reason
     return Decision(
@@ -81,13 +84,12 @@ def _filter(
     candidates: Sequence[Candidate],
     filters: Sequence[Filter],
     verdicts: list[Verdict] | None,
-    timer: ExtensionTimer,
+    timer: ExtensionTimer | None,
 ) -> list[Candidate]:
-    """The candidates every filter kept, in their order."""
+    """The candidates every filter kept, in their order (each filter timed for ``timer``)."""
     survivors = list(candidates)
-    observe = timer.observe
     for plugin in filters:
-        started = perf_counter_ns()
+        started = perf_counter_ns() if timer is not None else 0
         kept_candidates: list[Candidate] = []
         for candidate in survivors:
             kept, why = plugin.keep(request, candidate)
@@ -95,7 +97,8 @@ def _filter(
                 verdicts.append(Verdict(plugin.name, candidate.replica.id, kept, None, why))
             if kept:
                 kept_candidates.append(candidate)
-        observe(FILTER, plugin.name, perf_counter_ns() - started)
+        if timer is not None:
+            timer.observe(FILTER, plugin.name, perf_counter_ns() - started)
         survivors = kept_candidates
     return survivors
 
@@ -118,18 +121,21 @@ def _blocker(request: RequestProfile, candidates: Sequence[Candidate], filters: 
 
 def _options(
     request: RequestProfile, survivors: Sequence[Candidate], profile: RoutingProfile, verdicts: list[Verdict] | None,
-    timer: ExtensionTimer,
+    timer: ExtensionTimer | None,
 ) -> list[Option]:
     """Every survivor with its prediction and its weighted score, each scorer weighing in in
-    the profile's order. A pool scorer sees all the survivors at once (``PoolScorer``)."""
-    started = perf_counter_ns()
+    the profile's order (each plugin timed for ``timer``). A pool scorer sees all the survivors
+    at once (``PoolScorer``)."""
+    started = perf_counter_ns() if timer is not None else 0
     predictions = [profile.predictor.predict(request, candidate) for candidate in survivors]
-    timer.observe(PREDICTOR, profile.predictor.name, perf_counter_ns() - started)
+    if timer is not None:
+        timer.observe(PREDICTOR, profile.predictor.name, perf_counter_ns() - started)
     totals = [0.0] * len(survivors)
     for weighted in profile.scorers:
-        started = perf_counter_ns()
+        started = perf_counter_ns() if timer is not None else 0
         values = _scores(request, survivors, predictions, weighted.scorer)
-        timer.observe(SCORER, weighted.scorer.name, perf_counter_ns() - started)
+        if timer is not None:
+            timer.observe(SCORER, weighted.scorer.name, perf_counter_ns() - started)
         for index, value in enumerate(values):
             totals[index] += weighted.weight * value
         if verdicts is not None:
