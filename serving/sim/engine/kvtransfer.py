@@ -1,0 +1,50 @@
+"""Moving a prompt's KV from a prefill engine to a decode engine: how long it takes, and what a
+decode engine does when it fails.
+
+Time is ``latency_s + kv_bytes_per_token x tokens / bandwidth``: the KV a prompt leaves behind
+(``ModelShape``: layers x KV heads x head dim x 2 x bytes per element) crossing the replica's
+links (``KVLink``). The decode engine holds the request until the KV has landed (vLLM's
+``WAITING_FOR_REMOTE_KVS``), then computes only the prompt's last token for its logits (V1's
+scheduler recomputes that one on a full external hit) and decodes as usual.
+
+A transfer that fails follows vLLM's ``kv_load_failure_policy``: ``recompute`` (vLLM's default)
+prefills the prompt locally, so the request is late but answered; ``fail`` ends it with
+``kv_load_failed`` and no token, for the caller to retry elsewhere. Either way no request is
+lost. Simplifications, stated: the decode engine reserves the KV blocks when the transfer lands
+(vLLM reserves them before pulling), and the prefill engine frees its blocks at once (vLLM holds
+them until the pull completes or times out).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from serving.sim.profile import KVLink, ModelShape
+
+FAILURE_POLICIES = ("recompute", "fail")
+
+
+def transfer_s(shape: ModelShape, link: KVLink, tokens: int) -> float:
+    """Seconds to move ``tokens`` tokens of KV over ``link``: latency plus bytes / bandwidth."""
+    return link.latency_s + shape.kv_bytes_per_token * tokens / (link.gb_per_s * 1e9)
+
+
+@dataclass(slots=True)
+class TransferFaults:
+    """Failure injection for KV transfers: each fails with probability ``rate`` (drawn from its
+    own generator, so an engine without failures draws nothing and replays unchanged), and what
+    the decode engine then does (``policy``: ``recompute`` or ``fail``)."""
+
+    rate: float = 0.0
+    policy: str = "recompute"
+    seed: int = 0
+    _rng: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.policy not in FAILURE_POLICIES:
+            raise ValueError(f"kv load failure policy {self.policy!r}: one of {', '.join(FAILURE_POLICIES)}")
+        self._rng = random.Random(f"kv-transfer:{self.seed}")
+
+    def fails(self) -> bool:
+        return self.rate > 0.0 and self._rng.random() < self.rate
