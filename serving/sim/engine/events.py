@@ -68,7 +68,8 @@ class Finished:
     request's prompt KV is computed and ready for a decode engine to pull.
 
     Times, as vLLM's request metrics define them: ``queued_s`` from reaching the engine (after
-    the API server's ``frontend_s``) to first scheduling, ``ttft_s`` from arrival to first token, ``e2e_s`` from arrival to finish.
+    the API server's ``frontend_s``) to first scheduling, ``ttft_s`` from arrival to first token,
+    ``e2e_s`` from arrival to finish.
     """
 
     request_id: str

@@ -83,7 +83,8 @@ ERRORS = [
      "models.smollm2.variants.standard.engine", "vLLM refuses"),
     ("prefill with no decode", set_engine({"role": "prefill", "kv_connector": NIXL}),
      "models.smollm2.variants.standard.replicas.0.engine.role", "needs a decode (or both) replica"),
-    ("decode through another connector", lambda raw: (p_d(raw), set_engine({"role": "decode", "kv_connector": "MooncakeConnector"}, 1)(raw)),
+    ("decode through another connector",
+     lambda raw: (p_d(raw), set_engine({"role": "decode", "kv_connector": "MooncakeConnector"}, 1)(raw)),
      "models.smollm2.variants.standard.replicas.0.engine.role", "same kv_connector (NixlConnector)"),
 ]
 

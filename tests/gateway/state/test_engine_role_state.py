@@ -18,7 +18,6 @@ from serving.sim.server.metrics import SimMetrics
 from tests.gateway.state.test_store import SETTINGS, Clock
 
 
-
 def scraped(role: str, budget: int) -> str:
     profile = load_profile("h100-70b-bf16").with_engine(role=role, max_num_batched_tokens=budget)
     metrics = SimMetrics(profile, "llama-3-70b")
