@@ -80,21 +80,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def sim_launch(variant: str, sim_profile: str, served_name: str, time_scale: float, log_dir: Path,
-               scheduling: str = "fcfs", engine: dict[str, Any] | None = None) -> ReplicaLaunch:
-    """A simulated replica; ``scheduling``: its vLLM scheduling policy, as the variant's config
-    says; ``engine``: its engine section as written (role, budgets), as the simulator's flags."""
+               engine_flags: tuple[str, ...] = ("--scheduling-policy", "fcfs")) -> ReplicaLaunch:
+    """A simulated replica; ``engine_flags``: how its engine runs (``sim_engine_args``)."""
     port = free_port()
     argv = (sys.executable, "-m", "serving.sim", "--port", str(port), "--profile", sim_profile,
-            "--served-model-name", served_name, "--time-scale", str(time_scale), "--scheduling-policy", scheduling,
-            *sim_engine_args(engine or {}))
+            "--served-model-name", served_name, "--time-scale", str(time_scale), *engine_flags)
     return ReplicaLaunch(variant, argv, dict(os.environ), f"http://127.0.0.1:{port}", log_dir / f"{variant}.log")
 
 
-def sim_engine_args(engine: dict[str, Any]) -> tuple[str, ...]:
-    """The simulator's flags for an engine section (role, max_num_batched_tokens, max_num_seqs;
-    the connector is vLLM's business: the simulator moves KV by its profile's link)."""
+def sim_engine_args(scheduling: str, engine: dict[str, Any] | None = None) -> tuple[str, ...]:
+    """The simulator's flags for a variant's scheduling policy and an engine section as written
+    (role, max_num_batched_tokens, max_num_seqs; the connector is vLLM's business: the
+    simulator moves KV by its profile's link)."""
     flags = {"role": "--role", "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs"}
-    return tuple(word for key, flag in flags.items() if engine.get(key) is not None for word in (flag, str(engine[key])))
+    written = engine or {}
+    return ("--scheduling-policy", scheduling,
+            *(word for key, flag in flags.items() if written.get(key) is not None for word in (flag, str(written[key]))))
 
 
 def demo_replicas(demo: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
@@ -224,14 +225,14 @@ def plan_sim(args: argparse.Namespace, demo: dict[str, Any], run_dir: Path) -> t
     """Simulated replicas: the demo's variants as written, or ``--variants`` through their twins."""
     if not args.variants:
         return [sim_launch(launch, spec.get("launch_profile") or "fast-test", spec["served_model_name"],
-                           args.time_scale, run_dir, spec.get("scheduling", "fcfs"), engine)
+                           args.time_scale, run_dir, sim_engine_args(spec.get("scheduling", "fcfs"), engine))
                 for launch, _, spec, engine in demo_replicas(demo)], []
     profiles = chosen_profiles(args.variants)
     untwinned = [p.variant for p in profiles if p.sim_profile is None]
     if untwinned:
         raise LaunchProfileError("--variants", f"no simulator twin for {', '.join(untwinned)}")
     return [sim_launch(p.variant, p.sim_profile or "", served_model_name(MODEL, p), args.time_scale, run_dir,
-                       p.scheduling) for p in profiles], profiles
+                       sim_engine_args(p.scheduling)) for p in profiles], profiles
 
 
 def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], profiles: Sequence[LaunchProfile],

@@ -27,11 +27,11 @@ def p_d_demo() -> dict[str, Any]:
 
 
 def test_the_simulators_flags_for_an_engine_section() -> None:
-    assert sim_engine_args({}) == ()
-    assert sim_engine_args({"role": "decode", "kv_connector": NIXL, "max_num_seqs": 64}) == ("--role", "decode",
-                                                                                           "--max-num-seqs", "64")
-    launch = sim_launch("standard-0", "cpu-smollm2-bf16", "s", 1.0, Path("/tmp"), "priority",
-                        {"role": "prefill", "kv_connector": NIXL, "max_num_batched_tokens": 4096})
+    assert sim_engine_args("fcfs") == ("--scheduling-policy", "fcfs")
+    assert sim_engine_args("priority", {"role": "decode", "kv_connector": NIXL, "max_num_seqs": 64}) == (
+        "--scheduling-policy", "priority", "--role", "decode", "--max-num-seqs", "64")
+    flags = sim_engine_args("fcfs", {"role": "prefill", "kv_connector": NIXL, "max_num_batched_tokens": 4096})
+    launch = sim_launch("standard-0", "cpu-smollm2-bf16", "s", 1.0, Path("/tmp"), flags)
     assert launch.argv[-4:] == ("--role", "prefill", "--max-num-batched-tokens", "4096")
 
 
