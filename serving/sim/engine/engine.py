@@ -138,14 +138,14 @@ class Engine:
 
     def _land_transfers(self, now: float) -> None:
         """Transfers done by ``now`` join the waiting queue; a failed one under the ``fail``
-        policy ends there (``kv_load_failed``), under ``recompute`` it prefills here."""
+        policy ends there (``error``), under ``recompute`` it prefills here."""
         if not self._transfers:
             return
         landed = [seq for seq in self._transfers if seq.ready_at <= now]
         self._transfers = [seq for seq in self._transfers if seq.ready_at > now]
         for seq in sorted(landed, key=lambda s: s.ready_at):
             if seq.kv_failed and self.transfer_faults.policy == "fail":
-                self._finish(seq, "kv_load_failed", seq.ready_at)
+                self._finish(seq, "error", seq.ready_at)
             else:
                 self._order.enqueue(self._waiting, seq, front=False)
 

@@ -62,9 +62,9 @@ class TokensOut:
 
 @dataclass(frozen=True, slots=True)
 class Finished:
-    """A request left the engine: ``reason`` is ``stop``, ``length``, ``abort``, or
-    ``kv_load_failed`` (its transferred KV never arrived and the engine's failure policy is to
-    fail: the caller falls back; it produced no token). ``kv_ready``: a ``remote_decode``
+    """A request left the engine: ``reason`` is ``stop``, ``length``, ``abort``, or ``error``
+    (vLLM's FINISHED_ERROR: its transferred KV never arrived and the failure policy is to fail;
+    it produced no token, and the caller falls back). ``kv_ready``: a ``remote_decode``
     request's prompt KV is computed and ready for a decode engine to pull.
 
     Times, as vLLM's request metrics define them: ``queued_s`` from reaching the engine (after

