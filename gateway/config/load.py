@@ -44,6 +44,7 @@ from gateway.domain import (
 )
 from gateway.errors import ConfigError
 from gateway.routing.registry import PLUGIN_TYPES, PluginKind
+from gateway.routing.roles import ENGINE_ROLE
 from gateway.routing.rollout import ROLLOUT_STAGE
 from gateway.routing.router import RoutingProfile, WeightedScorer
 from gateway.scaling import Autoscaling
@@ -93,6 +94,7 @@ def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
     models = {name: _model(name, section, tasks, source) for name, section in parsed.models.items()}
     policy = _policy(parsed.routing)
     _require_rollout_filter(models, policy)
+    _require_engine_role_filter(models, policy)
     return DuetConfig(
         server=ServerSettings(**parsed.server.model_dump()),
         state=StateSettings(
@@ -285,6 +287,19 @@ def _rollout(section: schema.RolloutSection, tasks: set[str], path: str) -> Roll
             raise ConfigError(f"{path}.canary_shares.{task}",
                               f"unknown task type '{task}' (routing.tasks defines {sorted(tasks)})")
     return Rollout(stage, tuple(sorted(section.canary_shares.items())))
+
+
+def _require_engine_role_filter(models: Mapping[str, ModelSpec], policy: Policy) -> None:
+    """A prefill or decode replica must never take a client's request whole; only the
+    ``engine-role`` filter keeps them out, so every routing profile needs it when one exists."""
+    split = [r for m in models.values() for r in m.replicas if r.engine.role is not EngineRole.BOTH]
+    if not split:
+        return
+    lacking = sorted(name for name, p in policy.profiles.items() if not any(f.type == ENGINE_ROLE for f in p.filters))
+    if lacking:
+        model, variant, index = split[0].id.split("/")
+        raise ConfigError(f"models.{model}.variants.{variant}.replicas.{index}.engine.role",
+                          f"needs an '{ENGINE_ROLE}' filter in every routing profile (lacking: {', '.join(lacking)})")
 
 
 def _require_rollout_filter(models: Mapping[str, ModelSpec], policy: Policy) -> None:

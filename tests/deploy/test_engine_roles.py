@@ -22,6 +22,9 @@ NIXL = "NixlConnector"
 
 def config_with(tmp_path: Path, edit: Any) -> Path:
     raw = yaml.safe_load((ROOT / GPU_EXAMPLE).read_text())
+    raw["routing"]["plugins"].append({"type": "engine-role", "name": "engine-role"})
+    for profile in raw["routing"]["profiles"].values():
+        profile["filters"].append("engine-role")
     edit(raw["models"]["llama-3-70b"]["variants"]["standard"])
     path = tmp_path / "duet.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))

@@ -19,6 +19,9 @@ NIXL = "NixlConnector"
 
 def p_d_demo() -> dict[str, Any]:
     demo = copy.deepcopy(read_policy(DEMO_CONFIG))
+    demo["routing"]["plugins"].append({"type": "engine-role", "name": "engine-role"})
+    for profile in demo["routing"]["profiles"].values():
+        profile["filters"].append("engine-role")
     demo["models"]["smollm2"]["variants"]["standard"]["replicas"] = [
         {"url": "http://127.0.0.1:8101", "engine": {"role": "prefill", "kv_connector": NIXL, "max_num_batched_tokens": 4096}},
         {"url": "http://127.0.0.1:8103", "engine": {"role": "decode", "kv_connector": NIXL, "max_num_seqs": 64}},

@@ -21,8 +21,16 @@ def standard(raw: dict[str, Any]) -> dict[str, Any]:
     return variant
 
 
+def with_role_filter(raw: dict[str, Any]) -> None:
+    """The engine-role filter in every routing profile (a P/D replica needs it)."""
+    raw["routing"]["plugins"].append({"type": "engine-role", "name": "engine-role"})
+    for profile in raw["routing"]["profiles"].values():
+        profile["filters"].append("engine-role")
+
+
 def p_d(raw: dict[str, Any]) -> None:
     """The standard variant as one prefill and one decode replica, through NIXL."""
+    with_role_filter(raw)
     standard(raw)["replicas"] = [
         {"url": "http://127.0.0.1:8101", "engine": {"role": "prefill", "kv_connector": NIXL, "max_num_batched_tokens": 8192}},
         {"url": "http://127.0.0.1:8103", "engine": {"role": "decode", "kv_connector": NIXL, "max_num_batched_tokens": 512,
@@ -81,7 +89,7 @@ ERRORS = [
      "models.smollm2.variants.standard.engine.max_num_batched_tokens", "greater than 0"),
     ("budget under the batch", lambda raw: standard(raw).update(engine={"max_num_batched_tokens": 64, "max_num_seqs": 128}),
      "models.smollm2.variants.standard.engine", "vLLM refuses"),
-    ("prefill with no decode", set_engine({"role": "prefill", "kv_connector": NIXL}),
+    ("prefill with no decode", lambda raw: (with_role_filter(raw), set_engine({"role": "prefill", "kv_connector": NIXL})(raw)),
      "models.smollm2.variants.standard.replicas.0.engine.role", "needs a decode (or both) replica"),
     ("decode through another connector",
      lambda raw: (p_d(raw), set_engine({"role": "decode", "kv_connector": "MooncakeConnector"}, 1)(raw)),
@@ -102,3 +110,13 @@ def test_a_prefill_replica_may_hand_off_to_a_both_replica_with_the_same_connecto
         standard(raw)["replicas"][1]["engine"] = {"role": "both", "kv_connector": NIXL}
 
     assert [r.engine.role for r in parsed(mixed).replicas if r.variant == "standard"] == [EngineRole.PREFILL, EngineRole.BOTH]
+
+
+def test_a_p_d_replica_needs_the_engine_role_filter_in_every_profile() -> None:
+    def without_filter(raw: dict[str, Any]) -> None:
+        p_d(raw)
+        raw["routing"]["profiles"]["default"]["filters"].remove("engine-role")
+
+    error = error_of(without_filter)
+    assert error.path == "models.smollm2.variants.standard.replicas.0.engine.role"
+    assert "needs an 'engine-role' filter in every routing profile (lacking: default)" in str(error)
