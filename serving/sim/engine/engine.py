@@ -35,7 +35,7 @@ from serving.sim.engine import decoderun
 from serving.sim.engine.decoderun import DecodeRun
 from serving.sim.engine.events import EngineCounters, EngineSnapshot, Event, Finished, Refusal, SimRequest, TokensOut
 from serving.sim.engine.kvcache import KVCache
-from serving.sim.engine.kvtransfer import TransferFaults, transfer_s
+from serving.sim.engine.kvtransfer import Incoming, TransferFaults
 from serving.sim.engine.scheduling_order import SchedulingOrder
 from serving.sim.engine.sequence import Seq, Step
 from serving.sim.engine.stepcost import BatchShape, accepted_drafts, step_duration
@@ -68,10 +68,8 @@ class Engine:
         self._run: DecodeRun | None = None
         self._next_start = 0.0  # a new step may not start before the previous one ended
         self._events: list[Event] = []
-        # Requests whose KV is on its way from a prefill engine, in order of arrival (vLLM's
-        # WAITING_FOR_REMOTE_KVS: skipped by the scheduler until their KV has landed).
-        self._transfers: list[Seq] = []
-        self.transfer_faults = transfer_faults or TransferFaults(seed=seed)
+        # Requests whose KV is on its way from a prefill engine.
+        self._transfers = Incoming(profile, transfer_faults or TransferFaults(seed=seed), self.counters)
         if self._spec is not None:
             self.counters.spec_accepted_per_position = [0] * self._spec.num_speculative_tokens
 
@@ -109,7 +107,7 @@ class Engine:
             seq.acceptance, seq.proposal_rate = task.acceptance, task.proposal_rate
         self._by_id[request.request_id] = seq
         if request.remote_prefill:
-            self._start_transfer(seq)
+            self._transfers.start(seq)
         else:
             self._order.enqueue(self._waiting, seq, front=False)
         return None
@@ -123,28 +121,11 @@ class Engine:
             return Refusal.DECODE_ONLY
         return None
 
-    def _start_transfer(self, seq: Seq) -> None:
-        """The prompt's KV starts crossing the link now; ``seq`` waits until it has landed."""
-        shape, link = self.profile.shape, self.profile.kv_link
-        if shape is None or link is None:
-            raise ValueError(f"profile {self.profile.name} has no shape or kv_link: it cannot take transferred KV")
-        tokens = seq.req.prompt_tokens
-        seq.ready_at += transfer_s(shape, link, tokens)
-        seq.kv_failed = self.transfer_faults.fails()
-        self.counters.kv_transfers += 1
-        self.counters.kv_transfer_bytes += shape.kv_bytes_per_token * tokens
-        self.counters.kv_transfer_failures += seq.kv_failed
-        self._transfers.append(seq)
-
     def _land_transfers(self, now: float) -> None:
         """Transfers done by ``now`` join the waiting queue; a failed one under the ``fail``
         policy ends there (``error``), under ``recompute`` it prefills here."""
-        if not self._transfers:
-            return
-        landed = [seq for seq in self._transfers if seq.ready_at <= now]
-        self._transfers = [seq for seq in self._transfers if seq.ready_at > now]
-        for seq in sorted(landed, key=lambda s: s.ready_at):
-            if seq.kv_failed and self.transfer_faults.policy == "fail":
+        for seq in self._transfers.landed(now):
+            if seq.kv_failed and self._transfers.faults.policy == "fail":
                 self._finish(seq, "error", seq.ready_at)
             else:
                 self._order.enqueue(self._waiting, seq, front=False)
@@ -159,8 +140,8 @@ class Engine:
             self._running.remove(seq)
         elif seq in self._waiting:
             self._waiting.remove(seq)
-        elif seq in self._transfers:
-            self._transfers.remove(seq)
+        else:
+            self._transfers.discard(seq)
         self._finish(seq, "abort", max(now, self.clock))
 
     def next_event_time(self) -> float | None:
@@ -173,8 +154,8 @@ class Engine:
         if self._running:
             return max(self._next_start, self.clock)
         start = max(self._next_start, self.clock, self._waiting[0].ready_at) if self._waiting else None
-        if self._transfers:  # the next KV to land may start a step sooner
-            landing = max(self._next_start, self.clock, min(seq.ready_at for seq in self._transfers))
+        if (landing := self._transfers.next_landing()) is not None:  # KV landing may start a step sooner
+            landing = max(self._next_start, self.clock, landing)
             start = landing if start is None else min(start, landing)
         return start
 

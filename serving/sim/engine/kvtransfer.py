@@ -20,7 +20,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from serving.sim.profile import KVLink, ModelShape
+from serving.sim.engine.events import EngineCounters
+from serving.sim.engine.sequence import Seq
+from serving.sim.profile import KVLink, ModelShape, Profile
 
 FAILURE_POLICIES = ("recompute", "fail")
 
@@ -48,3 +50,51 @@ class TransferFaults:
 
     def fails(self) -> bool:
         return self.rate > 0.0 and self._rng.random() < self.rate
+
+
+class Incoming:
+    """Requests whose prompt KV is crossing the link to this engine, in order of arrival (vLLM's
+    WAITING_FOR_REMOTE_KVS: the scheduler skips them until their KV has landed)."""
+
+    __slots__ = ("_seqs", "_profile", "faults", "_counters")
+
+    def __init__(self, profile: Profile, faults: TransferFaults, counters: EngineCounters) -> None:
+        self._seqs: list[Seq] = []
+        self._profile = profile
+        self.faults = faults
+        self._counters = counters
+
+    def __len__(self) -> int:
+        return len(self._seqs)
+
+    def start(self, seq: Seq) -> None:
+        """``seq``'s KV starts crossing now: it becomes ready when the transfer ends (drawing
+        here whether it will fail)."""
+        shape, link = self._profile.shape, self._profile.kv_link
+        if shape is None or link is None:
+            raise ValueError(f"profile {self._profile.name} has no shape or kv_link: it cannot take transferred KV")
+        tokens = seq.req.prompt_tokens
+        seq.ready_at += transfer_s(shape, link, tokens)
+        seq.kv_failed = self.faults.fails()
+        self._counters.kv_transfers += 1
+        self._counters.kv_transfer_bytes += shape.kv_bytes_per_token * tokens
+        self._counters.kv_transfer_failures += seq.kv_failed
+        self._seqs.append(seq)
+
+    def landed(self, now: float) -> list[Seq]:
+        """The transfers done by ``now``, in the order they ended; they leave this list."""
+        if not self._seqs:
+            return []
+        done = sorted((seq for seq in self._seqs if seq.ready_at <= now), key=lambda s: s.ready_at)
+        self._seqs = [seq for seq in self._seqs if seq.ready_at > now]
+        return done
+
+    def next_landing(self) -> float | None:
+        return min(seq.ready_at for seq in self._seqs) if self._seqs else None
+
+    def discard(self, seq: Seq) -> bool:
+        """Drop ``seq`` (aborted); whether it was in flight here."""
+        if seq in self._seqs:
+            self._seqs.remove(seq)
+            return True
+        return False
