@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
+from gateway.config import parse_config
 from gateway.deploy.render import GPU_EXAMPLE, render
+from gateway.domain import EngineRole
 from gateway.errors import ConfigError
 from serving.launch import load_profiles
 from serving.launch.roles import EngineSettings, with_engine, with_engine_args
@@ -54,6 +56,16 @@ def test_compose_renders_each_replicas_role_into_its_vllm_arguments(tmp_path: Pa
     assert flag_value(prefill, "--max-num-seqs") == "1024"  # the profile's, untouched
     fast = services["vllm-llama-3-70b-fast-0"]["command"]
     assert "--kv-transfer-config" not in fast and "--max-num-batched-tokens" not in fast  # role both, vLLM's default
+
+
+def test_the_deployed_gateway_knows_each_replicas_role(tmp_path: Path) -> None:
+    """vLLM reports no role: the gateway's own config must say which service is which."""
+    deployed = parse_config(render(config_with(tmp_path, p_d), "compose-gpu")["duet.yaml"])
+    roles = {r.url: r.engine.role for r in deployed.replicas}
+    assert roles == {"http://vllm-llama-3-70b-standard-0:8000": EngineRole.PREFILL,
+                     "http://vllm-llama-3-70b-standard-1:8000": EngineRole.DECODE,
+                     "http://vllm-llama-3-70b-fast-0:8000": EngineRole.BOTH,
+                     "http://vllm-llama-3-70b-fast-1:8000": EngineRole.BOTH}
 
 
 def test_kubernetes_renders_the_variants_engine(tmp_path: Path) -> None:
