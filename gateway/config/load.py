@@ -94,7 +94,8 @@ def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
     models = {name: _model(name, section, tasks, source) for name, section in parsed.models.items()}
     policy = _policy(parsed.routing)
     _require_rollout_filter(models, policy)
-    _require_engine_role_filter(models, policy)
+    discovery = _discovery(parsed)
+    _require_engine_role_filter(models, discovery, policy)
     return DuetConfig(
         server=ServerSettings(**parsed.server.model_dump()),
         state=StateSettings(
@@ -105,7 +106,7 @@ def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
         policy=policy,
         source=source,
         access=_access(parsed.access, models, source),
-        discovery=_discovery(parsed),
+        discovery=discovery,
         online_parity=build_online_parity(parsed.online_parity, {v.key: v for m in models.values() for v in m.variants.values()},
                                           tasks, source),
     )
@@ -289,17 +290,20 @@ def _rollout(section: schema.RolloutSection, tasks: set[str], path: str) -> Roll
     return Rollout(stage, tuple(sorted(section.canary_shares.items())))
 
 
-def _require_engine_role_filter(models: Mapping[str, ModelSpec], policy: Policy) -> None:
+def _require_engine_role_filter(models: Mapping[str, ModelSpec], discovery: tuple[KubernetesDiscovery, ...],
+                                policy: Policy) -> None:
     """A prefill or decode replica must never take a client's request whole; only the
-    ``engine-role`` filter keeps them out, so every routing profile needs it when one exists."""
-    split = [r for m in models.values() for r in m.replicas if r.engine.role is not EngineRole.BOTH]
+    ``engine-role`` filter keeps them out, so every routing profile needs it when one exists
+    (listed, or found through discovery with its variant's engine)."""
+    split = [f"models.{r.model}.variants.{r.variant}.replicas.{r.id.rsplit('/', 1)[1]}.engine.role"
+             for m in models.values() for r in m.replicas if r.engine.role is not EngineRole.BOTH]
+    split += [f"models.{d.model}.variants.{d.variant}.engine.role" for d in discovery if d.engine.role is not EngineRole.BOTH]
     if not split:
         return
     lacking = sorted(name for name, p in policy.profiles.items() if not any(f.type == ENGINE_ROLE for f in p.filters))
     if lacking:
-        model, variant, index = split[0].id.split("/")
-        raise ConfigError(f"models.{model}.variants.{variant}.replicas.{index}.engine.role",
-                          f"needs an '{ENGINE_ROLE}' filter in every routing profile (lacking: {', '.join(lacking)})")
+        raise ConfigError(split[0], f"needs an '{ENGINE_ROLE}' filter in every routing profile "
+                                    f"(lacking: {', '.join(lacking)})")
 
 
 def _require_rollout_filter(models: Mapping[str, ModelSpec], policy: Policy) -> None:

@@ -162,6 +162,11 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
     engine = _settings(section.engine)
     replica_engines = tuple(engine if r.engine is None else _settings(r.engine) for r in section.replicas)
     if target.platform == "k8s":  # one Deployment per variant: one engine for all its pods
+        if engine.role != "both":
+            raise ConfigError(f"models.{model}.variants.{name}.engine.role",
+                              f"'{engine.role}': {target.name} renders one Deployment per variant, so every pod "
+                              "would be a " + engine.role + " replica with no partner; P/D pairs render to compose "
+                              "for now")
         for i, other in enumerate(replica_engines):
             if other != engine:
                 raise ConfigError(f"models.{model}.variants.{name}.replicas.{i}.engine",

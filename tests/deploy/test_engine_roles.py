@@ -108,3 +108,14 @@ def test_with_engine_keeps_the_rest_of_the_profile() -> None:
     launched = with_engine(profile, EngineSettings("prefill", 8192, None, NIXL))
     assert launched.name == profile.name and launched.resources == profile.resources
     assert launched.args[: len(profile.args)] == profile.args
+
+
+def test_kubernetes_refuses_a_p_d_role_for_a_whole_variant(tmp_path: Path) -> None:
+    def all_prefill(standard: dict[str, Any]) -> None:
+        standard["engine"] = {"role": "prefill", "kv_connector": NIXL}
+        standard["replicas"][1]["engine"] = {"role": "decode", "kv_connector": NIXL}
+
+    with pytest.raises(ConfigError) as info:
+        render(config_with(tmp_path, all_prefill), "k8s-gpu")
+    assert info.value.path == "models.llama-3-70b.variants.standard.engine.role"
+    assert "no partner" in str(info.value)

@@ -120,3 +120,16 @@ def test_a_p_d_replica_needs_the_engine_role_filter_in_every_profile() -> None:
     error = error_of(without_filter)
     assert error.path == "models.smollm2.variants.standard.replicas.0.engine.role"
     assert "needs an 'engine-role' filter in every routing profile (lacking: default)" in str(error)
+
+
+def test_a_discovered_p_d_variant_needs_the_engine_role_filter_too() -> None:
+    def discovered(raw: dict[str, Any]) -> None:
+        variant = standard(raw)
+        del variant["replicas"]
+        variant["discovery"] = {"kubernetes": {"label_selector": "app=vllm"}}
+        variant["engine"] = {"role": "decode", "kv_connector": NIXL}
+
+    error = error_of(discovered)
+    assert error.path == "models.smollm2.variants.standard.engine.role" and "'engine-role' filter" in str(error)
+    found = parsed(discovered, with_role_filter).discovery
+    assert [d.engine.role for d in found] == [EngineRole.DECODE]
