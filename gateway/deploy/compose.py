@@ -20,7 +20,7 @@ HEALTH = ["CMD", "python3", "-c", f"import urllib.request; urllib.request.urlope
 
 def replica_service(d: VariantDeployment, index: int, slot: int) -> dict[str, Any]:
     """Replica ``index`` of a variant; ``slot``: its first GPU (GPU) or its core (CPU) on the host."""
-    profile = d.profile
+    profile = d.launched(index)
     env = dict(profile.env)
     service: dict[str, Any] = {
         "image": profile.image, "command": [*API_SERVER, *vllm_args(profile, d.served_model_name, d.max_model_len)],

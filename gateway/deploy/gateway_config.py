@@ -4,6 +4,7 @@ deployment puts them and state shared through Redis (several gateways, one view 
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import yaml
 
@@ -18,6 +19,11 @@ HEADER = ("# Rendered by `duet deploy render --target {target}{flags}` from {sou
           "# again rather than this one.\n")
 
 
+def _own_engine(written: list[dict[str, Any]], index: int) -> dict[str, Any]:
+    """The ``engine`` block the config wrote for replica ``index``, if any."""
+    return {"engine": written[index]["engine"]} if index < len(written) and "engine" in written[index] else {}
+
+
 def deployed_config(plan: DeployPlan, source: str) -> str:
     """The gateway's duet.yaml for ``plan``'s platform, as YAML text."""
     raw = copy.deepcopy(plan.raw)
@@ -27,12 +33,13 @@ def deployed_config(plan: DeployPlan, source: str) -> str:
     state.update(store="redis", redis_url=K8S_REDIS_URL if k8s else COMPOSE_REDIS_URL)
     for deployment in plan.variants:
         section = raw["models"][deployment.model]["variants"][deployment.variant]
-        section.pop("replicas", None)
+        written = section.pop("replicas", None) or []
         section.pop("discovery", None)
         if k8s:
             section["discovery"] = {"kubernetes": {"label_selector": deployment.label_selector, "port": VLLM_PORT}}
-        else:
-            section["replicas"] = [{"url": f"http://{deployment.name}-{i}:{VLLM_PORT}"} for i in range(deployment.replicas)]
+        else:  # replica i is the service the plan starts with replica i's engine: it keeps that engine
+            section["replicas"] = [{"url": f"http://{deployment.name}-{i}:{VLLM_PORT}", **_own_engine(written, i)}
+                                   for i in range(deployment.replicas)]
     body: str = yaml.safe_dump(raw, sort_keys=False, default_flow_style=None, width=120)
     flags = "" if plan.autoscaler is None else f" --autoscaler {plan.autoscaler}"
     return HEADER.format(target=plan.target.name, flags=flags, source=source) + body

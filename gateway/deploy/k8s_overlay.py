@@ -26,8 +26,9 @@ def _http_probe(period_s: int, failures: int, timeout_s: int = 5) -> dict[str, A
 
 def vllm_container(d: VariantDeployment) -> dict[str, Any]:
     """The replica: the profile's arguments, /health gating traffic, a generous startup probe
-    (a 70B checkpoint takes minutes to load; torch.compile on CPU ~60 s)."""
-    profile = d.profile
+    (a 70B checkpoint takes minutes to load; torch.compile on CPU ~60 s). One Deployment, one
+    engine: every replica of the variant runs the variant's (``load_plan`` refuses others)."""
+    profile = d.launched(0)
     env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in profile.env]
     if profile.device == "gpu":
         env += [{"name": "HF_HOME", "value": "/models/hf"},

@@ -21,6 +21,7 @@ from gateway.deploy.profiles import PROFILES, Device, LaunchProfile
 from gateway.errors import ConfigError
 from gateway.scaling import Autoscaling, desired_replicas
 from gateway.scaling.policy import AUTOSCALERS
+from serving.launch.roles import EngineSettings, with_engine
 
 Platform = Literal["k8s", "compose"]
 TARGETS = ("k8s-gpu", "k8s-cpu", "compose-gpu", "compose-cpu")
@@ -60,6 +61,15 @@ class VariantDeployment:
     replicas: int
     autoscaling: Autoscaling | None = None
     floor: int = 0
+    # Replica i's engine (role, chunk budget, max batch, KV connector); past the listed ones, the
+    # variant's own (``engine``).
+    engine: EngineSettings = EngineSettings()
+    replica_engines: tuple[EngineSettings, ...] = ()
+
+    def launched(self, index: int) -> LaunchProfile:
+        """The launch profile replica ``index`` starts with: the variant's, its engine applied."""
+        engine = self.replica_engines[index] if index < len(self.replica_engines) else self.engine
+        return with_engine(self.profile, engine)
 
     @property
     def name(self) -> str:
@@ -149,7 +159,25 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
                           f"'{section.scheduling}', but launch profile '{profile.name}' schedules "
                           f"{profile.scheduling} (--scheduling-policy): they must agree")
     replicas = max(1, len(section.replicas)) if section.replica_count is None else section.replica_count
-    return VariantDeployment(model, name, section.served_model_name, section.max_model_len, profile, replicas)
+    engine = _settings(section.engine)
+    replica_engines = tuple(engine if r.engine is None else _settings(r.engine) for r in section.replicas)
+    if target.platform == "k8s":  # one Deployment per variant: one engine for all its pods
+        if engine.role != "both":
+            raise ConfigError(f"models.{model}.variants.{name}.engine.role",
+                              f"'{engine.role}': {target.name} renders one Deployment per variant, so every pod "
+                              "would be a " + engine.role + " replica with no partner; P/D pairs render to compose "
+                              "for now")
+        for i, other in enumerate(replica_engines):
+            if other != engine:
+                raise ConfigError(f"models.{model}.variants.{name}.replicas.{i}.engine",
+                                  f"differs from the variant's engine: {target.name} renders one Deployment per "
+                                  "variant, so its replicas share the variant's engine (set it there)")
+    return VariantDeployment(model, name, section.served_model_name, section.max_model_len, profile, replicas,
+                             engine=engine, replica_engines=replica_engines)
+
+
+def _settings(section: Any) -> EngineSettings:
+    return EngineSettings(section.role, section.max_num_batched_tokens, section.max_num_seqs, section.kv_connector)
 
 
 def _known(device: Device) -> str:

@@ -54,7 +54,8 @@ def replicas_from_slices(body: Mapping[str, Any], target: KubernetesDiscovery) -
             host = f"[{address}]" if ipv6 else address
             name = (endpoint.get("targetRef") or {}).get("name") or address
             rid = f"{target.model}/{target.variant}/{name}"
-            found[rid] = Replica(id=rid, model=target.model, variant=target.variant, url=f"http://{host}:{target.port}")
+            found[rid] = Replica(id=rid, model=target.model, variant=target.variant, url=f"http://{host}:{target.port}",
+                                 engine=target.engine)
     return tuple(found[rid] for rid in sorted(found))
 
 

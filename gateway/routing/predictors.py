@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gateway.domain import Candidate, Prediction, RequestProfile, Variant
+from gateway.routing.roles import chunk_budget, max_batch
 
 
 def uncached_tokens(request: RequestProfile, candidate: Candidate) -> int:
@@ -107,7 +108,7 @@ class StepModelPredictor:
         waiting = state.waiting or 0
         ahead_tokens = state.prefill_backlog_tokens or waiting * request.input_tokens
         prefill_tokens = ahead_tokens + uncached_tokens(request, candidate)
-        budget = max(1, int(speed.max_num_batched_tokens - running * (1 + drafts)))
+        budget = max(1, int(chunk_budget(candidate) - running * (1 + drafts)))
         chunks = -(-prefill_tokens // budget)
         prefill_s = chunks * step_s + prefill_tokens / speed.prefill_tokens_per_s
         outputs = max(1, request.expected_output_tokens)
@@ -176,7 +177,7 @@ def _out_of_slots(candidate: Candidate, running: int) -> bool:
     """Whether waiting requests wait for a batch slot (max_num_seqs or KV space) rather than only
     for their prefill."""
     usage = candidate.state.kv_cache_usage
-    return running >= candidate.variant.speed.max_num_seqs or (usage is not None and usage >= _KV_FULL)
+    return running >= max_batch(candidate) or (usage is not None and usage >= _KV_FULL)
 
 
 def _context_tokens(candidate: Candidate, running: int, request: RequestProfile) -> float:

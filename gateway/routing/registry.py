@@ -26,6 +26,7 @@ from gateway.routing.objectives import (
 from gateway.routing.predictors import QueueAwareLatencyPredictor, StepModelPredictor
 from gateway.routing.prefix_affinity import PrefixAffinityScorer
 from gateway.routing.production_stack import ProductionStackPrefixScorer
+from gateway.routing.roles import EngineRoleFilter
 from gateway.routing.rollout import RolloutStageFilter
 from gateway.routing.scorers import (
     DecodeSlackScorer,
@@ -52,7 +53,7 @@ def _table(kinds: Mapping[PluginKind, tuple[type, ...]]) -> Mapping[str, PluginT
 
 PLUGIN_TYPES: Mapping[str, PluginType] = _table({
     "filter": (HealthyFilter, ContextFitsFilter, ToolsSupportedFilter, TaskAllowedFilter, ErrorRateFilter,
-               RolloutStageFilter),
+               RolloutStageFilter, EngineRoleFilter),
     "predictor": (QueueAwareLatencyPredictor, StepModelPredictor),
     "scorer": (LeastLoadedScorer, DecodeSlackScorer, PredictedLatencyScorer, LowErrorScorer, ObservedTtftScorer,
                LlmdQueueScorer, LlmdKvCacheUtilizationScorer, LlmdPrefixCacheScorer, PrefixAffinityScorer,

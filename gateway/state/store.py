@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gateway.domain import Health, ReplicaState
+from gateway.domain import EngineRole, Health, ReplicaState
 from gateway.outcome import Outcome
 from gateway.state import breaker as breakers
 from gateway.state.breaker import Breaker, BreakerPolicy, Permit
@@ -233,6 +233,8 @@ class InMemoryStateStore:
             tpot_bias=observations.tpot_bias,
             started_at=stats.process_start_time_s if stats else None,
             prefix_cache_hit_rate=record.prefix_hit_rate if stats else None,
+            role=_role(stats.engine_role) if stats else None,
+            chunk_budget=stats.chunk_budget if stats else None,
         )
 
     def _next_change(self, record: _Record, now: float) -> float:
@@ -272,3 +274,11 @@ def _feed_breaker(
     if kind is OutcomeKind.FAILURE:
         return breakers.record_failure(breaker, policy, now)
     return breakers.release_probe(breaker)
+
+
+def _role(reported: str | None) -> EngineRole | None:
+    """The role a replica reported, or None (not reported, or a role this gateway does not know)."""
+    try:
+        return None if reported is None else EngineRole(reported)
+    except ValueError:
+        return None

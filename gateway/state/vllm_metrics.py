@@ -13,6 +13,7 @@ of the whole replica's cache, assuming equal-sized engines).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -63,6 +64,10 @@ class VllmStats:
     # When the server's process started (Unix seconds; prometheus_client's standard
     # ``process_start_time_seconds``): a new value means the replica restarted, its caches empty.
     process_start_time_s: float | None = None
+    # The engine's role and chunk budget, where the server reports them (``ENGINE_CONFIG``: Duet's
+    # simulator does; vLLM has no such metric, so a real replica's come from the config).
+    engine_role: str | None = None
+    chunk_budget: int | None = None
 
     @property
     def prefix_cache_hit_rate(self) -> float | None:
@@ -138,6 +143,10 @@ _WANTED: dict[str, tuple[str, _Kind]] = {
 _KINDS: dict[str, _Kind] = {key: kind for key, kind in _WANTED.values()}
 # The one wanted metric outside vLLM's namespace (a process collector's, unlabelled).
 _START_TIME = "process_start_time_seconds "
+# An info gauge (value 1) whose labels say how the engine is configured: ``role`` (both, prefill,
+# decode) and ``max_num_batched_tokens``. Not vLLM's: a server that knows its role says it here.
+ENGINE_CONFIG = "duet:engine_config_info"
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
 def parse_vllm_metrics(text: str) -> VllmStats:
@@ -148,9 +157,13 @@ def parse_vllm_metrics(text: str) -> VllmStats:
     """
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
+    engine: dict[str, str] = {}
     for line in text.splitlines():
         if line.startswith(_START_TIME):
             sums["start"] = _float(line[len(_START_TIME):].split()[0])
+            continue
+        if line.startswith(ENGINE_CONFIG):
+            engine = dict(_LABEL.findall(line))
             continue
         sample = _sample(line)
         if sample is None:
@@ -158,7 +171,12 @@ def parse_vllm_metrics(text: str) -> VllmStats:
         key, value = sample
         sums[key] = sums.get(key, 0.0) + value
         counts[key] = counts.get(key, 0) + 1
-    return _build(_fold(sums, counts))
+    stats = _build(_fold(sums, counts))
+    if not engine:
+        return stats
+    budget = engine.get("max_num_batched_tokens", "")
+    return dataclasses.replace(stats, engine_role=engine.get("role"),
+                               chunk_budget=int(budget) if budget.isdigit() else None)
 
 
 def _sample(line: str) -> tuple[str, float] | None:

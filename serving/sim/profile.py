@@ -39,6 +39,39 @@ class EngineLimits:
     # vLLM has no bound of its own; a full waiting queue answers 503 here (a replica under
     # overload that sheds, rather than one whose queue time grows without bound).
     max_waiting: int = 1024
+    # The replica's part in disaggregated serving (``ROLES``): ``both`` prefills and decodes
+    # (vLLM without a KV connector, or ``kv_both``); ``prefill`` computes prompts and hands their
+    # KV off (``kv_producer``); ``decode`` answers only from KV transferred in (``kv_consumer``).
+    role: str = "both"
+
+
+ROLES = ("both", "prefill", "decode")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelShape:
+    """What sizes a token's KV cache: layers x KV heads x head dimension x 2 (K and V) x bytes
+    per element (2 for bf16/fp16 KV, 1 for fp8 KV), from the model's ``config.json``."""
+
+    layers: int
+    kv_heads: int
+    head_dim: int
+    kv_dtype_bytes: int = 2
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return self.layers * self.kv_heads * self.head_dim * 2 * self.kv_dtype_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class KVLink:
+    """How a replica's KV reaches another replica (a KV connector's transfer): the effective
+    bandwidth of the whole replica's links in GB/s (10**9 bytes; every tensor-parallel rank
+    sends its shard over its own link, so TP4 over one 400G NIC per GPU is 4 x ~45 GB/s), and
+    the fixed cost per transfer (handshake, block-descriptor exchange, completion notice)."""
+
+    gb_per_s: float
+    latency_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +149,23 @@ class Profile:
     output: OutputShape = field(default_factory=OutputShape)
     chat_template: ChatTemplate = field(default_factory=ChatTemplate)
     description: str = ""
+    # For disaggregated prefill: the KV a prompt token leaves behind, and the link it crosses.
+    # Either absent: the profile cannot hand KV off (a ``prefill`` or ``decode`` role is refused).
+    shape: ModelShape | None = None
+    kv_link: KVLink | None = None
+
+    def with_engine(self, role: str | None = None, max_num_batched_tokens: int | None = None,
+                    max_num_seqs: int | None = None) -> Profile:
+        """This profile launched with another engine configuration (None: keep the profile's);
+        checked as a loaded profile is."""
+        limits = self.engine
+        changed = dataclasses.replace(
+            limits, role=limits.role if role is None else role,
+            max_num_batched_tokens=limits.max_num_batched_tokens if max_num_batched_tokens is None else max_num_batched_tokens,
+            max_num_seqs=limits.max_num_seqs if max_num_seqs is None else max_num_seqs)
+        profile: Profile = dataclasses.replace(self, engine=changed)
+        _check(profile)
+        return profile
 
 
 def available_profiles() -> list[str]:
@@ -146,6 +196,14 @@ def _check(profile: Profile) -> None:
     limits = profile.engine
     if limits.kv_cache_tokens < limits.max_model_len:
         raise ProfileError("engine.kv_cache_tokens", "smaller than max_model_len")
+    if limits.role not in ROLES:
+        raise ProfileError("engine.role", f"must be one of {', '.join(ROLES)}, not {limits.role!r}")
+    if limits.role != "both" and (profile.shape is None or profile.kv_link is None):
+        raise ProfileError("engine.role", f"'{limits.role}' hands KV across replicas: the profile needs shape "
+                                          "and kv_link (the KV bytes per token and the link they cross)")
+    for name in ("max_num_batched_tokens", "max_num_seqs"):
+        if getattr(limits, name) < 1:
+            raise ProfileError(f"engine.{name}", "must be at least 1")
 
 
 def build(cls: Any, data: Any, path: str) -> Any:

@@ -53,6 +53,11 @@ class Call:
     after_tool: bool = False
     last_user_message: str = ""  # the last user or tool message: what scripted answers match on (serving.sim.answers.script)
     priority: int = 0  # vLLM's scheduling priority (lower first; used under --scheduling-policy priority)
+    # Disaggregated prefill, from the body's ``kv_transfer_params`` as vLLM's P/D proxies send it:
+    # ``do_remote_decode`` (compute the prompt here, hand its KV off) or ``do_remote_prefill``
+    # (the KV was computed elsewhere: pull it, then decode).
+    remote_decode: bool = False
+    remote_prefill: bool = False
 
 
 def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: ChatTemplate) -> Call:
@@ -95,7 +100,17 @@ def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: Cha
         after_tool=chat and body["messages"][-1].get("role") == "tool",
         last_user_message=_last_user_message(body) if chat else text,
         priority=_priority(body),
+        **_kv_transfer(body),
     )
+
+
+def _kv_transfer(body: dict[str, Any]) -> dict[str, bool]:
+    params = body.get("kv_transfer_params")
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise BadRequest("kv_transfer_params: Input should be a valid dictionary", "kv_transfer_params")
+    return {"remote_decode": bool(params.get("do_remote_decode")), "remote_prefill": bool(params.get("do_remote_prefill"))}
 
 
 def _chat_prompt(body: dict[str, Any], template: ChatTemplate) -> tuple[str, int]:

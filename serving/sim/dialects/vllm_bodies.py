@@ -60,12 +60,13 @@ def chat_choice(index: int, message: dict[str, Any], finish_reason: str) -> dict
 
 
 def chat_completion(rid: str, created: int, model: str, choices: list[dict[str, Any]],
-                    use: dict[str, Any], fingerprint: str) -> bytes:
-    """A non-streamed chat completion."""
+                    use: dict[str, Any], fingerprint: str, kv_transfer_params: dict[str, Any] | None = None) -> bytes:
+    """A non-streamed chat completion; ``kv_transfer_params``: what a prefill instance hands its
+    decode instance (vLLM's KV connector fills it on a ``do_remote_decode`` request)."""
     return orjson.dumps({
         "id": rid, "object": "chat.completion", "created": created, "model": model, "choices": choices,
         "service_tier": None, "system_fingerprint": fingerprint, "usage": use,
-        "prompt_logprobs": None, "prompt_token_ids": None, "prompt_text": None, "kv_transfer_params": None,
+        "prompt_logprobs": None, "prompt_token_ids": None, "prompt_text": None, "kv_transfer_params": kv_transfer_params,
         "ec_transfer_params": None, "metrics": None,
     })
 
@@ -77,13 +78,26 @@ def completion_choice(index: int, text: str, finish_reason: str) -> dict[str, An
 
 
 def completion(rid: str, created: int, model: str, choices: list[dict[str, Any]], use: dict[str, Any],
-               fingerprint: str) -> bytes:
-    """A non-streamed text completion."""
+               fingerprint: str, kv_transfer_params: dict[str, Any] | None = None) -> bytes:
+    """A non-streamed text completion (``kv_transfer_params`` as for chat)."""
     return orjson.dumps({
         "id": rid, "object": "text_completion", "created": created, "model": model, "choices": choices,
-        "service_tier": None, "system_fingerprint": fingerprint, "usage": use, "kv_transfer_params": None,
+        "service_tier": None, "system_fingerprint": fingerprint, "usage": use, "kv_transfer_params": kv_transfer_params,
         "ec_transfer_params": None, "metrics": None,
     })
+
+
+NIXL_SIDE_CHANNEL_PORT = 5600  # VLLM_NIXL_SIDE_CHANNEL_PORT's default
+
+
+def handoff_params(rid: str, engine_id: str, prompt_tokens: int, block_size: int) -> dict[str, Any]:
+    """The ``kv_transfer_params`` a prefill instance answers a ``do_remote_decode`` request with,
+    as vLLM 0.32's NIXL connector writes them (``request_finished``): where the decode instance
+    pulls the prompt's blocks from. The block ids are the simulator's own numbering."""
+    return {"do_remote_prefill": True, "do_remote_decode": False,
+            "remote_block_ids": list(range(-(-prompt_tokens // block_size))), "remote_engine_id": engine_id,
+            "remote_request_id": rid, "remote_host": "127.0.0.1", "remote_port": NIXL_SIDE_CHANNEL_PORT, "tp_size": 1,
+            "remote_num_tokens": prompt_tokens}
 
 
 class ChunkWriter:
@@ -166,6 +180,11 @@ def tokenize(tokens: list[int], max_model_len: int) -> bytes:
 
 ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 429: "RateLimitError",
                500: "InternalServerError", 503: "ServiceUnavailableError"}
+
+
+# What vLLM answers when a request ends with finish reason ``error`` (GenerationError), e.g. its
+# transferred KV failed to load under kv_load_failure_policy "fail".
+GENERATION_ERROR = "Internal server error"
 
 
 def error(status: int, message: str, param: str | None = None) -> bytes:

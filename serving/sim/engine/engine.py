@@ -35,6 +35,7 @@ from serving.sim.engine import decoderun
 from serving.sim.engine.decoderun import DecodeRun
 from serving.sim.engine.events import EngineCounters, EngineSnapshot, Event, Finished, Refusal, SimRequest, TokensOut
 from serving.sim.engine.kvcache import KVCache
+from serving.sim.engine.kvtransfer import Incoming, TransferFaults
 from serving.sim.engine.scheduling_order import SchedulingOrder
 from serving.sim.engine.sequence import Seq, Step
 from serving.sim.engine.stepcost import BatchShape, accepted_drafts, step_duration
@@ -47,7 +48,8 @@ class Engine:
     steps that report nothing then run as ``decoderun`` runs, with the same events and state."""
 
     def __init__(self, profile: Profile, *, seed: int = 0, token_events: bool = True,
-                 step_observer: Callable[[int], None] | None = None, scheduling: str = "fcfs") -> None:
+                 step_observer: Callable[[int], None] | None = None, scheduling: str = "fcfs",
+                 transfer_faults: TransferFaults | None = None) -> None:
         self.profile = profile
         self._order = SchedulingOrder.named(scheduling)
         self._step_observer = step_observer  # called with each step's token count (for metrics)
@@ -66,6 +68,8 @@ class Engine:
         self._run: DecodeRun | None = None
         self._next_start = 0.0  # a new step may not start before the previous one ended
         self._events: list[Event] = []
+        # Requests whose KV is on its way from a prefill engine.
+        self._transfers = Incoming(profile, transfer_faults or TransferFaults(seed=seed), self.counters)
         if self._spec is not None:
             self.counters.spec_accepted_per_position = [0] * self._spec.num_speculative_tokens
 
@@ -91,15 +95,40 @@ class Engine:
             return Refusal.TOO_LONG
         if request.request_id in self._by_id:
             return Refusal.DUPLICATE_ID
-        if len(self._waiting) >= self._limits.max_waiting:
+        if len(self._waiting) + len(self._transfers) >= self._limits.max_waiting:
             return Refusal.QUEUE_FULL
-        seq = Seq(request, now, now + self.profile.step.frontend_s, self._target(request, max_tokens))
+        refusal = self._role_refusal(request)
+        if refusal is not None:
+            return refusal
+        target = 1 if request.remote_decode else self._target(request, max_tokens)
+        seq = Seq(request, now, now + self.profile.step.frontend_s, target)
         if self._spec is not None:
             task = self._spec.for_task(request.task)
             seq.acceptance, seq.proposal_rate = task.acceptance, task.proposal_rate
         self._by_id[request.request_id] = seq
-        self._order.enqueue(self._waiting, seq, front=False)
+        if request.remote_prefill:
+            self._transfers.start(seq)
+        else:
+            self._order.enqueue(self._waiting, seq, front=False)
         return None
+
+    def _role_refusal(self, request: SimRequest) -> Refusal | None:
+        """Why this engine's role forbids ``request`` (None: it may take it)."""
+        role = self._limits.role
+        if role == "prefill" and not request.remote_decode:
+            return Refusal.PREFILL_ONLY
+        if role == "decode" and not request.remote_prefill:
+            return Refusal.DECODE_ONLY
+        return None
+
+    def _land_transfers(self, now: float) -> None:
+        """Transfers done by ``now`` join the waiting queue; a failed one under the ``fail``
+        policy ends there (``error``), under ``recompute`` it prefills here."""
+        for seq in self._transfers.landed(now):
+            if seq.kv_failed and self._transfers.faults.policy == "fail":
+                self._finish(seq, "error", seq.ready_at)
+            else:
+                self._order.enqueue(self._waiting, seq, front=False)
 
     def abort(self, request_id: str, now: float) -> None:
         """Drop a request (client went away): frees its KV blocks; emits ``Finished(abort)``."""
@@ -111,6 +140,8 @@ class Engine:
             self._running.remove(seq)
         elif seq in self._waiting:
             self._waiting.remove(seq)
+        else:
+            self._transfers.discard(seq)
         self._finish(seq, "abort", max(now, self.clock))
 
     def next_event_time(self) -> float | None:
@@ -122,9 +153,11 @@ class Engine:
             return self._step.end
         if self._running:
             return max(self._next_start, self.clock)
-        if self._waiting:
-            return max(self._next_start, self.clock, self._waiting[0].ready_at)
-        return None
+        start = max(self._next_start, self.clock, self._waiting[0].ready_at) if self._waiting else None
+        if (landing := self._transfers.next_landing()) is not None:  # KV landing may start a step sooner
+            landing = max(self._next_start, self.clock, landing)
+            start = landing if start is None else min(start, landing)
+        return start
 
     def advance(self, to: float) -> list[Event]:
         """Run every step that ends by ``to``; return the events since the last call, in order."""
@@ -149,7 +182,7 @@ class Engine:
 
     def snapshot(self) -> EngineSnapshot:
         """Gauges now: running and waiting requests, KV cache usage."""
-        return EngineSnapshot(self.clock, len(self._running), len(self._waiting), self._kv.usage)
+        return EngineSnapshot(self.clock, len(self._running), len(self._waiting) + len(self._transfers), self._kv.usage)
 
     def in_flight(self) -> int:
         """Requests inside the engine (running or waiting)."""
@@ -161,7 +194,7 @@ class Engine:
         """Plan a decode run from ``start`` if the next steps can only add a token to each
         running sequence (nothing waits, nothing prefills, no speculation); whether it did."""
         running = self._running
-        if (self._token_events or self._spec is not None or self._waiting or not running
+        if (self._token_events or self._spec is not None or self._waiting or self._transfers or not running
                 or len(running) > self._limits.max_num_batched_tokens
                 or any(s.req.prompt_tokens + s.generated - s.computed != 1 for s in running)):
             return False
@@ -195,6 +228,7 @@ class Engine:
     # ---- one step ------------------------------------------------------------------------
 
     def _begin_step(self, start: float) -> bool:
+        self._land_transfers(start)
         budget = self._limits.max_num_batched_tokens
         plan: list[tuple[Seq, int, int]] = []
         preemptions = self.counters.preemptions
@@ -253,19 +287,20 @@ class Engine:
             seq = waiting[0]
             if seq.ready_at > start:
                 break
-            cached = self._cached_prefix(seq)
+            local = self._cached_prefix(seq)
+            cached = max(local, self._transferred_prefix(seq))
             tokens = min(seq.req.prompt_tokens + seq.generated - cached, budget)
             blocks = self._kv.grow(0, cached + tokens)
             if blocks is None:
                 break
             waiting.popleft()
             self._running.append(seq)
-            seq.blocks, seq.computed, seq.cached_blocks = blocks, cached, cached // self._kv.block_size
+            seq.blocks, seq.computed, seq.cached_blocks = blocks, cached, local // self._kv.block_size
             if seq.scheduled_at is None:
                 seq.scheduled_at = start
                 seq.cached_tokens = cached
                 self.counters.prefix_cache_queries += seq.req.prompt_tokens
-                self.counters.prefix_cache_hits += cached
+                self.counters.prefix_cache_hits += local  # transferred KV is the connector's, not a cache hit
             plan.append((seq, tokens, 0))
             budget -= tokens
 
@@ -311,6 +346,8 @@ class Engine:
         if seq.generated < seq.target:
             return False
         reason = "stop" if seq.target < min(seq.req.max_tokens, self._limits.max_model_len - prompt) else "length"
+        if seq.req.remote_decode:
+            reason = "length"  # vLLM's prefill request: max_tokens 1, the answer decoded elsewhere
         self._finish(seq, reason, now)
         return True
 
@@ -332,6 +369,15 @@ class Engine:
         block_size = self._kv.block_size
         reusable = (seq.req.prompt_tokens + seq.generated - 1) // block_size
         return self._kv.cached_prefix_blocks(hashes[:reusable]) * block_size
+
+    @staticmethod
+    def _transferred_prefix(seq: Seq) -> int:
+        """Tokens of ``seq`` whose KV arrived from a prefill engine: all of the prompt but its
+        last token, which V1 recomputes for its logits; none once preempted here (the blocks
+        are gone: it recomputes locally) or when the transfer failed."""
+        if not seq.req.remote_prefill or seq.kv_failed or seq.preemptions:
+            return 0
+        return seq.req.prompt_tokens - 1
 
     def _cache_computed_blocks(self, seq: Seq) -> None:
         """Make the prompt blocks ``seq`` has fully computed reusable (V1 caches each block as it
@@ -374,9 +420,10 @@ class Engine:
         # vLLM's queue time starts when the engine core receives the request (after the frontend)
         queued = max(0.0, (seq.scheduled_at if seq.scheduled_at is not None else now) - seq.ready_at)
         ttft = None if seq.first_token_at is None else seq.first_token_at - seq.arrival
+        kv_ready = seq.req.remote_decode and reason == "length" and seq.generated > 0
         self._events.append(Finished(
             seq.req.request_id, now, reason, seq.req.prompt_tokens, seq.generated,
-            seq.cached_tokens, queued, ttft, now - seq.arrival, seq.preemptions,
+            seq.cached_tokens, queued, ttft, now - seq.arrival, seq.preemptions, kv_ready,
         ))
 
     def _target(self, request: SimRequest, max_tokens: int) -> int:

@@ -29,6 +29,12 @@ class SimRequest:
     task: str = "chat"
     prefix_hashes: tuple[int, ...] = ()
     priority: int = 0  # vLLM's: lower is scheduled earlier (only under priority scheduling)
+    # Disaggregated prefill, as vLLM's ``kv_transfer_params`` ask for it: ``remote_decode``, this
+    # engine computes the prompt and its first token and hands the KV off (``do_remote_decode``);
+    # ``remote_prefill``, the prompt's KV comes from another engine over the link
+    # (``do_remote_prefill``). Neither: the engine does both itself.
+    remote_decode: bool = False
+    remote_prefill: bool = False
 
 
 class Refusal(StrEnum):
@@ -37,6 +43,10 @@ class Refusal(StrEnum):
     QUEUE_FULL = "queue_full"
     TOO_LONG = "too_long"
     DUPLICATE_ID = "duplicate_id"
+    # A prefill-role engine asked to decode an answer, or a decode-role engine asked to prefill
+    # a prompt (no KV transferred in): the router sent it to the wrong replica.
+    PREFILL_ONLY = "prefill_only"
+    DECODE_ONLY = "decode_only"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +62,14 @@ class TokensOut:
 
 @dataclass(frozen=True, slots=True)
 class Finished:
-    """A request left the engine: ``reason`` is ``stop``, ``length`` or ``abort``.
+    """A request left the engine: ``reason`` is ``stop``, ``length``, ``abort``, or ``error``
+    (vLLM's FINISHED_ERROR: its transferred KV never arrived and the failure policy is to fail;
+    it produced no token, and the caller falls back). ``kv_ready``: a ``remote_decode``
+    request's prompt KV is computed and ready for a decode engine to pull.
 
     Times, as vLLM's request metrics define them: ``queued_s`` from reaching the engine (after
-    the API server's ``frontend_s``) to first scheduling, ``ttft_s`` from arrival to first token, ``e2e_s`` from arrival to finish.
+    the API server's ``frontend_s``) to first scheduling, ``ttft_s`` from arrival to first token,
+    ``e2e_s`` from arrival to finish.
     """
 
     request_id: str
@@ -68,6 +82,7 @@ class Finished:
     ttft_s: float | None
     e2e_s: float
     preemptions: int = 0
+    kv_ready: bool = False
 
 
 Event = TokensOut | Finished
@@ -101,3 +116,7 @@ class EngineCounters:
     spec_accepted_tokens: int = 0
     spec_accepted_per_position: list[int] = field(default_factory=list)  # index = draft position
     steps: int = 0
+    # KV handed across engines: transfers received (and their bytes), and those that failed.
+    kv_transfers: int = 0
+    kv_transfer_bytes: int = 0
+    kv_transfer_failures: int = 0

@@ -12,7 +12,7 @@ class Seq:
     __slots__ = (
         "req", "arrival", "ready_at", "target", "generated", "computed", "blocks", "scheduled_at",
         "first_token_at", "cached_tokens", "acceptance", "proposal_rate", "cached_blocks", "done",
-        "preemptions",
+        "preemptions", "kv_failed",
     )
 
     def __init__(self, req: SimRequest, arrival: float, ready_at: float, target: int) -> None:
@@ -31,6 +31,7 @@ class Seq:
         self.cached_blocks = 0  # leading prompt blocks already put in the prefix cache
         self.done = False
         self.preemptions = 0
+        self.kv_failed = False  # its transferred KV never arrived (recomputed, or failed)
 
 
 class Step:

@@ -3,8 +3,11 @@
 virtual time, and the simulator's value against the published one.
 
 A scenario is one replica (one profile), fixed prompt and output lengths, and either Poisson
-arrivals at ``qps`` or every prompt at once. Metrics are the ones the sources report (median
-TPOT, throughput, p99 TTFT, ...); a speed-up runs the same scenario on ``base`` too.
+arrivals at ``qps``, a closed loop of ``concurrency`` clients, or every prompt at once. Metrics
+are the ones the sources report (median TPOT, throughput, p99 TTFT, ...); a speed-up runs the
+same scenario on ``base`` too. A scenario may set the replica's chunk budget
+(``max_num_batched_tokens``) or serve through a prefill and a decode replica of the profile
+(``disaggregated``, closed loop only: ``clients``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from serving.sim.engine.engine import Engine
 from serving.sim.engine.events import Finished, SimRequest
+from serving.sim.fidelity import clients
 from serving.sim.profile import Profile, load_profile
 
 # Package data: the h100-70b profiles are fitted to it, so it ships with them.
@@ -39,6 +43,10 @@ class Scenario:
     prompts: int
     qps: float | None = None
     base: str | None = None
+    concurrency: int | None = None
+    warmup: int = 0  # closed loop: requests sent first and left out of the metrics (genai-perf's warm-up)
+    max_num_batched_tokens: int | None = None
+    disaggregated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +76,13 @@ def load_rows(path: Path = PUBLISHED) -> tuple[dict[str, str], list[dict[str, An
 
 
 def serve(profile: Profile, scenario: Scenario, seed: int) -> list[Finished]:
-    """Run ``scenario``'s requests through a fresh engine of ``profile``; their finishes."""
+    """Run ``scenario``'s requests through a fresh engine of ``profile`` (or a prefill and a
+    decode engine); their finishes."""
+    profile = profile.with_engine(max_num_batched_tokens=scenario.max_num_batched_tokens)
+    if scenario.concurrency is not None:
+        return _serve_closed_loop(profile, scenario, seed)
+    if scenario.disaggregated:
+        raise ValueError("a disaggregated scenario runs a closed loop: give its concurrency")
     engine = Engine(profile, seed=seed, token_events=False)
     arrivals = random.Random(f"arrivals:{seed}")
     now, done = 0.0, []
@@ -81,6 +95,22 @@ def serve(profile: Profile, scenario: Scenario, seed: int) -> list[Finished]:
     while (at := engine.next_event_time()) is not None:
         done += _finished(engine.advance(at))
     return done
+
+
+def _serve_closed_loop(profile: Profile, scenario: Scenario, seed: int) -> list[Finished]:
+    def make(i: int) -> SimRequest:
+        return SimRequest(f"r{i}", scenario.input_tokens, scenario.output_tokens, ignore_eos=True, task=scenario.task)
+
+    assert scenario.concurrency is not None
+    sent = scenario.warmup + scenario.prompts
+    if not scenario.disaggregated:
+        engine = Engine(profile, seed=seed, token_events=False)
+        done = clients.closed_loop(engine, make, sent, scenario.concurrency)
+    else:
+        prefill = Engine(profile.with_engine(role="prefill"), seed=seed, token_events=False)
+        decode = Engine(profile.with_engine(role="decode"), seed=seed + 1, token_events=False)
+        done = clients.closed_loop_pd(prefill, decode, make, sent, scenario.concurrency)
+    return done[scenario.warmup:]  # in order of finishing, as a warm-up's requests leave first
 
 
 def _finished(events: Sequence[object]) -> list[Finished]:
@@ -103,6 +133,8 @@ def _p99(values: Sequence[float]) -> float:
 # metric -> its value from one run's finishes (units as the metric's name says)
 METRICS: dict[str, Callable[[Sequence[Finished]], float]] = {
     "tpot_median_ms": lambda done: 1000 * statistics.median(_tpot_s(d) for d in done),
+    "tpot_mean_ms": lambda done: 1000 * statistics.fmean(_tpot_s(d) for d in done),
+    "ttft_mean_ms": lambda done: 1000 * statistics.fmean(d.ttft_s or 0.0 for d in done),
     "e2e_median_s": lambda done: statistics.median(d.e2e_s for d in done),
     "e2e_mean_s": lambda done: statistics.fmean(d.e2e_s for d in done),
     "ttft_p99_s": lambda done: _p99([d.ttft_s or 0.0 for d in done]),

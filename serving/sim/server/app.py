@@ -16,6 +16,7 @@ from serving.sim.dialects.anthropic import Messages
 from serving.sim.dialects.api_request import BadRequest, parse_call
 from serving.sim.dialects.openai_responses import Responses
 from serving.sim.engine.engine import Engine
+from serving.sim.engine.kvtransfer import TransferFaults
 from serving.sim.profile import Profile
 from serving.sim.server import asgi, over_chat
 from serving.sim.server.completions import CompletionService
@@ -34,11 +35,12 @@ class SimApp:
 
     def __init__(self, profile: Profile, *, served_name: str | None = None, time_scale: float = 1.0,
                  seed: int = 0, faults: Faults | None = None, script: AnswerScript | None = None,
-                 scheduling: str = "fcfs") -> None:
+                 scheduling: str = "fcfs", transfer_faults: TransferFaults | None = None) -> None:
         self.profile = profile
         self.served_name = served_name or profile.served_model_name
         self.metrics = SimMetrics(profile, self.served_name)
-        self.engine = Engine(profile, seed=seed, step_observer=self.metrics.observe_step, scheduling=scheduling)
+        self.engine = Engine(profile, seed=seed, step_observer=self.metrics.observe_step, scheduling=scheduling,
+                             transfer_faults=transfer_faults)
         self.metrics.bind(self.engine)
         self.runtime = EngineRuntime(self.engine, time_scale=time_scale, observer=self.metrics.observe)
         self.faults = FaultSwitch(faults or Faults(), seed)

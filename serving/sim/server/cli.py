@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from serving.sim.answers.script import ScriptError, load_script
-from serving.sim.profile import ProfileError, available_profiles, load_profile
+from serving.sim.engine.kvtransfer import FAILURE_POLICIES, TransferFaults
+from serving.sim.profile import ROLES, ProfileError, available_profiles, load_profile
 from serving.sim.server.app import SimApp
 from serving.sim.server.asgi import SimulatedCrash
 from serving.sim.server.faults import FaultError, Faults, parse_kinds
@@ -33,6 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scheduling-policy", choices=("fcfs", "priority"), default="fcfs",
                         help="as vLLM's: priority orders the waiting queue by the requests' priority field")
+    roles = parser.add_argument_group("engine role (vLLM's flags; unset: the profile's)")
+    roles.add_argument("--role", choices=ROLES, default=None,
+                       help="both (default), prefill (hands KV off, never decodes), decode (only from transferred KV)")
+    roles.add_argument("--max-num-batched-tokens", type=int, default=None, help="the chunk budget of one step")
+    roles.add_argument("--max-num-seqs", type=int, default=None, help="the largest batch")
+    roles.add_argument("--kv-load-failure-policy", choices=FAILURE_POLICIES, default="fail",
+                       help="what a decode engine does when transferred KV fails to arrive (vLLM's default: fail)")
     parser.add_argument("--answers", default=None, metavar="FILE",
                         help="scripted answers: rules matching the last user message (see serving/sim/answers/script.py)")
     faults = parser.add_argument_group("failure injection (also at run time: POST /sim/faults)")
@@ -41,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     faults.add_argument("--die-after-tokens", type=int, default=None, help="cut every response after N tokens")
     faults.add_argument("--hang", action="store_true", help="never answer (nor /health)")
     faults.add_argument("--slowdown", type=float, default=1.0, help="make every engine step X times slower")
+    faults.add_argument("--kv-transfer-error-rate", type=float, default=0.0,
+                        help="share of incoming KV transfers that fail (then --kv-load-failure-policy)")
     parser.add_argument("--log-level", default="warning")
 
 
@@ -49,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     try:
-        profile = load_profile(args.profile)
+        profile = load_profile(args.profile).with_engine(args.role, args.max_num_batched_tokens, args.max_num_seqs)
+        transfer_faults = TransferFaults(args.kv_transfer_error_rate, args.kv_load_failure_policy, args.seed)
         faults = Faults(error_rate=args.error_rate, error_kinds=parse_kinds(args.error_kinds),
                         die_after_tokens=args.die_after_tokens, hang=args.hang, slowdown=args.slowdown)
         script = load_script(args.answers) if args.answers else None
@@ -57,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"duet sim: {exc}", file=sys.stderr)
         return 2
     app = SimApp(profile, served_name=args.served_model_name, time_scale=args.time_scale, seed=args.seed, faults=faults,
-                 script=script, scheduling=args.scheduling_policy)
+                 script=script, scheduling=args.scheduling_policy, transfer_faults=transfer_faults)
     logging.getLogger("uvicorn.error").addFilter(_HideSimulatedCrashes())
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
                 loop="uvloop", http="httptools", lifespan="on", timeout_keep_alive=30)

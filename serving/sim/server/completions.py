@@ -108,7 +108,7 @@ class CompletionService:
         for choice in choices:
             request = SimRequest(f"{rid}-{choice.index}", call.prompt_tokens, max_tokens, call.min_tokens,
                                  call.ignore_eos, choice.natural_tokens(call.output_tokens), call.task, hashes,
-                                 call.priority)
+                                 call.priority, remote_decode=call.remote_decode, remote_prefill=call.remote_prefill)
             refusal = self.runtime.submit(request, queue)
             if refusal is not None:
                 self._abort(ids)
@@ -131,6 +131,11 @@ class CompletionService:
             batch = await _drain(queue)
             for j, event in enumerate(batch):
                 choice = choices[ids[event.request_id]]
+                if isinstance(event, Finished) and event.reason == "error":  # vLLM's GenerationError, streamed
+                    await asgi.stream_chunk(send, b"data: " + vllm_bodies.error(500, vllm_bodies.GENERATION_ERROR)
+                                            + b"\n\n" + vllm_bodies.DONE)
+                    await asgi.end_stream(send)
+                    return
                 if isinstance(event, TokensOut):
                     done = _finish_in(batch, j, event.request_id)
                     if call.chat and not started[choice.index]:
@@ -174,16 +179,26 @@ class CompletionService:
                     await _maybe_die(fate, sum(c.tokens for c in choices), send, started=False)
                 else:
                     finished[choice.index] = event
+        if any(done.reason == "error" for done in finished.values()):  # vLLM's GenerationError
+            await asgi.respond(send, 500, vllm_bodies.error(500, vllm_bodies.GENERATION_ERROR))
+            return
         use = vllm_bodies.usage(call.prompt_tokens, sum(c.tokens for c in choices))
         created = int(time.time())
+        handoff = self._handoff(rid, call, finished)
         if call.chat:
             bodies = [vllm_bodies.chat_choice(c.index, self._message(c), c.finish_reason(finished[c.index].reason))
                       for c in choices]
-            body = vllm_bodies.chat_completion(rid, created, self.served_name, bodies, use, self.fingerprint)
+            body = vllm_bodies.chat_completion(rid, created, self.served_name, bodies, use, self.fingerprint, handoff)
         else:
             bodies = [vllm_bodies.completion_choice(c.index, "".join(c.texts), finished[c.index].reason) for c in choices]
-            body = vllm_bodies.completion(rid, created, self.served_name, bodies, use, self.fingerprint)
+            body = vllm_bodies.completion(rid, created, self.served_name, bodies, use, self.fingerprint, handoff)
         await asgi.respond(send, 200, body)
+
+    def _handoff(self, rid: str, call: Call, finished: dict[int, Finished]) -> dict[str, Any] | None:
+        """The ``kv_transfer_params`` of a prefill that handed its KV off (None otherwise)."""
+        if not call.remote_decode or not all(done.kv_ready for done in finished.values()):
+            return None
+        return vllm_bodies.handoff_params(rid, self.fingerprint, call.prompt_tokens, self.profile.engine.block_size)
 
     def _message(self, choice: Choice) -> dict[str, Any]:
         message, called = choice.message()

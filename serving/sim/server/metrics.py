@@ -33,6 +33,11 @@ from serving.sim.server.vllm_metrics import (
     token_buckets,
 )
 
+# The info gauge the gateway's parser reads (gateway.state.vllm_metrics.ENGINE_CONFIG: the same
+# name, written twice as the layers keep serving and gateway apart), and vLLM's kv_role per role.
+ENGINE_CONFIG = "duet:engine_config_info"
+KV_ROLES = {"both": "kv_both", "prefill": "kv_producer", "decode": "kv_consumer"}
+
 
 class SimMetrics:
     """One replica's Prometheus registry (not the global one). ``bind(engine)`` before scraping."""
@@ -159,6 +164,7 @@ class _EngineCollector:
             yield self._counter("vllm:spec_decode_num_accepted_tokens_per_pos",
                                 {str(i): n for i, n in enumerate(counts.spec_accepted_per_position)}, "position")
         yield self._cache_config()
+        yield self._engine_config()
 
     def _gauge(self, name: str, value: float = 0.0, **by_label: dict[str, float]) -> GaugeMetricFamily:
         if not by_label:
@@ -185,6 +191,15 @@ class _EngineCollector:
                 for request_type in ("chat_completions", "responses", "other"):
                     value = self.metrics.tool_parses.get((mode, outcome), 0) if request_type == "chat_completions" else 0
                     family.add_metric([mode, self.labels[0], outcome, request_type], value, created=self.created)
+        return family
+
+    def _engine_config(self) -> GaugeMetricFamily:
+        """Duet's info gauge (not vLLM's): the engine's role and budgets, for the gateway to read."""
+        limits = self.engine.profile.engine
+        info = {"kv_role": KV_ROLES[limits.role], "max_num_batched_tokens": str(limits.max_num_batched_tokens),
+                "max_num_seqs": str(limits.max_num_seqs), "role": limits.role}
+        family = GaugeMetricFamily(ENGINE_CONFIG, "The engine's role and budgets (Duet's simulator)", labels=sorted(info))
+        family.add_metric([info[k] for k in sorted(info)], 1.0)
         return family
 
     def _cache_config(self) -> GaugeMetricFamily:

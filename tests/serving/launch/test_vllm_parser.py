@@ -14,6 +14,7 @@ import pytest
 from gateway.deploy.profiles import vllm_args
 from serving.launch import load_profiles
 from serving.launch.local import local_replica_spec
+from serving.launch.roles import EngineSettings, with_engine
 from serving.vllm_replica import replica_argv
 
 REPO = Path(__file__).resolve().parents[3]
@@ -72,3 +73,42 @@ def test_vllm_parses_every_profile_into_the_engine_arguments_it_declares() -> No
             assert engine["prefix_caching"] is True, name
             assert engine["model"] == profile.model.hub, name
     assert parsed["h100-70b-eagle3"]["spec"]["model"] == "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B"
+
+
+PARSE_ROLES = textwrap.dedent("""
+    import json, sys
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    results = {}
+    for name, argv in json.loads(sys.stdin.read()).items():
+        args = make_arg_parser(FlexibleArgumentParser()).parse_args(argv)
+        validate_parsed_serve_args(args)
+        engine = AsyncEngineArgs.from_cli_args(args)
+        kv = engine.kv_transfer_config
+        results[name] = {"budget": engine.max_num_batched_tokens, "seqs": engine.max_num_seqs,
+                         "connector": kv and kv.kv_connector, "kv_role": kv and kv.kv_role,
+                         "producer": bool(kv and kv.is_kv_producer), "consumer": bool(kv and kv.is_kv_consumer)}
+    print(json.dumps(results))
+""")
+
+
+@pytest.mark.slow  # importing vLLM: ~15 s here
+@pytest.mark.timeout(600)
+@pytest.mark.skipif(not VLLM_READY.exists(), reason="needs `make vllm-env` (.venv-vllm)")
+def test_vllm_parses_each_engine_role_into_its_kv_transfer_config_and_budgets() -> None:
+    profile = load_profiles()["h100-70b-bf16"]
+    roles = {"prefill": EngineSettings("prefill", 16384, None, "NixlConnector"),
+             "decode": EngineSettings("decode", 512, 256, "NixlConnector"),
+             "both": EngineSettings("both", 2048, None, "LMCacheConnectorV1"),
+             "plain": EngineSettings()}
+    argvs = {name: vllm_args(with_engine(profile, settings), "m", 32768) for name, settings in roles.items()}
+    out = subprocess.run([str(VLLM_PYTHON), "-c", PARSE_ROLES], input=json.dumps(argvs), check=True,
+                         capture_output=True, text=True, timeout=240).stdout
+    parsed = json.loads(out.strip().splitlines()[-1])
+    assert parsed["prefill"] == {"budget": 16384, "seqs": 1024, "connector": "NixlConnector", "kv_role": "kv_producer",
+                                 "producer": True, "consumer": False}
+    assert parsed["decode"] == {"budget": 512, "seqs": 256, "connector": "NixlConnector", "kv_role": "kv_consumer",
+                                "producer": False, "consumer": True}
+    assert parsed["both"]["kv_role"] == "kv_both" and parsed["both"]["producer"] and parsed["both"]["consumer"]
+    assert parsed["plain"]["connector"] is None and parsed["plain"]["seqs"] == 1024

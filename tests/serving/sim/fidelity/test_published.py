@@ -15,7 +15,7 @@ def test_every_point_names_a_known_metric_row_and_profile() -> None:
     sources, rows = load_rows()
     numbers = {row["row"]: row for row in rows}
     points = load_points()
-    assert len(numbers) == 14 and {p.row for p in points} == set(numbers)
+    assert len(numbers) == 16 and {p.row for p in points} == set(numbers)
     for point in points:
         assert point.metric in METRICS or point.metric in SPEEDUPS
         assert numbers[point.row]["source"] in sources

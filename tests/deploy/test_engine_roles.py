@@ -1,0 +1,121 @@
+"""Engine roles rendered into vLLM's arguments: each replica's chunk budget, max batch and, for
+disaggregated prefill, ``--kv-transfer-config`` with its connector and kv_role, in compose (one
+service per replica) and Kubernetes (one Deployment per variant: one engine per variant)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gateway.config import parse_config
+from gateway.deploy.render import GPU_EXAMPLE, render
+from gateway.domain import EngineRole
+from gateway.errors import ConfigError
+from serving.launch import load_profiles
+from serving.launch.roles import EngineSettings, with_engine, with_engine_args
+
+ROOT = Path(__file__).resolve().parents[2]
+NIXL = "NixlConnector"
+
+
+def config_with(tmp_path: Path, edit: Any) -> Path:
+    raw = yaml.safe_load((ROOT / GPU_EXAMPLE).read_text())
+    raw["routing"]["plugins"].append({"type": "engine-role", "name": "engine-role"})
+    for profile in raw["routing"]["profiles"].values():
+        profile["filters"].append("engine-role")
+    edit(raw["models"]["llama-3-70b"]["variants"]["standard"])
+    path = tmp_path / "duet.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def flag_value(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def p_d(standard: dict[str, Any]) -> None:
+    standard["replicas"][0]["engine"] = {"role": "prefill", "kv_connector": NIXL, "max_num_batched_tokens": 16384}
+    standard["replicas"][1]["engine"] = {"role": "decode", "kv_connector": NIXL, "max_num_batched_tokens": 512,
+                                         "max_num_seqs": 256}
+
+
+def test_compose_renders_each_replicas_role_into_its_vllm_arguments(tmp_path: Path) -> None:
+    files = render(config_with(tmp_path, p_d), "compose-gpu")
+    services = yaml.safe_load(files["compose.yaml"])["services"]
+    prefill = services["vllm-llama-3-70b-standard-0"]["command"]
+    decode = services["vllm-llama-3-70b-standard-1"]["command"]
+    assert json.loads(flag_value(prefill, "--kv-transfer-config") or "") == {"kv_connector": NIXL, "kv_role": "kv_producer"}
+    assert json.loads(flag_value(decode, "--kv-transfer-config") or "") == {"kv_connector": NIXL, "kv_role": "kv_consumer"}
+    assert flag_value(prefill, "--max-num-batched-tokens") == "16384"
+    assert flag_value(decode, "--max-num-batched-tokens") == "512"
+    assert flag_value(decode, "--max-num-seqs") == "256" and decode.count("--max-num-seqs") == 1  # replaces the profile's 1024
+    assert flag_value(prefill, "--max-num-seqs") == "1024"  # the profile's, untouched
+    fast = services["vllm-llama-3-70b-fast-0"]["command"]
+    assert "--kv-transfer-config" not in fast and "--max-num-batched-tokens" not in fast  # role both, vLLM's default
+
+
+def test_the_deployed_gateway_knows_each_replicas_role(tmp_path: Path) -> None:
+    """vLLM reports no role: the gateway's own config must say which service is which."""
+    deployed = parse_config(render(config_with(tmp_path, p_d), "compose-gpu")["duet.yaml"])
+    roles = {r.url: r.engine.role for r in deployed.replicas}
+    assert roles == {"http://vllm-llama-3-70b-standard-0:8000": EngineRole.PREFILL,
+                     "http://vllm-llama-3-70b-standard-1:8000": EngineRole.DECODE,
+                     "http://vllm-llama-3-70b-fast-0:8000": EngineRole.BOTH,
+                     "http://vllm-llama-3-70b-fast-1:8000": EngineRole.BOTH}
+
+
+def test_kubernetes_renders_the_variants_engine(tmp_path: Path) -> None:
+    def chunked(standard: dict[str, Any]) -> None:
+        standard["engine"] = {"max_num_batched_tokens": 2048, "kv_connector": NIXL}
+
+    files = render(config_with(tmp_path, chunked), "k8s-gpu")
+    deployments = [doc for doc in yaml.safe_load_all(files["overlays/gpu/vllm.yaml"]) if doc and doc["kind"] == "Deployment"]
+    args = {d["metadata"]["name"]: d["spec"]["template"]["spec"]["containers"][0]["args"] for d in deployments}
+    standard = args["vllm-llama-3-70b-standard"]
+    assert flag_value(standard, "--max-num-batched-tokens") == "2048"
+    assert json.loads(flag_value(standard, "--kv-transfer-config") or "") == {"kv_connector": NIXL, "kv_role": "kv_both"}
+
+
+def test_kubernetes_refuses_replicas_of_one_variant_with_different_engines(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        render(config_with(tmp_path, p_d), "k8s-gpu")
+    assert info.value.path == "models.llama-3-70b.variants.standard.replicas.0.engine"
+    assert "one Deployment per variant" in str(info.value)
+
+
+def test_a_replica_engine_replaces_the_profiles_flags_in_place_and_adds_the_rest() -> None:
+    args = (("dtype", "bfloat16"), ("max-num-seqs", 1024))
+    settings = EngineSettings("decode", 256, 128, NIXL)
+    assert with_engine_args(args, settings) == (
+        ("dtype", "bfloat16"), ("max-num-seqs", 128), ("max-num-batched-tokens", 256),
+        ("kv-transfer-config", {"kv_connector": NIXL, "kv_role": "kv_consumer"}))
+    assert with_engine_args(args, EngineSettings()) == args
+
+
+def test_engine_settings_refuse_an_unknown_role_or_a_p_d_role_without_a_connector() -> None:
+    with pytest.raises(ValueError, match="role 'encode'"):
+        EngineSettings("encode")
+    with pytest.raises(ValueError, match="prefill role needs a kv_connector"):
+        EngineSettings("prefill")
+
+
+def test_with_engine_keeps_the_rest_of_the_profile() -> None:
+    profile = load_profiles()["h100-70b-bf16"]
+    launched = with_engine(profile, EngineSettings("prefill", 8192, None, NIXL))
+    assert launched.name == profile.name and launched.resources == profile.resources
+    assert launched.args[: len(profile.args)] == profile.args
+
+
+def test_kubernetes_refuses_a_p_d_role_for_a_whole_variant(tmp_path: Path) -> None:
+    def all_prefill(standard: dict[str, Any]) -> None:
+        standard["engine"] = {"role": "prefill", "kv_connector": NIXL}
+        standard["replicas"][1]["engine"] = {"role": "decode", "kv_connector": NIXL}
+
+    with pytest.raises(ConfigError) as info:
+        render(config_with(tmp_path, all_prefill), "k8s-gpu")
+    assert info.value.path == "models.llama-3-70b.variants.standard.engine.role"
+    assert "no partner" in str(info.value)
