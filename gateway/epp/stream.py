@@ -1,0 +1,315 @@
+"""One ext_proc stream, which is one HTTP request through the data plane, run by the director.
+
+    request headers -> body (whole, or chunks up to server.max_body_bytes)
+      -> parse (the endpoint's body type) -> key, quota -> Director.open -> admit
+      -> dispatch through EnvoyHandoff: the pick and the body Duet sends out, then the response's
+         headers say who answered -> Duet's headers on the response -> its body observed (model
+         name rewritten, usage counted, first token, end) -> Director.finish
+
+What the proxy path does between body and outcome (``gateway.api.serving``) happens here in the
+same order with the same parts; only the transport differs. A refusal at any step is an
+immediate response with the OpenAI error body the proxy would have written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from gateway.access.ceiling import ceiling_of
+from gateway.access.guard import Grant
+from gateway.access.keys import bearer_token
+from gateway.api.errors import error_body
+from gateway.endpoints import ENDPOINTS, Endpoint, RequestBody
+from gateway.epp import wire
+from gateway.epp.handoff import EnvoyAnswer, EnvoyHandoff, endpoint_of
+from gateway.epp.wire import BodyMode, Message, ResponseHead
+from gateway.errors import BodyTooLarge, InvalidRequest, NoHealthyReplica, RequestError
+from gateway.flow import Exchange, Inbound, Outcome, upstream_request
+from gateway.flow.escalation import OPT_IN_HEADER
+from gateway.proxy.relay import StreamOptions, StreamTally
+from gateway.proxy.sse import EventSplitter, ModelRewrite, usage_of
+from gateway.runtime import Gateway
+from gateway.sessions import session_headers
+
+log = logging.getLogger(__name__)
+
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:=+/-]{1,128}")
+
+
+class Channel(Protocol):
+    """The ext_proc stream: ``read`` gives the data plane's next message (None once it closed it)."""
+
+    async def read(self) -> Message | None: ...
+
+    async def write(self, response: Message) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """A request as the data plane handed it over: headers, path, whole body, body mode, subset."""
+
+    headers: dict[str, str]
+    path: str
+    body: bytes
+    mode: BodyMode
+    subset: tuple[str, ...] | None
+    received_at: float
+
+
+class PickerStream:
+    """Runs one request's stream: ``run`` returns when the data plane has its last answer."""
+
+    def __init__(self, gateway: Gateway, channel: Channel) -> None:
+        self._gateway = gateway
+        self._channel = channel
+        self._response_mode = BodyMode.FULL_DUPLEX
+
+    async def run(self) -> None:
+        first = await self._channel.read()
+        if first is None or not first.HasField("request_headers"):
+            return
+        self._response_mode = _response_mode(first)
+        try:
+            arrival = await self._arrival(first)
+            await self._serve(arrival)
+        except RequestError as error:
+            await self._channel.write(wire.refusal(error, error_body(error.message, error.error_type, error.param,
+                                                                     error.code)))
+
+    async def _arrival(self, first: Message) -> Arrival:
+        received = time.perf_counter()
+        headers = wire.header_map(first.request_headers)
+        mode = wire.body_mode(first)
+        if mode is BodyMode.UNSUPPORTED:
+            raise NoHealthyReplica("The endpoint picker needs the request body: set the ext_proc filter's "
+                                   "request_body_mode to FULL_DUPLEX_STREAMED (or BUFFERED).", code="epp_body_mode")
+        if mode is BodyMode.BUFFERED and not first.request_headers.end_of_stream:
+            await self._channel.write(wire.continue_request_headers())
+        body = b"" if first.request_headers.end_of_stream else await self._read_body()
+        return Arrival(headers, headers.get(":path", "").split("?", 1)[0], body, mode, wire.subset_hint(first), received)
+
+    async def _read_body(self) -> bytes:
+        """The request body, whole; BodyTooLarge past ``server.max_body_bytes``."""
+        limit = self._gateway.current.config.server.max_body_bytes
+        chunks: list[bytes] = []
+        size = 0
+        while (message := await self._channel.read()) is not None:
+            if message.HasField("request_trailers"):
+                break
+            if not message.HasField("request_body"):
+                continue
+            chunks.append(message.request_body.body)
+            size += len(message.request_body.body)
+            if size > limit:
+                raise BodyTooLarge(f"The request body is larger than the limit of {limit} bytes.")
+            if message.request_body.end_of_stream:
+                break
+        return b"".join(chunks)
+
+    async def _serve(self, arrival: Arrival) -> None:
+        endpoint = ENDPOINTS.get(arrival.path)
+        if endpoint is None or arrival.headers.get(":method", "POST") != "POST":
+            raise InvalidRequest(f"The endpoint picker serves POST to {', '.join(ENDPOINTS)}; not {arrival.path}.",
+                                 code="unsupported_path")
+        data, body = endpoint.parse(arrival.body)
+        gateway = self._gateway
+        key = await gateway.access.authenticate(bearer_token(_authorization(arrival.headers)))
+        grant = await gateway.access.authorize(key, body.model, ceiling_of(body, len(arrival.body)))
+        try:
+            grant.cap_priority(arrival.headers)
+            await self._lifecycle(arrival, endpoint, data, body, grant)
+        except RequestError as exc:
+            exc.headers = (*exc.headers, *grant.headroom.headers())
+            raise
+        finally:
+            gateway.access.release(grant)
+
+    async def _lifecycle(self, arrival: Arrival, endpoint: Endpoint[RequestBody], data: dict[str, object],
+                         body: RequestBody, grant: Grant) -> None:
+        gateway = self._gateway
+        director = gateway.director
+        headers = {k: v for k, v in arrival.headers.items() if not k.startswith(":") and k != OPT_IN_HEADER}
+        inbound = Inbound(body, headers, home=gateway.response_homes.home_of(body), subset=self._subset(arrival, body))
+        exchange = director.open(inbound, _request_id(headers), grant=grant, received_at=arrival.received_at)
+        if endpoint.tracked:
+            await director.admit(exchange)
+        request = upstream_request(exchange, endpoint.path, dict(data), stream_usage=endpoint.stream_usage)
+        handoff = EnvoyHandoff(exchange, request, lambda endpoints, sent: self._send_pick(endpoints, sent, request.headers,
+                                                                                          arrival.mode),
+                               self._next_head, time.perf_counter)
+        if not endpoint.tracked:
+            untracked = await director.forward(exchange, handoff)
+            await self._relay_untracked(exchange, untracked)
+            return
+        answer = await director.dispatch(exchange, handoff)
+        try:
+            await self._relay(exchange, endpoint, answer)
+        finally:
+            if exchange.outcome is None:  # cut short (the data plane closed the stream, cancellation)
+                await director.finish(exchange, Outcome(answer.replica.id, False, 499, None,
+                                                        time.perf_counter() - answer.started_at, 0, 0))
+
+    def _subset(self, arrival: Arrival, body: RequestBody) -> frozenset[str] | None:
+        """The replica ids the subset hint names; 503 when it names none of the model's (the
+        protocol's answer to an empty or ineligible subset)."""
+        if arrival.subset is None:
+            return None
+        config = self._gateway.current.config
+        model = config.models.get(body.model.split(":", 1)[0])
+        replicas = model.replicas if model is not None else config.replicas
+        hinted = set(arrival.subset)
+        ids = frozenset(r.id for r in replicas if endpoint_of(r) in hinted)
+        if not ids:
+            raise NoHealthyReplica("None of the endpoints the gateway allows for this request serves its model.",
+                                   code="empty_subset", retry_after_s=1.0)
+        return ids
+
+    async def _send_pick(self, endpoints: Sequence[str], body: bytes, upstream_headers: bytes, mode: BodyMode) -> None:
+        if mode is BodyMode.BUFFERED:
+            await self._channel.write(wire.buffered_pick(endpoints, body))
+            return
+        response = wire.picked(endpoints, len(body), mode)
+        for line in upstream_headers.decode("latin-1").split("\r\n"):
+            name, sep, value = line.partition(": ")
+            if sep:
+                response.request_headers.response.header_mutation.set_headers.add(
+                    header={"key": name, "raw_value": value.encode("latin-1")})
+        await self._channel.write(response)
+        for piece in wire.streamed_body(body, response=False, end=True):
+            await self._channel.write(piece)
+
+    async def _next_head(self) -> ResponseHead | None:
+        while (message := await self._channel.read()) is not None:
+            if message.HasField("response_headers"):
+                return wire.response_head(message)
+            if message.HasField("request_trailers"):
+                await self._channel.write(wire.trailers_response(response=False))
+        return None
+
+    async def _relay(self, exchange: Exchange, endpoint: Endpoint[RequestBody], answer: EnvoyAnswer) -> None:
+        """The response passes through: Duet's headers added, the body observed (and the model
+        name rewritten back to the client's), the outcome reported once it ended."""
+        body = exchange.inbound.body
+        rewrite = ModelRewrite.between(exchange.plan.target.model.variant_of(answer.replica).served_model_name, body.model)
+        streaming = bool(body.stream) and answer.head.status == 200
+        headers = _duet_headers(exchange, answer)
+        if answer.head.end_of_stream or self._response_mode is BodyMode.UNSUPPORTED:
+            await self._channel.write(wire.response_headers(headers))
+            await self._end(exchange, answer, answer.head.status < 500, None, exchange.plan.profile.input_tokens, 0)
+            return
+        if streaming:
+            await self._relay_stream(exchange, endpoint, answer, rewrite, headers)
+        else:
+            await self._relay_whole(exchange, answer, rewrite, headers)
+
+    async def _relay_stream(self, exchange: Exchange, endpoint: Endpoint[RequestBody], answer: EnvoyAnswer,
+                            rewrite: ModelRewrite, headers: list[tuple[str, str]]) -> None:
+        body = exchange.inbound.body
+        strip = endpoint.stream_usage and not (body.stream_options or {}).get("include_usage")
+        tally = StreamTally(StreamOptions(rewrite, strip_usage=strip, input_tokens_estimate=exchange.plan.profile.input_tokens,
+                                          framing=endpoint.framing))
+        splitter = EventSplitter()
+        await self._channel.write(wire.response_headers(headers))
+        first_at: float | None = None
+        async for chunk, end in self._response_chunks():
+            if first_at is None and chunk:
+                first_at = time.perf_counter()
+                self._gateway.director.first_token(exchange)
+            piece = tally.outgoing(splitter.complete(chunk)) if chunk else b""
+            if end:
+                piece += splitter.pending
+            await self._write_body(piece, end)
+            if end:
+                break
+        input_tokens, output_tokens = tally.usage or (exchange.plan.profile.input_tokens, 0)
+        ttft = None if first_at is None else first_at - answer.started_at
+        await self._end(exchange, answer, tally.done_seen, ttft, input_tokens, output_tokens, 200 if tally.done_seen else 502)
+
+    async def _relay_whole(self, exchange: Exchange, answer: EnvoyAnswer, rewrite: ModelRewrite,
+                           headers: list[tuple[str, str]]) -> None:
+        chunks = [chunk async for chunk, _ in self._response_chunks()]
+        raw = b"".join(chunks)
+        ok = answer.head.status == 200
+        payload = rewrite.apply(raw) if ok else raw
+        self._gateway.director.first_token(exchange)
+        length = len(payload) if self._response_mode is BodyMode.FULL_DUPLEX else None
+        await self._channel.write(wire.response_headers(headers, body_length=length))
+        await self._write_body(payload, True)
+        usage = usage_of(raw) if ok else None
+        input_tokens, output_tokens = usage or (exchange.plan.profile.input_tokens if ok else 0, 0)
+        await self._end(exchange, answer, answer.head.status < 500, None, input_tokens, output_tokens)
+
+    async def _relay_untracked(self, exchange: Exchange, answer: EnvoyAnswer) -> None:
+        """/tokenize and the like: headers added, the body passed through unchanged."""
+        await self._channel.write(wire.response_headers(_duet_headers(exchange, answer)))
+        if answer.head.end_of_stream:
+            return
+        async for chunk, end in self._response_chunks():
+            await self._write_body(chunk, end)
+
+    async def _response_chunks(self) -> AsyncIterator[tuple[bytes, bool]]:
+        """The response body's chunks as (bytes, last); a buffered body is one chunk."""
+        while (message := await self._channel.read()) is not None:
+            if message.HasField("response_body"):
+                yield message.response_body.body, message.response_body.end_of_stream
+                if message.response_body.end_of_stream:
+                    return
+            elif message.HasField("response_trailers"):
+                await self._channel.write(wire.trailers_response(response=True))
+                yield b"", True
+                return
+        raise asyncio.CancelledError("the data plane closed the stream mid-response")
+
+    async def _write_body(self, piece: bytes, end: bool) -> None:
+        if self._response_mode is BodyMode.BUFFERED:
+            await self._channel.write(wire.whole_body(piece, response=True))
+            return
+        for message in wire.streamed_body(piece, response=True, end=end):
+            await self._channel.write(message)
+
+    async def _end(self, exchange: Exchange, answer: EnvoyAnswer, ok: bool, ttft_s: float | None, input_tokens: int,
+                   output_tokens: int, status: int | None = None) -> None:
+        outcome = Outcome(answer.replica.id, ok, answer.head.status if status is None else status, ttft_s,
+                          time.perf_counter() - answer.started_at, input_tokens, output_tokens)
+        await self._gateway.director.finish(exchange, outcome)
+
+
+def _response_mode(first: Message) -> BodyMode:
+    if not first.HasField("protocol_config"):
+        return BodyMode.FULL_DUPLEX
+    return {4: BodyMode.FULL_DUPLEX, 2: BodyMode.BUFFERED}.get(first.protocol_config.response_body_mode,
+                                                                BodyMode.UNSUPPORTED)
+
+
+def _authorization(headers: dict[str, str]) -> str | None:
+    if (value := headers.get("authorization")) is not None:
+        return value
+    key = headers.get("x-api-key")  # how Anthropic's clients send a key
+    return None if key is None else f"Bearer {key}"
+
+
+def _request_id(headers: dict[str, str]) -> str:
+    """The client's x-request-id when it is a plain token, else a new one."""
+    claimed = headers.get("x-request-id")
+    return claimed if claimed is not None and _REQUEST_ID.fullmatch(claimed) else os.urandom(12).hex()
+
+
+def _duet_headers(exchange: Exchange, answer: EnvoyAnswer) -> list[tuple[str, str]]:
+    """What the client is told about how its request was served (as the proxy tells it)."""
+    overhead_ms = (exchange.overhead_s or 0.0) * 1e3
+    return [
+        ("x-duet-variant", answer.replica.variant),
+        ("x-duet-replica", answer.replica.id),
+        ("x-duet-route", exchange.route),
+        ("x-duet-overhead-ms", f"{overhead_ms:.3f}"),
+        *((name.decode(), value.decode("latin-1")) for name, value in session_headers(exchange.plan.session)),
+        ("x-request-id", exchange.request_id),
+        *exchange.grant.headroom.headers(),
+    ]
