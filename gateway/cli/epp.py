@@ -14,6 +14,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--host", default="127.0.0.1", help="bind address of the gRPC server")
     parser.add_argument("--port", type=int, default=9002, help="gRPC port: ext_proc and health (GIE's default 9002)")
     parser.add_argument("--metrics-port", type=int, default=None, help="serve duet_* Prometheus metrics here")
+    parser.add_argument("--fallbacks", type=int, default=0,
+                        help="endpoints after the primary in each pick, for a data plane that takes a list "
+                             "(Envoy's override_host load balancer); 0 for an ORIGINAL_DST cluster")
     parser.add_argument("--log-level", default="info")
     parser.set_defaults(run=run)
 
@@ -22,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from gateway.epp.server import PickerOptions, serve_picker
 
     try:
-        serve_picker(args.config, PickerOptions(args.host, args.port, args.metrics_port, args.log_level))
+        serve_picker(args.config, PickerOptions(args.host, args.port, args.metrics_port, args.fallbacks, args.log_level))
     except ConfigError as exc:
         print(f"duet epp: invalid config: {exc}", file=sys.stderr)
         return 2

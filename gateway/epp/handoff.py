@@ -1,9 +1,11 @@
 """The endpoint picker's transport for the director: Envoy carries the bytes.
 
 The director tries the ranked replicas in turn (``Transport.attempt``), as it does on the proxy
-path. Here the first attempt hands the data plane the pick: that replica first, then the ranked
-replicas after it that take the very same body (the same served model name), as many as the
-attempts left; Envoy goes down that list on a refused connection. The response's headers then
+path. Here the first attempt hands the data plane the pick: that replica first, then up to
+``fallbacks`` of the ranked replicas after it that take the very same body (the same served
+model name), within the attempts left; a data plane that takes a list (Envoy's override_host
+load balancer) goes down it on a refused connection. Envoy's ORIGINAL_DST cluster takes one
+endpoint only: ``fallbacks`` 0, the default. The response's headers then
 say which endpoint answered, so each attempt of the director resolves from them: the replicas
 Envoy went past failed (502), the one that answered answered.
 """
@@ -20,6 +22,9 @@ from gateway.epp.wire import ResponseHead
 from gateway.flow import AttemptFailure, Exchange
 from gateway.proxy.forward import UpstreamRequest
 
+# The status of an attempt on a replica the data plane was never handed: a 4xx, so replica state
+# counts it nowhere (``gateway.state.outcomes``): the replica never saw the request.
+NOT_HANDED = 421
 # (endpoints in order, the body they all take) -> sent to the data plane.
 SendPick = Callable[[Sequence[str], bytes], Awaitable[None]]
 # The response's headers once the data plane has them (None: it closed the stream first).
@@ -47,8 +52,9 @@ class EnvoyHandoff:
     """One request's transport: the pick handed over once, every attempt read from the answer."""
 
     def __init__(self, exchange: Exchange, request: UpstreamRequest, send_pick: SendPick, next_head: NextHead,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], fallbacks: int = 0) -> None:
         self._exchange = exchange
+        self._fallbacks = fallbacks
         self._request = request
         self._send_pick = send_pick
         self._next_head = next_head
@@ -62,13 +68,19 @@ class EnvoyHandoff:
             await self._hand_over(replica)
         head = self._head
         assert head is not None
+        duration = self._clock() - self._started
         if replica not in self.handed:
-            return AttemptFailure(replica.id, 502, "not among the endpoints handed to the data plane", 0.0)
+            return AttemptFailure(replica.id, NOT_HANDED, "not among the endpoints handed to the data plane", 0.0)
         served = head.served if head.served is not None else endpoint_of(self.handed[0])
         if head.via_upstream and served == endpoint_of(replica):
             return EnvoyAnswer(replica, head, self._started)
-        why = "the data plane went on to another endpoint" if head.via_upstream else "no endpoint took the connection"
-        return AttemptFailure(replica.id, 502, f"{why} (status {head.status})", self._clock() - self._started)
+        if head.via_upstream:
+            return AttemptFailure(replica.id, 502, f"the data plane went on to {served}", duration)
+        if head.upstream_failed:
+            return AttemptFailure(replica.id, 502, f"no connection ({head.details})", duration)
+        # The data plane could not use the pick at all (no such host in its cluster, a header it
+        # cannot parse): its configuration's fault, not the replica's.
+        return AttemptFailure(replica.id, NOT_HANDED, f"the data plane did not send it ({head.details})", duration)
 
     async def _hand_over(self, replica: Replica) -> None:
         body = self._request.body_for(replica)
@@ -80,11 +92,11 @@ class EnvoyHandoff:
             raise asyncio.CancelledError("the data plane closed the stream before the response")
 
     def fallbacks(self, replica: Replica, body: bytes) -> tuple[Replica, ...]:
-        """``replica``, then the ranked replicas after it that take ``body`` as it is, within the
-        attempts the request has left."""
+        """``replica``, then up to ``fallbacks`` ranked replicas after it that take ``body`` as it
+        is, within the attempts the request has left."""
         exchange = self._exchange
         ranked = exchange.plan.decision.ranked
         left = exchange.config.server.max_attempts - exchange.attempts + 1
         after = ranked[ranked.index(replica) + 1:] if replica in ranked else ()
         same = [r for r in after if self._request.body_for(r) == body]
-        return (replica, *same)[:max(1, left)]
+        return (replica, *same)[:max(1, min(left, 1 + self._fallbacks))]

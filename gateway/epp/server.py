@@ -40,6 +40,8 @@ class PickerOptions:
     host: str = "127.0.0.1"
     port: int = 9002
     metrics_port: int | None = None
+    # Endpoints after the primary in each pick (0: the primary only, what ORIGINAL_DST takes).
+    fallbacks: int = 0
     log_level: str = "info"
     drain_s: float = 5.0
 
@@ -61,12 +63,13 @@ class _Context:
 class Picker(ext_proc_grpc.ExternalProcessorServicer):  # type: ignore[misc]
     """The ext_proc service: each stream is one request, run through the gateway's director."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, fallbacks: int) -> None:
         self._gateway = gateway
+        self._fallbacks = fallbacks
 
     async def Process(self, requests: AsyncIterator[Message], context: grpc.aio.ServicerContext[Any, Any]) -> None:  # noqa: N802
         try:
-            await PickerStream(self._gateway, _Context(context)).run()
+            await PickerStream(self._gateway, _Context(context), self._fallbacks).run()
         except asyncio.CancelledError:
             log.debug("an ext_proc stream ended before its request did")
 
@@ -95,7 +98,7 @@ async def run_picker(config_path: str | Path, options: PickerOptions, on_ready: 
     gateway = Gateway(config, config_path=str(config_path))
     await gateway.start()
     server = grpc.aio.server()
-    ext_proc_grpc.add_ExternalProcessorServicer_to_server(Picker(gateway), server)
+    ext_proc_grpc.add_ExternalProcessorServicer_to_server(Picker(gateway, options.fallbacks), server)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     port = server.add_insecure_port(f"{options.host}:{options.port}")

@@ -25,14 +25,12 @@ from typing import Protocol
 from gateway.access.ceiling import ceiling_of
 from gateway.access.guard import Grant
 from gateway.access.keys import bearer_token
-from gateway.api.errors import error_body
 from gateway.endpoints import ENDPOINTS, Endpoint, RequestBody
 from gateway.epp import wire
 from gateway.epp.handoff import EnvoyAnswer, EnvoyHandoff, endpoint_of
 from gateway.epp.wire import BodyMode, Message, ResponseHead
-from gateway.errors import BodyTooLarge, InvalidRequest, NoHealthyReplica, RequestError
-from gateway.flow import Exchange, Inbound, Outcome, upstream_request
-from gateway.flow.escalation import OPT_IN_HEADER
+from gateway.errors import BodyTooLarge, InvalidRequest, NoHealthyReplica, RequestError, error_body
+from gateway.flow import OPT_IN_HEADER, Exchange, Inbound, Outcome, upstream_request
 from gateway.proxy.relay import StreamOptions, StreamTally
 from gateway.proxy.sse import EventSplitter, ModelRewrite, usage_of
 from gateway.runtime import Gateway
@@ -66,8 +64,9 @@ class Arrival:
 class PickerStream:
     """Runs one request's stream: ``run`` returns when the data plane has its last answer."""
 
-    def __init__(self, gateway: Gateway, channel: Channel) -> None:
+    def __init__(self, gateway: Gateway, channel: Channel, fallbacks: int = 0) -> None:
         self._gateway = gateway
+        self._fallbacks = fallbacks
         self._channel = channel
         self._response_mode = BodyMode.FULL_DUPLEX
 
@@ -143,7 +142,7 @@ class PickerStream:
         request = upstream_request(exchange, endpoint.path, dict(data), stream_usage=endpoint.stream_usage)
         handoff = EnvoyHandoff(exchange, request, lambda endpoints, sent: self._send_pick(endpoints, sent, request.headers,
                                                                                           arrival.mode),
-                               self._next_head, time.perf_counter)
+                               self._next_head, time.perf_counter, self._fallbacks)
         if not endpoint.tracked:
             untracked = await director.forward(exchange, handoff)
             await self._relay_untracked(exchange, untracked)
@@ -202,7 +201,7 @@ class PickerStream:
         headers = _duet_headers(exchange, answer)
         if answer.head.end_of_stream or self._response_mode is BodyMode.UNSUPPORTED:
             await self._channel.write(wire.response_headers(headers))
-            await self._end(exchange, answer, answer.head.status < 500, None, exchange.plan.profile.input_tokens, 0)
+            await self._end(exchange, answer, answer.head.status < 500, None, (exchange.plan.profile.input_tokens, 0))
             return
         if streaming:
             await self._relay_stream(exchange, endpoint, answer, rewrite, headers)
@@ -228,23 +227,25 @@ class PickerStream:
             await self._write_body(piece, end)
             if end:
                 break
-        input_tokens, output_tokens = tally.usage or (exchange.plan.profile.input_tokens, 0)
         ttft = None if first_at is None else first_at - answer.started_at
-        await self._end(exchange, answer, tally.done_seen, ttft, input_tokens, output_tokens, 200 if tally.done_seen else 502)
+        tokens = tally.usage or (exchange.plan.profile.input_tokens, 0)
+        await self._end(exchange, answer, tally.done_seen, ttft, tokens, 200 if tally.done_seen else 502)
 
     async def _relay_whole(self, exchange: Exchange, answer: EnvoyAnswer, rewrite: ModelRewrite,
                            headers: list[tuple[str, str]]) -> None:
-        chunks = [chunk async for chunk, _ in self._response_chunks()]
-        raw = b"".join(chunks)
+        full_duplex = self._response_mode is BodyMode.FULL_DUPLEX
+        if not full_duplex:  # buffered: Envoy sends the body once the headers are answered
+            await self._channel.write(wire.response_headers(headers))
+        raw = b"".join([chunk async for chunk, _ in self._response_chunks()])
         ok = answer.head.status == 200
         payload = rewrite.apply(raw) if ok else raw
         self._gateway.director.first_token(exchange)
-        length = len(payload) if self._response_mode is BodyMode.FULL_DUPLEX else None
-        await self._channel.write(wire.response_headers(headers, body_length=length))
+        if full_duplex:  # the headers wait for the body, so they carry its new length
+            await self._channel.write(wire.response_headers(headers, body_length=len(payload)))
         await self._write_body(payload, True)
         usage = usage_of(raw) if ok else None
-        input_tokens, output_tokens = usage or (exchange.plan.profile.input_tokens if ok else 0, 0)
-        await self._end(exchange, answer, answer.head.status < 500, None, input_tokens, output_tokens)
+        tokens = usage or (exchange.plan.profile.input_tokens if ok else 0, 0)
+        await self._end(exchange, answer, answer.head.status < 500, None, tokens)
 
     async def _relay_untracked(self, exchange: Exchange, answer: EnvoyAnswer) -> None:
         """/tokenize and the like: headers added, the body passed through unchanged."""
@@ -274,10 +275,11 @@ class PickerStream:
         for message in wire.streamed_body(piece, response=True, end=end):
             await self._channel.write(message)
 
-    async def _end(self, exchange: Exchange, answer: EnvoyAnswer, ok: bool, ttft_s: float | None, input_tokens: int,
-                   output_tokens: int, status: int | None = None) -> None:
+    async def _end(self, exchange: Exchange, answer: EnvoyAnswer, ok: bool, ttft_s: float | None,
+                   tokens: tuple[int, int], status: int | None = None) -> None:
+        """``tokens``: (input, output) as the replica's usage said, or the estimate."""
         outcome = Outcome(answer.replica.id, ok, answer.head.status if status is None else status, ttft_s,
-                          time.perf_counter() - answer.started_at, input_tokens, output_tokens)
+                          time.perf_counter() - answer.started_at, *tokens)
         await self._gateway.director.finish(exchange, outcome)
 
 

@@ -90,6 +90,12 @@ class ResponseHead:
     served: str | None
     via_upstream: bool
     end_of_stream: bool
+    details: str = "via_upstream"  # Envoy's response.code_details
+
+    @property
+    def upstream_failed(self) -> bool:
+        """The data plane's own reply after the endpoints it tried failed to connect or reset."""
+        return not self.via_upstream and self.details.startswith(("upstream_reset", "upstream_response_timeout"))
 
 
 def response_head(request: Message) -> ResponseHead:
@@ -104,7 +110,7 @@ def response_head(request: Message) -> ResponseHead:
     if served is None and "upstream.address" in fields:
         served = fields["upstream.address"].string_value or None
     details = fields["response.code_details"].string_value if "response.code_details" in fields else "via_upstream"
-    return ResponseHead(status, served, details == "via_upstream", request.response_headers.end_of_stream)
+    return ResponseHead(status, served, details == "via_upstream", request.response_headers.end_of_stream, details)
 
 
 def _header_options(headers: Iterable[tuple[str, str]]) -> list[Message]:

@@ -46,6 +46,11 @@ class EnvoySettings:
     body_mode: str = "FULL_DUPLEX_STREAMED"
     # Where an unpicked request goes when failure_mode_allow lets it through (host:port, or None).
     default_endpoint: str | None = None
+    # The pool as a STATIC cluster of these endpoints with Envoy's override_host load balancer,
+    # which takes the picker's whole list (primary, then fallbacks); None: ORIGINAL_DST (one endpoint).
+    override_hosts: tuple[str, ...] | None = None
+    # The subset hint the data plane sends (Envoy's set_metadata filter; None: no hint).
+    subset: tuple[str, ...] | None = None
 
 
 def _address(host: str, port: int) -> dict[str, Any]:
@@ -69,21 +74,29 @@ def envoy_config(port: int, admin_port: int, epp_port: int, settings: EnvoySetti
     }
     route: dict[str, Any] = {"cluster": "pool", "timeout": "300s",
                              "retry_policy": {"retry_on": "connect-failure,reset-before-request", "num_retries": 2}}
+    virtual_host: dict[str, Any] = {"name": "pool", "domains": ["*"], "routes": [{"match": {"prefix": "/"}, "route": route}]}
+    if settings.default_endpoint is not None:  # an unpicked request (fail-open) still needs a destination
+        virtual_host["request_headers_to_add"] = [{"header": {"key": "x-gateway-destination-endpoint",
+                                                              "value": settings.default_endpoint},
+                                                   "append_action": "ADD_IF_ABSENT"}]
+    filters: list[dict[str, Any]] = []
+    if settings.subset is not None:
+        filters.append({"name": "envoy.filters.http.set_metadata", "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.set_metadata.v3.Config",
+            "metadata": [{"metadata_namespace": "envoy.lb.subset_hint",
+                          "value": {"x-gateway-destination-endpoint-subset": list(settings.subset)}}]}})
     manager = {
         "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
         "stat_prefix": "gateway",
-        "route_config": {"virtual_hosts": [{"name": "pool", "domains": ["*"],
-                                            "routes": [{"match": {"prefix": "/"}, "route": route}]}]},
+        "route_config": {"virtual_hosts": [virtual_host]},
         "http_filters": [
+            *filters,
             {"name": "envoy.filters.http.ext_proc", "typed_config": ext_proc},
             {"name": "envoy.filters.http.router",
              "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}},
         ],
     }
-    pool: dict[str, Any] = {
-        "name": "pool", "type": "ORIGINAL_DST", "connect_timeout": "1s", "lb_policy": "CLUSTER_PROVIDED",
-        "original_dst_lb_config": {"use_http_header": True, "http_header_name": "x-gateway-destination-endpoint"},
-    }
+    pool = original_dst_pool() if settings.override_hosts is None else override_host_pool(settings.override_hosts)
     epp = {
         "name": "epp", "type": "STATIC", "connect_timeout": "1s",
         "typed_extension_protocol_options": {"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
@@ -92,12 +105,6 @@ def envoy_config(port: int, admin_port: int, epp_port: int, settings: EnvoySetti
         "load_assignment": {"cluster_name": "epp", "endpoints": [
             {"lb_endpoints": [{"endpoint": {"address": _address("127.0.0.1", epp_port)}}]}]},
     }
-    if settings.default_endpoint is not None:  # an unpicked request (fail-open) still needs a destination
-        host, _, default_port = settings.default_endpoint.rpartition(":")
-        manager["request_headers_to_add"] = [{"header": {"key": "x-gateway-destination-endpoint",
-                                                         "value": settings.default_endpoint},
-                                              "append_action": "ADD_IF_ABSENT"}]
-        del host, default_port
     return {
         "admin": {"address": _address("127.0.0.1", admin_port)},
         "static_resources": {
@@ -105,6 +112,32 @@ def envoy_config(port: int, admin_port: int, epp_port: int, settings: EnvoySetti
                 {"name": "envoy.filters.network.http_connection_manager", "typed_config": manager}]}]}],
             "clusters": [pool, epp],
         },
+    }
+
+
+def original_dst_pool() -> dict[str, Any]:
+    return {
+        "name": "pool", "type": "ORIGINAL_DST", "connect_timeout": "1s", "lb_policy": "CLUSTER_PROVIDED",
+        "original_dst_lb_config": {"use_http_header": True, "http_header_name": "x-gateway-destination-endpoint"},
+    }
+
+
+def override_host_pool(endpoints: tuple[str, ...]) -> dict[str, Any]:
+    lb_endpoints = [{"endpoint": {"address": _address(host, int(port))}}
+                    for host, _, port in (e.rpartition(":") for e in endpoints)]
+    round_robin = {"typed_extension_config": {"name": "envoy.load_balancing_policies.round_robin", "typed_config": {
+        "@type": "type.googleapis.com/envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin"}}}
+    override = {
+        "@type": "type.googleapis.com/envoy.extensions.load_balancing_policies.override_host.v3.OverrideHost",
+        "override_host_sources": [{"header": "x-gateway-destination-endpoint"},
+                                  {"metadata": {"key": "envoy.lb", "path": [{"key": "x-gateway-destination-endpoint"}]}}],
+        "fallback_policy": {"policies": [round_robin]},
+    }
+    return {
+        "name": "pool", "type": "STATIC", "connect_timeout": "1s",
+        "load_assignment": {"cluster_name": "pool", "endpoints": [{"lb_endpoints": lb_endpoints}]},
+        "load_balancing_policy": {"policies": [{"typed_extension_config": {
+            "name": "envoy.load_balancing_policies.override_host", "typed_config": override}}]},
     }
 
 
@@ -141,6 +174,7 @@ class _Process:
 class EnvoyProcess(_Process):
     def __init__(self, tmp: Path, epp_port: int, settings: EnvoySettings = EnvoySettings()) -> None:
         self.port, self.admin_port = free_port(), free_port()
+        tmp.mkdir(parents=True, exist_ok=True)
         self.config_path = tmp / "envoy.yaml"
         self.config_path.write_text(yaml.safe_dump(envoy_config(self.port, self.admin_port, epp_port, settings)))
         self.log_path = tmp / "envoy.log"
@@ -182,8 +216,9 @@ class EnvoyProcess(_Process):
 class EppProcess(_Process):
     """``duet epp`` on a free port, ready once its gRPC ``readiness`` health check is SERVING."""
 
-    def __init__(self, config_path: Path, *, port: int | None = None) -> None:
+    def __init__(self, config_path: Path, *, port: int | None = None, fallbacks: int = 0) -> None:
         self.port = port or free_port()
+        self.fallbacks = fallbacks
         self.metrics_port = free_port()
         self.config_path = config_path
         self.log_path = config_path.with_suffix(".epp.log")
@@ -193,7 +228,8 @@ class EppProcess(_Process):
 
     def start(self) -> EppProcess:
         self._spawn([sys.executable, "-m", "gateway.cli", "epp", "--config", str(self.config_path),
-                     "--port", str(self.port), "--metrics-port", str(self.metrics_port)])
+                     "--port", str(self.port), "--metrics-port", str(self.metrics_port),
+                     "--fallbacks", str(self.fallbacks)])
         deadline = time.monotonic() + 30
         while self.health("readiness") != health_pb2.HealthCheckResponse.SERVING:
             if self.process is not None and self.process.poll() is not None:

@@ -1,0 +1,231 @@
+"""Duet as the endpoint picker behind a real Envoy (``make envoy-env``): simulated replicas, ``duet
+epp`` as Envoy's ext_proc filter, an ORIGINAL_DST cluster that follows its pick (or the
+override_host load balancer, which takes a list with fallbacks), and the openai SDK pointed at
+Envoy. Where the proxy path answers the same question, the test runs over both paths."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+import yaml
+from grpc_health.v1 import health_pb2
+
+from loadtests.launch.gateway_process import GatewayProcess
+from serving.sim.server.testing import SimProcess
+
+from .cluster import demo_config, wait_until
+from .envoy import EnvoyProcess, EnvoySettings, EppProcess, envoy_binary
+
+pytestmark = pytest.mark.envoy
+
+MAX_BODY = 64 * 1024
+SERVING = health_pb2.HealthCheckResponse.SERVING
+
+
+def parity_config(urls: dict[str, str], **state: Any) -> dict[str, Any]:
+    """The demo config on ``urls`` with its parity verdicts as shipped (fast only for agent and
+    extraction) and a small body limit."""
+    raw = demo_config(urls, **state)
+    raw["models"]["smollm2"]["variants"]["fast"]["allowed_tasks"] = ["agent", "extraction"]
+    raw["server"]["max_body_bytes"] = MAX_BODY
+    return raw
+
+
+@dataclass
+class Stack:
+    envoy: EnvoyProcess
+    epp: EppProcess
+    proxy: GatewayProcess
+    sims: dict[str, SimProcess]
+
+    def url(self, path: str) -> str:
+        return self.envoy.url if path == "epp" else self.proxy.url
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    assert envoy_binary() is not None, "no Envoy binary: run `make envoy-env`"
+    tmp = tmp_path_factory.mktemp("epp")
+    with SimProcess("fast-test", "--served-model-name", "smollm2-standard") as standard, \
+            SimProcess("fast-test", "--served-model-name", "smollm2-fast") as fast:
+        sims = {"standard": standard, "fast": fast}
+        config = tmp / "duet.yaml"
+        config.write_text(yaml.safe_dump(parity_config({v: s.url for v, s in sims.items()})))
+        with EppProcess(config) as epp, EnvoyProcess(tmp, epp.port) as envoy, \
+                GatewayProcess(config, log_path=tmp / "proxy.log") as proxy:
+            yield Stack(envoy, epp, proxy, sims)
+
+
+def chat(url: str, model: str = "smollm2", **headers: str) -> httpx.Response:
+    body = {"model": model, "messages": [{"role": "user", "content": "Say hello in five words."}], "max_tokens": 16}
+    return httpx.post(f"{url}/v1/chat/completions", json=body, timeout=30,
+                      headers={"x-session-id": uuid.uuid4().hex, **headers})
+
+
+def test_openai_sdk_chat_through_envoy(stack: Stack) -> None:
+    client = openai.OpenAI(base_url=f"{stack.envoy.url}/v1", api_key="unused", max_retries=0)
+    raw = client.chat.completions.with_raw_response.create(
+        model="smollm2", messages=[{"role": "user", "content": "Say hello in five words."}], max_tokens=16)
+    completion = raw.parse()
+    assert completion.model == "smollm2"  # the served name rewritten back, as the proxy does
+    assert completion.choices[0].message.content
+    assert completion.usage is not None and completion.usage.completion_tokens > 0
+    assert raw.headers["x-duet-variant"] == "standard"  # chat is refused on fast (parity)
+    assert raw.headers["server"] == "envoy"
+
+
+def test_openai_sdk_stream_through_envoy(stack: Stack) -> None:
+    client = openai.OpenAI(base_url=f"{stack.envoy.url}/v1", api_key="unused", max_retries=0)
+    messages: Any = [{"role": "user", "content": "Say hello in five words."}]
+    chunks = list(client.chat.completions.create(model="smollm2", messages=messages, max_tokens=16, stream=True))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text and all(c.model == "smollm2" for c in chunks)
+    assert all(c.usage is None for c in chunks)  # Duet asked for usage to count tokens and strips it again
+    with_usage = list(client.chat.completions.create(model="smollm2", messages=messages, max_tokens=16, stream=True,
+                                                     stream_options={"include_usage": True}))
+    assert with_usage[-1].usage is not None and with_usage[-1].usage.completion_tokens > 0
+
+
+@pytest.mark.parametrize("path", ["epp", "proxy"])
+def test_pinned_model(stack: Stack, path: str) -> None:
+    reply = chat(stack.url(path), "smollm2:fast")
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["x-duet-variant"] == "fast"
+    assert reply.json()["model"] == "smollm2:fast"
+
+
+@pytest.mark.parametrize("path", ["epp", "proxy"])
+def test_parity_keeps_reasoning_off_fast(stack: Stack, path: str) -> None:
+    tight = {"x-duet-latency-budget-ms": "300"}
+    assert chat(stack.url(path), **{"x-duet-task": "reasoning", **tight}).headers["x-duet-variant"] == "standard"
+    assert chat(stack.url(path), **{"x-duet-task": "extraction", **tight}).headers["x-duet-variant"] == "fast"
+
+
+@pytest.mark.parametrize("path", ["epp", "proxy"])
+def test_malformed_body_is_an_openai_400(stack: Stack, path: str) -> None:
+    broken = httpx.post(f"{stack.url(path)}/v1/chat/completions", content=b'{"model": "smollm2", "messages": [',
+                        headers={"content-type": "application/json"}, timeout=10)
+    assert broken.status_code == 400
+    assert broken.json()["error"]["type"] == "invalid_request_error"
+    no_messages = httpx.post(f"{stack.url(path)}/v1/chat/completions", json={"model": "smollm2"}, timeout=10)
+    assert no_messages.status_code == 400 and no_messages.json()["error"]["param"] == "messages"
+
+
+@pytest.mark.parametrize("path", ["epp", "proxy"])
+def test_too_large_body_is_an_openai_413(stack: Stack, path: str) -> None:
+    body = {"model": "smollm2", "messages": [{"role": "user", "content": "x" * (2 * MAX_BODY)}]}
+    reply = httpx.post(f"{stack.url(path)}/v1/chat/completions", json=body, timeout=10)
+    assert reply.status_code == 413
+    assert "larger than the limit" in reply.json()["error"]["message"]
+
+
+def test_unknown_model_is_the_proxys_404(stack: Stack) -> None:
+    through_envoy, proxied = chat(stack.envoy.url, "no-such-model"), chat(stack.proxy.url, "no-such-model")
+    assert through_envoy.status_code == proxied.status_code == 404
+    assert through_envoy.json() == proxied.json()
+
+
+def test_health_and_metrics_agree_with_what_envoy_did(stack: Stack) -> None:
+    assert stack.epp.health("liveness") == SERVING
+    assert stack.epp.health("readiness") == SERVING
+    assert stack.epp.health("envoy.service.ext_proc.v3.ExternalProcessor") == SERVING
+
+    def answered() -> float:
+        return sum(float(line.rsplit(" ", 1)[1]) for line in stack.epp.metrics().splitlines()
+                   if line.startswith("duet_requests_total{") and 'status="200"' in line)
+
+    before = answered()
+    for _ in range(3):
+        assert chat(stack.envoy.url).status_code == 200
+    wait_until(lambda: answered() == before + 3, 5.0, "three answered requests counted")
+
+
+def test_buffered_body_mode(stack: Stack, tmp_path: Path) -> None:
+    with EnvoyProcess(tmp_path, stack.epp.port, EnvoySettings(body_mode="BUFFERED")) as envoy:
+        reply = chat(envoy.url, "smollm2:fast")
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["model"] == "smollm2:fast" and reply.headers["x-duet-variant"] == "fast"
+
+
+def test_subset_hint_is_honoured(stack: Stack, tmp_path: Path) -> None:
+    fast = stack.sims["fast"].url.removeprefix("http://")
+    with EnvoyProcess(tmp_path / "fast-only", stack.epp.port, EnvoySettings(subset=(fast,))) as envoy:
+        # chat may not go to fast (parity), and fast is all this gateway allows: 503 by the protocol
+        assert chat(envoy.url).status_code == 503
+        assert chat(envoy.url, **{"x-duet-task": "extraction"}).headers["x-duet-variant"] == "fast"
+    with EnvoyProcess(tmp_path / "elsewhere", stack.epp.port, EnvoySettings(subset=("10.0.0.1:8000",))) as envoy:
+        reply = chat(envoy.url, **{"x-duet-task": "extraction"})
+        assert reply.status_code == 503 and reply.json()["error"]["code"] == "empty_subset"
+
+
+@pytest.fixture
+def two_standard(tmp_path: Path) -> Iterator[tuple[Path, list[SimProcess], SimProcess]]:
+    """Two standard replicas and a fast one; health checks every 30 s, so a killed replica is
+    still believed up when the next request is picked."""
+    with SimProcess("fast-test", "--served-model-name", "smollm2-standard") as a, \
+            SimProcess("fast-test", "--served-model-name", "smollm2-standard") as b, \
+            SimProcess("fast-test", "--served-model-name", "smollm2-fast") as fast:
+        raw = parity_config({"standard": a.url, "fast": fast.url}, health_interval_s=30.0)
+        raw["models"]["smollm2"]["variants"]["standard"]["replicas"].append({"url": b.url})
+        config = tmp_path / "duet.yaml"
+        config.write_text(yaml.safe_dump(raw))
+        yield config, [a, b], fast
+
+
+def test_replica_killed_between_requests_falls_back_in_envoy(two_standard: tuple[Path, list[SimProcess], SimProcess],
+                                                             tmp_path: Path) -> None:
+    """With a data plane that takes a list (override_host), the picker's fallbacks serve the
+    requests picked for the dead replica, and its breaker then keeps it out of the picks."""
+    config, (a, b), fast = two_standard
+    hosts = tuple(s.url.removeprefix("http://") for s in (a, b, fast))
+    with EppProcess(config, fallbacks=2) as epp, \
+            EnvoyProcess(tmp_path, epp.port, EnvoySettings(override_hosts=hosts)) as envoy:
+        assert chat(envoy.url, "smollm2:standard").status_code == 200
+        a.kill()
+        replies = [chat(envoy.url, "smollm2:standard") for _ in range(6)]
+        assert [r.status_code for r in replies] == [200] * 6
+        assert {r.headers["x-duet-replica"] for r in replies} == {"smollm2/standard/1"}
+        routes = [r.headers["x-duet-route"] for r in replies]
+        assert any(route.endswith(";fallback") for route in routes)
+        assert not routes[-1].endswith(";fallback")  # the breaker opened: the dead replica is no longer picked
+
+
+def test_replica_killed_between_requests_with_original_dst(two_standard: tuple[Path, list[SimProcess], SimProcess],
+                                                           tmp_path: Path) -> None:
+    """ORIGINAL_DST takes one endpoint: a request picked for the dead replica ends with the
+    proxy's OpenAI 502 (never silently), and once the breaker opened every request is answered."""
+    config, (a, b), _ = two_standard
+    with EppProcess(config) as epp, EnvoyProcess(tmp_path, epp.port) as envoy:
+        a.kill()
+        replies = [chat(envoy.url, "smollm2:standard") for _ in range(8)]
+        for reply in replies:
+            assert reply.status_code in (200, 502), reply.text
+            if reply.status_code == 502:
+                assert reply.json()["error"]["code"] == "upstream_failed"
+            else:
+                assert reply.headers["x-duet-replica"] == "smollm2/standard/1"
+        assert [r.status_code for r in replies[-3:]] == [200] * 3
+
+
+@pytest.mark.parametrize("fail_open", [False, True])
+def test_epp_stopped(stack: Stack, tmp_path: Path, fail_open: bool) -> None:
+    """Envoy's failure_mode_allow decides: false, the request fails (500, Envoy's own reply);
+    true, it goes on unpicked to the route's default endpoint, with the client's body untouched."""
+    config = stack.epp.config_path
+    standard = stack.sims["standard"].url.removeprefix("http://")
+    with EppProcess(config) as epp, EnvoyProcess(tmp_path, epp.port, EnvoySettings(
+            failure_mode_allow=fail_open, default_endpoint=standard)) as envoy:
+        assert chat(envoy.url, "smollm2:standard").headers["x-duet-variant"] == "standard"
+        epp.stop()
+        reply = chat(envoy.url, "smollm2-standard")  # a name the replica serves itself
+        if fail_open:
+            assert reply.status_code == 200 and "x-duet-variant" not in reply.headers
+        else:
+            assert reply.status_code == 500
