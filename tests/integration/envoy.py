@@ -188,7 +188,7 @@ class EnvoyProcess(_Process):
         binary = envoy_binary()
         assert binary is not None, "no Envoy: run `make envoy-env`"
         self._spawn([str(binary), "-c", str(self.config_path), "--base-id", str(self.admin_port),
-                     "--log-level", "warn", "--concurrency", "1"])
+                     "--log-level", os.environ.get("ENVOY_LOG_LEVEL", "warn"), "--concurrency", "1"])
         deadline = time.monotonic() + 30
         while True:
             if self.process is not None and self.process.poll() is not None:
