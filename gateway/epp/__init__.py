@@ -8,6 +8,7 @@ that hands the pick to the data plane (``handoff.py``). Modules, top down:
 
     server.py    the gRPC server: ext_proc service, gRPC health, the gateway's parts
     stream.py    one ext_proc stream = one request through the director
+    passage.py   the response on its way back: Duet's headers, the body observed, the outcome
     handoff.py   the director's Transport: the pick out, the answer read from the response
     wire.py      ext_proc messages <-> plain values (pure)
 """

@@ -13,40 +13,28 @@ immediate response with the OpenAI error body the proxy would have written.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from gateway.access.ceiling import ceiling_of
 from gateway.access.guard import Grant
 from gateway.access.keys import bearer_token
 from gateway.endpoints import ENDPOINTS, Endpoint, RequestBody
 from gateway.epp import wire
-from gateway.epp.handoff import EnvoyAnswer, EnvoyHandoff, endpoint_of
+from gateway.epp.handoff import EnvoyHandoff, endpoint_of
+from gateway.epp.passage import Channel, Passage, response_mode
 from gateway.epp.wire import BodyMode, Message, ResponseHead
 from gateway.errors import BodyTooLarge, InvalidRequest, NoHealthyReplica, RequestError, error_body
-from gateway.flow import OPT_IN_HEADER, Exchange, Inbound, Outcome, upstream_request
-from gateway.proxy.relay import StreamOptions, StreamTally
-from gateway.proxy.sse import EventSplitter, ModelRewrite, usage_of
+from gateway.flow import OPT_IN_HEADER, Inbound, Outcome, upstream_request
 from gateway.runtime import Gateway
-from gateway.sessions import session_headers
 
 log = logging.getLogger(__name__)
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:=+/-]{1,128}")
-
-
-class Channel(Protocol):
-    """The ext_proc stream: ``read`` gives the data plane's next message (None once it closed it)."""
-
-    async def read(self) -> Message | None: ...
-
-    async def write(self, response: Message) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +47,7 @@ class Arrival:
     mode: BodyMode
     subset: tuple[str, ...] | None
     received_at: float
+    trailers: bool = False  # the request ended with trailers (answered after its body)
 
 
 class PickerStream:
@@ -68,13 +57,13 @@ class PickerStream:
         self._gateway = gateway
         self._fallbacks = fallbacks
         self._channel = channel
-        self._response_mode = BodyMode.FULL_DUPLEX
+        self._passage = Passage(gateway.director, channel, BodyMode.FULL_DUPLEX)
 
     async def run(self) -> None:
         first = await self._channel.read()
         if first is None or not first.HasField("request_headers"):
             return
-        self._response_mode = _response_mode(first)
+        self._passage = Passage(self._gateway.director, self._channel, response_mode(first))
         try:
             arrival = await self._arrival(first)
             await self._serve(arrival)
@@ -91,17 +80,19 @@ class PickerStream:
                                    "request_body_mode to FULL_DUPLEX_STREAMED (or BUFFERED).", code="epp_body_mode")
         if mode is BodyMode.BUFFERED and not first.request_headers.end_of_stream:
             await self._channel.write(wire.continue_request_headers())
-        body = b"" if first.request_headers.end_of_stream else await self._read_body()
-        return Arrival(headers, headers.get(":path", "").split("?", 1)[0], body, mode, wire.subset_hint(first), received)
+        body, trailers = (b"", False) if first.request_headers.end_of_stream else await self._read_body()
+        return Arrival(headers, headers.get(":path", "").split("?", 1)[0], body, mode, wire.subset_hint(first), received,
+                       trailers)
 
-    async def _read_body(self) -> bytes:
-        """The request body, whole; BodyTooLarge past ``server.max_body_bytes``."""
+    async def _read_body(self) -> tuple[bytes, bool]:
+        """The request body, whole, and whether trailers ended it; BodyTooLarge past
+        ``server.max_body_bytes``."""
         limit = self._gateway.current.config.server.max_body_bytes
         chunks: list[bytes] = []
         size = 0
         while (message := await self._channel.read()) is not None:
             if message.HasField("request_trailers"):
-                break
+                return b"".join(chunks), True
             if not message.HasField("request_body"):
                 continue
             chunks.append(message.request_body.body)
@@ -110,7 +101,7 @@ class PickerStream:
                 raise BodyTooLarge(f"The request body is larger than the limit of {limit} bytes.")
             if message.request_body.end_of_stream:
                 break
-        return b"".join(chunks)
+        return b"".join(chunks), False
 
     async def _serve(self, arrival: Arrival) -> None:
         endpoint = ENDPOINTS.get(arrival.path)
@@ -141,15 +132,14 @@ class PickerStream:
             await director.admit(exchange)
         request = upstream_request(exchange, endpoint.path, dict(data), stream_usage=endpoint.stream_usage)
         handoff = EnvoyHandoff(exchange, request, lambda endpoints, sent: self._send_pick(endpoints, sent, request.headers,
-                                                                                          arrival.mode),
+                                                                                          arrival),
                                self._next_head, time.perf_counter, self._fallbacks)
         if not endpoint.tracked:
-            untracked = await director.forward(exchange, handoff)
-            await self._relay_untracked(exchange, untracked)
+            await self._passage.relay_untracked(exchange, await director.forward(exchange, handoff))
             return
         answer = await director.dispatch(exchange, handoff)
         try:
-            await self._relay(exchange, endpoint, answer)
+            await self._passage.relay(exchange, endpoint, answer)
         finally:
             if exchange.outcome is None:  # cut short (the data plane closed the stream, cancellation)
                 await director.finish(exchange, Outcome(answer.replica.id, False, 499, None,
@@ -170,19 +160,22 @@ class PickerStream:
                                    code="empty_subset", retry_after_s=1.0)
         return ids
 
-    async def _send_pick(self, endpoints: Sequence[str], body: bytes, upstream_headers: bytes, mode: BodyMode) -> None:
-        if mode is BodyMode.BUFFERED:
+    async def _send_pick(self, endpoints: Sequence[str], body: bytes, upstream_headers: bytes, arrival: Arrival) -> None:
+        """The pick, with the body Duet sends and its upstream headers (request id, task)."""
+        if arrival.mode is BodyMode.BUFFERED:
             await self._channel.write(wire.buffered_pick(endpoints, body))
             return
-        response = wire.picked(endpoints, len(body), mode)
+        response = wire.picked(endpoints, len(body), arrival.mode)
         for line in upstream_headers.decode("latin-1").split("\r\n"):
             name, sep, value = line.partition(": ")
             if sep:
                 response.request_headers.response.header_mutation.set_headers.add(
                     header={"key": name, "raw_value": value.encode("latin-1")})
         await self._channel.write(response)
-        for piece in wire.streamed_body(body, response=False, end=True):
+        for piece in wire.streamed_body(body, response=False, end=not arrival.trailers):
             await self._channel.write(piece)
+        if arrival.trailers:
+            await self._channel.write(wire.trailers_response(response=False))
 
     async def _next_head(self) -> ResponseHead | None:
         while (message := await self._channel.read()) is not None:
@@ -191,103 +184,6 @@ class PickerStream:
             if message.HasField("request_trailers"):
                 await self._channel.write(wire.trailers_response(response=False))
         return None
-
-    async def _relay(self, exchange: Exchange, endpoint: Endpoint[RequestBody], answer: EnvoyAnswer) -> None:
-        """The response passes through: Duet's headers added, the body observed (and the model
-        name rewritten back to the client's), the outcome reported once it ended."""
-        body = exchange.inbound.body
-        rewrite = ModelRewrite.between(exchange.plan.target.model.variant_of(answer.replica).served_model_name, body.model)
-        streaming = bool(body.stream) and answer.head.status == 200
-        headers = _duet_headers(exchange, answer)
-        if answer.head.end_of_stream or self._response_mode is BodyMode.UNSUPPORTED:
-            await self._channel.write(wire.response_headers(headers))
-            await self._end(exchange, answer, answer.head.status < 500, None, (exchange.plan.profile.input_tokens, 0))
-            return
-        if streaming:
-            await self._relay_stream(exchange, endpoint, answer, rewrite, headers)
-        else:
-            await self._relay_whole(exchange, answer, rewrite, headers)
-
-    async def _relay_stream(self, exchange: Exchange, endpoint: Endpoint[RequestBody], answer: EnvoyAnswer,
-                            rewrite: ModelRewrite, headers: list[tuple[str, str]]) -> None:
-        body = exchange.inbound.body
-        strip = endpoint.stream_usage and not (body.stream_options or {}).get("include_usage")
-        tally = StreamTally(StreamOptions(rewrite, strip_usage=strip, input_tokens_estimate=exchange.plan.profile.input_tokens,
-                                          framing=endpoint.framing))
-        splitter = EventSplitter()
-        await self._channel.write(wire.response_headers(headers))
-        first_at: float | None = None
-        async for chunk, end in self._response_chunks():
-            if first_at is None and chunk:
-                first_at = time.perf_counter()
-                self._gateway.director.first_token(exchange)
-            piece = tally.outgoing(splitter.complete(chunk)) if chunk else b""
-            if end:
-                piece += splitter.pending
-            await self._write_body(piece, end)
-            if end:
-                break
-        ttft = None if first_at is None else first_at - answer.started_at
-        tokens = tally.usage or (exchange.plan.profile.input_tokens, 0)
-        await self._end(exchange, answer, tally.done_seen, ttft, tokens, 200 if tally.done_seen else 502)
-
-    async def _relay_whole(self, exchange: Exchange, answer: EnvoyAnswer, rewrite: ModelRewrite,
-                           headers: list[tuple[str, str]]) -> None:
-        full_duplex = self._response_mode is BodyMode.FULL_DUPLEX
-        if not full_duplex:  # buffered: Envoy sends the body once the headers are answered
-            await self._channel.write(wire.response_headers(headers))
-        raw = b"".join([chunk async for chunk, _ in self._response_chunks()])
-        ok = answer.head.status == 200
-        payload = rewrite.apply(raw) if ok else raw
-        self._gateway.director.first_token(exchange)
-        if full_duplex:  # the headers wait for the body, so they carry its new length
-            await self._channel.write(wire.response_headers(headers, body_length=len(payload)))
-        await self._write_body(payload, True)
-        usage = usage_of(raw) if ok else None
-        tokens = usage or (exchange.plan.profile.input_tokens if ok else 0, 0)
-        await self._end(exchange, answer, answer.head.status < 500, None, tokens)
-
-    async def _relay_untracked(self, exchange: Exchange, answer: EnvoyAnswer) -> None:
-        """/tokenize and the like: headers added, the body passed through unchanged."""
-        await self._channel.write(wire.response_headers(_duet_headers(exchange, answer)))
-        if answer.head.end_of_stream:
-            return
-        async for chunk, end in self._response_chunks():
-            await self._write_body(chunk, end)
-
-    async def _response_chunks(self) -> AsyncIterator[tuple[bytes, bool]]:
-        """The response body's chunks as (bytes, last); a buffered body is one chunk."""
-        while (message := await self._channel.read()) is not None:
-            if message.HasField("response_body"):
-                yield message.response_body.body, message.response_body.end_of_stream
-                if message.response_body.end_of_stream:
-                    return
-            elif message.HasField("response_trailers"):
-                await self._channel.write(wire.trailers_response(response=True))
-                yield b"", True
-                return
-        raise asyncio.CancelledError("the data plane closed the stream mid-response")
-
-    async def _write_body(self, piece: bytes, end: bool) -> None:
-        if self._response_mode is BodyMode.BUFFERED:
-            await self._channel.write(wire.whole_body(piece, response=True))
-            return
-        for message in wire.streamed_body(piece, response=True, end=end):
-            await self._channel.write(message)
-
-    async def _end(self, exchange: Exchange, answer: EnvoyAnswer, ok: bool, ttft_s: float | None,
-                   tokens: tuple[int, int], status: int | None = None) -> None:
-        """``tokens``: (input, output) as the replica's usage said, or the estimate."""
-        outcome = Outcome(answer.replica.id, ok, answer.head.status if status is None else status, ttft_s,
-                          time.perf_counter() - answer.started_at, *tokens)
-        await self._gateway.director.finish(exchange, outcome)
-
-
-def _response_mode(first: Message) -> BodyMode:
-    if not first.HasField("protocol_config"):
-        return BodyMode.FULL_DUPLEX
-    return {4: BodyMode.FULL_DUPLEX, 2: BodyMode.BUFFERED}.get(first.protocol_config.response_body_mode,
-                                                                BodyMode.UNSUPPORTED)
 
 
 def _authorization(headers: dict[str, str]) -> str | None:
@@ -301,17 +197,3 @@ def _request_id(headers: dict[str, str]) -> str:
     """The client's x-request-id when it is a plain token, else a new one."""
     claimed = headers.get("x-request-id")
     return claimed if claimed is not None and _REQUEST_ID.fullmatch(claimed) else os.urandom(12).hex()
-
-
-def _duet_headers(exchange: Exchange, answer: EnvoyAnswer) -> list[tuple[str, str]]:
-    """What the client is told about how its request was served (as the proxy tells it)."""
-    overhead_ms = (exchange.overhead_s or 0.0) * 1e3
-    return [
-        ("x-duet-variant", answer.replica.variant),
-        ("x-duet-replica", answer.replica.id),
-        ("x-duet-route", exchange.route),
-        ("x-duet-overhead-ms", f"{overhead_ms:.3f}"),
-        *((name.decode(), value.decode("latin-1")) for name, value in session_headers(exchange.plan.session)),
-        ("x-request-id", exchange.request_id),
-        *exchange.grant.headroom.headers(),
-    ]

@@ -61,12 +61,17 @@ def header_map(headers: Message) -> dict[str, str]:
     return out
 
 
+def mode_of(body_send_mode: int) -> BodyMode:
+    """A ``ProcessingMode.BodySendMode`` as the picker handles it."""
+    return _BODY_MODES.get(body_send_mode, BodyMode.UNSUPPORTED)
+
+
 def body_mode(request: Message) -> BodyMode:
     """The request body's mode, from the first message's ``protocol_config`` (Envoy 1.35+ sends
     it); without one, full duplex, the protocol's streaming mode."""
     if not request.HasField("protocol_config"):
         return BodyMode.FULL_DUPLEX
-    return _BODY_MODES.get(request.protocol_config.request_body_mode, BodyMode.UNSUPPORTED)
+    return mode_of(request.protocol_config.request_body_mode)
 
 
 def subset_hint(request: Message) -> tuple[str, ...] | None:
