@@ -205,6 +205,7 @@ checkpoints: $(STAMP) quantize-env local-model
 # ---- end quantize ----
 
 # ---- bench-overhead (issue #3): gateway overhead against a direct connection, LiteLLM and vllm-router ----
+# (issue #35: and Envoy alone over a static cluster, and Envoy with `duet epp` as its endpoint picker)
 # Peers get their own venvs (LiteLLM's pins must not touch the gateway's); Debian's wrk and nginx
 # with its Lua module make the load and the fast backend. Results: terminal table, JSON lines at the
 # end, and the "Gateway overhead" section of docs/benchmarks.md. Chat for every gateway, the
@@ -232,7 +233,7 @@ $(BENCH_ROUTER_VENV)/.installed:
 	$(BENCH_ROUTER_VENV)/bin/pip install -q vllm-router
 	touch $@
 
-bench-overhead: $(STAMP) bench-overhead-tools $(BENCH_LITELLM_VENV)/.installed $(BENCH_ROUTER_VENV)/.installed
+bench-overhead: $(STAMP) bench-overhead-tools envoy-env $(BENCH_LITELLM_VENV)/.installed $(BENCH_ROUTER_VENV)/.installed
 	$(BIN)/python -m loadtests.benchmarks.overhead --command-label "make bench-overhead" --wait-quiet-s 300 $(ARGS)
 	$(BIN)/python -m loadtests.benchmarks.router.shadow --command-label "make bench-overhead"
 	$(BIN)/python -m loadtests.sections

@@ -201,6 +201,13 @@ def test_health_and_metrics_agree_with_what_envoy_did(stack: Stack) -> None:
     wait_until(lambda: answered() == before + 3, 5.0, "three answered requests counted")
 
 
+def test_envoy_alone_over_a_static_cluster(stack: Stack, tmp_path: Path) -> None:
+    """bench-overhead's baseline config: no picker, the replica's own model name."""
+    with EnvoyProcess(tmp_path, 0, static_backend=stack.sims["standard"].url.removeprefix("http://")) as envoy:
+        reply = chat(envoy.url, "smollm2-standard")
+        assert reply.status_code == 200 and "x-duet-variant" not in reply.headers
+
+
 def test_buffered_body_mode(stack: Stack, tmp_path: Path) -> None:
     with EnvoyProcess(tmp_path, stack.epp.port, EnvoySettings(body_mode="BUFFERED")) as envoy:
         reply = chat(envoy.url, "smollm2:fast")

@@ -21,6 +21,7 @@ from loadtests.benchmarks.overhead.measure.wrk import WrkResult, render_script
 from loadtests.benchmarks.overhead.stack.backend import nginx_command, write_backend_files
 from loadtests.benchmarks.overhead.stack.canned import API_KEY, canned_responses
 from loadtests.benchmarks.overhead.stack.duet import duet_launch
+from loadtests.benchmarks.overhead.stack.envoy import envoy_epp_launch, envoy_launch
 from loadtests.benchmarks.overhead.stack.launch import GatewayLaunch, Unavailable
 from loadtests.benchmarks.overhead.stack.peers import litellm_launch, vllm_router_launch
 from loadtests.benchmarks.overhead.stack.processes import PinnedProcess, ProcessFailed, start_pinned, wait_until
@@ -32,8 +33,10 @@ from serving.ports import free_port
 # limit set, two variants with two replicas each, the reference config's rules (issue #19);
 # duet-production-keys-off: the same config without keys, what issue #19 compares it with.
 # duet-detector-off: duet's config with the task detector off, what issue #28 compares duet with.
+# envoy: Envoy alone over a static cluster; envoy-duet-epp: Envoy with Duet as its endpoint picker
+# (issue #35), both processes on the gateway core.
 GATEWAYS = ("duet", "duet-detector-off", "duet-production", "duet-production-keys-off", "duet-redis", "vllm-router",
-            "litellm")
+            "litellm", "envoy", "envoy-duet-epp")
 OPTIONAL_GATEWAYS: tuple[str, ...] = ()
 
 
@@ -124,6 +127,8 @@ def _launchers(
         "duet-redis": lambda: _duet_redis(settings, backend_url, cleanup),
         "litellm": lambda: litellm_launch(settings.litellm_venv, run_dir, backend_url, free_port()),
         "vllm-router": lambda: vllm_router_launch(settings.vllm_router_venv, backend_url, free_port(), free_port()),
+        "envoy": lambda: envoy_launch(run_dir, backend_url, free_port()),
+        "envoy-duet-epp": lambda: envoy_epp_launch(run_dir, backend_url, free_port()),
     }
 
 
@@ -134,6 +139,9 @@ def measure_gateway(
     each of its modes, and stop it. A Responses mode it answers wrongly once chat works is
     reported unavailable (with the wrong answer) instead of measured."""
     log = settings.run_dir / f"{launch.name}.log"
+    companions = [start_pinned(f"{launch.name} companion {i}", command, settings.gateway_core,
+                               settings.run_dir / f"{launch.name}.companion-{i}.log", launch.env)
+                  for i, command in enumerate(launch.companions)]
     process = start_pinned(launch.name, launch.command, settings.gateway_core, log, launch.env)
     measured: list[Measurement] = []
     skipped: list[Unavailable] = []
@@ -148,6 +156,8 @@ def measure_gateway(
         return measured, skipped
     finally:
         process.stop()
+        for companion in companions:
+            companion.stop()
 
 
 # How long a gateway gets to answer a mode right before it is measured: a throughput phase that
