@@ -146,8 +146,13 @@ def measure_gateway(
     measured: list[Measurement] = []
     skipped: list[Unavailable] = []
     try:
+        def answers(stream: bool) -> bool:
+            for companion in companions:
+                companion.check_alive()  # a picker that died fails the gateway now, with its log
+            return smoke_problem(launch.base_url, stream) is None
+
         for stream in (False, True):
-            wait_until(process, lambda stream=stream: smoke_problem(launch.base_url, stream) is None, launch.startup_timeout_s)
+            wait_until(process, lambda stream=stream: answers(stream), launch.startup_timeout_s)
         for mode in modes_for(launch.name):
             if (problem := _settled_problem(process, launch.base_url, mode)) is not None:
                 skipped.append(Unavailable(f"{launch.name} {mode.name}", f"answers {mode.path} wrongly: {problem}"))
