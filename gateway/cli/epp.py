@@ -18,6 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="endpoints after the primary in each pick, for a data plane that takes a list "
                              "(Envoy's override_host load balancer); 0 for an ORIGINAL_DST cluster")
     parser.add_argument("--log-level", default="info")
+    parser.add_argument("--no-access-log", action="store_true", help="skip the per-request log line")
     parser.set_defaults(run=run)
 
 
@@ -25,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
     from gateway.epp.server import PickerOptions, serve_picker
 
     try:
-        serve_picker(args.config, PickerOptions(args.host, args.port, args.metrics_port, args.fallbacks, args.log_level))
+        serve_picker(args.config, PickerOptions(args.host, args.port, args.metrics_port, args.fallbacks, args.log_level,
+                                                   not args.no_access_log))
     except ConfigError as exc:
         print(f"duet epp: invalid config: {exc}", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import uvloop
 from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ext_proc_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
@@ -43,7 +44,9 @@ class PickerOptions:
     # Endpoints after the primary in each pick (0: the primary only, what ORIGINAL_DST takes).
     fallbacks: int = 0
     log_level: str = "info"
+    access_log: bool = True
     drain_s: float = 5.0
+    uvloop: bool = True
 
 
 class _Context:
@@ -127,5 +130,7 @@ async def run_picker(config_path: str | Path, options: PickerOptions, on_ready: 
 
 
 def serve_picker(config_path: str | Path, options: PickerOptions, on_ready: Callable[[int], None] | None = None) -> None:
-    configure_logging(options.log_level, True)
+    configure_logging(options.log_level, options.access_log)
+    if options.uvloop:
+        uvloop.install()  # as the proxy runs (uvicorn's loop="uvloop")
     asyncio.run(run_picker(config_path, options, on_ready))

@@ -46,6 +46,7 @@ def envoy_epp_launch(run_dir: Path, backend_url: str, port: int) -> GatewayLaunc
     duet_path.write_text(yaml.safe_dump(duet_config(reference, backend_url, "127.0.0.1", epp_port), sort_keys=False))
     config_path = run_dir / "envoy-duet-epp.yaml"
     config_path.write_text(yaml.safe_dump(envoy_config(port, admin_port, epp_port, EnvoySettings())))
-    picker = (str(duet_executable()), "epp", "--config", str(duet_path), "--port", str(epp_port), "--log-level", "warning")
+    picker = (str(duet_executable()), "epp", "--config", str(duet_path), "--port", str(epp_port), "--log-level", "warning",
+              "--no-access-log")  # as Duet the proxy runs here (quiet_flags)
     return GatewayLaunch(name="envoy-duet-epp", command=tuple(envoy_command(binary, config_path, admin_port)),
                          base_url=f"http://127.0.0.1:{port}", version=f"envoy {_envoy_version(binary)}", companions=(picker,))
