@@ -147,6 +147,44 @@ def test_the_dry_run_names_the_variant_envoy_was_sent_to(stack: Stack, task: str
     assert chat(stack.envoy.url, **headers).headers["x-duet-variant"] == planned["decision"]["variant"]
 
 
+def conversation(url: str, tasks: list[str]) -> list[tuple[str, str]]:
+    """One session's turns, each task in turn: (variant, the session header without its id)."""
+    session, messages, seen = uuid.uuid4().hex, [], []
+    for task in tasks:
+        messages.append({"role": "user", "content": f"Question for the {task} turn."})
+        reply = httpx.post(f"{url}/v1/chat/completions", json={"model": "smollm2", "messages": messages, "max_tokens": 8},
+                           headers={"x-session-id": session, "x-duet-task": task, "x-duet-latency-budget-ms": "300"},
+                           timeout=30)
+        assert reply.status_code == 200, reply.text
+        messages.append(reply.json()["choices"][0]["message"])
+        verdict = reply.headers["x-duet-session"].split(";", 1)[1].strip()
+        seen.append((reply.headers["x-duet-variant"], verdict))
+    return seen
+
+
+def test_a_session_goes_through_the_picker_as_through_the_proxy(stack: Stack) -> None:
+    tasks = ["extraction", "extraction", "reasoning", "extraction"]
+    through_envoy = conversation(stack.envoy.url, tasks)
+    assert through_envoy == conversation(stack.proxy.url, tasks)
+    assert through_envoy[1][1].startswith("turn=2")
+
+
+@pytest.mark.parametrize("path", ["epp", "proxy"])
+def test_previous_response_id_goes_to_the_replica_that_holds_it(stack: Stack, path: str) -> None:
+    # Extraction: both variants may serve it (parity), so the home decides where a turn goes.
+    client = openai.OpenAI(base_url=f"{stack.url(path)}/v1", api_key="unused", max_retries=0,
+                           default_headers={"x-duet-task": "extraction", "x-duet-latency-budget-ms": "300"})
+    usual = client.responses.with_raw_response.create(model="smollm2", input="Hi.", max_output_tokens=4)
+    other = {"standard": "fast", "fast": "standard"}[usual.headers["x-duet-variant"]]
+    first = client.responses.with_raw_response.create(model=f"smollm2:{other}", input="Remember this.", max_output_tokens=4)
+    home, previous = first.headers["x-duet-replica"], first.parse().id
+    for _ in range(3):
+        raw = client.responses.with_raw_response.create(model="smollm2", input="And then?", max_output_tokens=4,
+                                                        previous_response_id=previous)
+        assert raw.headers["x-duet-replica"] == home
+        previous = raw.parse().id
+
+
 @pytest.mark.parametrize("path", ["epp", "proxy"])
 def test_pinned_model(stack: Stack, path: str) -> None:
     reply = chat(stack.url(path), "smollm2:fast")
