@@ -21,7 +21,7 @@ from loadtests.benchmarks.overhead.measure.wrk import WrkResult, render_script
 from loadtests.benchmarks.overhead.stack.backend import nginx_command, write_backend_files
 from loadtests.benchmarks.overhead.stack.canned import API_KEY, canned_responses
 from loadtests.benchmarks.overhead.stack.duet import duet_launch
-from loadtests.benchmarks.overhead.stack.envoy import envoy_epp_launch, envoy_launch
+from loadtests.benchmarks.overhead.stack.envoy import envoy_epp_launch, envoy_launch, envoy_null_picker_launch
 from loadtests.benchmarks.overhead.stack.launch import GatewayLaunch, Unavailable
 from loadtests.benchmarks.overhead.stack.peers import litellm_launch, vllm_router_launch
 from loadtests.benchmarks.overhead.stack.processes import PinnedProcess, ProcessFailed, start_pinned, wait_until
@@ -33,10 +33,11 @@ from serving.ports import free_port
 # limit set, two variants with two replicas each, the reference config's rules (issue #19);
 # duet-production-keys-off: the same config without keys, what issue #19 compares it with.
 # duet-detector-off: duet's config with the task detector off, what issue #28 compares duet with.
-# envoy: Envoy alone over a static cluster; envoy-duet-epp: Envoy with Duet as its endpoint picker
-# (issue #35), both processes on the gateway core.
+# envoy: Envoy alone over a static cluster; envoy-null-picker: Envoy with a picker that only
+# answers ext_proc; envoy-duet-epp: Envoy with Duet as its endpoint picker (issue #35). A picker
+# runs on the gateway core beside its Envoy.
 GATEWAYS = ("duet", "duet-detector-off", "duet-production", "duet-production-keys-off", "duet-redis", "vllm-router",
-            "litellm", "envoy", "envoy-duet-epp")
+            "litellm", "envoy", "envoy-null-picker", "envoy-duet-epp")
 OPTIONAL_GATEWAYS: tuple[str, ...] = ()
 
 
@@ -128,6 +129,7 @@ def _launchers(
         "litellm": lambda: litellm_launch(settings.litellm_venv, run_dir, backend_url, free_port()),
         "vllm-router": lambda: vllm_router_launch(settings.vllm_router_venv, backend_url, free_port(), free_port()),
         "envoy": lambda: envoy_launch(run_dir, backend_url, free_port()),
+        "envoy-null-picker": lambda: envoy_null_picker_launch(run_dir, backend_url, free_port()),
         "envoy-duet-epp": lambda: envoy_epp_launch(run_dir, backend_url, free_port()),
     }
 
