@@ -4,6 +4,7 @@ connection, then start each gateway pinned to the gateway core, measure both mod
 
 from __future__ import annotations
 
+import functools
 import platform
 import re
 import subprocess
@@ -154,7 +155,7 @@ def measure_gateway(
             return smoke_problem(launch.base_url, stream) is None
 
         for stream in (False, True):
-            wait_until(process, lambda stream=stream: answers(stream), launch.startup_timeout_s)
+            wait_until(process, functools.partial(answers, stream), launch.startup_timeout_s)
         for mode in modes_for(launch.name):
             if (problem := _settled_problem(process, launch.base_url, mode)) is not None:
                 skipped.append(Unavailable(f"{launch.name} {mode.name}", f"answers {mode.path} wrongly: {problem}"))
