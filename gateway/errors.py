@@ -1,5 +1,6 @@
 """Duet's one error hierarchy. Each error knows its HTTP status and OpenAI error type;
-``gateway.api.errors`` maps them to the OpenAI body in one place.
+``error_body`` below writes the OpenAI body in one place, which the HTTP layer
+(``gateway.api.errors``) and the endpoint picker's immediate responses (``gateway.epp``) send.
 
 DuetError
  ├── ConfigError                 invalid duet.yaml (never reaches a client)
@@ -18,6 +19,8 @@ DuetError
 """
 
 from __future__ import annotations
+
+import orjson
 
 
 class DuetError(Exception):
@@ -117,3 +120,8 @@ class DeadlineExceeded(RequestError):
     status = 504
     error_type = "timeout_error"
     code = "deadline_exceeded"
+
+
+def error_body(message: str, error_type: str, param: str | None = None, code: str | int | None = None) -> bytes:
+    """The OpenAI error body."""
+    return orjson.dumps({"error": {"message": message, "type": error_type, "param": param, "code": code}})

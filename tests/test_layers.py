@@ -102,6 +102,21 @@ def test_nothing_but_the_command_shell_reaches_into_the_http_layer():
                        or _within(src, "gateway.api", *COMMAND_SHELL)) == []
 
 
+def test_the_endpoint_picker_is_a_caller_of_the_lifecycle_beside_the_http_layer():
+    # gateway/epp drives the director as api/serving.py does (the composer's Gateway, the proxied
+    # APIs' bodies, the relay's stream tally); of the lifecycle it reads only gateway.flow's public
+    # surface, and it never reaches into the HTTP layer, the fleet or the subscribers' rooms.
+    assert _violations("gateway", lambda src, dst: not _within(src, "gateway.epp") or (
+        _within(dst, *VOCABULARY, "gateway.epp", "gateway.errors", "gateway.config", "gateway.runtime",
+                "gateway.endpoints", "gateway.access", "gateway.proxy", "gateway.sessions", "gateway.logs")
+        or dst == "gateway.flow")) == []
+
+
+def test_only_the_command_shell_starts_the_endpoint_picker():
+    assert _violations("gateway", lambda src, dst: not _within(dst, "gateway.epp")
+                       or _within(src, "gateway.epp", *COMMAND_SHELL)) == []
+
+
 def test_the_flow_layer_never_imports_the_http_layer_the_runtime_or_its_subscribers_above_it():
     # Tracing, online parity's sampling and the autoscaling gauge read the lifecycle's types; the
     # composer (gateway.runtime, the replay) subscribes them, so flow never imports them.

@@ -27,8 +27,7 @@ from starlette.responses import Response
 from gateway.access.guard import KeyedAccess
 from gateway.access.keys import new_key
 from gateway.access.ledger import month_of
-from gateway.api.errors import error_body
-from gateway.errors import InvalidRequest
+from gateway.errors import InvalidRequest, error_body
 from gateway.runtime import Gateway
 
 log = logging.getLogger(__name__)

@@ -5,21 +5,16 @@ from __future__ import annotations
 import logging
 import math
 
-import orjson
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.api.asgi import Send
-from gateway.errors import RequestError
+from gateway.errors import RequestError, error_body
 
 log = logging.getLogger(__name__)
 
 _HTTP_TYPES = {404: "not_found_error", 405: "invalid_request_error", 413: "invalid_request_error"}
-
-
-def error_body(message: str, error_type: str, param: str | None = None, code: str | int | None = None) -> bytes:
-    return orjson.dumps({"error": {"message": message, "type": error_type, "param": param, "code": code}})
 
 
 def error_response(exc: RequestError, headers: dict[str, str] | None = None) -> Response:

@@ -14,10 +14,10 @@ import logging
 from fastapi import FastAPI
 
 from gateway.api.asgi import Receive, Scope, Send
-from gateway.api.errors import error_body, send_error, send_request_error
+from gateway.api.errors import send_error, send_request_error
 from gateway.api.serving import Reply, RequestIds, serve
 from gateway.endpoints import ENDPOINTS
-from gateway.errors import RequestError
+from gateway.errors import RequestError, error_body
 
 log = logging.getLogger(__name__)
 

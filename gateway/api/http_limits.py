@@ -16,7 +16,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from gateway.api.cycle import CoalescingCycle
-from gateway.api.errors import error_body
+from gateway.errors import error_body
 
 
 class HeadersTooLarge(Exception):

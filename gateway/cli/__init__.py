@@ -16,6 +16,7 @@ from types import ModuleType
 SUBCOMMANDS: dict[str, str] = {
     "up": "start local replicas and the gateway in front of them",
     "serve": "run the gateway in front of configured replicas",
+    "epp": "serve as the endpoint picker (Envoy ext_proc) of an inference gateway",
     "check": "validate a duet.yaml",
     "calibrate": "measure a replica's speed and write a variant's speed block",
     "explain": "show how a config routes a request (dry run)",
@@ -42,6 +43,9 @@ def command(name: str) -> ModuleType:
         case "serve":
             from gateway.cli import serve
             return serve
+        case "epp":
+            from gateway.cli import epp
+            return epp
         case "check":
             from gateway.cli import check
             return check

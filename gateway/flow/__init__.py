@@ -52,6 +52,7 @@ from gateway.flow.admission import Action, Ruling
 from gateway.flow.affinity import ResponseHomes
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
 from gateway.flow.director import Director, Ledgers, Transport
+from gateway.flow.escalation import OPT_IN_HEADER
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.flow.hooks import Hooks
 from gateway.flow.plan import Inbound, Plan, View, candidates_for, plan_request, prompt_prefix
@@ -86,6 +87,9 @@ __all__ = [
     "parse_vllm_metrics",
     # Sessions keep their variant (Ledgers.sessions, routing_hooks' sessions).
     "Sessions",
+    # The header a client opts in to a checked stream with (a caller that cannot re-frame a whole
+    # answer as a stream, the endpoint picker, drops it).
+    "OPT_IN_HEADER",
     # The task detector classify asks (its training and evaluation are gateway.detect.training, off the serving path).
     "Detection", "TaskDetector",
 ]

@@ -126,6 +126,9 @@ class Inbound:
     # The task detector's answer once the request has been planned: every later plan of the same
     # request (a waiting request's re-plans, an escalation) reads it instead of detecting again.
     detection: DetectionMemo = dataclasses.field(default_factory=DetectionMemo, compare=False, repr=False)
+    # The replica ids the data plane lets this request use (an endpoint picker's subset hint,
+    # ``gateway.epp``); None: every replica of the model.
+    subset: frozenset[str] | None = None
     prompt: PromptView = dataclasses.field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -135,14 +138,16 @@ class Inbound:
 def serving_replicas(model: ModelSpec, inbound: Inbound) -> tuple[Replica, ...]:
     """The replicas that may serve this request: the one holding its state, when it has a home
     the model still lists; else the model's embedding variants' for embeddings and only those
-    when it has some (``embedding_variants``); else every replica."""
-    if inbound.home is not None and (home := [r for r in model.replicas if r.id == inbound.home]):
+    when it has some (``embedding_variants``); else every replica. Only those of the inbound's
+    subset, when it has one."""
+    replicas = model.replicas if inbound.subset is None else tuple(r for r in model.replicas if r.id in inbound.subset)
+    if inbound.home is not None and (home := [r for r in replicas if r.id == inbound.home]):
         return tuple(home)
     pool = model.embedding_variants
     if not pool:
-        return model.replicas
+        return replicas
     embeds = isinstance(inbound.body, EmbeddingsBody)
-    return tuple(r for r in model.replicas if (r.variant in pool) == embeds)
+    return tuple(r for r in replicas if (r.variant in pool) == embeds)
 
 
 def plan_request(active: ActiveConfig, inbound: Inbound, view: View, *, explain: bool = False, draw: float = 0.0,

@@ -59,8 +59,9 @@ def finish_body(answer: Answer, rewrite: ModelRewrite, input_tokens_estimate: in
     return body, outcome
 
 
-class _Tally:
-    """What the relay learns from the events passing through."""
+class StreamTally:
+    """What the relay learns from the events passing through (the proxy's relay, and the
+    endpoint picker's, ``gateway.epp``, which sees the same bytes pass through Envoy)."""
 
     __slots__ = ("options", "usage", "done_seen")
 
@@ -99,7 +100,7 @@ async def relay_stream(answer: Answer, options: StreamOptions, write: Write, on_
     drained so its connection can be reused. A replica dying mid-stream ends the client's
     stream with an error event and ``[DONE]``; a client disconnect (``answer.client_gone``, or
     cancellation) closes the upstream connection so the replica stops generating."""
-    tally = _Tally(options)
+    tally = StreamTally(options)
     ok, status = False, 200
     splitter, response = answer.splitter, answer.response
     assert splitter is not None

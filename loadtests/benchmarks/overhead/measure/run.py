@@ -4,6 +4,7 @@ connection, then start each gateway pinned to the gateway core, measure both mod
 
 from __future__ import annotations
 
+import functools
 import platform
 import re
 import subprocess
@@ -21,6 +22,7 @@ from loadtests.benchmarks.overhead.measure.wrk import WrkResult, render_script
 from loadtests.benchmarks.overhead.stack.backend import nginx_command, write_backend_files
 from loadtests.benchmarks.overhead.stack.canned import API_KEY, canned_responses
 from loadtests.benchmarks.overhead.stack.duet import duet_launch
+from loadtests.benchmarks.overhead.stack.envoy import envoy_epp_launch, envoy_launch, envoy_null_picker_launch
 from loadtests.benchmarks.overhead.stack.launch import GatewayLaunch, Unavailable
 from loadtests.benchmarks.overhead.stack.peers import litellm_launch, vllm_router_launch
 from loadtests.benchmarks.overhead.stack.processes import PinnedProcess, ProcessFailed, start_pinned, wait_until
@@ -32,8 +34,11 @@ from serving.ports import free_port
 # limit set, two variants with two replicas each, the reference config's rules (issue #19);
 # duet-production-keys-off: the same config without keys, what issue #19 compares it with.
 # duet-detector-off: duet's config with the task detector off, what issue #28 compares duet with.
+# envoy: Envoy alone over a static cluster; envoy-null-picker: Envoy with a picker that only
+# answers ext_proc; envoy-duet-epp: Envoy with Duet as its endpoint picker (issue #35). A picker
+# runs on the gateway core beside its Envoy.
 GATEWAYS = ("duet", "duet-detector-off", "duet-production", "duet-production-keys-off", "duet-redis", "vllm-router",
-            "litellm")
+            "litellm", "envoy", "envoy-null-picker", "envoy-duet-epp")
 OPTIONAL_GATEWAYS: tuple[str, ...] = ()
 
 
@@ -124,6 +129,9 @@ def _launchers(
         "duet-redis": lambda: _duet_redis(settings, backend_url, cleanup),
         "litellm": lambda: litellm_launch(settings.litellm_venv, run_dir, backend_url, free_port()),
         "vllm-router": lambda: vllm_router_launch(settings.vllm_router_venv, backend_url, free_port(), free_port()),
+        "envoy": lambda: envoy_launch(run_dir, backend_url, free_port()),
+        "envoy-null-picker": lambda: envoy_null_picker_launch(run_dir, backend_url, free_port()),
+        "envoy-duet-epp": lambda: envoy_epp_launch(run_dir, backend_url, free_port()),
     }
 
 
@@ -134,12 +142,20 @@ def measure_gateway(
     each of its modes, and stop it. A Responses mode it answers wrongly once chat works is
     reported unavailable (with the wrong answer) instead of measured."""
     log = settings.run_dir / f"{launch.name}.log"
+    companions = [start_pinned(f"{launch.name} companion {i}", command, settings.gateway_core,
+                               settings.run_dir / f"{launch.name}.companion-{i}.log", launch.env)
+                  for i, command in enumerate(launch.companions)]
     process = start_pinned(launch.name, launch.command, settings.gateway_core, log, launch.env)
     measured: list[Measurement] = []
     skipped: list[Unavailable] = []
     try:
+        def answers(stream: bool) -> bool:
+            for companion in companions:
+                companion.check_alive()  # a picker that died fails the gateway now, with its log
+            return smoke_problem(launch.base_url, stream) is None
+
         for stream in (False, True):
-            wait_until(process, lambda stream=stream: smoke_problem(launch.base_url, stream) is None, launch.startup_timeout_s)
+            wait_until(process, functools.partial(answers, stream), launch.startup_timeout_s)
         for mode in modes_for(launch.name):
             if (problem := _settled_problem(process, launch.base_url, mode)) is not None:
                 skipped.append(Unavailable(f"{launch.name} {mode.name}", f"answers {mode.path} wrongly: {problem}"))
@@ -148,6 +164,8 @@ def measure_gateway(
         return measured, skipped
     finally:
         process.stop()
+        for companion in companions:
+            companion.stop()
 
 
 # How long a gateway gets to answer a mode right before it is measured: a throughput phase that

@@ -24,6 +24,8 @@ class GatewayLaunch:
     version: str
     env: Mapping[str, str] = field(default_factory=dict)
     startup_timeout_s: float = 60.0
+    # Processes the gateway needs beside it (Envoy's endpoint picker), started first on its core.
+    companions: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
