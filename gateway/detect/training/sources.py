@@ -46,6 +46,11 @@ MT_BENCH_TASKS = {"writing": "chat", "roleplay": "chat", "stem": "chat", "humani
 SWE_LANCER_ASK = ("You are an expert software engineer maintaining the Expensify repository. It has already been cloned, "
                   "and is present in /app/expensify (your CWD). You have been tasked with fixing the following issue:"
                   "\n\n<title>\n{title}\n</title>\n\n<description>\n{description}\n</description>")
+BFCL = "bfcl-eval-2026.3.23/bfcl_eval/data"
+# BFCL's multi-turn APIs and the files documenting their functions (bfcl_eval's own mapping).
+BFCL_API_DOCS = {"GorillaFileSystem": "gorilla_file_system", "MathAPI": "math_api", "MessageAPI": "message_api",
+                 "TwitterAPI": "posting_api", "TicketAPI": "ticket_api", "TradingBot": "trading_bot",
+                 "TravelAPI": "travel_booking", "VehicleControlAPI": "vehicle_control"}
 # AgentBench's operating-system tasks are carried out in a shell: the one tool, as a client would declare it.
 BASH_TOOL = [{"name": "bash", "description": "Run a bash command on the Ubuntu machine and return its output.",
               "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
@@ -138,11 +143,29 @@ def _functions(functions: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def bfcl(root: Path) -> Iterator[tuple[str, Messages]]:
-    folder = root / "bfcl-eval-2026.3.23/bfcl_eval/data"
+    folder = root / BFCL
     for name in ("BFCL_v4_simple_python", "BFCL_v4_multiple", "BFCL_v4_live_simple", "BFCL_v4_live_multiple"):
         for row in _jsonl(folder / f"{name}.json"):
             turns = [m for m in row["question"][0] if m.get("role") in ("user", "system")]
             yield row["id"], [_functions(row["function"]), *turns]
+    yield from bfcl_multi_turn(root)
+
+
+def bfcl_multi_turn(root: Path) -> Iterator[tuple[str, Messages]]:
+    """Each later user turn of BFCL's multi-turn conversations, after the earlier turns and the calls
+    that answered them (BFCL's ground truth, written as its prompting mode has the model write them;
+    the calls' results are not shipped), with the functions of the APIs the conversation uses."""
+    folder = root / BFCL
+    calls = {row["id"]: row["ground_truth"] for row in _jsonl(folder / "possible_answer/BFCL_v4_multi_turn_base.json")}
+    for row in _jsonl(folder / "BFCL_v4_multi_turn_base.json"):
+        functions = [f for api in row["involved_classes"]
+                     for f in _jsonl(folder / "multi_turn_func_doc" / f"{BFCL_API_DOCS[api]}.json")]
+        messages: Messages = [_functions(functions)]
+        for turn, (asked, answered) in enumerate(zip(row["question"], calls[row["id"]], strict=True)):
+            messages = [*messages, *asked]
+            if turn > 0:
+                yield f"{row['id']}/{turn}", messages
+            messages = [*messages, {"role": "assistant", "content": f"[{', '.join(answered)}]"}]
 
 
 def mt_bench(root: Path) -> Iterator[tuple[str, Messages]]:
@@ -213,7 +236,7 @@ SOURCES: dict[str, tuple[Label, Read]] = {
     "mt-bench": (mt_bench_task, mt_bench),
     "longbench-write": ("chat", longbench_write),
     "evals-writing-help": ("chat", _evals("proofreader/samples.jsonl", "abstract2title/samples.jsonl",
-                                          "seo_keywords/samples.jsonl", "security_guide/samples.jsonl")),
+                                          "seo_keywords/samples.jsonl")),
     "quartz": ("reasoning", _evals("quartz/samples.jsonl")),
     "socialiqa": ("reasoning", _evals("theory_of_mind/socialiqa/test.jsonl")),
     "theory-of-mind": ("reasoning", _evals("theory_of_mind/tomi/test.jsonl", "theory_of_mind/hitom/hitom.jsonl")),
@@ -221,10 +244,10 @@ SOURCES: dict[str, tuple[Label, Read]] = {
         "tricky-word-problems/samples.jsonl", "probabilities-word-problems/samples.jsonl",
         "algebra_word_problems/samples.jsonl", "math_for_5th-grader/samples.jsonl",
         "shopping_discount_comparison/samples.jsonl", "taxes/samples.jsonl", "newsology/samples.jsonl")),
-    "evals-code-reading": ("coding", _evals(
+    "evals-code-questions": ("coding", _evals(
         "python_list_comprehension/samples.jsonl", "csharp-linq/questions.jsonl", "syntax-check/samples.jsonl",
         "infiniteloop-match/infiniteloop-match.jsonl", "code_progress/samples.jsonl", "test_comp_sci/questions.jsonl",
-        "crontab/samples.jsonl")),
+        "crontab/samples.jsonl", "security_guide/samples.jsonl")),
     "swe-lancer": ("coding", swe_lancer),
     "evals-counting-tables": ("extraction", _evals(
         "count_token_freq_dna/samples.jsonl", "last_word_nth/samples.jsonl", "find-letter/samples.jsonl",

@@ -58,8 +58,10 @@ def test_bbh_gives_each_worked_example_without_its_answer(cache):
 
 
 def test_bfcl_puts_the_functions_in_the_system_prompt_as_an_agent_request(cache):
-    for name in ("BFCL_v4_multiple", "BFCL_v4_live_simple", "BFCL_v4_live_multiple"):
-        (cache / f"bfcl-eval-2026.3.23/bfcl_eval/data/{name}.json").write_text("")
+    for name in ("BFCL_v4_multiple", "BFCL_v4_live_simple", "BFCL_v4_live_multiple", "BFCL_v4_multi_turn_base",
+                 "possible_answer/BFCL_v4_multi_turn_base"):
+        (cache / f"{sources.BFCL}/{name}.json").parent.mkdir(parents=True, exist_ok=True)
+        (cache / f"{sources.BFCL}/{name}.json").write_text("")
     (item,) = load("bfcl", cache)
     assert item.task == "agent" and item.messages[0]["role"] == "system" and "circle_area" in item.messages[0]["content"]
     assert item.messages[1] == {"role": "user", "content": "Area of a circle of radius 3?"}
@@ -155,3 +157,20 @@ def test_a_grouped_evals_source_reads_each_of_its_files(cache):
     assert sorted(i.id for i in found) == ["evals-counting-tables/count_token_freq_dna/samples.jsonl/0",
                                            "evals-counting-tables/last_word_nth/samples.jsonl/0"]
     assert {i.task for i in found} == {"extraction"}
+
+
+def test_a_bfcl_conversations_later_turns_follow_the_calls_that_answered_the_earlier_ones(tmp_path):
+    folder = tmp_path / sources.BFCL
+    (folder / "possible_answer").mkdir(parents=True)
+    (folder / "multi_turn_func_doc").mkdir()
+    (folder / "multi_turn_func_doc/math_api.json").write_text(json.dumps({"name": "add", "parameters": {}}) + "\n")
+    (folder / "BFCL_v4_multi_turn_base.json").write_text(json.dumps({
+        "id": "multi_turn_base_7", "involved_classes": ["MathAPI"],
+        "question": [[{"role": "user", "content": "Add 2 and 3."}], [{"role": "user", "content": "Now add 4 to that."}]]})
+        + "\n")
+    (folder / "possible_answer/BFCL_v4_multi_turn_base.json").write_text(json.dumps({
+        "id": "multi_turn_base_7", "ground_truth": [["add(a=2, b=3)"], ["add(a=5, b=4)"]]}) + "\n")
+    ((sid, messages),) = sources.bfcl_multi_turn(tmp_path)
+    assert sid == "multi_turn_base_7/1" and '"add"' in messages[0]["content"]
+    assert messages[1:] == [{"role": "user", "content": "Add 2 and 3."}, {"role": "assistant", "content": "[add(a=2, b=3)]"},
+                            {"role": "user", "content": "Now add 4 to that."}]
