@@ -174,3 +174,9 @@ def test_a_bfcl_conversations_later_turns_follow_the_calls_that_answered_the_ear
     assert sid == "multi_turn_base_7/1" and '"add"' in messages[0]["content"]
     assert messages[1:] == [{"role": "user", "content": "Add 2 and 3."}, {"role": "assistant", "content": "[add(a=2, b=3)]"},
                             {"role": "user", "content": "Now add 4 to that."}]
+
+
+def test_every_source_labels_with_a_task_type_the_detector_knows():
+    known = {"chat", "coding", "reasoning", "extraction", "long-context", "agent"}
+    labels = {label for label, _ in sources.SOURCES.values() if isinstance(label, str)}
+    assert labels <= known and set(sources.MT_BENCH_TASKS.values()) <= known
