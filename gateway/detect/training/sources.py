@@ -1,8 +1,9 @@
 """Labelled prompts from public benchmarks, read from what ``make detector-data`` extracted
 (``gateway.detect.training.packages``): each source's items as (task, messages, source).
 
-A source is one benchmark by one set of authors (DATA.md says whose, and under which license);
-the leave-one-source-out evaluation holds each out whole. Labels follow the task types' meaning
+A source is one benchmark by one set of authors, or a group of small evals by different
+contributors with one shape (DATA.md says whose, and under which license); the
+leave-one-source-out evaluation holds each out whole. Labels follow the task types' meaning
 in docs/routing.md: writing, advice and knowledge questions are ``chat``; logic puzzles,
 deduction, commonsense and word problems ``reasoning``; writing, fixing, explaining and reading
 code ``coding``; entities, fields, spans, table look-ups and counts from a given text
@@ -12,8 +13,7 @@ Messages are kept as the benchmark wrote them (system prompt included); function
 would send as ``tools`` (where the gateway's ``has_tools`` rule decides before the detector), are
 given in the system prompt as BFCL's prompting mode does. A later turn whose earlier answer the
 package does not ship follows an empty assistant turn, for every task alike, so the answer's
-presence carries no label.
-A source's items are capped at ``CAP`` (by hash order of their ids), so no benchmark outweighs the
+presence carries no label. A source's items are capped at ``CAP`` (by hash order of their ids), so no benchmark outweighs the
 others in training."""
 
 from __future__ import annotations
