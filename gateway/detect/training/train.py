@@ -56,15 +56,21 @@ def fit(rows: list[list[str]], labels: list[int], features: list[str]) -> tuple[
     index = {f: i for i, f in enumerate(features)}
     ids = [sorted({index[n] for n in names if n in index}) for names in rows]
     flat = np.fromiter((i for row in ids for i in row), dtype=np.int64)
-    owner = np.repeat(np.arange(len(ids)), [len(r) for r in ids])
+    lengths = np.array([len(r) for r in ids])
+    owner = np.repeat(np.arange(len(ids)), lengths)
+    # A row's score is the sum of its features' weights: one reduceat over the rows' runs of
+    # ``flat`` (np.add.at's unbuffered scatter was nine tenths of a fit's time); a row with no
+    # feature has no run and scores its bias alone.
+    starts, empty = np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths == 0
     y = np.eye(len(TASKS))[labels]
     counts = np.bincount(labels, minlength=len(TASKS)).astype(float)
     sample_weight = (len(labels) / (len(TASKS) * np.maximum(counts, 1)))[labels] / len(labels)
     weights, bias = np.zeros((len(features), len(TASKS))), np.zeros(len(TASKS))
     moments = [np.zeros_like(weights), np.zeros_like(weights), np.zeros_like(bias), np.zeros_like(bias)]
     for step in range(1, STEPS + 1):
-        scores = np.zeros((len(ids), len(TASKS)))
-        np.add.at(scores, owner, weights[flat])
+        scores = np.add.reduceat(weights[flat], np.minimum(starts, len(flat) - 1), axis=0) if len(flat) else \
+            np.zeros((len(ids), len(TASKS)))
+        scores[empty] = 0.0
         scores += bias
         p = np.exp(scores - scores.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)

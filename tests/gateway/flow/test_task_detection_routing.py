@@ -3,15 +3,20 @@ prompt the detector is sure of never reaches a variant whose parity refuses reas
 unsure one goes only where every plausible task is allowed (deploy/render/h100-70b.yaml's
 split: fast allowed chat, coding, agent, extraction)."""
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
-from gateway.config import parse_config
+from gateway.config import load_config, parse_config
 from gateway.config.active import ActiveConfig
+from gateway.detect import TaskDetector
+from gateway.detect.training.train import TASKS, document
 from gateway.domain import Health, ReplicaState
 from gateway.endpoints import ChatBody
+from gateway.errors import ConfigError
 from gateway.flow import Inbound, View, plan_request
 
 DEMO = yaml.safe_load((Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml").read_text())
@@ -64,3 +69,31 @@ def test_a_confident_chat_prompt_may_go_fast():
 def test_a_header_overrides_the_detector_in_routing(text):
     p = plan(config(), text, {"x-duet-task": "chat"})
     assert (p.profile.task, p.profile.task_source) == ("chat", "header")
+
+
+def test_a_teams_model_file_named_in_the_config_replaces_the_shipped_one(tmp_path):
+    """``routing.task_detector.model``: the file ``duet detect train`` writes. A model that knows
+    one feature (the word "zebra" means reasoning) decides what the shipped one would call chat."""
+    weights = np.zeros((1, len(TASKS)))
+    weights[0, TASKS.index("reasoning")] = 8.0
+    model = document(["u:zebra"], weights, np.zeros(len(TASKS)), {"threshold": 0.6, "floor": 0.05})
+    (tmp_path / "team.json").write_text(json.dumps(model))
+    raw = yaml.safe_load(yaml.safe_dump(DEMO))
+    raw["routing"]["task_detector"] = {"model": "team.json"}
+    (tmp_path / "duet.yaml").write_text(yaml.safe_dump(raw))
+    cfg = load_config(tmp_path / "duet.yaml")
+    assert cfg.policy.detection.detector is not TaskDetector.builtin() and cfg.policy.detection.threshold == 0.6
+    assert plan(cfg, "Tell me about the zebra.").profile.task == "reasoning"
+
+
+@pytest.mark.parametrize(("content", "problem"), [(None, "cannot read"), ("{", "not a model file"),
+                                                  ('{"tasks": ["chat"]}', "not a task detector model")])
+def test_a_bad_model_file_is_a_path_named_config_error(tmp_path, content, problem):
+    if content is not None:
+        (tmp_path / "team.json").write_text(content)
+    raw = yaml.safe_load(yaml.safe_dump(DEMO))
+    raw["routing"]["task_detector"] = {"model": "team.json"}
+    (tmp_path / "duet.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError, match=problem) as caught:
+        load_config(tmp_path / "duet.yaml")
+    assert caught.value.path == "routing.task_detector.model"

