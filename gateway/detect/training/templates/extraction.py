@@ -1,5 +1,5 @@
 """Extraction requests: an instruction to pull fields, lists or figures out of a document
-(``gateway.detect.training.documents``) or a table, given beside it in the user turn or, for
+(``gateway.detect.training.templates.documents``) or a table, given beside it in the user turn or, for
 ``extract_system``, ``extract_instructed``, ``extract_pipeline`` and ``extract_form_fill``, only
 in the system prompt, the user turn being the document alone."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from gateway.detect.training.documents import (
+from gateway.detect.training.templates.documents import (
     DOCS,
     booking,
     email,
@@ -22,7 +22,7 @@ from gateway.detect.training.documents import (
     shipping,
     ticket,
 )
-from gateway.detect.training.template import CITIES, ORGS, PEOPLE, Messages, pick, user
+from gateway.detect.training.templates.template import CITIES, ORGS, PEOPLE, Messages, pick, user
 
 
 def extract_json(rng: random.Random) -> Messages:

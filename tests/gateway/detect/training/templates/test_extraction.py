@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from gateway.detect.training.extraction import extract_form_fill, extract_instructed, extract_pipeline
+from gateway.detect.training.templates.extraction import extract_form_fill, extract_instructed, extract_pipeline
 
 # extract_system (held out) has this shape too; these were written after it was first measured.
 INSTRUCTION_IN_SYSTEM = (extract_instructed, extract_pipeline, extract_form_fill)

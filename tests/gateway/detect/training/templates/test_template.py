@@ -1,6 +1,6 @@
 import random
 
-from gateway.detect.training.template import PEOPLE, pick, user
+from gateway.detect.training.templates.template import PEOPLE, pick, user
 
 
 def test_a_one_turn_request_has_a_system_prompt_only_when_given_one():

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from gateway.detect.training.synth import TEMPLATES
+from gateway.detect.training.templates.synth import TEMPLATES
 
 ALL = [t for chosen in TEMPLATES.values() for t in chosen]
 

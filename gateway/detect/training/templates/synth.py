@@ -1,15 +1,15 @@
 """Synthesised labelled requests: the templates (``TEMPLATES``) for the task types no public set in
 ``../shared/prompts`` covers (extraction, long documents, agent turns), and for more varied chat,
 coding and reasoning requests beside the public ones. Each task has several templates over their
-own vocabularies; the extraction ones are in ``gateway.detect.training.extraction``, the rest here. A
-sample is ``(template id, seed) -> messages`` (``gateway.detect.training.template``), deterministic, so the
+own vocabularies; the extraction ones are in ``gateway.detect.training.templates.extraction``, the rest here. A
+sample is ``(template id, seed) -> messages`` (``gateway.detect.training.templates.template``), deterministic, so the
 corpus splits by template as well as by seed (``gateway.detect.training.corpus``)."""
 
 from __future__ import annotations
 
 import random
 
-from gateway.detect.training.extraction import (
+from gateway.detect.training.templates.extraction import (
     extract_figure,
     extract_form_fill,
     extract_instructed,
@@ -19,7 +19,7 @@ from gateway.detect.training.extraction import (
     extract_system,
     extract_table,
 )
-from gateway.detect.training.template import CITIES, LANGS, ORGS, PEOPLE, TOPICS, Messages, Template, pick, user
+from gateway.detect.training.templates.template import CITIES, LANGS, ORGS, PEOPLE, TOPICS, Messages, Template, pick, user
 
 WRITING = ("poem", "short story", "blog post", "cover letter", "toast for a wedding", "product description",
            "thank-you note", "limerick", "speech", "haiku", "apology email", "newsletter intro")

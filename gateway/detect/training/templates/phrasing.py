@@ -1,4 +1,4 @@
-"""How the prose templates ask (``gateway.detect.training.prose``, ``gateway.detect.training.chat_or_reasoning``):
+"""How the prose templates ask (``prose``, ``chat_or_reasoning`` beside this module):
 the openers and closers around a request and the follow-ups that end a conversation. Chat, coding
 and reasoning share them, so that phrasing tells no task apart: only what a request asks about
 does."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from gateway.detect.training.template import Messages
+from gateway.detect.training.templates.template import Messages
 
 OPENERS = ("", "", "", "Quick question: ", "Hey, ", "Hi! ", "I was wondering: ", "Can you help me? ", "Honestly, ",
            "Okay so ", "Please help. ", "Serious question: ", "Hello. ")

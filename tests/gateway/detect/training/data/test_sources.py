@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from gateway.detect.training import sources
-from gateway.detect.training.sources import EVALS, INSPECT, load, load_all
+from gateway.detect.training.data import sources
+from gateway.detect.training.data.sources import EVALS, INSPECT, load, load_all
 
 
 @pytest.fixture()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import random
 
-from gateway.detect.training.phrasing import ask
-from gateway.detect.training.template import CITIES, Messages
+from gateway.detect.training.templates.phrasing import ask
+from gateway.detect.training.templates.template import CITIES, Messages
 
 # Chat that sounds like reasoning: an estimate to be talked through, a "what if", a common-sense
 # question. No figures to compute with: the answer is an explanation, not a worked result.

@@ -1,6 +1,6 @@
 import random
 
-from gateway.detect.training.phrasing import CLOSERS, FOLLOW_UPS, OPENERS, ask, turns
+from gateway.detect.training.templates.phrasing import CLOSERS, FOLLOW_UPS, OPENERS, ask, turns
 
 
 def test_a_request_is_its_body_between_an_opener_and_a_closer():

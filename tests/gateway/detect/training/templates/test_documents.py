@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from gateway.detect.training import documents
-from gateway.detect.training.documents import DOCS
+from gateway.detect.training.templates import documents
+from gateway.detect.training.templates.documents import DOCS
 
 ALL = (*DOCS, documents.meeting_notes, documents.listing, documents.ticket, documents.booking, documents.payslip,
        documents.record, documents.notice, documents.receipt, documents.shipping, documents.job_post)

@@ -1,4 +1,4 @@
-"""The documents the extraction templates read (``gateway.detect.training.extraction``), each
+"""The documents the extraction templates read (``gateway.detect.training.templates.extraction``), each
 ``(rng) -> text``, and the words only they use: invoices, emails, biographies and financial
 statements (``DOCS``) for the first templates; the kinds below ``DOCS`` for the templates whose
 instruction is only in the system prompt."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from gateway.detect.training.template import CITIES, ORGS, PEOPLE, TOPICS, pick
+from gateway.detect.training.templates.template import CITIES, ORGS, PEOPLE, TOPICS, pick
 
 
 def invoice(rng: random.Random) -> str:

@@ -1,5 +1,5 @@
 """Labelled prompts from public benchmarks, read from what ``make detector-data`` extracted
-(``gateway.detect.training.packages``): each source's items as (task, messages, source).
+(``gateway.detect.training.data.packages``): each source's items as (task, messages, source).
 
 A source is one benchmark by one set of authors, or a group of small evals by different
 contributors with one shape (DATA.md says whose, and under which license); the
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.detect.training.packages import CACHE
+from gateway.detect.training.data.packages import CACHE
 
 Messages = list[dict[str, Any]]
 Read = Callable[[Path], Iterator[tuple[str, Messages]]]
