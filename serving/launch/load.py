@@ -62,7 +62,7 @@ class _Profile(_Strict):
     known_wrong: StrictStr | None = None
     requires: list[StrictStr] = Field(default_factory=list)
     cpu_flags: list[StrictStr] = Field(default_factory=list)
-    parity_report: StrictStr | None = None
+    parity_reports: list[StrictStr] = Field(default_factory=list)
 
     @field_validator("engine_args")
     @classmethod
@@ -99,7 +99,7 @@ def _profile(parsed: _Profile) -> LaunchProfile:
         engine_args=tuple(parsed.engine_args.items()), env=tuple(parsed.env.items()),
         resources=Resources(parsed.resources.gpus, parsed.resources.cpu, parsed.resources.memory),
         sim_profile=parsed.sim_profile, known_wrong=parsed.known_wrong, requires=tuple(parsed.requires),
-        cpu_flags=tuple(parsed.cpu_flags), parity_report=parsed.parity_report,
+        cpu_flags=tuple(parsed.cpu_flags), parity_reports=tuple(parsed.parity_reports),
     )
 
 
