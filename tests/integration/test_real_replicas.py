@@ -30,8 +30,8 @@ import yaml
 from openai import OpenAI
 
 from serving.hardware import cpu_class, cpu_flags
-from serving.launch import load_profiles
-from serving.launch.local import checkpoint_ready, host_cpu_flags, local_model_dir, unsupported_here
+from gateway.cli.up import DEFAULT_PAIRS
+from serving.launch.local import host_cpu_flags
 from serving.local_model import LocalModelPaths, default_cache_dir, is_ready
 from serving.ports import free_port
 from serving.vllm_replica import group_alive
@@ -41,10 +41,8 @@ from .cluster import wait_until
 REPO = Path(__file__).resolve().parents[2]
 VLLM_READY = REPO / ".venv-vllm" / ".installed"
 PATHS = LocalModelPaths(default_cache_dir())
-INT4 = load_profiles()["cpu-smollm2-int4"]
-# fast-int4 where its checkpoint is built and this CPU runs its kernel (AVX-512), else fast-spec.
-INT4_RUNS = checkpoint_ready(local_model_dir(INT4, PATHS)) and unsupported_here(INT4, host_cpu_flags()) is None
-FAST = "fast-int4" if INT4_RUNS else "fast-spec"
+# The fast variant of this CPU class's default pair (what `make run` starts): it needs no checkpoint.
+FAST = DEFAULT_PAIRS[cpu_class(host_cpu_flags())].split(",")[1]
 START_TIMEOUT_S = 1500  # two compiled starts at once on 2 AVX2 cores, on a shared machine (490-560 s each seen)
 HEALTH_INTERVAL_S = 1.0  # deploy/config/demo.yaml state.health_interval_s
 
