@@ -181,8 +181,10 @@ def footer(url: str, config: Path | None, costs: list[tuple[float, float]], stan
     used, counterfactual = sum(c[0] for c in costs), sum(c[1] for c in costs)
     lines = []
     if counterfactual > 0:
+        saved = 1 - used / counterfactual
+        verdict = f"{saved:.0%} saved" if saved >= 0 else f"{-saved:.0%} more: speed bought where a budget asked for it"
         lines.append(f"replica time: {used * 1000:.1f} ms, against {counterfactual * 1000:.1f} ms all on "
-                     f"{standard} ({1 - used / counterfactual:.0%} saved)")
+                     f"{standard} ({verdict})")
     where = config or "duet.yaml"
     lines += ["where to look next:",
               f"  curl {url}/metrics | grep -E 'duet_(requests|routing_decisions|cost_usd)'   per variant and task",
