@@ -6,7 +6,8 @@ dry run's reason, ``POST /v1/duet/route``, with the live route when it differs),
 the replica time it used against the same tokens on the standard variant. Replica time is the
 chargeback the gateway prices with (``ReplicaCost.chargeback``): a prompt token's prefill time, an
 output token's share of a decode step, on the variant's speed block in ``--config`` (the config
-``duet up`` wrote, calibrated). Without ``--config`` the cost columns are left out.
+``duet up`` wrote, calibrated); times a replica's GPUs it is GPU-seconds (a local replica has one
+core). Without ``--config`` the cost columns are left out.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import yaml
 
 from gateway.config import load_config
 from gateway.domain import ReplicaCost, SpeedPrior, VariantKind
@@ -140,9 +140,7 @@ class ReplicaSeconds:
     def of(cls, path: Path) -> ReplicaSeconds:
         """Read from the config at ``path``. Raises ConfigError."""
         model = load_config(path).models[MODEL]
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))["models"][MODEL]["variants"]
-        per_token = {name: per_token_seconds(v.speed, int((raw[name].get("replica_cost") or {}).get("gpus", 1)))
-                     for name, v in model.variants.items()}
+        per_token = {name: per_token_seconds(v.speed) for name, v in model.variants.items()}
         standard = next(name for name, v in model.variants.items() if v.kind is VariantKind.FULL)
         return cls(per_token, standard)
 
@@ -158,10 +156,10 @@ class ReplicaSeconds:
         return served.prompt_tokens * prompt_s + served.output_tokens * output_s
 
 
-def per_token_seconds(speed: SpeedPrior, gpus: int) -> tuple[float, float]:
+def per_token_seconds(speed: SpeedPrior) -> tuple[float, float]:
     """(prompt, output) replica-seconds per token on ``speed``: the chargeback of a replica that
     costs one dollar per second (``ReplicaCost.chargeback``), so its prices read as seconds."""
-    price = ReplicaCost(gpus, 3600.0).chargeback(speed)
+    price = ReplicaCost(1, 3600.0).chargeback(speed)
     return price.input_per_mtok / 1e6, price.output_per_mtok / 1e6
 
 

@@ -14,8 +14,8 @@ from serving.ports import free_port
 
 
 def test_a_slower_speed_block_costs_more_replica_seconds_per_token() -> None:
-    fast = per_token_seconds(SpeedPrior(prefill_tokens_per_s=2000.0, decode_s_per_token=0.03, step_s_per_seq=0.001), 1)
-    slow = per_token_seconds(SpeedPrior(prefill_tokens_per_s=1000.0, decode_s_per_token=0.06, step_s_per_seq=0.002), 1)
+    fast = per_token_seconds(SpeedPrior(prefill_tokens_per_s=2000.0, decode_s_per_token=0.03, step_s_per_seq=0.001))
+    slow = per_token_seconds(SpeedPrior(prefill_tokens_per_s=1000.0, decode_s_per_token=0.06, step_s_per_seq=0.002))
     assert slow[0] == pytest.approx(2 * fast[0], rel=0.01) and slow[1] == pytest.approx(2 * fast[1], rel=0.01)
     assert fast[0] == pytest.approx(1 / 2000.0, rel=0.01)  # a prompt token: its prefill time
 
