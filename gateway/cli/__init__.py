@@ -15,6 +15,7 @@ from types import ModuleType
 # subcommand -> its one-line help, shown without importing its module
 SUBCOMMANDS: dict[str, str] = {
     "up": "start local replicas and the gateway in front of them",
+    "demo": "send a few requests through a running gateway: where each went, why, what it cost",
     "serve": "run the gateway in front of configured replicas",
     "epp": "serve as the endpoint picker (Envoy ext_proc) of an inference gateway",
     "check": "validate a duet.yaml",
@@ -40,6 +41,9 @@ def command(name: str) -> ModuleType:
         case "up":
             from gateway.cli import up
             return up
+        case "demo":
+            from gateway.cli import demo
+            return demo
         case "serve":
             from gateway.cli import serve
             return serve

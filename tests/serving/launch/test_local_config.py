@@ -103,3 +103,40 @@ def test_a_profile_that_schedules_by_priority_makes_its_variant_say_so() -> None
     assert section["standard"]["scheduling"] == "priority" and "scheduling" not in section["fast-int4"]
     config = parse_config(yaml.safe_dump(local_config(DEMO, local, "127.0.0.1", 8123)), source="generated")
     assert config.models["smollm2"].variants["fast-int4"].scheduling == "fcfs"
+
+
+def test_local_variants_are_priced_by_replica_time_not_the_demos_list() -> None:
+    config = local_config(DEMO, variants("cpu-smollm2-bf16", "cpu-smollm2-ngram"), "h", 1)
+    for spec in config["models"]["smollm2"]["variants"].values():
+        assert "price" not in spec and spec["replica_cost"] == {"gpus": 1, "usd_per_gpu_hour": 0.05}
+
+
+def slower_fast_spec(tmp_path: Path) -> Path:
+    """The local config of standard + fast-spec with the speeds issue #38 measured on a busy AVX2
+    machine: fast-spec slower than standard (decode 123 vs 98 ms/token, prefill 21 vs 33 tok/s)."""
+    config = local_config(DEMO, variants("cpu-smollm2-bf16", "cpu-smollm2-ngram"), "127.0.0.1", 1)
+    section = config["models"]["smollm2"]["variants"]
+    section["standard"]["speed"].update(decode_s_per_token=0.098, prefill_tokens_per_s=33.0)
+    section["fast-spec"]["speed"].update(decode_s_per_token=0.123, prefill_tokens_per_s=21.0)
+    path = tmp_path / "duet.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_a_fast_variant_measured_slower_is_dearer_and_not_chosen_as_cheapest(tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from gateway.cli import main
+    from gateway.config import load_config
+
+    path = slower_fast_spec(tmp_path)
+    variants_ = load_config(path).models["smollm2"].variants
+    assert variants_["fast-spec"].price.output_per_mtok > variants_["standard"].price.output_per_mtok
+    assert variants_["fast-spec"].price.input_per_mtok > variants_["standard"].price.input_per_mtok
+    request = tmp_path / "request.json"  # extraction: a task type fast-spec is allowed
+    request.write_text(json.dumps({"headers": {"x-duet-task": "extraction"},
+                                   "body": {"model": "smollm2", "messages": [{"role": "user", "content": "Name: Ada."}]}}))
+    assert main(["explain", "--config", str(path), str(request), "--json"]) == 0
+    decision = json.loads(capsys.readouterr().out)["decision"]
+    assert decision["variant"] == "standard", decision
