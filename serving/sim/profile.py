@@ -181,7 +181,7 @@ def load_profile(name_or_path: str) -> Profile:
     if not path.exists():
         raise ProfileError("", f"no profile {name_or_path!r}; shipped: {', '.join(available_profiles())}")
     data = yaml.safe_load(path.read_text())
-    profile = build(Profile, data, "")
+    profile: Profile = build(Profile, data, "")
     _check(profile)
     return profile
 

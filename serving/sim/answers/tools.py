@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 
@@ -44,7 +45,8 @@ def example_value(schema: dict[str, Any]) -> Any:
     kind = schema.get("type", "object" if "properties" in schema else "string")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
-    return _BY_TYPE.get(kind, _string)(schema)
+    make: Callable[[dict[str, Any]], Any] = _BY_TYPE.get(str(kind), _string)
+    return make(schema)
 
 
 def _object(schema: dict[str, Any]) -> dict[str, Any]:
@@ -53,7 +55,8 @@ def _object(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _array(schema: dict[str, Any]) -> list[Any]:
-    items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+    found = schema.get("items")
+    items: dict[str, Any] = found if isinstance(found, dict) else {}
     return [example_value(items) for _ in range(max(1, int(schema.get("minItems", 1))))]
 
 
@@ -72,12 +75,20 @@ def _number(schema: dict[str, Any]) -> float:
     return float(schema.get("minimum", 1.5))
 
 
-_BY_TYPE = {
+def _true(schema: dict[str, Any]) -> bool:
+    return True
+
+
+def _null(schema: dict[str, Any]) -> None:
+    return None
+
+
+_BY_TYPE: dict[str, Callable[[dict[str, Any]], Any]] = {
     "object": _object,
     "array": _array,
     "string": _string,
     "integer": _integer,
     "number": _number,
-    "boolean": lambda schema: True,
-    "null": lambda schema: None,
+    "boolean": _true,
+    "null": _null,
 }

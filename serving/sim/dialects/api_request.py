@@ -69,10 +69,12 @@ def parse_call(raw: bytes, *, chat: bool, headers: dict[str, str], template: Cha
     if not isinstance(body, dict):
         raise BadRequest("Input should be a valid dictionary")
     text, tokens = _chat_prompt(body, template) if chat else _completion_prompt(body)
-    xargs = body.get("vllm_xargs") if isinstance(body.get("vllm_xargs"), dict) else {}
+    found = body.get("vllm_xargs")
+    xargs: dict[str, Any] = found if isinstance(found, dict) else {}
     if "sim_prompt_tokens" in xargs:
         tokens = _int(xargs, "sim_prompt_tokens", 0, 1)
-    stream_options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
+    found = body.get("stream_options")
+    stream_options: dict[str, Any] = found if isinstance(found, dict) else {}
     stream = bool(body.get("stream", False))
     if stream_options and not stream:
         raise BadRequest("Stream options can only be defined when `stream=True`.", "stream_options")

@@ -180,7 +180,7 @@ class _EngineCollector:
     def _counter(self, name: str, values: dict[str | None, float], label: str | None = None) -> CounterMetricFamily:
         family = CounterMetricFamily(name, HELP[name], labels=[*LABELS, label] if label else list(LABELS))
         for key, value in values.items():
-            family.add_metric([*self.labels, key] if label else self.labels, value, created=self.created)
+            family.add_metric([*self.labels, key or ""] if label else self.labels, value, created=self.created)
         return family
 
     def _tool_parses(self) -> CounterMetricFamily:

@@ -21,7 +21,8 @@ FINISH_REASONS = ("stop", "length", "abort", "error", "repetition")
 
 def token_buckets(max_value: int) -> tuple[int, ...]:
     """vLLM's 1-2-5 buckets up to ``max_value`` (token-count histograms)."""
-    out, exponent = [], 0
+    out: list[int] = []
+    exponent = 0
     while True:
         for mantissa in (1, 2, 5):
             value = mantissa * 10**exponent
