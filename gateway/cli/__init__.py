@@ -39,10 +39,10 @@ def command(name: str) -> ModuleType:
     """The module that registers subcommand ``name``, imported here and only now."""
     match name:
         case "up":
-            from gateway.cli import up
+            from gateway.cli.local import up
             return up
         case "demo":
-            from gateway.cli import demo
+            from gateway.cli.local import demo
             return demo
         case "serve":
             from gateway.cli import serve

@@ -3,22 +3,19 @@ checks here; both are ConfigError values naming the path (``routing.profiles.def
 
 from __future__ import annotations
 
-import binascii
-import dataclasses
-import json
 import logging
-import struct
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from gateway.config import schema
 from gateway.config.online_parity import build_online_parity
-from gateway.config.policy import DetectorSettings, Policy, PrefixCacheSettings, SessionSettings, Signal, TaskDefaults, TaskRule
+from gateway.config.policy import Policy
+from gateway.config.routing_policy import routing_policy
+from gateway.config.schema import config_error
 from gateway.config.types import (
     AccessSettings,
     BreakerSettings,
@@ -30,7 +27,6 @@ from gateway.config.types import (
     Tier,
     TokenizerSpec,
 )
-from gateway.detect import TaskDetector
 from gateway.domain import (
     EngineConfig,
     EngineRole,
@@ -46,10 +42,8 @@ from gateway.domain import (
     VariantKind,
 )
 from gateway.errors import ConfigError
-from gateway.routing.registry import PLUGIN_TYPES, PluginKind
 from gateway.routing.roles import ENGINE_ROLE
 from gateway.routing.rollout import ROLLOUT_STAGE
-from gateway.routing.router import RoutingProfile, WeightedScorer
 from gateway.scaling import Autoscaling
 
 log = logging.getLogger(__name__)
@@ -77,25 +71,14 @@ def parse_config(text: str, source: str = "<memory>") -> DuetConfig:
     try:
         parsed = schema.ConfigFile.model_validate(raw)
     except ValidationError as exc:
-        raise _config_error(exc) from exc
+        raise config_error(exc) from exc
     return build_config(parsed, source)
-
-
-def _config_error(exc: ValidationError, prefix: str = "") -> ConfigError:
-    lines = []
-    for error in exc.errors():
-        path = ".".join(str(part) for part in (prefix, *error["loc"]) if part != "")
-        message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
-        lines.append((path, message))
-    first_path, first_message = lines[0]
-    more = "".join(f"\n{p}: {m}" for p, m in lines[1:])
-    return ConfigError(first_path, first_message + more)
 
 
 def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
     tasks = set(parsed.routing.tasks)
     models = {name: _model(name, section, tasks, source) for name, section in parsed.models.items()}
-    policy = _policy(parsed.routing, source)
+    policy = routing_policy(parsed.routing, source)
     _require_rollout_filter(models, policy)
     discovery = _discovery(parsed)
     _require_engine_role_filter(models, discovery, policy)
@@ -338,114 +321,3 @@ def _pins(model: str, variants: Mapping[str, Variant]) -> dict[str, str]:
     if fast:
         pins.setdefault(f"{model}:fast", fast[0].name)
     return pins
-
-
-def _policy(routing: schema.RoutingSection, source: str) -> Policy:
-    tasks = {
-        name: TaskDefaults(t.ttft_ms, t.latency_ms, t.tpot_ms, t.expected_output_tokens, Priority(t.priority))
-        for name, t in routing.tasks.items()
-    }
-    _require_task(routing.default_task, tasks, "routing.default_task")
-    rules = tuple(_rule(rule, tasks, f"routing.rules.{i}") for i, rule in enumerate(routing.rules))
-    plugins = _plugins(routing.plugins)
-    profiles = {name: _profile(name, p, plugins) for name, p in routing.profiles.items()}
-    if routing.default_profile not in profiles:
-        raise ConfigError("routing.default_profile", f"references undefined profile '{routing.default_profile}'")
-    for task, profile in routing.task_profiles.items():
-        _require_task(task, tasks, f"routing.task_profiles.{task}")
-        if profile not in profiles:
-            raise ConfigError(f"routing.task_profiles.{task}", f"references undefined profile '{profile}'")
-    return Policy(tasks, rules, routing.default_task, profiles, routing.default_profile, dict(routing.task_profiles),
-                  PrefixCacheSettings(**routing.prefix_cache.model_dump()), SessionSettings(**routing.sessions.model_dump()),
-                  _detection(routing.task_detector, tasks, source))
-
-
-def _detection(section: schema.TaskDetectorSection, tasks: Mapping[str, TaskDefaults],
-               source: str) -> DetectorSettings | None:
-    """The shipped detector, or the section's model file, with the section's threshold and floor
-    (else the model's own); None when the section turns it off or the config names none of the
-    tasks it detects."""
-    if not section.enabled:
-        return None
-    detector = TaskDetector.builtin() if section.model is None else _detector_file(section.model, source)
-    if not set(detector.tasks) & set(tasks):
-        return None
-    meta = detector.meta
-    return DetectorSettings(detector, section.threshold or float(meta["threshold"]), section.floor or float(meta["floor"]))
-
-
-def _detector_file(written: str, source: str) -> TaskDetector:
-    """A team's model file (``duet detect train``), relative to the config file."""
-    path = Path(written)
-    if not path.is_absolute() and source != "<memory>":
-        path = Path(source).parent / path
-    where = "routing.task_detector.model"
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(where, f"cannot read {path}: {exc.strerror}") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(where, f"{path} is not a model file (JSON): {exc}") from exc
-    try:
-        return TaskDetector.from_document(document)
-    except (KeyError, TypeError, ValueError, struct.error, binascii.Error) as exc:
-        raise ConfigError(where, f"{path} is not a task detector model written by `duet detect train`: {exc!r}") from exc
-
-
-def _require_task(task: str, tasks: Mapping[str, TaskDefaults], path: str) -> None:
-    if task not in tasks:
-        raise ConfigError(path, f"unknown task type '{task}' (routing.tasks defines {sorted(tasks)})")
-
-
-def _rule(rule: schema.RuleSection, tasks: Mapping[str, TaskDefaults], path: str) -> TaskRule:
-    _require_task(rule.task, tasks, f"{path}.task")
-    if isinstance(rule.if_, schema.InputTokensOver):
-        return TaskRule(Signal.INPUT_TOKENS_OVER, rule.task, rule.if_.input_tokens_over)
-    return TaskRule(Signal(rule.if_), rule.task)
-
-
-def _plugins(sections: list[schema.PluginSection]) -> dict[str, tuple[PluginKind, Any]]:
-    built: dict[str, tuple[PluginKind, Any]] = {}
-    for i, section in enumerate(sections):
-        path = f"routing.plugins.{i}"
-        if section.name in built:
-            raise ConfigError(f"{path}.name", f"duplicate plugin name '{section.name}'")
-        plugin_type = PLUGIN_TYPES.get(section.type)
-        if plugin_type is None:
-            raise ConfigError(f"{path}.type", f"unknown plugin type '{section.type}' (known: {', '.join(sorted(PLUGIN_TYPES))})")
-        built[section.name] = (plugin_type.kind, _instantiate(plugin_type.cls, section, f"{path}.params"))
-    return built
-
-
-def _instantiate(cls: type, section: schema.PluginSection, path: str) -> Any:
-    fields = {f.name for f in dataclasses.fields(cls)} - {"name"}
-    for key in section.params:
-        if key not in fields:
-            takes = sorted(fields) or "none"
-            raise ConfigError(f"{path}.{key}", f"unknown parameter (plugin type '{section.type}' takes {takes})")
-    try:
-        return TypeAdapter(cls).validate_python({**section.params, "name": section.name})
-    except ValidationError as exc:
-        raise _config_error(exc, prefix=path) from exc
-
-
-def _profile(name: str, p: schema.ProfileSection, plugins: Mapping[str, tuple[PluginKind, Any]]) -> RoutingProfile:
-    path = f"routing.profiles.{name}"
-
-    def ref(plugin: str, kind: PluginKind, where: str) -> Any:
-        if plugin not in plugins:
-            raise ConfigError(where, f"references undefined plugin '{plugin}'")
-        actual, instance = plugins[plugin]
-        if actual != kind:
-            raise ConfigError(where, f"plugin '{plugin}' is a {actual}, not a {kind}")
-        return instance
-
-    return RoutingProfile(
-        name=name,
-        filters=tuple(ref(f, "filter", f"{path}.filters.{i}") for i, f in enumerate(p.filters)),
-        predictor=ref(p.predictor, "predictor", f"{path}.predictor"),
-        scorers=tuple(
-            WeightedScorer(ref(s.plugin, "scorer", f"{path}.scorers.{i}.plugin"), s.weight) for i, s in enumerate(p.scorers)
-        ),
-        objective=ref(p.objective, "objective", f"{path}.objective"),
-    )

@@ -10,12 +10,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, model_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, model_validator
 
 from gateway.config.online_parity import OnlineParitySection
 from gateway.config.policy import PrefixCacheSettings, SessionSettings, TaskDefaults
 from gateway.config.types import AccessSettings, BreakerSettings, KubernetesDiscovery, ServerSettings, StateSettings
 from gateway.domain import SpeedPrior
+from gateway.errors import ConfigError
 from gateway.scaling import Autoscaling
 
 
@@ -384,3 +385,16 @@ class ConfigFile(Strict):
     routing: RoutingSection
     access: AccessSection | None = None
     online_parity: OnlineParitySection | None = None
+
+
+def config_error(exc: ValidationError, prefix: str = "") -> ConfigError:
+    """A pydantic error as one ConfigError: the first problem's path first, every other one on a line
+    of its own (``prefix`` names where the validated part sits in the file)."""
+    lines = []
+    for error in exc.errors():
+        path = ".".join(str(part) for part in (prefix, *error["loc"]) if part != "")
+        message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+        lines.append((path, message))
+    first_path, first_message = lines[0]
+    more = "".join(f"\n{p}: {m}" for p, m in lines[1:])
+    return ConfigError(first_path, first_message + more)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gateway.cli.demo import DEMO_REQUESTS
+from gateway.cli.local.demo import DEMO_REQUESTS
 from serving.ports import free_port
 
 from .cluster import wait_until

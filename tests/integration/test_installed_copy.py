@@ -16,7 +16,7 @@ SOURCES = ("pyproject.toml", "README.md", "gateway", "serving", "quantize", "loa
 # Run by the installed copy, from a directory without the clone on its path.
 PROBE = """
 import json
-from gateway.cli import up
+from gateway.cli.local import up
 from serving.launch import by_variant, load_profiles
 from quantize.parity.report import hardware_class
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.cli.evidence import apply_evidence
-from gateway.cli.up import DEMO_CONFIG, allowed_tasks_lines, gateway_config, parity_reports, read_policy, read_report
+from gateway.cli.local.evidence import apply_evidence
+from gateway.cli.local.up import DEMO_CONFIG, allowed_tasks_lines, gateway_config, parity_reports, read_policy, read_report
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.config.evidence import unproven
@@ -144,7 +144,7 @@ def duet_check_problems(raw: dict[str, Any]) -> list[str]:
 
 def test_every_shipped_parity_report_is_a_real_runs_output_under_docs() -> None:
     """The package ships the verdicts; the run's whole output (items, plot) stays in docs/parity-real/."""
-    repo = Path(__file__).resolve().parents[3]
+    repo = Path(__file__).resolve().parents[4]
     written = {path.read_bytes() for path in (repo / "docs" / "parity-real").glob("*/parity.json")}
     shipped = sorted((PARITY_ROOT / "parity").glob("*.json"))
     assert shipped and all(path.read_bytes() in written for path in shipped), shipped

@@ -36,9 +36,9 @@ from typing import Any
 
 import yaml
 
-from gateway.cli import demo as duet_demo
 from gateway.cli.calibrate import calibrate_variants
-from gateway.cli.evidence import apply_evidence
+from gateway.cli.local import demo as duet_demo
+from gateway.cli.local.evidence import apply_evidence
 from gateway.cli.online_parity import tools as online_parity_tools
 from gateway.config import parse_config
 from gateway.errors import ConfigError
@@ -54,7 +54,7 @@ from serving.ports import free_port
 from serving.supervisor import ReplicaLaunch, ReplicaState, ReplicaStatus, Supervisor
 from serving.vllm_replica import replica_argv, replica_env
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEMO_CONFIG = REPO / "deploy" / "config" / "demo.yaml"
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 # The default pair per CPU class (serving.hardware), chosen from measured speed AND evidence: the
@@ -87,7 +87,7 @@ PROGRESS_EVERY_S = 15.0
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser("up", help="start local replicas and the gateway in front of them")
     parser.add_argument("--variants", help="comma-separated variants to start (default: this CPU class's pair, "
-                                           "gateway/cli/up.py DEFAULT_PAIRS; known: the cpu profiles' variants "
+                                           "gateway/cli/local/up.py DEFAULT_PAIRS; known: the cpu profiles' variants "
                                            "in serving/launch/profiles)")
     parser.add_argument("--sim", action="store_true", help="simulated replicas (no model needed)")
     parser.add_argument("--config", default=str(DEMO_CONFIG), help="config whose policy to use (default: the demo)")
@@ -279,7 +279,7 @@ def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], prof
                    host: str, port: int, machine_class: str | None = None) -> dict[str, Any]:
     """The gateway's config: the demo's own variants with their replicas' URLs, or one variant
     per launch profile, each serving what its parity report proves on ``machine_class`` (default:
-    this machine's CPU class, read from /proc/cpuinfo) and the others in shadow (``gateway.cli.evidence``)."""
+    this machine's CPU class, read from /proc/cpuinfo) and the others in shadow (``gateway.cli.local.evidence``)."""
     if not profiles:  # the demo's own variants: fill in their URLs, keeping each replica's engine
         config = copy.deepcopy(demo)
         urls = {launch.name: launch.url for launch in launches}
