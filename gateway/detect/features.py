@@ -30,6 +30,10 @@ TOOL_CHARS = 128
 # call grow with the conversation (0.7 ms at 100 results, 6.8 ms at 1,000). No training request
 # has more than two, so the features of those it learned from are unchanged.
 TOOL_RESULTS = 8
+# A user turn this short that follows another is read after it (the earlier turn's window, then this
+# one): a follow-up ("why?", "now in Python", "what if they buy twice as many?") carries little of its
+# task in its own words, and the turn it follows carries the rest.
+FOLLOW_UP_CHARS = TAIL_CHARS  # so the whole follow-up is in the window's tail
 # Words, runs of digits (folded to zeros: a number's size, not its value) and single symbols.
 _TOKEN = re.compile(r"[a-z_]+|0+|[^\sa-z_0]")
 _DIGITS = str.maketrans("123456789", "000000000")
@@ -66,13 +70,13 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _window(text: str) -> str:
+def window(text: str) -> str:
     if len(text) <= HEAD_CHARS + TAIL_CHARS:
         return text
     return text[:HEAD_CHARS] + "\n" + text[-TAIL_CHARS:]
 
 
-def _tokens(text: str) -> list[str]:
+def word_tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower().translate(_DIGITS))
 
 
@@ -114,16 +118,27 @@ def prompt_features(prompt: str) -> list[str]:
     return prompt_parts(prompt).names()
 
 
-def message_parts(messages: Sequence[Any]) -> Parts:
-    """The features of a chat request, unnamed (``message_features`` names them)."""
-    user, system, chars, tool_results, calls = "", "", 0, [], 0
+@dataclass(frozen=True, slots=True)
+class RequestText:
+    """What a chat request's messages say, as the detector reads them: the user turn (a short
+    follow-up after the turn it follows, ``FOLLOW_UP_CHARS``), the system prompt, the latest tool
+    results' heads (``TOOL_CHARS`` each), and the shape features of the messages' roles and lengths."""
+
+    user: str
+    system: str
+    tool_results: list[str]
+    shape: list[str]
+
+
+def request_text(messages: Sequence[Any]) -> RequestText:
+    user, earlier, system, chars, tool_results, calls = "", "", "", 0, [], 0
     for message in messages:
         if not isinstance(message, dict):
             continue
         role, text = message.get("role"), _text(message.get("content"))
         chars += len(text)
         if role == "user":
-            user = text
+            earlier, user = user, text
         elif role == "system" or role == "developer":
             system = system or text
         elif role == "tool" or role == "function":
@@ -133,10 +148,18 @@ def message_parts(messages: Sequence[Any]) -> Parts:
     last = messages[-1].get("role") if messages and isinstance(messages[-1], dict) else None
     shape = [f"last:{last}", f"turns:{_bucket(len(messages))}", f"len:{_bucket(chars)}", f"calls:{min(calls, 3)}",
              f"results:{min(len(tool_results), 3)}", f"system:{bool(system)}"]
-    signals, tokens = _text_features(user)
-    words = [("s", _tokens(system[:SYSTEM_CHARS]) if system else []),
-             ("t", _tokens(" ".join(tool_results[-TOOL_RESULTS:])) if tool_results else [])]
-    return Parts(shape + signals, words, [("u", tokens)])
+    if earlier and len(user) <= FOLLOW_UP_CHARS:
+        user = window(earlier) + "\n" + user
+    return RequestText(user, system, tool_results[-TOOL_RESULTS:], shape)
+
+
+def message_parts(messages: Sequence[Any]) -> Parts:
+    """The features of a chat request, unnamed (``message_features`` names them)."""
+    read = request_text(messages)
+    signals, tokens = _text_features(read.user)
+    words = [("s", word_tokens(read.system[:SYSTEM_CHARS]) if read.system else []),
+             ("t", word_tokens(" ".join(read.tool_results)) if read.tool_results else [])]
+    return Parts(read.shape + signals, words, [("u", tokens)])
 
 
 def prompt_parts(prompt: str) -> Parts:
@@ -153,7 +176,7 @@ def _text_features(full: str) -> tuple[list[str], list[str]]:
     """The signals of a user turn or prompt and the tokens of its window: whether it holds code, its
     lines, digits and length, how many programming words it uses (``PROGRAMMING``), its first word
     and whether it ends as a question."""
-    text = _window(full)
+    text = window(full)
     folded = text.lower().translate(_DIGITS)
     tokens = _TOKEN.findall(folded)
     words = PROGRAMMING.intersection(tokens)

@@ -66,6 +66,7 @@ def score(found: Sequence[tuple[str, Detection]], threshold: float, floor: float
         "agent_recall": _share(sum(d.task == "agent" for d in of("agent")), len(of("agent"))),
         "chat_fast": _share(sum(plausible_fast(d) for d in chat), len(chat)),
         "abstained": _share(sum(d.confidence < threshold for _, d in found), len(found)),
+        "accuracy": _share(sum(d.task == label for label, d in found), len(found)),  # top-1, abstentions aside
         "confusions": confusions,
     }
 

@@ -47,7 +47,9 @@ class Detector(Protocol):
 
 def vocabulary(rows: list[list[str]]) -> list[str]:
     seen = Counter(name for names in rows for name in set(names))
-    kept = [name for name, n in seen.most_common() if n >= MIN_DOCUMENTS]
+    # Ties in count broken by name: most_common keeps them in first-seen order, which follows the
+    # iteration order of a set of strings and so changed with the process's hash seed.
+    kept = [name for name, n in sorted(seen.items(), key=lambda item: (-item[1], item[0])) if n >= MIN_DOCUMENTS]
     return sorted(kept[:MAX_FEATURES])
 
 

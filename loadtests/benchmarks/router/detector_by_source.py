@@ -11,7 +11,10 @@ of it, at the threshold and floor its own training chose on its validation split
   trained on (every fetched one) is measured with the shipped model as it is; GSM8K, HumanEval and
   the Vicuna bench each with the recipe retrained without that set.
 - ``sources``: the same features and fit, with the fetched sources' items split by hash like the
-  public sets' (60% train, 15% validation, 25% unused) added, retrained once per held-out source."""
+  public sets' (60% train, 15% validation, 25% unused) added, retrained once per held-out source.
+- ``blend``: words hashed, distilled static vectors (``make detector-vectors``) and shape, a ridge
+  fit weighting every source alike, abstention by confidence and familiarity chosen nested on the
+  other sources (``gateway.detect.training.blend``)."""
 
 from __future__ import annotations
 
@@ -20,10 +23,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from gateway.detect.training import PROMPTS, corpus
+from gateway.detect.training.blend import BlendFeatures, groups, leave_one_out
+from gateway.detect.training.blend import shape_names as blend_shapes
 from gateway.detect.training.by_source import GOALS, judge, score, worst
 from gateway.detect.training.corpus import Sample, public_samples, split_of
 from gateway.detect.training.data.sources import SOURCES, Labelled, load_all
+from gateway.detect.training.distill import StaticVectors
 from gateway.detect.training.static_embedding import EmbeddingFeatures, WordVectors, shape_names, train_embedding
 from gateway.detect.training.train import train
 from gateway.flow import TaskDetector
@@ -83,11 +91,37 @@ def embedding(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
     return out
 
 
+def blend(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
+    """Dense features, words hashed and distilled vectors, fitted per held-out source by ridge with
+    every source weighted alike; abstention chosen nested on the other sources
+    (``gateway.detect.training.blend``). Trained on the templates and every other source whole."""
+    templates = [s for s in corpus(prompts) if _family(s.source) == "synth"]
+    judged_items: list[Any] = [*_public(prompts), *fetched]
+    requests = [s.messages for s in templates] + [i.messages for i in judged_items]
+    features = BlendFeatures(StaticVectors.load(), blend_shapes(requests))
+    rows = np.stack([features.of(m) for m in requests])
+    tasks = [s.task for s in templates] + [i.task for i in judged_items]
+    sources = ["synth"] * len(templates) + [_family(i.source) for i in judged_items]
+    print(f"blend: {len(rows)} requests x {features.width} features", flush=True)
+    training = groups(rows, tasks, sources, features.vector_slice)
+    judged = {name: rows[[k for k, s in enumerate(sources) if s == name]] for name in (*SHARED, *SOURCES)}
+    labels = {name: [t for t, s in zip(tasks, sources, strict=True) if s == name] for name in judged}
+    return leave_one_out(judged, labels, training, features.vector_slice)
+
+
+def mt_bench_turns(fetched: list[Labelled]) -> dict[str, Any]:
+    """The shipped model on MT-bench's first turns and, apart, its second turns (each after its
+    first): what reading a follow-up with its context does."""
+    items = [i for i in fetched if i.source == "mt-bench"]
+    return {f"turn {turn}": _measure(TaskDetector.builtin(), [i for i in items if i.id.endswith(f"/{turn}")])
+            for turn in ("1", "2")}
+
+
 def _public(prompts: Path) -> list[Sample]:
     return list(public_samples(prompts))
 
 
-RECIPES = {"current": current, "sources": with_sources, "embedding": embedding}
+RECIPES = {"current": current, "sources": with_sources, "embedding": embedding, "blend": blend}
 
 
 def run(prompts: Path, recipes: list[str]) -> dict[str, Any]:
@@ -95,6 +129,8 @@ def run(prompts: Path, recipes: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"command": "python -m loadtests.benchmarks.router.detector_by_source "
                                       + " ".join(f"--recipe {r}" for r in recipes),
                            "goals": {g: f"{d} {b}" for g, (d, b) in GOALS.items()}, "recipes": {}}
+    if "current" in recipes:
+        out["mt_bench_turns"] = mt_bench_turns(fetched)
     for recipe in recipes:
         by_source = RECIPES[recipe](prompts, fetched)
         out["recipes"][recipe] = {"by_source": by_source, "worst": worst(by_source)}

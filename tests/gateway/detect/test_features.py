@@ -1,4 +1,11 @@
-from gateway.detect.features import HEAD_CHARS, TAIL_CHARS, TOOL_RESULTS, message_features, prompt_features
+from gateway.detect.features import (
+    FOLLOW_UP_CHARS,
+    HEAD_CHARS,
+    TAIL_CHARS,
+    TOOL_RESULTS,
+    message_features,
+    prompt_features,
+)
 
 
 def test_a_long_prompt_is_read_through_a_bounded_window():
@@ -38,3 +45,18 @@ def test_programming_words_first_word_and_question_shape_are_features():
     assert {"prog:2", "first:how", "ask:True"} <= names  # variable, javascript (closures is not in the list)
     names = set(prompt_features("Write a poem about the sea."))
     assert {"prog:0", "first:write", "ask:False"} <= names
+
+
+def test_a_short_follow_up_is_read_after_the_turn_it_follows():
+    """"Why?" carries no task of its own; the turn it follows does."""
+    puzzle = "A shop sells pens at $7 each and gives one free for every 3 bought. How much do 16 pens cost?"
+    names = set(message_features([{"role": "user", "content": puzzle}, {"role": "assistant", "content": "$84"},
+                                  {"role": "user", "content": "Why?"}]))
+    assert {"u:pens", "u:why", "first:a"} <= names
+
+
+def test_a_turn_longer_than_a_follow_up_is_read_alone():
+    latest = "Write a poem about the sea. " * (FOLLOW_UP_CHARS // 20)
+    names = set(message_features([{"role": "user", "content": "How much do 16 pens cost?"},
+                                  {"role": "assistant", "content": "$84"}, {"role": "user", "content": latest}]))
+    assert "u:pens" not in names and "u:poem" in names

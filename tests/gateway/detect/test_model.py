@@ -92,3 +92,15 @@ def test_packed_scores_hold_negative_and_large_weights_exactly():
     detector = TaskDetector(tasks, vocabulary, weights, (-0.125, 0.0, 1.0))
     parts = message_parts([{"role": "user", "content": "x y x"}])
     assert detector.scores(parts) == [-65504.0 - 1.0 + 0.25 - 0.125, 0.0 - 0.5, 3.5 + 65504.0 - 65504.0 + 1.0]
+
+
+def test_a_follow_up_to_a_puzzle_keeps_reasoning_plausible():
+    """Alone, "Why?" reads as chat and a fast variant refusing reasoning could take it; after a
+    puzzle it is read with the puzzle, and reasoning stays among the plausible tasks."""
+    threshold, floor = DETECTOR.meta["threshold"], DETECTOR.meta["floor"]
+    alone = DETECTOR.detect_messages([{"role": "user", "content": "Why?"}])
+    assert "reasoning" not in alone.plausible(threshold, floor)
+    puzzle = "A shop sells pens at $7 each and gives one free for every 3 bought. How much do 16 pens cost?"
+    follow_up = DETECTOR.detect_messages([{"role": "user", "content": puzzle}, {"role": "assistant", "content": "$84"},
+                                          {"role": "user", "content": "Why?"}])
+    assert "reasoning" in follow_up.plausible(threshold, floor)

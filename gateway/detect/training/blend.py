@@ -1,0 +1,253 @@
+"""A detector over what a request's words mean as well as which words it uses, judged with its
+abstention chosen on sources it was not fitted on (leave-one-source-out's ``blend`` recipe).
+
+Features, one dense row per request (``BlendFeatures``):
+- the shape features of ``gateway.detect.features`` (roles, lengths, code, first word), one-hot;
+- the user window's tokens and adjacent pairs, the system prompt's and tool results' tokens,
+  hashed into ``BUCKETS[part]`` columns (present or not, each part's row scaled to unit length);
+- the distilled static vectors (``gateway.detect.training.distill``: a sentence encoder's knowledge
+  of words our labels never held) of four spans: the user window, its *instruction* (first and
+  last sentence: a task is asked in few words, at the top or the bottom, while the mean of the
+  whole window says what it is about), the system prompt, the tool results.
+
+The fit is ridge regression onto one-hot tasks, closed form, every source of a task weighted
+alike (GSM8K's 8,792 questions count as much as BBH's 63) and every task alike: a per-source
+Gram matrix is summed, so leaving a source out costs one solve, not a pass over the data. Scores
+become probabilities by a softmax at ``TEMPERATURE`` (fixed, not tuned).
+
+Abstention has two triggers: low confidence (``threshold``), and an *unfamiliar* request
+(``familiarity``: cosine of its vectors to the nearest centroid of a (task, source) group it
+was trained on). Both, with the floor, are chosen **nested**: for a held-out source, on the other
+judged sources' out-of-fold answers (``FOLDS`` groups of sources, each answered by a model fitted
+without it and without the held-out source), the pair that keeps every one of those sources'
+confident leak within ``LEAK_GOAL`` and sends the most chat fast; never on the source scored."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gateway.detect.features import message_parts, request_text, window
+from gateway.detect.model import Detection
+from gateway.detect.training.by_source import score
+from gateway.detect.training.distill import StaticVectors
+from gateway.detect.training.evaluate import FAST_ALLOWS
+
+TASKS = ("chat", "coding", "reasoning", "extraction", "long-context", "agent")
+# Hashed columns per part of the text: the user turn's words and pairs need the most.
+BUCKETS = {"u": 2048, "s": 512, "t": 256}
+SPAN_CHARS = 200
+TEMPERATURE = 6.0
+# The ridge penalty relative to the mean diagonal of the summed Gram matrix (so it means the same
+# whatever the rows' scale); fixed, not tuned.
+RIDGE = 0.01
+FOLDS = 4
+LEAK_GOAL = 0.02
+THRESHOLDS = tuple(np.round(np.arange(0.2, 1.0, 0.05), 2))
+FLOORS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
+# Familiarity cut-offs as quantiles of the training requests' own familiarity: 0 never abstains.
+FAMILIARITY_QUANTILES = (0.0, 0.01, 0.05, 0.1, 0.2)
+_SENTENCE = re.compile(r"(?<=[.!?:])\s+|\n+")
+
+
+def instruction(text: str) -> str:
+    """The first and last sentence of a user turn's window (one when it has one)."""
+    sentences = [s.strip() for s in _SENTENCE.split(window(text)) if s.strip()]
+    if not sentences:
+        return ""
+    first, last = sentences[0][:SPAN_CHARS], sentences[-1][-SPAN_CHARS:]
+    return first if len(sentences) == 1 else f"{first}\n{last}"
+
+
+def _bucket(name: str, size: int) -> int:
+    return zlib.crc32(name.encode()) % size
+
+
+class BlendFeatures:
+    """``of(messages)``: a request's dense row; ``VECTOR_SLICE`` of it is its static vectors."""
+
+    def __init__(self, vectors: StaticVectors, shapes: Sequence[str]) -> None:
+        self._vectors = vectors
+        self._shapes = {name: i for i, name in enumerate(shapes)}
+        self._hashed_at = {}
+        at = len(shapes)
+        for part, size in BUCKETS.items():
+            self._hashed_at[part], at = at, at + size
+        self._vectors_at = at
+        self.width = self._vectors_at + 4 * vectors.dim + 1  # the last column: a constant (the bias)
+        self.vector_slice = slice(self._vectors_at, self._vectors_at + 4 * vectors.dim)
+
+    def of(self, messages: list[dict[str, Any]]) -> np.ndarray:
+        row = np.zeros(self.width, dtype=np.float32)
+        parts, read = message_parts(messages), request_text(messages)
+        for name in parts.shape:
+            if name in self._shapes:
+                row[self._shapes[name]] = 1.0
+        hashed: dict[str, list[str]] = {part: [] for part in BUCKETS}
+        for part, tokens in parts.words:
+            hashed[part] += tokens
+        for part, tokens in parts.paired:
+            hashed[part] += tokens + [f"{a} {b}" for a, b in zip(tokens, tokens[1:], strict=False)]
+        for part, size in BUCKETS.items():
+            columns = sorted({self._hashed_at[part] + _bucket(t, size) for t in hashed[part]})
+            if columns:
+                row[columns] = 1.0 / np.sqrt(len(columns))
+        spans = (window(read.user), instruction(read.user), read.system[:256], " ".join(read.tool_results))
+        for k, span in enumerate(spans):
+            start = self._vectors_at + k * self._vectors.dim
+            row[start:start + self._vectors.dim] = self._vectors.of(span)
+        row[-1] = 1.0
+        return row
+
+
+def shape_names(requests: Sequence[list[dict[str, Any]]]) -> list[str]:
+    return sorted({name for messages in requests for name in message_parts(messages).shape})
+
+
+@dataclass(frozen=True)
+class Group:
+    """One (task, source) group of training requests: its rows, their Gram matrix and targets
+    (each row weighted so that every group of a task, and every task, weighs alike), its centroid."""
+
+    task: str
+    source: str
+    rows: np.ndarray
+    gram: np.ndarray
+    target: np.ndarray
+    centroid: np.ndarray
+
+
+def groups(rows: np.ndarray, tasks: Sequence[str], sources: Sequence[str], vector_slice: slice) -> list[Group]:
+    keys = sorted(set(zip(tasks, sources, strict=True)))
+    per_task = {t: sum(1 for task, _ in keys if task == t) for t in TASKS}
+    out = []
+    for task, source in keys:
+        mask = np.array([t == task and s == source for t, s in zip(tasks, sources, strict=True)])
+        x = rows[mask].astype(np.float64)
+        weight = 1.0 / (len(TASKS) * per_task[task] * len(x))
+        y = np.zeros((len(x), len(TASKS)))
+        y[:, TASKS.index(task)] = 1.0
+        centroid = x[:, vector_slice].mean(axis=0)
+        out.append(Group(task, source, rows[mask], (weight * (x.T @ x)).astype(np.float32), weight * (x.T @ y),
+                         centroid / max(float(np.linalg.norm(centroid)), 1e-9)))
+    return out
+
+
+@dataclass(frozen=True)
+class Fitted:
+    weights: np.ndarray
+    centroids: np.ndarray
+    vector_slice: slice
+
+    def probabilities(self, rows: np.ndarray) -> np.ndarray:
+        scores = TEMPERATURE * (rows.astype(np.float64) @ self.weights)
+        p = np.exp(scores - scores.max(axis=1, keepdims=True))
+        out: np.ndarray = p / p.sum(axis=1, keepdims=True)
+        return out
+
+    def familiarity(self, rows: np.ndarray) -> np.ndarray:
+        v = rows[:, self.vector_slice].astype(np.float64)
+        v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+        out: np.ndarray = (v @ self.centroids.T).max(axis=1)
+        return out
+
+
+def fit(kept: Sequence[Group], vector_slice: slice) -> Fitted:
+    gram = np.zeros(kept[0].gram.shape)
+    for g in kept:
+        gram += g.gram
+    target = np.sum([g.target for g in kept], axis=0)
+    gram[np.diag_indices_from(gram)] += RIDGE * float(np.trace(gram)) / len(gram)
+    weights = np.linalg.solve(gram, target)
+    return Fitted(weights, np.stack([g.centroid for g in kept]), vector_slice)
+
+
+@dataclass(frozen=True)
+class Abstention:
+    threshold: float
+    floor: float
+    familiarity: float
+
+    def detections(self, fitted: Fitted, rows: np.ndarray) -> list[Detection]:
+        """Per row, the detection; an unfamiliar row's is uniform, so it abstains at any threshold above 1/6."""
+        uniform = {t: 1.0 / len(TASKS) for t in TASKS}
+        known = fitted.familiarity(rows) >= self.familiarity
+        return [Detection(dict(zip(TASKS, map(float, p), strict=True)) if ok else uniform)
+                for p, ok in zip(fitted.probabilities(rows), known, strict=True)]
+
+
+@dataclass(frozen=True)
+class Answers:
+    """One source's out-of-fold answers, reduced to what a rule's measures need."""
+
+    refused: np.ndarray  # per request: its label is a task fast refuses
+    chat: np.ndarray  # per request: its label is chat
+    confidence: np.ndarray
+    refused_top: np.ndarray  # the highest probability among the refused tasks
+    familiarity: np.ndarray
+
+    @classmethod
+    def of(cls, labels: Sequence[str], probabilities: np.ndarray, familiarity: np.ndarray,
+           fast_allows: frozenset[str]) -> Answers:
+        refused_columns = [k for k, t in enumerate(TASKS) if t not in fast_allows]
+        return cls(np.array([label not in fast_allows for label in labels]), np.array([label == "chat" for label in labels]),
+                   probabilities.max(axis=1), probabilities[:, refused_columns].max(axis=1), familiarity)
+
+    def fast(self, rule: Abstention) -> np.ndarray:
+        """Per request: no refused task plausible, and not abstained on (``Detection.plausible``)."""
+        out: np.ndarray = ((self.confidence >= rule.threshold) & (self.familiarity >= rule.familiarity)
+                           & (self.refused_top < rule.floor))
+        return out
+
+
+def choose(answers: Sequence[Answers], training_familiarity: np.ndarray) -> tuple[Abstention, dict[str, Any]]:
+    """The abstention keeping every source's confident leak (``answers``: each answered out of
+    fold) within ``LEAK_GOAL`` that sends the most chat fast (mean over sources); where none
+    does, the one with the lowest worst leak."""
+    best: tuple[tuple[float, float], Abstention, dict[str, Any]] | None = None
+    for quantile in FAMILIARITY_QUANTILES:
+        cut = float(np.quantile(training_familiarity, quantile)) if quantile else -2.0
+        for threshold in THRESHOLDS:
+            for floor in FLOORS:
+                rule = Abstention(float(threshold), floor, cut)
+                fast = [a.fast(rule) for a in answers]
+                leaks = [float(f[a.refused].mean()) for f, a in zip(fast, answers, strict=True) if a.refused.any()]
+                chat = [float(f[a.chat].mean()) for f, a in zip(fast, answers, strict=True) if a.chat.any()]
+                worst_leak = max(leaks, default=0.0)
+                key = (-max(worst_leak, LEAK_GOAL), float(np.mean(chat)) if chat else 0.0)
+                if best is None or key > best[0]:
+                    best = (key, rule, {"worst_leak": round(worst_leak, 4), "mean_chat_fast": round(key[1], 4),
+                                        "familiarity_quantile": quantile})
+    assert best is not None
+    return best[1], best[2]
+
+
+def leave_one_out(judged: dict[str, np.ndarray], labels: dict[str, list[str]], training: list[Group],
+                  vector_slice: slice, fast_allows: frozenset[str] = FAST_ALLOWS,
+                  log: Callable[[str], None] = print) -> dict[str, dict[str, Any]]:
+    """Per judged source: the model fitted without it, at the abstention chosen nested on the others."""
+    names = sorted(judged)
+    out: dict[str, dict[str, Any]] = {}
+    for held in names:
+        others = [n for n in names if n != held]
+        folds = [others[k::FOLDS] for k in range(FOLDS) if others[k::FOLDS]]
+        answers = []
+        for fold in folds:
+            fitted = fit([g for g in training if g.source != held and g.source not in fold], vector_slice)
+            answers += [Answers.of(labels[name], fitted.probabilities(judged[name]), fitted.familiarity(judged[name]),
+                                   fast_allows) for name in fold]
+        fitted = fit([g for g in training if g.source != held], vector_slice)
+        own = np.concatenate([g.rows for g in training if g.source != held])
+        rule, chosen = choose(answers, fitted.familiarity(own))
+        found = list(zip(labels[held], rule.detections(fitted, judged[held]), strict=True))
+        out[held] = {"threshold": rule.threshold, "floor": rule.floor, "familiarity": round(rule.familiarity, 4),
+                     "chosen_on_others": chosen, **score(found, rule.threshold, rule.floor, fast_allows)}
+        log(f"blend without {held}: threshold {rule.threshold} floor {rule.floor} familiarity "
+            f"{rule.familiarity:.3f} (others' worst leak {chosen['worst_leak']}); here leak "
+            f"{out[held]['confident_leak']} accuracy {out[held]['accuracy']}")
+    return out
