@@ -42,6 +42,12 @@ class ApiSettings:
     timeout_s: float = 5.0
 
     @classmethod
+    def at(cls, base_url: str) -> ApiSettings:
+        """An API server reached as given, with no token and the system's CAs: ``kubectl proxy``
+        (which adds the credentials) or a test's stand-in; namespaces default to ``default``."""
+        return cls(base_url, token_path=None, ca_path=None)
+
+    @classmethod
     def in_cluster(cls, env: Mapping[str, str], account: Path = SERVICE_ACCOUNT) -> ApiSettings:
         """The pod's own API server, CA, token and namespace. Raises DiscoveryFailed outside a pod."""
         host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT", "443")
