@@ -20,6 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--kubernetes-api", default=None, metavar="URL",
                         help="the Kubernetes API for inference_pool/discovery as given, with no token (kubectl proxy); "
                              "default: the pod's service account")
+    parser.add_argument("--state", default=None, metavar="redis://HOST:PORT/DB",
+                        help="share state through this Redis (overrides state.store and state.redis_url)")
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--no-access-log", action="store_true", help="skip the per-request log line")
     parser.set_defaults(run=run)
@@ -31,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         serve_picker(args.config, PickerOptions(args.host, args.port, args.metrics_port, args.fallbacks, args.log_level,
                                                    not args.no_access_log,
-                                                   kubernetes_api=args.kubernetes_api))
+                                                   kubernetes_api=args.kubernetes_api, state_url=args.state))
     except ConfigError as exc:
         print(f"duet epp: invalid config: {exc}", file=sys.stderr)
         return 2

@@ -50,6 +50,8 @@ class PickerOptions:
     uvloop: bool = True
     # The Kubernetes API server's URL, reached with no token (None: the pod's service account).
     kubernetes_api: str | None = None
+    # Redis for shared state, in place of the config's ``state`` section (None: the config's).
+    state_url: str | None = None
 
 
 class _Context:
@@ -106,7 +108,7 @@ async def run_picker(config_path: str | Path, options: PickerOptions, on_ready: 
     ``drain_s`` and stops the gateway's parts. Raises ConfigError before binding."""
     config = load_config(config_path)
     kubernetes = None if options.kubernetes_api is None else ApiSettings.at(options.kubernetes_api)
-    gateway = Gateway(config, config_path=str(config_path), kubernetes=kubernetes)
+    gateway = Gateway(config, config_path=str(config_path), kubernetes=kubernetes, state_url=options.state_url)
     await gateway.start()
     server = grpc.aio.server()
     ext_proc_grpc.add_ExternalProcessorServicer_to_server(Picker(gateway, options.fallbacks), server)
