@@ -14,11 +14,14 @@ import contextlib
 import copy
 import json
 import socket
-from typing import Any
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from aiohttp import web
 
 NAMESPACE = "duet"
+T = TypeVar("T")
 
 
 def pool(name: str = "smollm2", match_labels: dict[str, str] | None = None, ports: tuple[int, ...] = (8000,)) -> dict[str, Any]:
@@ -162,3 +165,27 @@ class FakePoolApi:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait_for(news), timeout=max(0.0, deadline - loop.time()))
         await response.write_eof()
+
+
+class FakePoolApiThread:
+    """The fake API server on its own event loop in a thread, for tests that drive processes
+    synchronously; ``call`` runs one of its coroutines there and waits (bounded)."""
+
+    def __init__(self, api: FakePoolApi) -> None:
+        self.api = api
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="fake-pool-api", daemon=True)
+
+    def __enter__(self) -> FakePoolApiThread:
+        self._thread.start()
+        self.call(self.api.start())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.call(self.api.stop())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=10)
