@@ -105,7 +105,7 @@ def http_route(plan: DeployPlan, gateway_name: str) -> dict[str, Any]:
         rules.append({"matches": [match], "timeouts": {"request": REQUEST_TIMEOUT},
                       "backendRefs": [{"group": "inference.networking.k8s.io", "kind": "InferencePool",
                                        "name": pool_name(plan, model)}]})
-    return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": _meta("duet"),
+    return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": {"name": "duet"},
             "spec": {"parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway_name}],
                      "rules": rules}}
 
