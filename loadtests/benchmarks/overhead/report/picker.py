@@ -78,8 +78,8 @@ Measured {record.date} with `{record.command}` (`docs/results/overhead-envoy.jso
 method are bench-overhead's, docs/benchmarks.md "Gateway overhead"). Machine: {host.cpus} cores
 ({host.cpu_model}; hardware class {host.hardware_class}), Linux {host.kernel}; other work just before
 the run: {describe_busy(result.busy_before)} busy.{warning} Each gateway runs on core {record.gateway_core}, a picker
-beside its Envoy on that core; `envoy-null-picker` answers ext_proc with one fixed endpoint and does
-nothing else (the transport's own cost).
+beside its Envoy on that core (the CPU column counts both); `envoy-null-picker` answers ext_proc with
+one fixed endpoint and does nothing else (the transport's own cost).
 
 {table(result.measurements)}{skipped}
 
