@@ -253,6 +253,14 @@ bench-overhead: $(STAMP) bench-overhead-tools envoy-env $(BENCH_LITELLM_VENV)/.i
 	$(BIN)/python -m loadtests.benchmarks.overhead --command-label "make bench-overhead" --wait-quiet-s 300 $(ARGS)
 	$(BIN)/python -m loadtests.benchmarks.router.shadow --command-label "make bench-overhead"
 	$(BIN)/python -m loadtests.sections
+# The picker's hop alone (issue #35): Envoy over a static cluster, Envoy with a null picker, Envoy
+# with `duet epp`, and Duet as the proxy, in one run (no peers' venvs); results in
+# docs/results/overhead-envoy.json, rendered into docs/deploy.md. About 5 minutes.
+.PHONY: bench-overhead-envoy
+bench-overhead-envoy: $(STAMP) bench-overhead-tools envoy-env
+	$(BIN)/python -m loadtests.benchmarks.overhead --gateways envoy,envoy-null-picker,envoy-duet-epp,duet \
+		--results docs/results/overhead-envoy.json --command-label "make bench-overhead-envoy" --wait-quiet-s 120 $(ARGS)
+	$(BIN)/python -m loadtests.sections
 # Duet's instructions per request under valgrind's callgrind: repeatable where req/s are not (they
 # moved 20% between identical runs on this VM), for comparing a change before and after.
 # ARGS="--tree /path/to/other/checkout" measures another checkout with this venv. ~2 min per mode.

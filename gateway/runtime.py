@@ -192,7 +192,7 @@ class Gateway:
             self.demand.start()
         await self.access.start()
         self._session = aiohttp.ClientSession(auto_decompress=False, skip_auto_headers=("User-Agent",))
-        if config.discovery:
+        if config.discovery or config.pools:
             config = await self._start_discovery(config, self._session)
         self._monitor = ReplicaMonitor(
             config.replicas, self.store,

@@ -102,14 +102,22 @@ def test_nothing_but_the_command_shell_reaches_into_the_http_layer():
                        or _within(src, "gateway.api", *COMMAND_SHELL)) == []
 
 
+def test_discovery_reads_only_the_config_and_the_vocabulary():
+    # Where replicas come from (static lists, EndpointSlices, an InferencePool's pods) is decided
+    # before any request: it never reaches the lifecycle, routing, state or the HTTP layer.
+    assert _violations("gateway", lambda src, dst: not _within(src, "gateway.discovery") or _within(
+        dst, *VOCABULARY, "gateway.discovery", "gateway.config", "gateway.errors")) == []
+
+
 def test_the_endpoint_picker_is_a_caller_of_the_lifecycle_beside_the_http_layer():
     # gateway/epp drives the director as api/serving.py does (the composer's Gateway, the proxied
     # APIs' bodies, the relay's stream tally); of the lifecycle it reads only gateway.flow's public
-    # surface, and it never reaches into the HTTP layer, the fleet or the subscribers' rooms.
+    # surface, and it never reaches into the HTTP layer, the fleet or the subscribers' rooms. Its
+    # process says where the Kubernetes API is (its pool's pods), as the proxy's does.
     assert _violations("gateway", lambda src, dst: not _within(src, "gateway.epp") or (
         _within(dst, *VOCABULARY, "gateway.epp", "gateway.errors", "gateway.config", "gateway.runtime",
                 "gateway.endpoints", "gateway.access", "gateway.proxy", "gateway.sessions", "gateway.logs")
-        or dst == "gateway.flow")) == []
+        or dst in ("gateway.flow", "gateway.discovery.api"))) == []
 
 
 def test_only_the_command_shell_starts_the_endpoint_picker():

@@ -16,6 +16,7 @@ import uvicorn
 from gateway.api.app import create_app
 from gateway.api.http_limits import with_header_limit
 from gateway.config import load_config
+from gateway.discovery.api import ApiSettings
 from gateway.logs import configure_logging
 from gateway.parity.ports import ParityTools
 from gateway.runtime import Gateway
@@ -57,6 +58,8 @@ class ServeOptions:
     state_url: str | None = None
     # Online parity's verifiers and policy writer (the command shell's; None: no shadow checks).
     parity: ParityTools | None = None
+    # The Kubernetes API server's URL, reached with no token (None: the pod's service account).
+    kubernetes_api: str | None = None
 
 
 def serve(config_path: str | Path, options: ServeOptions = ServeOptions(),
@@ -65,8 +68,9 @@ def serve(config_path: str | Path, options: ServeOptions = ServeOptions(),
     ``server.drain_timeout_s`` and returns. Raises ConfigError before binding if the file is invalid."""
     config = load_config(config_path)
     configure_logging(options.log_level, options.access_log)
+    kubernetes = None if options.kubernetes_api is None else ApiSettings.at(options.kubernetes_api)
     app = create_app(lambda: Gateway(config, config_path=str(config_path), state_url=options.state_url,
-                                     parity=options.parity))
+                                     parity=options.parity, kubernetes=kubernetes))
     server_config = uvicorn.Config(
         app,
         host=options.host or config.server.host,

@@ -17,6 +17,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--fallbacks", type=int, default=0,
                         help="endpoints after the primary in each pick, for a data plane that takes a list "
                              "(Envoy's override_host load balancer); 0 for an ORIGINAL_DST cluster")
+    parser.add_argument("--kubernetes-api", default=None, metavar="URL",
+                        help="the Kubernetes API for inference_pool/discovery as given, with no token (kubectl proxy); "
+                             "default: the pod's service account")
+    parser.add_argument("--state", default=None, metavar="redis://HOST:PORT/DB",
+                        help="share state through this Redis (overrides state.store and state.redis_url)")
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--no-access-log", action="store_true", help="skip the per-request log line")
     parser.set_defaults(run=run)
@@ -27,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         serve_picker(args.config, PickerOptions(args.host, args.port, args.metrics_port, args.fallbacks, args.log_level,
-                                                   not args.no_access_log))
+                                                   not args.no_access_log,
+                                                   kubernetes_api=args.kubernetes_api, state_url=args.state))
     except ConfigError as exc:
         print(f"duet epp: invalid config: {exc}", file=sys.stderr)
         return 2

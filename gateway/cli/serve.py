@@ -17,6 +17,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--no-access-log", action="store_true", help="skip the per-request log line")
     parser.add_argument("--state", default=None, metavar="redis://HOST:PORT/DB",
                         help="share state through this Redis (overrides state.store and state.redis_url)")
+    parser.add_argument("--kubernetes-api", default=None, metavar="URL",
+                        help="the Kubernetes API for inference_pool/discovery as given, with no token (kubectl proxy); "
+                             "default: the pod's service account")
     parser.set_defaults(run=run)
 
 
@@ -26,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         serve(args.config, ServeOptions(args.host, args.port, args.log_level, not args.no_access_log, args.state,
-                                        parity=tools()))
+                                        parity=tools(), kubernetes_api=args.kubernetes_api))
     except ConfigError as exc:
         print(f"duet serve: invalid config: {exc}", file=sys.stderr)
         return 2

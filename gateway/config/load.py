@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from gateway.config import schema
 from gateway.config.online_parity import build_online_parity
 from gateway.config.policy import Policy
+from gateway.config.pool import InferencePoolDiscovery, pool_discovery
 from gateway.config.routing_policy import routing_policy
 from gateway.config.schema import config_error
 from gateway.config.types import (
@@ -80,8 +81,9 @@ def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
     models = {name: _model(name, section, tasks, source) for name, section in parsed.models.items()}
     policy = routing_policy(parsed.routing, source)
     _require_rollout_filter(models, policy)
-    discovery = _discovery(parsed)
-    _require_engine_role_filter(models, discovery, policy)
+    discovery, pools = _discovery(parsed), _pools(parsed)
+    _require_engine_role_filter(models, discovery + tuple(
+        KubernetesDiscovery(p.model, variant, "", engine=engine) for p in pools for variant, engine in p.engines), policy)
     return DuetConfig(
         server=ServerSettings(**parsed.server.model_dump()),
         state=StateSettings(
@@ -93,6 +95,7 @@ def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
         source=source,
         access=_access(parsed.access, models, source),
         discovery=discovery,
+        pools=pools,
         online_parity=build_online_parity(parsed.online_parity, {v.key: v for m in models.values() for v in m.variants.values()},
                                           tasks, source),
     )
@@ -109,6 +112,21 @@ def _discovery(parsed: schema.ConfigFile) -> tuple[KubernetesDiscovery, ...]:
             k = v.discovery.kubernetes
             found.append(KubernetesDiscovery(model, variant, k.label_selector, k.namespace, k.port, k.refresh_s,
                                              _engine(v.engine)))
+    return tuple(found)
+
+
+def _pools(parsed: schema.ConfigFile) -> tuple[InferencePoolDiscovery, ...]:
+    """The models read from an InferencePool; their variants list no replicas of their own."""
+    found = []
+    for model, m in parsed.models.items():
+        if m.inference_pool is None:
+            continue
+        for variant, v in m.variants.items():
+            for key in ("replicas", "discovery"):
+                if getattr(v, key):
+                    raise ConfigError(f"models.{model}.variants.{variant}.{key}",
+                                      f"models.{model}.inference_pool lists this model's replicas: remove {key}")
+        found.append(pool_discovery(model, m.inference_pool, {name: _engine(v.engine) for name, v in m.variants.items()}))
     return tuple(found)
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, mod
 
 from gateway.config.online_parity import OnlineParitySection
 from gateway.config.policy import PrefixCacheSettings, SessionSettings, TaskDefaults
+from gateway.config.pool import InferencePoolSection
 from gateway.config.types import AccessSettings, BreakerSettings, KubernetesDiscovery, ServerSettings, StateSettings
 from gateway.domain import SpeedPrior
 from gateway.errors import ConfigError
@@ -217,12 +218,10 @@ class ReplicaSection(Strict):
 
 
 class KubernetesDiscoverySection(Strict):
-    """Replicas found through the Kubernetes API: the ready endpoints of the Services whose
-    labels match ``label_selector`` (gateway/discovery/kubernetes.py)."""
+    """The ready endpoints of the Services whose labels match ``label_selector`` (discovery/kubernetes.py)."""
 
     label_selector: Annotated[str, Field(min_length=1)]
-    # None: the namespace the gateway's own pod runs in.
-    namespace: str | None = default_of(KubernetesDiscovery, "namespace")
+    namespace: str | None = default_of(KubernetesDiscovery, "namespace")  # None: the gateway pod's own
     port: Annotated[int, Field(gt=0, le=65535)] = default_of(KubernetesDiscovery, "port")
     refresh_s: PositiveFloat = default_of(KubernetesDiscovery, "refresh_s")
 
@@ -305,9 +304,10 @@ class ModelSection(Strict):
     variants: dict[Name, VariantSection] = Field(min_length=1)
     # The variants that serve /v1/embeddings, and only that; none: every variant may embed.
     embedding_variants: list[Name] = Field(default_factory=list)
-    # Absent: every variant runs its fixed replica_count; present: the gateway exports the
-    # replicas each variant needs and `duet deploy render` scales it on them.
+    # Absent: fixed replica counts; present: `duet deploy render` scales each variant on its gauge.
     autoscaling: AutoscalingSection | None = None
+    # Instead of each variant's replicas: the pods of a GIE InferencePool (gateway/config/pool.py).
+    inference_pool: InferencePoolSection | None = None
 
 
 class TaskSection(Strict):

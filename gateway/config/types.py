@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from gateway.config.online_parity import OFF, OnlineParitySettings
 from gateway.config.policy import Policy
+from gateway.config.pool import InferencePoolDiscovery
 from gateway.domain import EngineConfig, Priority, Replica, RolloutStage, Variant
 from gateway.scaling import Autoscaling
 
@@ -143,6 +144,8 @@ class DuetConfig:
     access: AccessSettings = field(default_factory=AccessSettings)
     # Variants whose replicas come from the Kubernetes API rather than the file.
     discovery: tuple[KubernetesDiscovery, ...] = ()
+    # Models whose replicas are the pods of an InferencePool (gateway/config/pool.py).
+    pools: tuple[InferencePoolDiscovery, ...] = ()
     # Shadow checks and the sequential verdicts of online parity (off: OFF).
     online_parity: OnlineParitySettings = OFF
 

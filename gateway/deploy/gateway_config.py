@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from gateway.deploy.plan import DeployPlan
+from gateway.deploy.plan import LABEL_VARIANT, DeployPlan, pool_name
 from gateway.deploy.profiles import VLLM_PORT
 
 GATEWAY_PORT = 8000
@@ -30,11 +30,17 @@ def deployed_config(plan: DeployPlan, source: str) -> str:
     raw["server"] = {**raw.get("server", {}), "host": "0.0.0.0", "port": GATEWAY_PORT}
     k8s = plan.target.platform == "k8s"
     state = raw.setdefault("state", {})
-    state.update(store="redis", redis_url=K8S_REDIS_URL if k8s else COMPOSE_REDIS_URL)
+    state.update(store="redis", redis_url=COMPOSE_REDIS_URL if plan.target.platform == "compose" else K8S_REDIS_URL)
+    for model, section in raw["models"].items():
+        section.pop("inference_pool", None)
+        if plan.target.platform == "gie":  # the pool lists the replicas, its pods' label names the variant
+            section["inference_pool"] = {"name": pool_name(plan, model), "variant_label": LABEL_VARIANT}
     for deployment in plan.variants:
         section = raw["models"][deployment.model]["variants"][deployment.variant]
         written = section.pop("replicas", None) or []
         section.pop("discovery", None)
+        if plan.target.platform == "gie":
+            continue
         if k8s:
             section["discovery"] = {"kubernetes": {"label_selector": deployment.label_selector, "port": VLLM_PORT}}
         else:  # replica i is the service the plan starts with replica i's engine: it keeps that engine

@@ -23,8 +23,11 @@ from gateway.scaling import Autoscaling, desired_replicas
 from gateway.scaling.policy import AUTOSCALERS
 from serving.launch.roles import EngineSettings, with_engine
 
-Platform = Literal["k8s", "compose"]
-TARGETS = ("k8s-gpu", "k8s-cpu", "compose-gpu", "compose-cpu")
+Platform = Literal["k8s", "compose", "gie"]
+# gie: Duet as the endpoint picker of a Gateway API Inference Extension gateway (gie.py); plain
+# ``gie`` takes the device of the config's launch profiles.
+TARGETS = ("k8s-gpu", "k8s-cpu", "compose-gpu", "compose-cpu", "gie-gpu", "gie-cpu")
+CHOICES = (*TARGETS, "gie")
 LABEL_MODEL = "duet.dev/model"
 LABEL_VARIANT = "duet.dev/variant"
 
@@ -44,6 +47,11 @@ class Target:
     @property
     def name(self) -> str:
         return f"{self.platform}-{self.device}"
+
+    @property
+    def kubernetes(self) -> bool:
+        """One Deployment per variant, found by its labels (k8s and gie alike)."""
+        return self.platform != "compose"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +105,27 @@ class DeployPlan:
     autoscaler: str | None = None
 
 
+def target_for(name: str, config_path: str | Path) -> Target:
+    """``name`` as a Target; plain ``gie`` takes the device of the config's first known launch
+    profile (``load_plan`` then holds every other variant to it, naming the path that differs)."""
+    if name != "gie":
+        return Target.parse(name)
+    try:
+        raw = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
+        named = [v.get("launch_profile") for m in raw["models"].values() for v in m["variants"].values()]
+    except (yaml.YAMLError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        named = []  # load_plan reports what is wrong with the file
+    devices = [PROFILES[p].device for p in named if isinstance(p, str) and p in PROFILES]
+    return Target("gie", devices[0] if devices else "gpu")
+
+
+def pool_name(plan: DeployPlan, model: str) -> str:
+    """The model's InferencePool: the name its ``inference_pool`` gives, else the model's name as
+    a DNS-1123 name."""
+    written = (plan.raw["models"][model].get("inference_pool") or {}).get("name")
+    return str(written) if written else re.sub(r"[^a-z0-9-]", "-", model.lower()).strip("-")
+
+
 def load_plan(path: str | Path, target: Target, autoscaler: str | None = None) -> DeployPlan:
     """Read and validate ``path`` as the gateway would, then plan ``target``; ``autoscaler``
     (hpa | keda) replaces the choice of every model that autoscales. Raises ConfigError."""
@@ -120,6 +149,8 @@ def load_plan(path: str | Path, target: Target, autoscaler: str | None = None) -
         if not any(d.replicas for d in variants if d.model == model):
             raise ConfigError(f"models.{model}.variants", "every variant has replica_count 0: nothing would serve")
     _one_autoscaler(variants)
+    if target.platform == "gie":
+        _pools_label_variants(parsed)
     return DeployPlan(raw, target, tuple(variants), autoscaler)
 
 
@@ -133,6 +164,15 @@ def _one_autoscaler(variants: list[VariantDeployment]) -> None:
             raise ConfigError(f"models.{model}.autoscaling.autoscaler",
                               f"'{autoscaler}', but models.{first} uses '{first_autoscaler}': prometheus-adapter "
                               "(hpa) and KEDA both serve the external metrics API, so a deployment uses one of them")
+
+
+def _pools_label_variants(parsed: ConfigFile) -> None:
+    """The rendered vLLM pods say their variant in ``duet.dev/variant``: a pool must read that label."""
+    for model, section in parsed.models.items():
+        if section.inference_pool is not None and section.inference_pool.variant_label != LABEL_VARIANT:
+            raise ConfigError(f"models.{model}.inference_pool.variant_label",
+                              f"'{section.inference_pool.variant_label}', but the rendered vLLM pods carry their variant in "
+                              f"'{LABEL_VARIANT}'")
 
 
 def _floors(model: ModelSpec, settings: Autoscaling, policy: Policy) -> dict[str, int]:
@@ -161,7 +201,7 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
     replicas = max(1, len(section.replicas)) if section.replica_count is None else section.replica_count
     engine = _settings(section.engine)
     replica_engines = tuple(engine if r.engine is None else _settings(r.engine) for r in section.replicas)
-    if target.platform == "k8s":  # one Deployment per variant: one engine for all its pods
+    if target.kubernetes:  # one Deployment per variant: one engine for all its pods
         if engine.role != "both":
             raise ConfigError(f"models.{model}.variants.{name}.engine.role",
                               f"'{engine.role}': {target.name} renders one Deployment per variant, so every pod "

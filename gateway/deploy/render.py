@@ -2,6 +2,8 @@
 
     k8s-gpu | k8s-cpu   base/ (gateway, RBAC, monitoring, dashboard) + overlays/<device>/
                         (+ prometheus-adapter-values.yaml when a variant scales on an HPA)
+    gie[-gpu | -cpu]    gie/: InferencePools, the picker (duet epp), the HTTPRoute, the vLLM
+                        Deployments and their autoscaling (gie.py) (+ the adapter's values)
     compose-gpu | -cpu  compose.yaml, duet.yaml, prometheus/, grafana/ (fixed replica counts)
 
 ``repo_files`` renders what the repository commits under deploy/ from its example configs; a
@@ -21,9 +23,10 @@ from gateway.deploy.autoscaling import ADAPTER_CHART, adapter_values
 from gateway.deploy.compose import compose_file, grafana_provisioning, prometheus_config
 from gateway.deploy.dashboard import dashboard
 from gateway.deploy.gateway_config import deployed_config
+from gateway.deploy.gie import gie_files
 from gateway.deploy.k8s_base import base_files
 from gateway.deploy.k8s_overlay import overlay_files
-from gateway.deploy.plan import Target, load_plan
+from gateway.deploy.plan import load_plan, target_for
 from gateway.deploy.rules import rule_groups
 
 GATEWAY_IMAGE = "duet-gateway:0.1.0"
@@ -68,12 +71,19 @@ def rules_yaml() -> str:
 
 
 def render(config_path: str | Path, target_name: str, *, gateway_image: str = GATEWAY_IMAGE,
-           redis_url: str | None = None, autoscaler: str | None = None) -> dict[str, str]:
+           redis_url: str | None = None, autoscaler: str | None = None, gateway_name: str | None = None) -> dict[str, str]:
     """Every file of ``target_name`` for the config at ``config_path``; ``autoscaler`` (hpa | keda)
-    replaces every autoscaled model's choice. Raises ConfigError."""
-    target = Target.parse(target_name)
+    replaces every autoscaled model's choice; ``gateway_name``: the Gateway a gie HTTPRoute
+    attaches to. Raises ConfigError."""
+    target = target_for(target_name, config_path)
     plan = load_plan(config_path, target, autoscaler)
     config = deployed_config(plan, str(config_path))
+    if target.platform == "gie":
+        files = {f"gie/{name}": to_yaml(objs) for name, objs in gie_files(plan, gateway_image, redis_url, gateway_name).items()}
+        files["gie/duet.yaml"] = config
+        if (values := adapter_values(plan)) is not None:
+            files[f"gie/{ADAPTER_VALUES}"] = ADAPTER_HEADER + to_yaml(values)
+        return files
     if target.platform == "k8s":
         overlay = f"overlays/{target.device}"
         files = {f"base/{name}": to_yaml(objs) for name, objs in base_files(gateway_image).items()}
@@ -99,6 +109,7 @@ def repo_files(root: Path) -> dict[str, str]:
     keda = render(root / GPU_EXAMPLE, "k8s-gpu", autoscaler="keda")
     files |= {f"{KEDA_OVERLAY}/{p.removeprefix('overlays/gpu/')}": text for p, text in keda.items()
               if p.startswith("overlays/gpu/")}
+    files |= {f"deploy/{p}": text for p, text in render(root / GPU_EXAMPLE, "gie").items()}  # deploy/gie/
     files["deploy/grafana/duet.json"] = dashboard_json()
     files["deploy/prometheus/rules.yml"] = rules_yaml()
     return {path: text.replace(str(root) + "/", "") for path, text in files.items()}

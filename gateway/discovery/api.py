@@ -9,8 +9,9 @@ slices needs one GET, not the ``kubernetes`` package and its dependencies.
 
 from __future__ import annotations
 
+import json
 import ssl
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,10 @@ class DiscoveryFailed(DuetError):
     """Replicas could not be listed (API server unreachable, refused, or an unexpected answer)."""
 
 
+class WatchExpired(DiscoveryFailed):
+    """The resourceVersion a watch resumes from is too old (HTTP 410 Gone): list again."""
+
+
 @dataclass(frozen=True, slots=True)
 class ApiSettings:
     """How to reach the API server. ``ca_path`` None: plain HTTP or the system's CAs (tests, proxies)."""
@@ -35,6 +40,12 @@ class ApiSettings:
     ca_path: Path | None = SERVICE_ACCOUNT / "ca.crt"
     namespace: str = "default"
     timeout_s: float = 5.0
+
+    @classmethod
+    def at(cls, base_url: str) -> ApiSettings:
+        """An API server reached as given, with no token and the system's CAs: ``kubectl proxy``
+        (which adds the credentials) or a test's stand-in; namespaces default to ``default``."""
+        return cls(base_url, token_path=None, ca_path=None)
 
     @classmethod
     def in_cluster(cls, env: Mapping[str, str], account: Path = SERVICE_ACCOUNT) -> ApiSettings:
@@ -72,8 +83,38 @@ class KubernetesApi:
             raise DiscoveryFailed(f"GET {path}: expected a JSON object")
         return body
 
+    async def watch(self, path: str, params: Mapping[str, str], timeout_s: float) -> AsyncIterator[dict[str, Any]]:
+        """The events of ``GET path?watch=1&params`` (one JSON object a line) until the server ends
+        the stream; WatchExpired on a 410, DiscoveryFailed on any other failure. ``timeout_s``
+        bounds the silence between two lines (the API server sends bookmarks while none change)."""
+        url = self.settings.base_url.rstrip("/") + path
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.settings.timeout_s, sock_read=timeout_s)
+        query = {**params, "watch": "1"}
+        try:
+            async with self._session.get(url, params=query, headers=self._headers(), ssl=self._ssl or True,
+                                         timeout=timeout) as resp:
+                if resp.status == 410:
+                    raise WatchExpired(f"watch {path}: HTTP 410: {(await resp.text())[:200]}")
+                if resp.status != 200:
+                    raise DiscoveryFailed(f"watch {path}: HTTP {resp.status}: {(await resp.text())[:200]}")
+                async for line in resp.content:
+                    if line.strip():
+                        yield _event(path, line)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise DiscoveryFailed(f"watch {path}: {type(exc).__name__}: {exc}") from exc
+
     def _headers(self) -> dict[str, str]:
         token_path = self.settings.token_path
         if token_path is None or not token_path.is_file():
             return {"Accept": "application/json"}
         return {"Accept": "application/json", "Authorization": f"Bearer {token_path.read_text().strip()}"}
+
+
+def _event(path: str, line: bytes) -> dict[str, Any]:
+    try:
+        event = json.loads(line)
+    except ValueError as exc:
+        raise DiscoveryFailed(f"watch {path}: not a JSON event: {line[:80]!r}") from exc
+    if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+        raise DiscoveryFailed(f"watch {path}: not a watch event: {line[:80]!r}")
+    return event

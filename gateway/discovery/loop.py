@@ -14,14 +14,16 @@ log = logging.getLogger(__name__)
 
 
 def refresh_interval_s(config: DuetConfig) -> float | None:
-    """The shortest ``refresh_s`` of the config's Kubernetes targets; None when it has none."""
-    return min((t.refresh_s for t in config.discovery), default=None)
+    """The shortest ``refresh_s`` of the config's Kubernetes targets, or ``resync_s`` of its pools
+    (whose changes also wake the loop at once); None when it has neither."""
+    return min([t.refresh_s for t in config.discovery] + [p.resync_s for p in config.pools], default=None)
 
 
 class DiscoveryLoop:
-    """Every ``interval_s``: resolve the declared config; when its replicas differ from the
-    current config's, hand the resolved config to ``on_change`` (which swaps it in and tells the
-    replica monitor). A reload racing a refresh is corrected by the next refresh."""
+    """Every ``interval_s``, or as soon as a pool's members change: resolve the declared config;
+    when its replicas differ from the current config's, hand the resolved config to ``on_change``
+    (which swaps it in and tells the replica monitor). A reload racing a refresh is corrected by
+    the next refresh."""
 
     def __init__(
         self, discovery: Discovery, *, declared: Callable[[], DuetConfig], current: Callable[[], DuetConfig],
@@ -56,8 +58,12 @@ class DiscoveryLoop:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        await self._discovery.close()
 
     async def _run(self) -> None:
+        changed = self._discovery.changed
         while True:
-            await asyncio.sleep(self._interval_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), timeout=self._interval_s)
+            changed.clear()
             await self.refresh()

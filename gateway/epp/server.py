@@ -24,6 +24,7 @@ from grpc_health.v1.health import aio as health_aio
 from prometheus_client import start_http_server
 
 from gateway.config import load_config
+from gateway.discovery.api import ApiSettings
 from gateway.epp.stream import PickerStream
 from gateway.epp.wire import Message
 from gateway.flow import Health
@@ -47,6 +48,10 @@ class PickerOptions:
     access_log: bool = True
     drain_s: float = 5.0
     uvloop: bool = True
+    # The Kubernetes API server's URL, reached with no token (None: the pod's service account).
+    kubernetes_api: str | None = None
+    # Redis for shared state, in place of the config's ``state`` section (None: the config's).
+    state_url: str | None = None
 
 
 class _Context:
@@ -102,7 +107,8 @@ async def run_picker(config_path: str | Path, options: PickerOptions, on_ready: 
     """Serves until SIGINT/SIGTERM, then stops taking streams, lets open ones finish for up to
     ``drain_s`` and stops the gateway's parts. Raises ConfigError before binding."""
     config = load_config(config_path)
-    gateway = Gateway(config, config_path=str(config_path))
+    kubernetes = None if options.kubernetes_api is None else ApiSettings.at(options.kubernetes_api)
+    gateway = Gateway(config, config_path=str(config_path), kubernetes=kubernetes, state_url=options.state_url)
     await gateway.start()
     server = grpc.aio.server()
     ext_proc_grpc.add_ExternalProcessorServicer_to_server(Picker(gateway, options.fallbacks), server)

@@ -27,6 +27,8 @@ def refuse(plan: Plan) -> RequestError:
             "completion). Please reduce the length of the messages or completion.",
             param="messages",
         )
+    if kind == PINNED_VARIANT and profile.pinned_variant is None:  # no candidate at all: an empty pool
+        return NoHealthyReplica(f"Model '{profile.model}' has no replicas right now.", retry_after_s=1.0)
     if kind == PINNED_VARIANT:
         return NoHealthyReplica(f"Variant '{profile.pinned_variant}' has no replicas.", retry_after_s=1.0)
     if kind == TOOLS_SUPPORTED:

@@ -19,6 +19,7 @@ from loadtests.benchmarks.escalation import bench as escalation
 from loadtests.benchmarks.length_quantile import render as length_quantile
 from loadtests.benchmarks.loadgens import document as loadgens
 from loadtests.benchmarks.overhead.report import document as overhead
+from loadtests.benchmarks.overhead.report import picker as picker_hop
 from loadtests.benchmarks.overhead.report.results import read as read_overhead
 from loadtests.benchmarks.prompt_cache import render as prompt_cache
 from loadtests.benchmarks.router import cost as router_cost
@@ -36,6 +37,7 @@ from loadtests.sections.section import Section
 from quantize.parity import real_docs as parity_real
 
 BENCHMARKS, ROUTING, PARITY, RELIABILITY = "docs/benchmarks.md", "docs/routing.md", "docs/parity.md", "docs/reliability.md"
+DEPLOY = "docs/deploy.md"
 
 
 def _json(path: Path) -> dict:  # type: ignore[type-arg]
@@ -45,6 +47,8 @@ def _json(path: Path) -> dict:  # type: ignore[type-arg]
 SECTIONS: tuple[Section, ...] = (
     Section("bench-overhead", BENCHMARKS, "docs/results/overhead.json",
             lambda: overhead.section(read_overhead()).strip(), headlines.overhead),
+    Section("bench-overhead-envoy", DEPLOY, "docs/results/overhead-envoy.json",
+            lambda: picker_hop.section(read_overhead(picker_hop.RESULTS))),
     Section("shadow-sampling", BENCHMARKS, "docs/results/shadow-sampling.json",
             lambda: shadow.docs_section(_json(shadow.RESULTS))),
     Section("bench-sim", BENCHMARKS, "docs/results/bench-sim.json", lambda: sim_bench.render(_json(sim_bench.RESULTS))),

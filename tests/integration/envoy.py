@@ -104,9 +104,11 @@ class EnvoyProcess(_Process):
 class EppProcess(_Process):
     """``duet epp`` on a free port, ready once its gRPC ``readiness`` health check is SERVING."""
 
-    def __init__(self, config_path: Path, *, port: int | None = None, fallbacks: int = 0) -> None:
+    def __init__(self, config_path: Path, *, port: int | None = None, fallbacks: int = 0,
+                 extra_args: tuple[str, ...] = ()) -> None:
         self.port = port or free_port()
         self.fallbacks = fallbacks
+        self.extra_args = extra_args
         self.metrics_port = free_port()
         self.config_path = config_path
         self.log_path = config_path.with_suffix(".epp.log")
@@ -117,7 +119,7 @@ class EppProcess(_Process):
     def start(self) -> EppProcess:
         self._spawn([sys.executable, "-m", "gateway.cli", "epp", "--config", str(self.config_path),
                      "--port", str(self.port), "--metrics-port", str(self.metrics_port),
-                     "--fallbacks", str(self.fallbacks)])
+                     "--fallbacks", str(self.fallbacks), *self.extra_args])
         deadline = time.monotonic() + 30
         while self.health("readiness") != health_pb2.HealthCheckResponse.SERVING:
             if self.process is not None and self.process.poll() is not None:

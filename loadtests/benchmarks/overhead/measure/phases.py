@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,12 +55,15 @@ def run_wrk(url: str, script: Path, connections: int, duration_s: float, core: i
     return parse_output(done.stdout)
 
 
-def measure(gateway: str, base_url: str, mode: Mode, script: Path, plan: PhasePlan, pid: int | None) -> Measurement:
-    """Warm up, then measure latency on one connection and throughput on ``plan.connections``."""
+def measure(gateway: str, base_url: str, mode: Mode, script: Path, plan: PhasePlan, pids: Sequence[int]) -> Measurement:
+    """Warm up, then measure latency on one connection and throughput on ``plan.connections``;
+    the gateway's CPU is that of the process trees ``pids`` (an Envoy and its picker together;
+    none: not measured)."""
     url = f"{base_url}{mode.path}"
     run_wrk(url, script, min(8, plan.connections), plan.warmup_s, plan.load_core)
     latency = run_wrk(url, script, 1, plan.latency_s, plan.load_core)
-    cpu_before, wall_before = (tree_cpu_seconds(pid) if pid else 0.0), time.monotonic()
+    cpu_before, wall_before = sum(tree_cpu_seconds(pid) for pid in pids), time.monotonic()
     throughput = run_wrk(url, script, plan.connections, plan.throughput_s, plan.load_core)
-    cpu = (tree_cpu_seconds(pid) - cpu_before) / (time.monotonic() - wall_before) if pid else None
+    used = sum(tree_cpu_seconds(pid) for pid in pids) - cpu_before
+    cpu = used / (time.monotonic() - wall_before) if pids else None
     return Measurement(gateway, mode.name, latency, throughput, cpu)

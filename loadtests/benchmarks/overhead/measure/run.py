@@ -160,7 +160,8 @@ def measure_gateway(
             if (problem := _settled_problem(process, launch.base_url, mode)) is not None:
                 skipped.append(Unavailable(f"{launch.name} {mode.name}", f"answers {mode.path} wrongly: {problem}"))
                 continue
-            measured.append(measure(launch.name, launch.base_url, mode, scripts[mode.name], settings.plan, process.pid))
+            pids = (process.pid, *(companion.pid for companion in companions))  # a picker's CPU is the gateway's too
+            measured.append(measure(launch.name, launch.base_url, mode, scripts[mode.name], settings.plan, pids))
         return measured, skipped
     finally:
         process.stop()
@@ -200,7 +201,7 @@ def run(settings: RunSettings, say: Callable[[str], None] = print) -> RunResult:
         ceiling = backend_ceiling(backend_url, scripts, settings)
         for mode in modes_for("direct"):
             say(f"  direct {mode.name}")
-            measurements.append(measure("direct", backend_url, mode, scripts[mode.name], settings.plan, None))
+            measurements.append(measure("direct", backend_url, mode, scripts[mode.name], settings.plan, ()))
         launchers = _launchers(settings, backend_url, cleanup)
         for name in settings.gateways:
             launch = launchers[name]()
