@@ -106,7 +106,7 @@ def blend(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
     training = groups(rows, tasks, sources, features.vector_slice)
     judged = {name: rows[[k for k, s in enumerate(sources) if s == name]] for name in (*SHARED, *SOURCES)}
     labels = {name: [t for t, s in zip(tasks, sources, strict=True) if s == name] for name in judged}
-    return leave_one_out(judged, labels, training, features.vector_slice)
+    return leave_one_out(judged, labels, training, features.vector_slice, log=lambda line: print(line, flush=True))
 
 
 def mt_bench_turns(fetched: list[Labelled]) -> dict[str, Any]:

@@ -8,6 +8,8 @@ import numpy as np
 from gateway.detect.training.blend import (
     FAMILIARITY_QUANTILES,
     LEAK_GOAL,
+    MIN_SHAPE_REQUESTS,
+    RIDGES,
     TASKS,
     Abstention,
     Answers,
@@ -43,14 +45,16 @@ def test_the_instruction_is_the_first_and_last_sentence() -> None:
 
 
 def test_a_row_holds_shape_hashed_words_vectors_and_a_constant() -> None:
-    requests = [_user("Extract the names from the email."), _user("hello")]
-    features = BlendFeatures(_vectors(), shape_names(requests))
+    requests = [_user("Extract the names from the email."), _user("hello")] * MIN_SHAPE_REQUESTS
+    shapes = shape_names(requests)
+    assert "first:extract" in shapes and shape_names(requests[:2]) == []  # seen too seldom: no column
+    features = BlendFeatures(_vectors(), shapes)
     row = features.of(requests[0])
     assert row.shape == (features.width,) and row[-1] == 1.0
-    assert row[features.vector_slice].any()
+    assert row[shapes.index("first:extract")] == 1.0 and row[features.vector_slice].any()
     other = features.of(requests[1])
     assert not np.array_equal(row, other)
-    hashed = slice(len(shape_names(requests)), features.vector_slice.start)
+    hashed = slice(len(shapes), features.vector_slice.start)
     assert row[hashed].any() and abs(float(np.linalg.norm(row[hashed])) - 1.0) < 1e-5  # the user part alone: unit
 
 
@@ -75,14 +79,14 @@ def test_every_source_of_a_task_weighs_alike_in_the_fit() -> None:
     trained = groups(rows, tasks, sources, features.vector_slice)
     weight = {(g.task, g.source): float(g.target[-1].sum()) for g in trained}  # the constant column: weight x n
     assert abs(weight[("chat", "a")] - weight[("chat", "b")]) < 1e-9  # 30 requests against 3
-    fitted = fit(trained, features.vector_slice)
+    fitted = fit(trained, features.vector_slice)[0]
     predicted = fitted.probabilities(rows).argmax(axis=1)
     assert [TASKS[k] for k in predicted] == tasks
 
 
 def test_familiarity_is_highest_for_requests_like_the_training_ones() -> None:
     rows, tasks, sources, features = _toy()
-    fitted = fit(groups(rows, tasks, sources, features.vector_slice), features.vector_slice)
+    fitted = fit(groups(rows, tasks, sources, features.vector_slice), features.vector_slice)[0]
     stranger = features.of(_user("zzz qqq"))[None, :]  # no known subword: a zero vector
     assert fitted.familiarity(rows).min() > float(fitted.familiarity(stranger)[0])
 
@@ -113,3 +117,4 @@ def test_each_held_out_source_is_scored_by_a_model_and_rule_that_never_saw_it() 
     assert set(out) == {"a", "b", "c"} and len(seen) == 3
     for report in out.values():
         assert report["n"] and 0.2 <= report["threshold"] < 1.0 and report["accuracy"] is not None
+        assert report["chosen_on_others"]["ridge"] in RIDGES and 0.0 <= report["top1"] <= 1.0
