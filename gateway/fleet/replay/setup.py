@@ -14,7 +14,8 @@ from gateway.fleet.world.policies import duet_config, policy_state
 from gateway.fleet.world.prior_error import PriorError
 from gateway.fleet.world.replica_sets import REPLICA_SETS, ReplicaSet
 from gateway.flow import DuetConfig, StateSettings, parse_config
-from serving.sim.profile import Profile, load_profile
+from serving.sim.parallel import load_profile
+from serving.sim.profile import Profile
 
 if TYPE_CHECKING:
     from gateway.fleet.replay.windows import Window

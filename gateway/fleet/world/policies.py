@@ -17,7 +17,7 @@ import yaml
 from gateway.fleet.world.prior_error import PriorError
 from gateway.fleet.world.replica_sets import ReplicaSet
 from serving.sim.fidelity.prior import speed_prior
-from serving.sim.profile import load_profile
+from serving.sim.parallel import load_profile
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"
 DUET_POLICIES = ("always-standard", "always-fast", "round-robin", "least-loaded", "static-split", "llm-d-default",

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from serving.sim.fidelity.published import PUBLISHED, PublishedPoint, load_points, load_rows, simulate
-from serving.sim.profile import PROFILES_DIR, Profile, load_profile
+from serving.sim.parallel import load_profile
+from serving.sim.profile import PROFILES_DIR, Profile
 
 REPO = Path(__file__).resolve().parents[3]
 RESULTS = REPO / "docs" / "results" / "h100-fidelity.json"
