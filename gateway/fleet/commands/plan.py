@@ -52,9 +52,11 @@ def run(args: argparse.Namespace) -> int:
               f"{args.to} not written", file=sys.stderr)
         return 1
     utilisation = results["plans"][args.policy].get("utilisation")
-    planned = fleet_config.PlannedFleet(fleet.counts, _profiles(spec), utilisation)
+    planned = fleet_config.PlannedFleet(fleet.counts, _profiles(spec), utilisation,
+                                        _engines(results["plans"][args.policy].get("layout")))
     args.to.write_text(fleet_config.with_counts(config_text, str(args.write_config), planned, command(args), args.model))
-    print(f"{args.to}: replica_count {fleet}, autoscaling utilisation {utilisation} if the model autoscales "
+    print(f"{args.to}: replica_count {fleet}, engines {planned.engines}, autoscaling utilisation {utilisation} "
+          "if the model autoscales "
           f"(duet deploy render --config {args.to} ...)")
     return 0
 
@@ -80,6 +82,14 @@ def _spec(args: argparse.Namespace) -> PlanSpec:
 def _profiles(spec: PlanSpec) -> dict[str, str]:
     """variant -> the profile its replicas were replayed with (a launch profile of the same name)."""
     return {v.name: v.profile for v in spec.replicas.variants}
+
+
+def _engines(layout: dict[str, dict[str, int | None]] | None) -> dict[str, dict[str, int]] | None:
+    """The plan's layout as each variant's engine settings in a Duet config."""
+    if layout is None:
+        return None
+    return {variant: {"tensor_parallel_size": d["tp"], **({} if d["chunk"] is None else {
+        "max_num_batched_tokens": d["chunk"]})} for variant, d in layout.items() if d["tp"] is not None}
 
 
 def _window(window: Window, span_s: float) -> Window:

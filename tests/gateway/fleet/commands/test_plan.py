@@ -49,9 +49,9 @@ def test_write_config_needs_to(capsys):
     assert "--write-config IN and --to OUT go together" in capsys.readouterr().err
 
 
-def test_a_tiny_plan_over_tp_sizes_records_each_policys_layout(tmp_path):
-    out = tmp_path / "plan.json"
-    assert main([*TINY, "--tp", "fast=2,4", "--out", str(out)]) == 0
+def test_a_tiny_plan_over_tp_sizes_records_each_policys_layout_and_deploy_renders_it(tmp_path):
+    out, planned = tmp_path / "plan.json", tmp_path / "planned.yaml"
+    assert main([*TINY, "--tp", "fast=2,4", "--out", str(out), "--write-config", str(GPU), "--to", str(planned)]) == 0
     results = json.loads(out.read_text())
     assert "--tp 'fast=2,4'" in results["command"]
     assert results["layouts"]["fast"] == {"tp": [2, 4], "chunk": [None]}
@@ -63,6 +63,11 @@ def test_a_tiny_plan_over_tp_sizes_records_each_policys_layout(tmp_path):
     duet = plans["duet"]
     gpus = sum(duet["fleet"][v] * duet["layout"][v]["tp"] for v in duet["fleet"])
     assert duet["usd_per_hour"] == 3.0 * gpus
+    deployed = {d.variant: d for d in load_plan(planned, Target.parse("k8s-gpu")).variants}
+    for variant, layout in duet["layout"].items():
+        assert deployed[variant].replicas == duet["fleet"][variant]
+        launched = deployed[variant].launched(0)
+        assert launched.gpus == layout["tp"] and f"--tensor-parallel-size {layout['tp']}" in " ".join(launched.args)
 
 
 def test_a_tp_size_the_variant_cannot_hold_is_refused_before_any_replay(capsys):
