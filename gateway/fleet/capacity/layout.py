@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from gateway.fleet.world.pricing import H100_USD_PER_GPU_HOUR, chargeback_price
 from gateway.fleet.world.replica_sets import ReplicaSet, VariantSpec
 from gateway.flow import ReplicaCost
+from serving.launch import load_profiles
 from serving.sim.parallel import at_size, sizes_that_fit
 from serving.sim.profile import load_profile
 
@@ -93,9 +94,14 @@ class LayoutSpace:
 
 
 def own_tp(replica_set: ReplicaSet, variant: str) -> int:
-    """The TP size a variant's profile was measured at (its replica's GPUs as shipped)."""
-    profile = load_profile(_spec(replica_set, variant).profile)
-    return 4 if profile.parallel is None else profile.parallel.tensor_parallel_size
+    """The TP size a variant's profile was measured at (its replica's GPUs as shipped): the
+    profile's tensor-parallel facts, else its launch profile's GPUs, else one (a test set)."""
+    name = _spec(replica_set, variant).profile
+    profile = load_profile(name)
+    if profile.parallel is not None:
+        return profile.parallel.tensor_parallel_size
+    launch = load_profiles().get(name)
+    return 1 if launch is None else max(1, launch.gpus)
 
 
 def space(replica_set: ReplicaSet, tp: Mapping[str, Sequence[int]], chunk: Mapping[str, Sequence[int]]) -> LayoutSpace:
