@@ -96,6 +96,41 @@ def pareto(plan: Plan) -> list[dict[str, Any]]:
     return frontier
 
 
+def cheapest_by_fast_tp(plan: Plan) -> dict[int, float | None]:
+    """Fast TP size -> the cheapest fleet Duet's search found with it (None: none under the cap)."""
+    costs: dict[int, float | None] = {}
+    for search in plan.get("layouts", []):
+        fast = search["layout"].get("fast")
+        if fast is None:
+            continue
+        cost = search["usd_per_hour"] if search.get("fleet") else None
+        known = costs.get(fast["tp"])
+        costs[fast["tp"]] = cost if known is None else known if cost is None else min(known, cost)
+    return dict(sorted(costs.items()))
+
+
+def why(results: Mapping[str, Any]) -> list[str]:
+    """What the committed plan shows about why Duet's fleet costs what it does (from the file alone)."""
+    plans = results["plans"]
+    duet, found = plans[results["policy"]], best(plans, "baseline")
+    if not _found(duet):
+        return ["Duet found no fleet within its bounds."]
+    lines = []
+    if found is not None and found[1]["usd_per_hour"] == duet["usd_per_hour"]:
+        name, baseline = found
+        same = baseline["fleet"] == duet["fleet"] and baseline.get("layout") == duet.get("layout")
+        lines.append(f"{name} reaches the target at Duet's cost" + (
+            " with the same fleet: on replicas of one variant in one layout, routing changes nothing" if same else ""))
+    if not duet["fleet"].get("standard"):
+        lines.append("Duet's fleet has no standard replica: parity lets the fast variant serve every task of this "
+                     "traffic, so the saving over all-standard is the fast variant's, which the baselines share")
+    sizes = cheapest_by_fast_tp(duet)
+    if len(sizes) > 1:
+        lines.append("Duet's cheapest fleet per fast TP size: " + ", ".join(
+            f"TP{n} {'none under the cap' if c is None else f'${c:.0f}'}" for n, c in sizes.items()))
+    return lines
+
+
 def _ratio(value: float | None, goal: float) -> str:
     if value is None:
         return "— (no fleet found)"
@@ -176,7 +211,8 @@ def render(plans: Sequence[Mapping[str, Any]]) -> str:
     for results in plans:
         duet = results["plans"][results["policy"]]
         lines += ["", f"### {results['replica_set']} on {results['trace']}", "", _settings(results) + ".", "",
-                  *_policies(results), "", "Duet's search, layout by layout:", "", *_searches(duet), "",
+                  *_policies(results), "", *(f"- {line}." for line in why(results)), "",
+                  "Duet's search, layout by layout:", "", *_searches(duet), "",
                   "The Pareto frontier of Duet's search (every fleet replayed, over every layout; none cheaper "
                   "reaches a higher good share):", "", *_frontier(duet), "", "Command:", "", "```sh",
                   results["command"], "```"]

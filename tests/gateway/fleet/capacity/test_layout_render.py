@@ -68,3 +68,16 @@ def test_the_section_says_each_goal_met_or_missed_and_marks_the_chosen_fleet():
     assert "| standard TP8; fast TP2 | not searched" in text
     assert "| llm-d-default | baseline | standard TP4; fast TP4 | none found | — | > $120 |" in text
     assert layout_render.render([]).endswith("No plan over layouts committed yet.")
+
+
+def test_why_says_what_the_file_shows_about_duets_cost():
+    data = results()
+    assert layout_render.cheapest_by_fast_tp(data["plans"]["duet"]) == {2: 60.0, 4: 72.0}
+    lines = layout_render.why(data)
+    assert lines == ["Duet's fleet has no standard replica: parity lets the fast variant serve every task of this "
+                     "traffic, so the saving over all-standard is the fast variant's, which the baselines share",
+                     "Duet's cheapest fleet per fast TP size: TP2 $60, TP4 $72"]
+    data["plans"]["least-loaded"].update(usd_per_hour=60.0, fleet={"standard": 0, "fast": 10},
+                                         layout={"standard": TP4, "fast": TP2})
+    assert layout_render.why(data)[0] == ("least-loaded reaches the target at Duet's cost with the same fleet: on "
+                                          "replicas of one variant in one layout, routing changes nothing")
