@@ -171,10 +171,10 @@ def _searches(plan: Plan) -> list[str]:
 
 def _frontier(plan: Plan) -> list[str]:
     chosen = (plan["fleet"], plan.get("layout"))
-    lines = ["| $/hour | good share (tuning seeds) | layout | fleet |", "|--:|--:|:--|:--|"]
+    lines = ["| $/hour | GPUs | good share (tuning seeds) | fleet (each variant on its TP size) |", "|--:|--:|--:|:--|"]
     for point in pareto(plan):
         mark = " **(chosen)**" if (point["fleet"], point["layout"]) == chosen else ""
-        lines.append(f"| ${point['usd_per_hour']:.0f} | {point['share']:.2%} | {layout_text(point['layout'])} | "
+        lines.append(f"| ${point['usd_per_hour']:.0f} | {_gpus(point['fleet'], point['layout'])} | {point['share']:.2%} | "
                      f"{fleet_text(point['fleet'], point['layout'])}{mark} |")
     return lines
 

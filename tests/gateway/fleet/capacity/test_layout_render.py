@@ -64,7 +64,7 @@ def test_the_section_says_each_goal_met_or_missed_and_marks_the_chosen_fleet():
     assert "Duet 10 fast TP2 ($60/hour)" in text
     assert "against the best baseline 0.83x (missed: goal <= 0.75x)" in text
     assert "against all-standard TP4 0.71x (missed: goal <= 0.35x)" in text
-    assert "| $60 | 99.20% | standard TP4; fast TP2 | 10 fast TP2 **(chosen)** |" in text
+    assert "| $60 | 20 | 99.20% | 10 fast TP2 **(chosen)** |" in text
     assert "| standard TP8; fast TP2 | not searched" in text
     assert "| llm-d-default | baseline | standard TP4; fast TP4 | none found | — | > $120 |" in text
     assert layout_render.render([]).endswith("No plan over layouts committed yet.")
