@@ -244,7 +244,7 @@ def test_load_test_rooms_import_only_the_rooms_below_them():
 
 
 # The rooms of serving/sim/ (serving/sim/__init__.py): what each may import of the simulator.
-SIM_BASE = ("serving.sim.profile", "serving.sim.tokens")
+SIM_BASE = ("serving.sim.profile", "serving.sim.parallel", "serving.sim.tokens")
 SIM_ROOMS = {
     "serving.sim.engine": SIM_BASE,
     "serving.sim.fidelity": (*SIM_BASE, "serving.sim.engine"),

@@ -199,6 +199,9 @@ class EngineSection(Strict):
     max_num_batched_tokens: PositiveInt | None = None
     max_num_seqs: PositiveInt | None = None
     kv_connector: KVConnector | None = None
+    # GPUs one replica spans (vLLM's --tensor-parallel-size; None: the launch profile's), within
+    # one NVLink domain; `duet deploy render` also checks that the weights fit them.
+    tensor_parallel_size: Literal[1, 2, 4, 8] | None = None
 
     @model_validator(mode="after")
     def _p_d_roles_name_their_connector(self) -> EngineSection:

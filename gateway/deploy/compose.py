@@ -51,7 +51,7 @@ def replica_services(plan: DeployPlan) -> dict[str, dict[str, Any]]:
     for d in plan.variants:
         for i in range(d.replicas):
             services[f"{d.name}-{i}"] = replica_service(d, i, slot)
-            slot += d.profile.gpus or 1
+            slot += d.launched(i).gpus or 1
     return services
 
 

@@ -22,6 +22,8 @@ from gateway.errors import ConfigError
 from gateway.scaling import Autoscaling, desired_replicas
 from gateway.scaling.policy import AUTOSCALERS
 from serving.launch.roles import EngineSettings, with_engine
+from serving.sim.parallel import at_size, load_profile
+from serving.sim.profile import ProfileError
 
 Platform = Literal["k8s", "compose", "gie"]
 # gie: Duet as the endpoint picker of a Gateway API Inference Extension gateway (gie.py); plain
@@ -201,6 +203,14 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
     replicas = max(1, len(section.replicas)) if section.replica_count is None else section.replica_count
     engine = _settings(section.engine)
     replica_engines = tuple(engine if r.engine is None else _settings(r.engine) for r in section.replicas)
+    prefix = f"models.{model}.variants.{name}"
+    _check_tp(profile, engine, section.max_model_len, f"{prefix}.engine.tensor_parallel_size")
+    for i, other in enumerate(replica_engines):
+        _check_tp(profile, other, section.max_model_len, f"{prefix}.replicas.{i}.engine.tensor_parallel_size")
+    gpus = with_engine(profile, engine).gpus
+    if section.replica_cost is not None and section.replica_cost.gpus != gpus:  # else its chargeback is wrong
+        raise ConfigError(f"{prefix}.replica_cost.gpus", f"{section.replica_cost.gpus}, but each replica runs on {gpus} "
+                                                         "GPUs (the engine's tensor_parallel_size, else the profile's)")
     if target.kubernetes:  # one Deployment per variant: one engine for all its pods
         if engine.role != "both":
             raise ConfigError(f"models.{model}.variants.{name}.engine.role",
@@ -217,7 +227,27 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
 
 
 def _settings(section: Any) -> EngineSettings:
-    return EngineSettings(section.role, section.max_num_batched_tokens, section.max_num_seqs, section.kv_connector)
+    return EngineSettings(section.role, section.max_num_batched_tokens, section.max_num_seqs, section.kv_connector,
+                          section.tensor_parallel_size)
+
+
+def _check_tp(profile: LaunchProfile, engine: EngineSettings, max_model_len: int, path: str) -> None:
+    """A TP size other than the profile's must be a GPU profile's, and its weights, activations and
+    one context of the variant's ``max_model_len`` of KV must fit that many GPUs (the simulator
+    twin's memory check). Raises ConfigError."""
+    size = engine.tensor_parallel_size
+    if size is None:
+        return
+    if profile.device != "gpu" and size != 1:
+        raise ConfigError(path, f"{size}: '{profile.name}' is a {profile.device} profile, one process per replica")
+    if profile.sim_profile is None:
+        raise ConfigError(path, f"{size}: '{profile.name}' names no simulator twin whose memory says what fits")
+    twin = load_profile(profile.sim_profile)
+    twin = dataclasses.replace(twin, engine=dataclasses.replace(twin.engine, max_model_len=max_model_len))
+    try:
+        at_size(twin, size)
+    except ProfileError as exc:  # DoesNotFit, or a twin without tensor-parallel facts
+        raise ConfigError(path, f"{size}: {str(exc).removeprefix(f'{exc.path}: ')}") from exc
 
 
 def _known(device: Device) -> str:

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gateway.fleet.capacity import day_render
+from gateway.fleet.capacity import day_render, layout_render
 from gateway.fleet.capacity import render as capacity_render
 from gateway.fleet.sweep import render as knee
 from loadtests.benchmarks.overhead.report.results import read as read_overhead
@@ -84,6 +84,24 @@ def capacity(plans: Sequence[Mapping[str, Any]]) -> Headline:
                     "held out within 0.5 points of the target",
                     "the baselines' cheapest fleets; an all-standard fleet",
                     bool(verdicts) and met >= capacity_render.PAIRINGS_NEEDED and all(v.check_met for v in verdicts))
+
+
+def capacity_layouts(plans: Sequence[Mapping[str, Any]]) -> Headline:
+    """Duet's cheapest fleet over layouts against the best baseline's and all-standard TP4's."""
+    goal = (f"at most {layout_render.BASELINE_GOAL:g}x the best baseline, {layout_render.ALL_STANDARD_GOAL:g}x "
+            "all-standard TP4")
+    if not plans:
+        return Headline("Capacity over layouts", "no plan over layouts yet", goal, "—", None)
+    figures, met = [], True
+    for results in plans:
+        r = layout_render.ratios(results)
+        baseline, standard = r["baseline"], r["all_standard_tp4"]
+        figures.append(f"{'—' if baseline is None else f'{baseline:.2f}x'} best baseline, "
+                       f"{'—' if standard is None else f'{standard:.2f}x'} all-standard TP4 ({results['replica_set']})")
+        met = met and baseline is not None and standard is not None and baseline <= layout_render.BASELINE_GOAL \
+            and standard <= layout_render.ALL_STANDARD_GOAL
+    return Headline("Capacity over layouts", "Duet's cheapest fleet: " + "; ".join(figures), goal,
+                    "the baselines' best uniform layout; an all-standard fleet at TP4", met)
 
 
 def capacity_day(days: Sequence[Mapping[str, Any]]) -> Headline:

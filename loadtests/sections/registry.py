@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from gateway.fleet.capacity import day_render as capacity_day
+from gateway.fleet.capacity import layout_render as capacity_layouts
 from gateway.fleet.capacity import render as capacity
 from gateway.fleet.capacity import results as capacity_plans
 from gateway.fleet.replay import results as replay
@@ -65,6 +66,9 @@ SECTIONS: tuple[Section, ...] = (
             lambda: knee_diagnosis.render(knee_diagnosis.load())),
     Section("capacity", BENCHMARKS, "docs/results/capacity/*.json", lambda: capacity.render(capacity_plans.load()),
             lambda: headlines.capacity(capacity_plans.load())),
+    Section("capacity-layouts", BENCHMARKS, "docs/results/capacity/layouts/*.json",
+            lambda: capacity_layouts.render(capacity_layouts.load()),
+            lambda: headlines.capacity_layouts(capacity_layouts.load())),
     Section("capacity-day", BENCHMARKS, "docs/results/capacity/day/*.json",
             lambda: capacity_day.render(capacity_day.load()), lambda: headlines.capacity_day(capacity_day.load())),
     Section("bench-variants", BENCHMARKS, "docs/results/bench-variants.json",

@@ -1,5 +1,6 @@
 """A replica's engine role as vLLM arguments: its chunk budget (``--max-num-batched-tokens``),
-its largest batch (``--max-num-seqs``) and, for disaggregated prefill, ``--kv-transfer-config``
+its largest batch (``--max-num-seqs``), the GPUs it spans (``--tensor-parallel-size``, which
+also sets the GPUs the replica takes) and, for disaggregated prefill, ``--kv-transfer-config``
 with the KV connector and the role it plays (vLLM's ``KVTransferConfig``: ``kv_producer`` for a
 prefill instance, ``kv_consumer`` for a decode instance, ``kv_both`` for one that does either).
 
@@ -27,6 +28,7 @@ class EngineSettings:
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
     kv_connector: str | None = None
+    tensor_parallel_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -42,6 +44,8 @@ class EngineSettings:
             args.append(("max-num-batched-tokens", self.max_num_batched_tokens))
         if self.max_num_seqs is not None:
             args.append(("max-num-seqs", self.max_num_seqs))
+        if self.tensor_parallel_size is not None:
+            args.append(("tensor-parallel-size", self.tensor_parallel_size))
         if self.kv_connector is not None:
             args.append(("kv-transfer-config", {"kv_connector": self.kv_connector, "kv_role": KV_ROLES[self.role]}))
         return tuple(args)
@@ -56,5 +60,7 @@ def with_engine_args(profile_args: tuple[tuple[str, EngineValue], ...],
 
 
 def with_engine(profile: LaunchProfile, settings: EngineSettings) -> LaunchProfile:
-    """``profile`` launched with a replica's engine role and budgets."""
-    return dataclasses.replace(profile, engine_args=with_engine_args(profile.engine_args, settings))
+    """``profile`` launched with a replica's engine role, budgets and TP size (its GPUs with it)."""
+    resources = profile.resources if settings.tensor_parallel_size is None else dataclasses.replace(
+        profile.resources, gpus=settings.tensor_parallel_size)
+    return dataclasses.replace(profile, engine_args=with_engine_args(profile.engine_args, settings), resources=resources)

@@ -8,7 +8,8 @@ Command line — ``duet sim`` or ``python -m serving.sim``::
     [--error-rate R] [--error-kinds 429,500,503] [--die-after-tokens N] [--hang] [--slowdown X]
 
 Profiles (``serving/sim/profiles/*.yaml``): ``h100-70b-{bf16,fp8,w4a16,ngram,eagle3}``,
-``cpu-smollm2-{bf16,int8,int4,ngram}``, ``fast-test``.
+``cpu-smollm2-{bf16,int8,int4,ngram}``, ``fast-test``; ``<h100 profile>-tp{1,2,4,8}``: the TP4
+profile derived at that many GPUs where it fits (``serving.sim.parallel``).
 
 HTTP: vLLM's ``POST /v1/chat/completions``, ``POST /v1/completions``, ``GET /v1/models``,
 ``POST /tokenize``, ``GET /health``, ``GET /load``, ``GET /version``, ``GET /metrics``; and the
@@ -31,10 +32,11 @@ In Python:
     ``.port``, ``.kill()`` (SIGKILL), ``.stop()``.
     ``serving.sim.engine.engine.Engine(profile, seed=...)`` — the engine model alone, in virtual time:
     ``submit(SimRequest, now)``, ``next_event_time()``, ``advance(to) -> [TokensOut | Finished]``.
-    ``serving.sim.profile.load_profile(name_or_path)``.
+    ``serving.sim.parallel.load_profile(name_or_path)`` (``serving.sim.profile``'s, plus ``-tpN`` names).
 
 Rooms (each room's ``__init__`` says what it may import; none imports ``server``):
-    ``profile``, ``tokens`` — what a replica is (its YAML profile), and text counted without a tokenizer;
+    ``profile``, ``parallel``, ``tokens`` — what a replica is (its YAML profile, at another TP size),
+    and text counted without a tokenizer;
     ``engine/`` — the engine model in virtual time, no I/O;
     ``fidelity/`` — the profiles against real hardware, and as the gateway's speed prior;
     ``dialects/`` — the APIs' request and answer shapes, as data;

@@ -93,6 +93,23 @@ class StepCost:
 
 
 @dataclass(frozen=True, slots=True)
+class Parallelism:
+    """How the profile's replica is split over GPUs (tensor parallelism) and what fills their
+    memory, so that ``serving.sim.parallel`` can derive the replica at another TP size: the
+    checkpoint's weights (GB, 10**9 bytes, all of them: split evenly over the ranks), the
+    activations, CUDA graphs and communication buffers each GPU keeps besides (GB per GPU), the
+    hidden size (what a token all-reduces per layer), and the GPU's memory and vLLM's
+    ``--gpu-memory-utilization``."""
+
+    tensor_parallel_size: int
+    weights_gb: float
+    activations_gb: float
+    hidden_size: int
+    gpu_memory_gb: float = 80.0
+    gpu_memory_utilization: float = 0.9
+
+
+@dataclass(frozen=True, slots=True)
 class TaskAcceptance:
     """Speculation on one task type: how often a draft is proposed, and how often a draft
     token is accepted (each token independently, so accepted length is geometric)."""
@@ -153,6 +170,9 @@ class Profile:
     # Either absent: the profile cannot hand KV off (a ``prefill`` or ``decode`` role is refused).
     shape: ModelShape | None = None
     kv_link: KVLink | None = None
+    # For tensor parallelism at other sizes (``serving.sim.parallel``): absent, the profile is its
+    # own size only.
+    parallel: Parallelism | None = None
 
     def with_engine(self, role: str | None = None, max_num_batched_tokens: int | None = None,
                     max_num_seqs: int | None = None) -> Profile:
@@ -204,6 +224,8 @@ def _check(profile: Profile) -> None:
     for name in ("max_num_batched_tokens", "max_num_seqs"):
         if getattr(limits, name) < 1:
             raise ProfileError(f"engine.{name}", "must be at least 1")
+    if profile.parallel is not None and profile.shape is None:
+        raise ProfileError("parallel", "needs shape (the KV bytes per token the GPUs' memory holds)")
 
 
 def build(cls: Any, data: Any, path: str) -> Any:

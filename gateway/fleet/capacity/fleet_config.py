@@ -1,5 +1,6 @@
 """A plan's fleet written into a Duet config: each variant's ``replica_count``, the number of
-replicas ``duet deploy render`` starts for it (gateway/deploy/plan.py), and, when the model
+replicas ``duet deploy render`` starts for it (gateway/deploy/plan.py), its layout (the engine's
+``tensor_parallel_size`` and ``max_num_batched_tokens``, and a ``replica_cost``'s GPUs to match), and, when the model
 autoscales (``autoscaling`` present), the utilisation the fleet ran at per variant
 (``autoscaling.utilisation_by_variant``), so that the gauge asks for this fleet at this traffic.
 The rest of the file is kept as written; the result must load as the gateway loads it."""
@@ -14,7 +15,7 @@ import yaml
 
 from gateway.flow import parse_config
 
-HEADER = "# Replica counts (replica_count) and autoscaling utilisation written by `{command}`.\n"
+HEADER = "# Replica counts (replica_count), engines and autoscaling utilisation written by `{command}`.\n"
 
 
 def variants_of(raw: Mapping[str, Any], model: str | None) -> tuple[str, dict[str, Any]]:
@@ -61,6 +62,9 @@ class PlannedFleet:
     counts: Mapping[str, int]
     profiles: Mapping[str, str]
     utilisation: Mapping[str, float] | None = None
+    # variant -> its engine settings from the plan's layout (``tensor_parallel_size``,
+    # ``max_num_batched_tokens``); a variant not here keeps its engine as written.
+    engines: Mapping[str, Mapping[str, int]] | None = None
 
 
 def with_counts(text: str, source: str, fleet: PlannedFleet, command: str, model: str | None = None) -> str:
@@ -72,6 +76,11 @@ def with_counts(text: str, source: str, fleet: PlannedFleet, command: str, model
     _, variants = variants_of(raw, name)
     for variant, count in fleet.counts.items():
         variants[variant]["replica_count"] = count
+    for variant, engine in (fleet.engines or {}).items():
+        section = variants[variant]
+        section["engine"] = {**(section.get("engine") or {}), **engine}
+        if isinstance(section.get("replica_cost"), dict) and "tensor_parallel_size" in engine:
+            section["replica_cost"]["gpus"] = engine["tensor_parallel_size"]
     autoscaling = raw["models"][name].get("autoscaling")
     if fleet.utilisation and isinstance(autoscaling, dict):
         autoscaling["utilisation_by_variant"] = dict(fleet.utilisation)

@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from gateway.fleet.capacity.headroom import fleet_utilisation, traffic_demand
+from gateway.fleet.capacity.layout import Layout, LayoutSpace, laid_out, layouts_for, own_layout, own_tp
 from gateway.fleet.capacity.search import Bounds, Fleet, Found, cheapest
 from gateway.fleet.replay.report import summarize
 from gateway.fleet.replay.seeds import interval
@@ -46,10 +47,28 @@ class PlanSpec:
     seed: int = 0
     prior_error: float = 0.3
     length_quantile: float = 0.5
+    # The TP sizes and chunk budgets each variant may take (None: the profiles' own only).
+    layouts: LayoutSpace | None = None
 
     @property
     def replicas(self) -> ReplicaSet:
         return REPLICA_SETS[self.replica_set]
+
+    @property
+    def space(self) -> LayoutSpace:
+        own = own_layout(self.replicas)
+        return self.layouts or LayoutSpace({n: (d.tp,) for n, d in own.deployments.items()},
+                                           {n: (None,) for n in own.deployments})
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutSearch:
+    """One layout's search: its cheapest fleet (``found``), or None when it was not searched
+    because even its largest fleet under the cap (the best cost found so far) was no fleet."""
+
+    layout: Layout
+    found: Found | None
+    tried_usd: tuple[float, ...] = ()  # what each fleet of ``found.tried`` costs per hour, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +86,10 @@ class PolicyPlan:
     # variant -> the share of its replicas' capacity the found fleet uses, as the gauge counts it
     # (``headroom.py``; empty when no fleet was found).
     utilisation: Mapping[str, float] = field(default_factory=dict)
+    # The layout of ``found`` (the cheapest over every layout searched), and each layout's search.
+    layout: Layout | None = None
+    searches: tuple[LayoutSearch, ...] = ()
+    role: str = "duet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,21 +122,23 @@ class Replays:
     def tasks(self) -> frozenset[str]:
         return frozenset(a.task for s in self._seeds for a in s.schedule)
 
-    def shares(self, fleet: Fleet) -> tuple[float, ...]:
-        """The fleet's good share on each seed (0 for a fleet without replicas)."""
+    def shares(self, fleet: Fleet, replicas: ReplicaSet | None = None) -> tuple[float, ...]:
+        """The fleet's good share on each seed (0 for a fleet without replicas), its replicas
+        those of ``replicas`` (None: the plan's set as its profiles are)."""
         if fleet.replicas == 0:
             return tuple(0.0 for _ in self._seeds)
-        cluster = Cluster(self._spec.replicas, fleet.counts)
+        cluster = Cluster(replicas or self._spec.replicas, fleet.counts)
         return tuple(self._replay(cluster, seed) for seed in self._seeds)
 
-    def utilisation(self, fleet: Fleet) -> dict[str, float]:
+    def utilisation(self, fleet: Fleet, replicas: ReplicaSet | None = None) -> dict[str, float]:
         """The fleet's utilisation in the gauge's terms: these seeds' traffic, the first seed's priors."""
-        config = policy_config(Cluster(self._spec.replicas, fleet.counts), self._policy, self._seeds[0].prior_error)
+        cluster = Cluster(replicas or self._spec.replicas, fleet.counts)
+        config = policy_config(cluster, self._policy, self._seeds[0].prior_error)
         return fleet_utilisation(config, traffic_demand([s.schedule for s in self._seeds], self._duration_s), fleet)
 
-    def share(self, fleet: Fleet) -> float:
+    def share(self, fleet: Fleet, replicas: ReplicaSet | None = None) -> float:
         """The mean good share over the seeds, in [0, 1]."""
-        return round(statistics.fmean(self.shares(fleet)), 4)
+        return round(statistics.fmean(self.shares(fleet, replicas)), 4)
 
     def _replay(self, cluster: Cluster, seed: _Seed) -> float:
         config = policy_config(cluster, self._policy, seed.prior_error)
@@ -135,33 +160,68 @@ def parity_floor(replica_set: ReplicaSet, tasks: frozenset[str]) -> int:
     return 0 if allowed is None or tasks <= allowed else 1
 
 
-def plan_policy(spec: PlanSpec, policy: str, standard_only: bool = False) -> PolicyPlan:
-    """``policy``'s cheapest fleet meeting ``spec.target`` on the tuning seeds, checked on the held-out ones."""
+def layout_bounds(spec: PlanSpec, replicas: ReplicaSet, layout: Layout, floor: int,
+                  cap_usd: float | None) -> Bounds | None:
+    """The counts one layout's search may try: up to ``max_replicas`` replicas' worth of the
+    profile's own GPUs per variant, none past what alone costs ``cap_usd`` (the cheapest fleet of
+    the layouts searched before; a fleet dearer than it cannot win). None: no fleet left to try."""
+    limits = {}
+    for name, deployment in layout.deployments.items():
+        most = spec.max_replicas * own_tp(spec.replicas, name) // deployment.tp
+        one = fleet_usd_per_hour(replicas, Fleet(**{"standard": 0, "fast": 0, name: 1}))
+        limits[name] = most if cap_usd is None else min(most, int(cap_usd / one + 1e-9))
+    standard, fast = limits["standard"], limits.get("fast", 0)
+    if floor > standard or standard + fast < 1:
+        return None
+    return Bounds(standard, fast, floor)
+
+
+def plan_policy(spec: PlanSpec, policy: str, role: str = "duet") -> PolicyPlan:
+    """``policy``'s cheapest fleet meeting ``spec.target`` on the tuning seeds over the layouts its
+    ``role`` may try (``layout.layouts_for``), checked on the held-out ones."""
     started = time.perf_counter()
+    standard_only = role == "all-standard"
     tuning = Replays(spec, policy, spec.search, spec.search_seeds)
     floor = parity_floor(spec.replicas, tuning.tasks)
-    bounds = Bounds(spec.max_replicas, 0 if standard_only else spec.max_replicas,
-                    max(floor, 1) if standard_only else floor)
+    floor = max(floor, 1) if standard_only else floor
+    searches: list[LayoutSearch] = []
+    best: tuple[Layout, ReplicaSet, Found] | None = None
+    for layout in layouts_for(role, spec.space, own_layout(spec.replicas)):
+        replicas = laid_out(spec.replicas, layout)
+        bounds = layout_bounds(spec, replicas, layout, floor, None if best is None else best[2].cost)
+        found = None if bounds is None else _search(spec, tuning, policy, layout, replicas, bounds)
+        costs = () if found is None else tuple(fleet_usd_per_hour(replicas, f) for f, _ in found.tried)
+        searches.append(LayoutSearch(layout, found, costs))
+        if found is not None and found.fleet is not None and (
+                best is None or (found.cost, -found.share) < (best[2].cost, -best[2].share)):
+            best = (layout, replicas, found)
+    searched = time.perf_counter()
+    if best is None:  # no layout met the target: report the first (the profiles' own) one's largest fleet
+        first = next(s for s in searches if s.found is not None)
+        assert first.found is not None
+        return PolicyPlan(policy, standard_only, floor, first.found, (), round(searched - started, 1), 0.0,
+                          layout=first.layout, searches=tuple(searches), role=role)
+    layout, replicas, found = best
+    assert found.fleet is not None
+    utilisation = tuning.utilisation(found.fleet, replicas)
+    shares = Replays(spec, policy, spec.check, spec.check_seeds).shares(found.fleet, replicas)
+    print(f"  {policy} [{layout}] {found.fleet} held out: {interval(shares)[0]:.2%} good", file=sys.stderr)
+    return PolicyPlan(policy, standard_only, floor, found, shares, round(searched - started, 1),
+                      round(time.perf_counter() - searched, 1), utilisation, layout, tuple(searches), role)
 
+
+def _search(spec: PlanSpec, tuning: Replays, policy: str, layout: Layout, replicas: ReplicaSet,
+            bounds: Bounds) -> Found:
     def evaluate(fleet: Fleet) -> float:
-        share = tuning.share(fleet)
-        print(f"  {policy} {fleet}: {share:.2%} good", file=sys.stderr)
+        share = tuning.share(fleet, replicas)
+        print(f"  {policy} [{layout}] {fleet}: {share:.2%} good", file=sys.stderr)
         return share
 
-    found = cheapest(evaluate, lambda f: fleet_usd_per_hour(spec.replicas, f), spec.target, bounds)
-    searched = time.perf_counter()
-    shares: tuple[float, ...] = ()
-    utilisation: dict[str, float] = {}
-    if found.fleet is not None:
-        utilisation = tuning.utilisation(found.fleet)
-        shares = Replays(spec, policy, spec.check, spec.check_seeds).shares(found.fleet)
-        print(f"  {policy} {found.fleet} held out: {interval(shares)[0]:.2%} good", file=sys.stderr)
-    return PolicyPlan(policy, standard_only, floor, found, shares, round(searched - started, 1),
-                      round(time.perf_counter() - searched, 1), utilisation)
+    return cheapest(evaluate, lambda f: fleet_usd_per_hour(replicas, f), spec.target, bounds)
 
 
-def plan_all(spec: PlanSpec, policies: Sequence[tuple[str, bool]], jobs: int = 1) -> list[PolicyPlan]:
-    """Each (policy, standard only) planned, in order, in ``jobs`` worker processes (1: this one)."""
+def plan_all(spec: PlanSpec, policies: Sequence[tuple[str, str]], jobs: int = 1) -> list[PolicyPlan]:
+    """Each (policy, role) planned, in order, in ``jobs`` worker processes (1: this one)."""
     if jobs <= 1:
         return [plan_policy(spec, p, s) for p, s in policies]
     with ProcessPoolExecutor(max_workers=jobs) as pool:

@@ -16,15 +16,23 @@ from typing import TYPE_CHECKING, Any
 from gateway.fleet.capacity.search import Fleet
 from gateway.fleet.replay.seeds import interval
 from gateway.fleet.replay.windows import Window
+from gateway.fleet.world.pricing import H100_USD_PER_GPU_HOUR
 
 if TYPE_CHECKING:
-    from gateway.fleet.capacity.plan import PlanSpec, PolicyPlan
+    from gateway.fleet.capacity.plan import LayoutSearch, PlanSpec, PolicyPlan
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "capacity"
 
 
 def role(plan: PolicyPlan, policy: str) -> str:
     return "all-standard" if plan.standard_only else "duet" if plan.policy == policy else "baseline"
+
+
+def _layouts(spec: PlanSpec) -> dict[str, Any]:
+    """What the plan's layouts were: each variant's options, and who may try which."""
+    return {**spec.space.as_dict(), "duet": "any combination of the variants' options",
+            "baseline": "one TP size and chunk budget for every replica, both variants",
+            "all-standard": "any of the standard variant's options"}
 
 
 def assemble(spec: PlanSpec, plans: Sequence[PolicyPlan], *, policy: str, command: str) -> dict[str, Any]:
@@ -45,6 +53,8 @@ def assemble(spec: PlanSpec, plans: Sequence[PolicyPlan], *, policy: str, comman
         "parity": {v: "all" if tasks is None else sorted(tasks) for v, tasks in replica_set.parity.items()},
         "search": _window(spec.search, spec.search_seeds),
         "check": _window(spec.check, spec.check_seeds),
+        "layouts": _layouts(spec),
+        "usd_per_gpu_hour": H100_USD_PER_GPU_HOUR,
         "time": "virtual (the simulator's clock): the shares do not depend on the machine; wall_s does",
         "plans": {p.policy: _plan(spec, p, policy) for p in plans},
     }
@@ -68,6 +78,9 @@ def _plan(spec: PlanSpec, plan: PolicyPlan, policy: str) -> dict[str, Any]:
         "wall_s": {"search": plan.search_s, "check": plan.check_s},
         "tried": [{"fleet": f.counts, "share": s} for f, s in found.tried],
     }
+    if plan.layout is not None:
+        out["layout"] = plan.layout.as_dict()
+        out["layouts"] = [_search(s) for s in plan.searches]
     if found.fleet is None:  # not even the largest fleet searched meets the target: its cost is a floor
         out["largest"] = Fleet(spec.max_replicas, 0 if plan.standard_only else spec.max_replicas).counts
         return out
@@ -77,6 +90,17 @@ def _plan(spec: PlanSpec, plan: PolicyPlan, policy: str) -> dict[str, Any]:
     out["check_ci95"] = round(half, 4)
     out["check_runs"] = list(plan.check_shares)
     return out
+
+
+def _search(search: LayoutSearch) -> dict[str, Any]:
+    """One layout's search: skipped (none: its largest fleet under the cap), or what it found and tried."""
+    found = search.found
+    if found is None:
+        return {"layout": search.layout.as_dict(), "searched": False}
+    return {"layout": search.layout.as_dict(), "searched": True,
+            "fleet": None if found.fleet is None else found.fleet.counts, "usd_per_hour": round(found.cost, 2),
+            "share": found.share, "tried": [{"fleet": f.counts, "share": s, "usd_per_hour": round(usd, 2)}
+                                            for (f, s), usd in zip(found.tried, search.tried_usd, strict=True)]}
 
 
 def fleet_of(plan: Mapping[str, Any]) -> Fleet | None:

@@ -4,6 +4,9 @@ simulator (``plan.py``); optionally written into a Duet config for ``duet deploy
 
     duet plan --replicas h100-70b-w4a16 --trace code,conv --rate-scale 1 --target 0.99 --jobs 2 \\
         --out docs/results/capacity/h100-70b-w4a16.json --write-config duet.yaml --to duet.planned.yaml
+
+With ``--tp`` or ``--chunk``, each variant's TP size and chunk budget are searched too
+(``capacity/layout.py``): per variant for Duet, one uniform configuration for each baseline.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import argparse
 import sys
 
 from gateway.fleet.capacity import fleet_config
+from gateway.fleet.capacity.layout import parse_options, space
 from gateway.fleet.capacity.plan import PlanSpec, plan_all
 from gateway.fleet.capacity.render import table
 from gateway.fleet.capacity.results import assemble, fleet_of, write
@@ -36,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
         write(results, args.out)
     print(f"{args.trace} x{args.rate_scale:g} on {args.replicas}, target {args.target:.0%} good")
     print("\n".join(table(results)))
+    for name, plan in results["plans"].items():
+        if "layout" in plan:
+            print(f"{name}: " + ", ".join(f"{v} TP{d['tp']}" + ("" if d["chunk"] is None else f" chunk {d['chunk']}")
+                                          for v, d in plan["layout"].items()))
     fleet = fleet_of(results["plans"][args.policy])
     if config_text is None:
         return 0
@@ -44,9 +52,11 @@ def run(args: argparse.Namespace) -> int:
               f"{args.to} not written", file=sys.stderr)
         return 1
     utilisation = results["plans"][args.policy].get("utilisation")
-    planned = fleet_config.PlannedFleet(fleet.counts, _profiles(spec), utilisation)
+    planned = fleet_config.PlannedFleet(fleet.counts, _profiles(spec), utilisation,
+                                        _engines(results["plans"][args.policy].get("layout")))
     args.to.write_text(fleet_config.with_counts(config_text, str(args.write_config), planned, command(args), args.model))
-    print(f"{args.to}: replica_count {fleet}, autoscaling utilisation {utilisation} if the model autoscales "
+    print(f"{args.to}: replica_count {fleet}, engines {planned.engines}, autoscaling utilisation {utilisation} "
+          "if the model autoscales "
           f"(duet deploy render --config {args.to} ...)")
     return 0
 
@@ -60,9 +70,13 @@ def _spec(args: argparse.Namespace) -> PlanSpec:
         raise ValueError("--search-seeds and --check-seeds >= 1")
     if {v.name for v in REPLICA_SETS[args.replicas].variants} != {"standard", "fast"}:
         raise ValueError(f"replica set '{args.replicas}': duet plan sizes a standard and a fast variant")
+    replicas = REPLICA_SETS[args.replicas]
+    layouts = None
+    if args.tp or args.chunk:
+        layouts = space(replicas, parse_options(args.tp, "--tp"), parse_options(args.chunk, "--chunk"))
     return PlanSpec(args.trace, args.replicas, args.target, args.rate_scale, _window(TUNING, args.span),
                     args.search_seeds, _window(HELDOUT, args.span), args.check_seeds, args.max_replicas, args.seed,
-                    args.prior_error, args.length_quantile)
+                    args.prior_error, args.length_quantile, layouts)
 
 
 def _profiles(spec: PlanSpec) -> dict[str, str]:
@@ -70,15 +84,23 @@ def _profiles(spec: PlanSpec) -> dict[str, str]:
     return {v.name: v.profile for v in spec.replicas.variants}
 
 
+def _engines(layout: dict[str, dict[str, int | None]] | None) -> dict[str, dict[str, int]] | None:
+    """The plan's layout as each variant's engine settings in a Duet config."""
+    if layout is None:
+        return None
+    return {variant: {"tensor_parallel_size": d["tp"], **({} if d["chunk"] is None else {
+        "max_num_batched_tokens": d["chunk"]})} for variant, d in layout.items() if d["tp"] is not None}
+
+
 def _window(window: Window, span_s: float) -> Window:
     return Window(window.name, window.start_s, span_s, window.shift_s)
 
 
-def _policies(args: argparse.Namespace) -> list[tuple[str, bool]]:
-    """(policy, standard only): the plan's, the baselines, the all-standard one."""
+def _policies(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(policy, role): the plan's, the baselines, the all-standard one."""
     baselines = [p for p in args.baselines.split(",") if p and p != args.policy]
-    return [(args.policy, False), *((p, False) for p in baselines), *([(args.all_standard, True)]
-                                                                      if args.all_standard else [])]
+    return [(args.policy, "duet"), *((p, "baseline") for p in baselines), *([(args.all_standard, "all-standard")]
+                                                                            if args.all_standard else [])]
 
 
 def _config_text(args: argparse.Namespace) -> str | None:
@@ -94,4 +116,5 @@ def command(args: argparse.Namespace) -> str:
              f"--all-standard {args.all_standard}", f"--span {args.span:g}", f"--search-seeds {args.search_seeds}",
              f"--check-seeds {args.check_seeds}", f"--max-replicas {args.max_replicas}", f"--seed {args.seed}",
              f"--prior-error {args.prior_error:g}", f"--length-quantile {args.length_quantile:g}"]
+    flags += [f"{flag} '{value}'" for flag, value in (("--tp", args.tp), ("--chunk", args.chunk)) if value]
     return " ".join(["duet plan", *flags])

@@ -12,6 +12,10 @@ simulator (``plan.py``); optionally written into a Duet config for ``duet deploy
 
     duet plan --replicas h100-70b-w4a16 --trace code,conv --rate-scale 1 --target 0.99 --jobs 2 \\
         --out docs/results/capacity/h100-70b-w4a16.json --write-config duet.yaml --to duet.planned.yaml
+
+With --tp and --chunk the plan searches each variant's tensor parallelism and chunk budget too
+(--tp 'fast=1,2,4 standard=4'): Duet per variant, each baseline one configuration for all its
+replicas (the best it finds), the all-standard fleet the standard variant's options.
 """
 BASELINES = ("least-loaded", "llm-d-default", "production-stack-prefixaware", "round-robin", "static-split")
 
@@ -34,6 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prior-error", type=float, default=0.3, help="as duet replay's")
     parser.add_argument("--length-quantile", type=float, default=0.5, help="as duet replay's")
+    parser.add_argument("--tp", metavar="VARIANT=N,..", help="TP sizes to search per variant, e.g. "
+                        "'fast=1,2,4 standard=4' (default: each profile's own; a size must fit the GPUs' memory)")
+    parser.add_argument("--chunk", metavar="VARIANT=N,..", help="chunk budgets (--max-num-batched-tokens) to search "
+                        "per variant, e.g. 'fast=2048,8192' (default: each profile's own)")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes, one policy each (results identical)")
     parser.add_argument("--out", type=Path, help="write the results (with the command) to this JSON file")
     parser.add_argument("--write-config", type=Path, metavar="IN", help="a Duet config to write the plan's counts into")

@@ -14,7 +14,7 @@ from gateway.fleet.world.policies import duet_config, policy_state
 from gateway.fleet.world.prior_error import PriorError
 from gateway.fleet.world.replica_sets import REPLICA_SETS, ReplicaSet
 from gateway.flow import DuetConfig, StateSettings, parse_config
-from serving.sim.profile import Profile, load_profile
+from serving.sim.profile import Profile
 
 if TYPE_CHECKING:
     from gateway.fleet.replay.windows import Window
@@ -39,7 +39,7 @@ class Cluster:
         return {v: [f"http://replay.invalid/{v}/{i}" for i in range(n)] for v, n in self.counts.items()}
 
     def profiles(self) -> dict[str, Profile]:
-        return {v.name: load_profile(v.profile) for v in self.replica_set.variants}
+        return {v.name: v.sim_profile() for v in self.replica_set.variants}
 
     @property
     def parity(self) -> dict[str, frozenset[str] | None]:

@@ -15,9 +15,8 @@ from typing import Any
 import yaml
 
 from gateway.fleet.world.prior_error import PriorError
-from gateway.fleet.world.replica_sets import ReplicaSet
+from gateway.fleet.world.replica_sets import ReplicaSet, VariantSpec
 from serving.sim.fidelity.prior import speed_prior
-from serving.sim.profile import load_profile
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"
 DUET_POLICIES = ("always-standard", "always-fast", "round-robin", "least-loaded", "static-split", "llm-d-default",
@@ -42,9 +41,16 @@ def policy_state(policy: str) -> dict[str, Any]:
     return dict(yaml.safe_load(policy_path(policy).read_text()).get("state") or {})
 
 
-def _speed(profile_name: str, time_scale: float) -> dict[str, Any]:
-    """The Duet speed prior of a simulator profile, in wall time at ``time_scale``."""
-    return speed_prior(load_profile(profile_name), time_scale)
+def _speed(variant: VariantSpec, time_scale: float) -> dict[str, Any]:
+    """The Duet speed prior of a variant's simulator profile, in wall time at ``time_scale``."""
+    return speed_prior(variant.sim_profile(), time_scale)
+
+
+def _engine(variant: VariantSpec) -> dict[str, Any]:
+    """The variant's engine section, when its chunk budget is not its profile's (what its
+    operator configured, so the gateway's latency model chunks prompts as the replicas do)."""
+    chunk = variant.max_num_batched_tokens
+    return {} if chunk is None else {"engine": {"max_num_batched_tokens": chunk}}
 
 
 def _scaled_tasks(tasks: Mapping[str, Any], time_scale: float) -> dict[str, Any]:
@@ -68,9 +74,10 @@ def duet_config(replica_set: ReplicaSet, urls: Mapping[str, list[str]], policy: 
             "max_model_len": replica_set.max_context,
             "tools": True,
             "price": {"input_per_mtok": v.price.input_per_mtok, "output_per_mtok": v.price.output_per_mtok},
-            "speed": error.apply(_speed(v.profile, time_scale), v.name),
+            "speed": error.apply(_speed(v, time_scale), v.name),
             "launch_profile": v.profile,
             "replicas": [{"url": url} for url in urls[v.name]],
+            **_engine(v),
             **({} if v.allowed_tasks is None else {"allowed_tasks": list(v.allowed_tasks)}),
         }
         for v in replica_set.variants

@@ -16,7 +16,8 @@ from typing import Any
 from gateway.flow import Price, ReplicaCost, SpeedPrior
 from serving.launch import load_profiles
 from serving.sim.fidelity.prior import speed_prior
-from serving.sim.profile import Profile, load_profile
+from serving.sim.parallel import load_profile
+from serving.sim.profile import Profile
 
 H100_USD_PER_GPU_HOUR = 3.00
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from gateway.fleet.world.pricing import replica_cost, variant_pricing
 from gateway.flow import Price, ReplicaCost
+from serving.sim.parallel import load_profile
+from serving.sim.profile import Profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +27,12 @@ class VariantSpec:
     allowed_tasks: tuple[str, ...] | None = None
     # What one replica costs per hour, busy or idle (None: a test set with no GPUs to pay for).
     cost: ReplicaCost | None = None
+    # Its replicas' chunk budget (vLLM's --max-num-batched-tokens; None: the profile's).
+    max_num_batched_tokens: int | None = None
+
+    def sim_profile(self) -> Profile:
+        """The simulator profile its replicas run, with the variant's chunk budget."""
+        return load_profile(self.profile).with_engine(max_num_batched_tokens=self.max_num_batched_tokens)
 
 
 def priced(name: str, kind: str, profile: str, allowed_tasks: tuple[str, ...] | None = None) -> VariantSpec:

@@ -23,7 +23,8 @@ from typing import Any
 from serving.sim.engine.engine import Engine
 from serving.sim.engine.events import Finished, SimRequest
 from serving.sim.fidelity import clients
-from serving.sim.profile import Profile, load_profile
+from serving.sim.parallel import load_profile
+from serving.sim.profile import Profile
 
 # Package data: the h100-70b profiles are fitted to it, so it ships with them.
 PUBLISHED = Path(__file__).resolve().parents[1] / "h100_published.json"

@@ -10,7 +10,8 @@ from typing import Any
 
 from serving.sim.answers.script import ScriptError, load_script
 from serving.sim.engine.kvtransfer import FAILURE_POLICIES, TransferFaults
-from serving.sim.profile import ROLES, ProfileError, available_profiles, load_profile
+from serving.sim.parallel import load_profile
+from serving.sim.profile import ROLES, ProfileError, available_profiles
 from serving.sim.server.app import SimApp
 from serving.sim.server.asgi import SimulatedCrash
 from serving.sim.server.faults import FaultError, Faults, parse_kinds

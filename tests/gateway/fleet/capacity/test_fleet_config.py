@@ -16,7 +16,7 @@ PROFILES = {"standard": "h100-70b-bf16", "fast": "h100-70b-fp8"}
 
 def test_counts_go_to_each_variants_replica_count():
     text = with_counts(GPU.read_text(), str(GPU), PlannedFleet({"standard": 1, "fast": 5}, PROFILES), "duet plan ...")
-    assert text.startswith("# Replica counts (replica_count) and autoscaling utilisation written by `duet plan ...`")
+    assert text.startswith("# Replica counts (replica_count), engines and autoscaling utilisation written by `duet plan ...`")
     variants = yaml.safe_load(text)["models"]["llama-3-70b"]["variants"]
     assert (variants["standard"]["replica_count"], variants["fast"]["replica_count"]) == (1, 5)
     assert variants["fast"]["allowed_tasks"] == ["chat", "coding", "agent", "extraction"]
@@ -54,3 +54,18 @@ def test_errors_name_the_path(profiles, model, message):
     with pytest.raises(ValueError) as info:
         with_counts(GPU.read_text(), str(GPU), PlannedFleet({"standard": 1, "fast": 1}, profiles), "c", model)
     assert str(info.value) == message
+
+
+def test_a_layout_goes_to_each_variants_engine_and_its_replica_cost_gpus():
+    raw = yaml.safe_load(GPU.read_text())
+    fast = raw["models"]["llama-3-70b"]["variants"]["fast"]
+    fast.pop("price", None)
+    fast["replica_cost"] = {"gpus": 4, "usd_per_gpu_hour": 3.0}
+    text = yaml.safe_dump(raw, sort_keys=False)
+    planned = PlannedFleet({"standard": 1, "fast": 3}, PROFILES, None,
+                           {"fast": {"tensor_parallel_size": 2, "max_num_batched_tokens": 2048},
+                            "standard": {"tensor_parallel_size": 4}})
+    written = yaml.safe_load(with_counts(text, "duet.yaml", planned, "duet plan ..."))
+    variants = written["models"]["llama-3-70b"]["variants"]
+    assert variants["fast"]["engine"] == {"tensor_parallel_size": 2, "max_num_batched_tokens": 2048}
+    assert variants["fast"]["replica_cost"]["gpus"] == 2 and variants["standard"]["engine"] == {"tensor_parallel_size": 4}

@@ -47,3 +47,30 @@ def test_a_config_without_the_pairings_variants_is_refused_before_any_replay(tmp
 def test_write_config_needs_to(capsys):
     assert main([*TINY, "--write-config", str(GPU)]) == 2
     assert "--write-config IN and --to OUT go together" in capsys.readouterr().err
+
+
+def test_a_tiny_plan_over_tp_sizes_records_each_policys_layout_and_deploy_renders_it(tmp_path):
+    out, planned = tmp_path / "plan.json", tmp_path / "planned.yaml"
+    assert main([*TINY, "--tp", "fast=2,4", "--out", str(out), "--write-config", str(GPU), "--to", str(planned)]) == 0
+    results = json.loads(out.read_text())
+    assert "--tp 'fast=2,4'" in results["command"]
+    assert results["layouts"]["fast"] == {"tp": [2, 4], "chunk": [None]}
+    plans = results["plans"]
+    assert [s["layout"]["fast"]["tp"] for s in plans["duet"]["layouts"]] == [4, 2]
+    assert [s["layout"] for s in plans["least-loaded"]["layouts"]] == [
+        {"standard": {"tp": 4, "chunk": None}, "fast": {"tp": 4, "chunk": None}}]  # one configuration for all
+    assert plans["always-standard"]["layout"] == {"standard": {"tp": 4, "chunk": None}}
+    duet = plans["duet"]
+    gpus = sum(duet["fleet"][v] * duet["layout"][v]["tp"] for v in duet["fleet"])
+    assert duet["usd_per_hour"] == 3.0 * gpus
+    deployed = {d.variant: d for d in load_plan(planned, Target.parse("k8s-gpu")).variants}
+    for variant, layout in duet["layout"].items():
+        assert deployed[variant].replicas == duet["fleet"][variant]
+        launched = deployed[variant].launched(0)
+        assert launched.gpus == layout["tp"] and f"--tensor-parallel-size {layout['tp']}" in " ".join(launched.args)
+
+
+def test_a_tp_size_the_variant_cannot_hold_is_refused_before_any_replay(capsys):
+    assert main([*TINY, "--tp", "fast=1"]) == 2
+    err = capsys.readouterr().err
+    assert "--tp fast=1: 'h100-70b-fp8' fits at TP 2, 4, 8 only" in err and "good" not in err

@@ -8,18 +8,20 @@ import dataclasses
 import pytest
 
 from serving.sim.fidelity.published import METRICS, SPEEDUPS, PublishedPoint, Scenario, load_points, load_rows, serve, simulate
-from serving.sim.profile import load_profile
+from serving.sim.parallel import load_profile
 
 
 def test_every_point_names_a_known_metric_row_and_profile() -> None:
     sources, rows = load_rows()
     numbers = {row["row"]: row for row in rows}
     points = load_points()
-    assert len(numbers) == 16 and {p.row for p in points} == set(numbers)
+    assert len(numbers) == 18 and {p.row for p in points} == set(numbers)
     for point in points:
         assert point.metric in METRICS or point.metric in SPEEDUPS
         assert numbers[point.row]["source"] in sources
-        load_profile(point.scenario.profile)
+        load_profile(point.scenario.profile)  # a derived ``-tpN`` one too: it must fit
+        if point.scenario.base is not None:
+            load_profile(point.scenario.base)
         assert (point.metric in SPEEDUPS) == (point.scenario.base is not None)
 
 
