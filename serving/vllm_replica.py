@@ -107,7 +107,7 @@ def replica_env(spec: ReplicaSpec, workdir: Path, base: Mapping[str, str]) -> di
     """The replica's environment: ``base`` plus vLLM CPU settings and private temp/cache dirs.
 
     Each replica gets its own ``TMPDIR`` and ``VLLM_CACHE_ROOT`` under ``workdir`` so that two
-    replicas never share torch.compile caches or IPC files.
+    replicas never share torch.compile caches or IPC files. vLLM's AOT compile is off.
     """
     env = dict(base)
     env.update(spec.profile_env)
@@ -122,6 +122,10 @@ def replica_env(spec: ReplicaSpec, workdir: Path, base: Mapping[str, str]) -> di
         "VLLM_HOST_IP": "127.0.0.1",
         "VLLM_NO_USAGE_STATS": "1",
         "DO_NOT_TRACK": "1",
+        # vLLM's AOT compile (on by default with torch >= 2.10) made a restart in a warm work dir
+        # slower, not faster: 196 s against 64 s off, on a busy 2-core AVX-512 machine
+        # (loadtests/real/restart.py; docs/reliability.md, issue #39).
+        "VLLM_USE_AOT_COMPILE": "0",
     })
     return env
 
