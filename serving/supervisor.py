@@ -6,10 +6,10 @@ output appended to a log file. One watcher thread moves every replica through
     starting -> ready -> (exits) -> restarting -> starting -> ...
                       \\-> failed   (after ``max_failures`` starts in a row that never got ready)
 
-and reports each change to ``on_change``. Every replica dies with the process that runs the
-supervisor (``serving.die_with_parent``); the kernel kills a child when the *thread* that started
-it exits, so the watcher, which starts the restarts, is the one that stops every replica at the
-end, before it exits. A start counts as failed when the process exits or
+and reports each change to ``on_change``. Every replica's process group dies with the process
+that runs the supervisor (``serving.die_with_parent.kept``); the kernel signals when the *thread*
+that started it exits, so the watcher, which starts the restarts, is the one that stops every
+replica at the end, before it exits. A start counts as failed when the process exits or
 ``/health`` does not answer 200 within ``start_timeout_s``; the wait before the next start doubles
 with each failure in a row (``Backoff``) and resets once the replica is ready. ``stop`` ends every
 process group (SIGTERM, then SIGKILL after a grace period).
@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
-from serving.die_with_parent import die_with_parent
+from serving.die_with_parent import kept
 from serving.errors import SupervisorError
 from serving.vllm_replica import health_status, log_tail, stop_group
 
@@ -231,10 +231,9 @@ class Supervisor:
         with launch.log_path.open("ab") as log:
             log.write(f"---- duet: start {restarts + 1} of {launch.name}: {' '.join(launch.argv)}\n".encode())
             log.flush()
-            replica.process = subprocess.Popen(
-                launch.argv, env=dict(launch.env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            replica.process = subprocess.Popen(  # under a keeper: the group dies with us, should we be killed
+                kept(launch.argv), env=dict(launch.env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stop_group ends the whole tree
-                preexec_fn=die_with_parent(),  # and it dies with us, should we be killed outright
             )
         now = time.monotonic()
         self._set(replica, ReplicaState.STARTING, pid=replica.process.pid, restarts=restarts, started_at=now)

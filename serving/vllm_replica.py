@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from serving.die_with_parent import die_with_parent
+from serving.die_with_parent import kept
 from serving.errors import ReplicaFailed
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -171,14 +171,14 @@ def start_replica(spec: ReplicaSpec, workdir: Path, python: Path) -> ReplicaProc
 def start_process(
     spec: ReplicaSpec, argv: list[str], env: Mapping[str, str], log_path: Path
 ) -> ReplicaProcess:
-    """Run ``argv`` as the leader of a new process group, so ``stop`` can end its whole tree, and
-    killed with this process should it die first (``serving.die_with_parent``: call this from a
-    thread that lives as long as the replica, e.g. the main thread)."""
+    """Run ``argv`` in a new process group, so ``stop`` can end its whole tree, led by a keeper
+    that kills the group should this process die first (``serving.die_with_parent.kept``: call
+    this from a thread that lives as long as the replica, e.g. the main thread)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            argv, env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=die_with_parent(),
+            kept(argv), env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     return ReplicaProcess(spec, process, log_path, time.monotonic())
 
