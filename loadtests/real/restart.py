@@ -2,7 +2,7 @@
 off (``VLLM_USE_AOT_COMPILE=0``, what ``serving.vllm_replica.replica_env`` sets) and as vLLM
 defaults it (on with torch >= 2.10): issue #39.
 
-    flock /tmp/duet-real-vllm.lock .venv/bin/python -m loadtests.real.restart [--aot 1,0] [--core 0]
+    flock /tmp/duet-real-vllm.lock .venv/bin/python -m loadtests.real.restart [--aot 1,0] [--core 0] [--logs DIR]
 
 For each setting, in a fresh work dir: the standard variant (``cpu-smollm2-bf16``) started as
 ``duet up`` starts it (the profile's engine arguments, one core, the demo's max_model_len), timed
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import tempfile
 import time
 import urllib.request
@@ -79,6 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--aot", default="1,0", help="VLLM_USE_AOT_COMPILE values to compare, in order")
     parser.add_argument("--core", type=int, default=0)
+    parser.add_argument("--logs", type=Path, default=None, help="keep each setting's replica log here")
     args = parser.parse_args()
     profile = load_profiles()[PROFILE]
     max_model_len = int(yaml.safe_load(DEMO.read_text())["models"]["smollm2"]["variants"]["standard"]["max_model_len"])
@@ -92,6 +94,9 @@ def main() -> None:
             print(json.dumps(cold), flush=True)
             again = {"start": "restart", **timed_start(spec, workdir, aot)}
             print(json.dumps(again), flush=True)
+            if args.logs is not None:
+                args.logs.mkdir(parents=True, exist_ok=True)
+                shutil.copy(workdir / "replica.log", args.logs / f"replica-aot{aot}.log")
         print(json.dumps({"aot": aot, "cold_healthy_s": cold["healthy_s"], "restart_healthy_s": again["healthy_s"]}),
               flush=True)
 
