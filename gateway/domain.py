@@ -1,14 +1,19 @@
 """Duet's vocabulary: the plain, immutable data that every layer speaks.
 
-Nothing here does I/O or imports a framework. Routing consumes these types and answers with a
-``gateway.decision.Decision``; replica state produces ``ReplicaState`` snapshots and takes
-``gateway.outcome.Outcome`` values back; the HTTP layer builds ``RequestProfile`` values.
+Nothing here does I/O or imports a framework; of the project it imports only the value types
+beneath it, a variant's speed (``gateway.speed``) and cost (``gateway.cost``). Routing consumes
+these types and answers with a ``gateway.decision.Decision``; replica state produces
+``ReplicaState`` snapshots and takes ``gateway.outcome.Outcome`` values back; the HTTP layer
+builds ``RequestProfile`` values.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+
+from gateway.cost import Price
+from gateway.speed import SpeedPrior
 
 
 class VariantKind(StrEnum):
@@ -129,97 +134,6 @@ class Budget:
         try of a request starts that late); TPOT is per token and stays."""
         return Budget(None if self.ttft_ms is None else self.ttft_ms - elapsed_ms,
                       None if self.latency_ms is None else self.latency_ms - elapsed_ms, self.tpot_ms)
-
-
-@dataclass(frozen=True, slots=True)
-class Price:
-    """USD per one million tokens."""
-
-    input_per_mtok: float
-    output_per_mtok: float
-
-    def cost_usd(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
-
-
-@dataclass(frozen=True, slots=True)
-class SpeedPrior:
-    """What a variant's replica is expected to do before the gateway has observed it: vLLM's
-    step as a roofline model, ``step = base + prefill tokens x a + decode tokens x b + context
-    tokens x c`` (plus draft costs under speculation), where each decoding sequence gets
-    ``tokens_per_step`` tokens per step.
-
-    ``prefill_tokens_per_s``: 1 / a, prompt tokens per second of compute.
-    ``decode_s_per_token``: the step's fixed part ``base`` = time per output token at batch 1.
-    ``decode_slowdown_per_seq``: b relative to base (0.02 = each running sequence adds 2%),
-    unless ``step_s_per_seq`` gives b in seconds.
-    The rest refine the model when known (a launch profile or a calibration run gives them):
-    ``kv_read_s_per_token`` c; ``frontend_s`` (tokenization, template); the scheduler limits;
-    ``draft_tokens`` k proposed per sequence and step, with their costs; ``tokens_per_step`` by
-    task type (key ``default`` for the rest): mean tokens a decoding sequence gains per step.
-    """
-
-    prefill_tokens_per_s: float
-    decode_s_per_token: float
-    decode_slowdown_per_seq: float = 0.02
-    step_s_per_seq: float | None = None
-    kv_read_s_per_token: float = 0.0
-    frontend_s: float = 0.0
-    max_num_batched_tokens: int = 8192
-    max_num_seqs: int = 256
-    kv_cache_tokens: int = 0
-    draft_tokens: float = 0.0
-    draft_s_per_step: float = 0.0
-    draft_s_per_seq: float = 0.0
-    tokens_per_step: tuple[tuple[str, float], ...] = ()
-
-    @property
-    def per_seq_s(self) -> float:
-        """b: seconds each decode token adds to a step."""
-        if self.step_s_per_seq is not None:
-            return self.step_s_per_seq
-        return self.decode_slowdown_per_seq * self.decode_s_per_token
-
-    def tokens_per_step_for(self, task: str) -> float:
-        table = dict(self.tokens_per_step)
-        return table.get(task, table.get("default", 1.0))
-
-
-# The decode batch a chargeback assumes: a replica that shares each step among this many
-# sequences charges each of them its share (busier replicas cost less per token, idle ones more;
-# one reference keeps prices comparable between variants).
-CHARGEBACK_BATCH = 32
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaCost:
-    """What one replica of a variant costs per hour, busy or idle: ``gpus`` x ``usd_per_gpu_hour``.
-    A self-hosted fleet's bill; a per-token price is only a chargeback derived from it."""
-
-    gpus: int
-    usd_per_gpu_hour: float
-
-    @property
-    def usd_per_hour(self) -> float:
-        return self.gpus * self.usd_per_gpu_hour
-
-    def fleet_usd(self, replicas: int, seconds: float) -> float:
-        """The bill of ``replicas`` replicas kept for ``seconds``."""
-        return replicas * seconds / 3600.0 * self.usd_per_hour
-
-    def chargeback(self, speed: SpeedPrior) -> Price:
-        """Per-token prices that charge a request for the replica time it uses on ``speed``: a
-        prompt token its prefill time, an output token its share of a decode step at
-        ``CHARGEBACK_BATCH`` sequences (speculation: divided by the tokens a step yields on
-        default traffic, the drafts verified counted in the step)."""
-        usd_per_s = self.usd_per_hour / 3600.0
-        batch = CHARGEBACK_BATCH
-        per_seq_s = speed.per_seq_s
-        step_s = speed.decode_s_per_token + per_seq_s * batch * (1 + speed.draft_tokens)
-        if speed.draft_tokens:
-            step_s += speed.draft_s_per_step + speed.draft_s_per_seq * batch
-        per_output_s = step_s / batch / speed.tokens_per_step_for("default")
-        return Price(round(usd_per_s / speed.prefill_tokens_per_s * 1e6, 4), round(usd_per_s * per_output_s * 1e6, 4))
 
 
 class RolloutStage(StrEnum):

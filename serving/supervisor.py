@@ -6,7 +6,10 @@ output appended to a log file. One watcher thread moves every replica through
     starting -> ready -> (exits) -> restarting -> starting -> ...
                       \\-> failed   (after ``max_failures`` starts in a row that never got ready)
 
-and reports each change to ``on_change``. A start counts as failed when the process exits or
+and reports each change to ``on_change``. Every replica's process group dies with the process
+that runs the supervisor (``serving.die_with_parent.kept``); the kernel signals when the *thread*
+that started it exits, so the watcher, which starts the restarts, is the one that stops every
+replica at the end, before it exits. A start counts as failed when the process exits or
 ``/health`` does not answer 200 within ``start_timeout_s``; the wait before the next start doubles
 with each failure in a row (``Backoff``) and resets once the replica is ready. ``stop`` ends every
 process group (SIGTERM, then SIGKILL after a grace period).
@@ -23,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
+from serving.die_with_parent import kept
 from serving.errors import SupervisorError
 from serving.vllm_replica import health_status, log_tail, stop_group
 
@@ -162,7 +166,12 @@ class Supervisor:
             return
         self._stopping.set()
         if self._watcher.is_alive():
-            self._watcher.join()
+            self._watcher.join()  # it ends the replicas before it exits (``_watch``)
+        else:
+            self._end_all()
+
+    def _end_all(self) -> None:
+        """End every replica's process group (SIGTERM, then SIGKILL after the grace period)."""
         with self._lock:
             processes = [(r, r.process) for r in self._replicas.values() if r.process is not None]
         threads = [threading.Thread(target=stop_group, args=(p, self._stop_grace_s)) for _, p in processes]
@@ -178,11 +187,16 @@ class Supervisor:
         return {name: replica.status for name, replica in self._replicas.items()}
 
     def _watch(self) -> None:
-        while not self._stopping.wait(WATCH_INTERVAL_S):
-            for replica in self._replicas.values():
-                if self._stopping.is_set():
-                    return
-                self._step(replica)
+        try:
+            while not self._stopping.wait(WATCH_INTERVAL_S):
+                for replica in self._replicas.values():
+                    if self._stopping.is_set():
+                        return
+                    self._step(replica)
+        finally:
+            # A replica this thread restarted dies when it exits (PR_SET_PDEATHSIG): stop them all
+            # gracefully first, from here.
+            self._end_all()
 
     def _step(self, replica: _Supervised) -> None:
         """Advance one replica's state machine by what its process and ``/health`` say now."""
@@ -217,8 +231,8 @@ class Supervisor:
         with launch.log_path.open("ab") as log:
             log.write(f"---- duet: start {restarts + 1} of {launch.name}: {' '.join(launch.argv)}\n".encode())
             log.flush()
-            replica.process = subprocess.Popen(
-                launch.argv, env=dict(launch.env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            replica.process = subprocess.Popen(  # under a keeper: the group dies with us, should we be killed
+                kept(launch.argv), env=dict(launch.env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stop_group ends the whole tree
             )
         now = time.monotonic()

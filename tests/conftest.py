@@ -20,6 +20,7 @@ REAL_REPLICA_MODULES = frozenset({
     "tests.quantize.test_parity_real",
     "tests.quantize.test_checkpoints_serve",
     "tests.serving.test_vllm_replica",
+    "tests.serving.test_die_with_parent",
 })
 
 

@@ -26,7 +26,8 @@ from gateway.access.quotas import SPEND_LIMIT, Admission, QuotaBook, Refusal
 from gateway.access.reservation import Hold, Reservation
 from gateway.access.unknown import UnknownKeys
 from gateway.config.types import AccessSettings, DuetConfig, ModelSpec, Tier
-from gateway.domain import Price, Priority, ReplicaState, Variant
+from gateway.cost import Price
+from gateway.domain import Priority, ReplicaState, Variant
 from gateway.errors import AuthenticationFailed, KeyStoreUnavailable, ModelNotFound, PermissionDenied, RateLimited
 from gateway.outcome import Outcome
 from gateway.state.redis.link import StoreUnavailable

@@ -6,7 +6,7 @@ from __future__ import annotations
 from gateway.access.ceiling import UsageCeiling
 from gateway.access.guard import OPEN, Grant
 from gateway.access.keys import ApiKey
-from gateway.domain import Price
+from gateway.cost import Price
 from gateway.outcome import Outcome
 
 

@@ -28,17 +28,15 @@ from gateway.config.types import (
     Tier,
     TokenizerSpec,
 )
+from gateway.cost import Price, ReplicaCost
 from gateway.domain import (
     EngineConfig,
     EngineRole,
-    Price,
     Priority,
     Replica,
-    ReplicaCost,
     Rollout,
     RolloutStage,
     Scheduling,
-    SpeedPrior,
     Variant,
     VariantKind,
 )
@@ -46,6 +44,7 @@ from gateway.errors import ConfigError
 from gateway.routing.roles import ENGINE_ROLE
 from gateway.routing.rollout import ROLLOUT_STAGE
 from gateway.scaling import Autoscaling
+from gateway.speed import SpeedPrior
 
 log = logging.getLogger(__name__)
 

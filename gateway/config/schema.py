@@ -2,7 +2,7 @@
 error naming its path rather than a silently ignored setting.
 
 A setting's default is written once, on the frozen type the running gateway holds
-(``gateway.config.types``, ``gateway.domain.SpeedPrior``, ``gateway.config.policy.TaskDefaults``);
+(``gateway.config.types``, ``gateway.speed.SpeedPrior``, ``gateway.config.policy.TaskDefaults``);
 the sections here read it with ``default_of`` and add only the constraints a file must meet."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from gateway.config.online_parity import OnlineParitySection
 from gateway.config.policy import PrefixCacheSettings, SessionSettings, TaskDefaults
 from gateway.config.pool import InferencePoolSection
 from gateway.config.types import AccessSettings, BreakerSettings, KubernetesDiscovery, ServerSettings, StateSettings
-from gateway.domain import SpeedPrior
 from gateway.errors import ConfigError
 from gateway.scaling import Autoscaling
+from gateway.speed import SpeedPrior
 
 
 def default_of(settings: type, name: str) -> Any:
@@ -167,7 +167,7 @@ class CalibrationSection(Strict):
 
 
 class SpeedSection(Strict):
-    """The variant's step model (see gateway.domain.SpeedPrior); only the first two are required."""
+    """The variant's step model (see gateway.speed.SpeedPrior); only the first two are required."""
 
     prefill_tokens_per_s: PositiveFloat
     decode_s_per_token: PositiveFloat

@@ -20,6 +20,7 @@ from gateway.config.active import ActiveConfig
 from gateway.config.load import load_config, parse_config
 from gateway.config.policy import PrefixCacheSettings
 from gateway.config.types import DuetConfig, ModelSpec, StateSettings
+from gateway.cost import Price, ReplicaCost
 from gateway.decision import Decision
 from gateway.detect import Detection, TaskDetector
 from gateway.domain import (
@@ -27,13 +28,10 @@ from gateway.domain import (
     Candidate,
     Health,
     Prediction,
-    Price,
     Priority,
     Replica,
-    ReplicaCost,
     ReplicaState,
     RequestProfile,
-    SpeedPrior,
 )
 from gateway.endpoints import (
     ChatBody,
@@ -61,6 +59,7 @@ from gateway.flow.waiting_room import RECHECK_S, Waiting, WaitingRoom
 from gateway.outcome import AttemptFailure, Outcome
 from gateway.routing.router import route
 from gateway.sessions import Sessions
+from gateway.speed import SpeedPrior
 from gateway.state.decodes import DecodeLedger
 from gateway.state.prefill import PrefillBacklog
 from gateway.state.prefix_blocks import text_block_ids, token_block_ids

@@ -26,9 +26,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gateway.domain import RolloutStage, SpeedPrior, Variant
+from gateway.domain import RolloutStage, Variant
 from gateway.scaling.demand import TaskDemand
 from gateway.scaling.policy import Autoscaling
+from gateway.speed import SpeedPrior
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """What a probe measured, and the step model's terms it gives (pure: no I/O).
 
-The model is the gateway's (``gateway.domain.SpeedPrior``): a step costs ``base + prefill
+The model is the gateway's (``gateway.speed.SpeedPrior``): a step costs ``base + prefill
 tokens x a + decoding sequences x b``, so
 
 - a request alone with a ``P``-token prompt and ``max_tokens=1`` takes ``frontend + base + P x a``:

@@ -16,19 +16,19 @@ SOURCES = ("pyproject.toml", "README.md", "gateway", "serving", "quantize", "loa
 # Run by the installed copy, from a directory without the clone on its path.
 PROBE = """
 import json
-from gateway.cli.local import up
+from gateway.cli.local import replicas, up
 from serving.launch import by_variant, load_profiles
 from quantize.parity.report import hardware_class
 
 assert "site-packages" in up.__file__ or "installed" in up.__file__, up.__file__
 profiles = load_profiles()
 found = {}
-for machine_class, pair in up.DEFAULT_PAIRS.items():
+for machine_class, pair in replicas.DEFAULT_PAIRS.items():
     chosen = [by_variant(profiles, "cpu", name) for name in pair.split(",")]
     reports = up.parity_reports(chosen, machine_class)
     found[machine_class] = {p.variant: hardware_class(reports[p.name]) if p.name in reports else None
                             for p in chosen if p.kind != "full"}
-print(json.dumps({"found": found, "unproven": sorted(up.UNPROVEN_CLASSES)}))
+print(json.dumps({"found": found, "unproven": sorted(replicas.UNPROVEN_CLASSES)}))
 """
 
 

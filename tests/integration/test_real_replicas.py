@@ -29,7 +29,7 @@ import pytest
 import yaml
 from openai import OpenAI
 
-from gateway.cli.local.up import DEFAULT_PAIRS
+from gateway.cli.local.replicas import DEFAULT_PAIRS
 from serving.hardware import cpu_class, cpu_flags
 from serving.launch.local import host_cpu_flags
 from serving.local_model import LocalModelPaths, default_cache_dir, is_ready

@@ -183,10 +183,10 @@ def test_a_missing_or_invalid_config_is_refused_before_anything_starts(tmp_path:
 
 
 def test_the_default_pair_is_chosen_by_cpu_class_and_falls_back_where_the_cpu_cannot_run_it(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from gateway.cli.local import up
+    from gateway.cli.local import replicas
 
-    assert up.default_variants(frozenset({"avx2", "avx512f", "amx_bf16"})) == up.DEFAULT_PAIRS["amx"]
-    assert up.default_variants(frozenset({"avx2"})) == up.DEFAULT_PAIRS["avx2"] == "standard,fast-spec"
-    monkeypatch.setitem(up.DEFAULT_PAIRS, "avx2", "standard,fast-int4")
-    assert up.default_variants(frozenset({"avx2"})) == up.FALLBACK_VARIANTS == "standard,fast-spec"
+    assert replicas.default_variants(frozenset({"avx2", "avx512f", "amx_bf16"})) == replicas.DEFAULT_PAIRS["amx"]
+    assert replicas.default_variants(frozenset({"avx2"})) == replicas.DEFAULT_PAIRS["avx2"] == "standard,fast-spec"
+    monkeypatch.setitem(replicas.DEFAULT_PAIRS, "avx2", "standard,fast-int4")
+    assert replicas.default_variants(frozenset({"avx2"})) == replicas.FALLBACK_VARIANTS == "standard,fast-spec"
     assert "fast-int4 (cpu-smollm2-int4) needs a CPU with avx512f" in capsys.readouterr().out

@@ -1,5 +1,6 @@
 """The replica launcher: argv/env as data (fast), process-tree handling against a stand-in server
-(fast), and the argv checked by vLLM's own parser plus a real start/stop (slow, needs .venv-vllm)."""
+(fast), and a real start/stop (slow, needs .venv-vllm); vLLM's own parser checks the argv in
+tests/serving/launch/test_vllm_parser.py."""
 
 from __future__ import annotations
 
@@ -81,6 +82,7 @@ def test_env_binds_one_core_one_thread_and_private_dirs(tmp_path: Path) -> None:
     assert env["VLLM_HOST_IP"] == "127.0.0.1"
     assert env["TMPDIR"] == str(tmp_path / "r1" / "tmp")
     assert env["VLLM_CACHE_ROOT"] == str(tmp_path / "r1" / "vllm-cache")
+    assert env["VLLM_USE_AOT_COMPILE"] == "0"  # a restart took longer with it (issue #39)
 
 
 def test_a_tmpdir_too_deep_for_vllms_ipc_sockets_is_replaced_by_a_short_private_one(tmp_path: Path) -> None:
@@ -164,37 +166,6 @@ def test_a_replica_that_never_answers_times_out(tmp_path: Path) -> None:
 
 
 needs_vllm = pytest.mark.skipif(not VLLM_READY.exists(), reason="needs `make vllm-env`")
-
-# Parses argv exactly as `vllm serve` does, then builds the engine config from it (no model run).
-PARSE_WITH_VLLM = textwrap.dedent("""
-    import json, sys
-    from vllm.engine.arg_utils import AsyncEngineArgs
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
-    args = make_arg_parser(FlexibleArgumentParser()).parse_args(sys.argv[1:])
-    validate_parsed_serve_args(args)
-    engine = AsyncEngineArgs.from_cli_args(args)
-    print(json.dumps({"model": engine.model, "served": engine.served_model_name,
-                      "dtype": engine.dtype, "max_model_len": engine.max_model_len,
-                      "eager": engine.enforce_eager, "spec": engine.speculative_config}))
-""")
-
-
-@pytest.mark.timeout(1200)  # slow when other work shares the 2 cores
-@pytest.mark.slow
-@needs_vllm
-def test_vllm_own_parser_accepts_the_argv(tmp_path: Path) -> None:
-    spec = ReplicaSpec(tmp_path, "smollm2-fast", port=8001, speculation=NgramSpeculation(),
-                       enforce_eager=True)
-    argv = replica_argv(spec, VLLM_PYTHON)
-    out = subprocess.run([str(VLLM_PYTHON), "-c", PARSE_WITH_VLLM, *argv[3:]], check=True,
-                         capture_output=True, text=True, timeout=240).stdout
-    parsed = json.loads(out.strip().splitlines()[-1])
-    assert parsed["model"] == str(tmp_path)
-    assert parsed["served"] in (["smollm2-fast"], "smollm2-fast")
-    assert (parsed["dtype"], parsed["max_model_len"], parsed["eager"]) == ("bfloat16", 2048, True)
-    assert parsed["spec"] == NgramSpeculation().as_config()
-
 
 @pytest.mark.timeout(1200)  # slow when other work shares the 2 cores
 @pytest.mark.slow

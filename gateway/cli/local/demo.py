@@ -22,8 +22,10 @@ from pathlib import Path
 import httpx
 
 from gateway.config import load_config
-from gateway.domain import ReplicaCost, SpeedPrior, VariantKind
+from gateway.cost import ReplicaCost
+from gateway.domain import VariantKind
 from gateway.errors import ConfigError
+from gateway.speed import SpeedPrior
 
 MODEL = "smollm2"
 TIMEOUT_S = 300.0  # a real CPU replica under load answers 64 tokens in seconds; a cold one in minutes

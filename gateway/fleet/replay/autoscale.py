@@ -39,7 +39,8 @@ from dataclasses import dataclass
 
 from gateway.autoscaling import Autoscaling, InMemoryDemand, model_need
 from gateway.fleet.replay.fleet import FleetChange, FleetTimeline, GaugeReading, ReplicaLife, initial_lives
-from gateway.fleet.replay.simulation import Replay, ReplaySettings, RequestResult
+from gateway.fleet.replay.request_result import RequestResult
+from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.workload.traces import Arrival
 from gateway.flow import DuetConfig, ModelSpec, Replica
 from serving.sim.profile import Profile

@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gateway.fleet.replay.simulation import RequestResult
+from gateway.fleet.replay.request_result import RequestResult
 
 # variant -> the task types parity allows on it (None: all), the same verdicts for every policy.
 Parity = Mapping[str, frozenset[str] | None]

@@ -8,21 +8,21 @@ advanced in virtual time, not a server."""
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import itertools
 import math
-from collections.abc import Coroutine, Generator, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gateway.autoscaling import DemandKeeper, InMemoryDemand
 from gateway.fleet.replay.fleet import FixedFleet, FleetChange, FleetControl
+from gateway.fleet.replay.request_result import RequestResult
 from gateway.fleet.replay.sync import run_now
+from gateway.fleet.replay.waiting_room import Suspend, VirtualWaitingRoom
 from gateway.fleet.workload.traces import Arrival
 from gateway.flow import (
     ActiveConfig,
     AttemptFailure,
-    Budget,
     CompletionBody,
     DecodeLedger,
     Director,
@@ -46,77 +46,6 @@ from gateway.routing.registry import PLUGIN_TYPES
 from serving.sim.engine.engine import Engine
 from serving.sim.engine.events import Finished, SimRequest, TokensOut
 from serving.sim.profile import Profile
-
-
-@dataclass(frozen=True, slots=True)
-class RequestResult:
-    """One replayed request. ``status``: ``ok``, ``rejected`` (no replica took it) or ``failed``."""
-
-    arrival_s: float
-    task: str
-    status: str
-    variant: str | None
-    input_tokens: int
-    output_tokens: int
-    ttft_s: float | None = None
-    e2e_s: float | None = None
-    predicted: Prediction | None = None
-    budget: Budget = Budget()
-    cost_usd: float = 0.0
-    # Duet's step-model prediction on the replica that served it (see Replay), for every policy,
-    # given the true output length (``predicted`` is the policy's own, with the length it expected).
-    step_model: Prediction | None = None
-    # Why routing chose the variant (``x-duet-route``), or the HTTP status a rejected request got.
-    route: str = ""
-    refusal_status: int | None = None
-    # The output length the router planned with (forced, learned, or the task's typical one).
-    expected_output_tokens: int | None = None
-    # Prompt tokens the serving engine found in its prefix cache (vLLM's per-request hit).
-    cached_tokens: int = 0
-    # The replica that served it and how long it waited in the gateway first (for diagnosis:
-    # which requests shared a replica when).
-    replica: str | None = None
-    waited_s: float = 0.0
-
-    @property
-    def tpot_s(self) -> float | None:
-        """vLLM bench serve's TPOT: (latency - TTFT) / (output tokens - 1)."""
-        if self.ttft_s is None or self.e2e_s is None or self.output_tokens < 2:
-            return None
-        return (self.e2e_s - self.ttft_s) / (self.output_tokens - 1)
-
-    @property
-    def met_slo(self) -> bool:
-        return self.status == "ok" and self.e2e_s is not None and self.budget.met_by(self.ttft_s, self.e2e_s,
-                                                                                       self.output_tokens)
-
-
-class _Suspend:
-    """What a request waiting in the virtual waiting room yields to the replay loop, which resumes
-    it with True (woken) or False (its timeout passed in virtual time)."""
-
-    __slots__ = ("rank", "timeout_s")
-
-    def __init__(self, rank: int, timeout_s: float) -> None:
-        self.rank, self.timeout_s = rank, timeout_s
-
-    def __await__(self) -> Generator[_Suspend, bool, bool]:
-        woken = yield self
-        return woken
-
-
-class _VirtualWaitingRoom:
-    """The gateway's waiting room in virtual time: ``wait`` suspends the request's coroutine and the
-    replay resumes it on a wake (a request finished) or when its timeout passes."""
-
-    def __init__(self) -> None:
-        self.woken = 0
-
-    async def wait(self, rank: int, timeout_s: float) -> bool:
-        return await _Suspend(rank, timeout_s)
-
-    def wake(self, count: int = 1) -> None:
-        self.woken += count
 
 
 @dataclass(slots=True)
@@ -153,14 +82,6 @@ class _Pending:
     arrival: Arrival
     exchange: Exchange
     step_model: Prediction
-
-
-@dataclass(order=True)
-class _Waiter:
-    rank: int
-    seq: int
-    until_s: float
-    coroutine: Coroutine[Any, Any, None] = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +127,7 @@ class Replay:
             store = dataclasses.replace(store, lengths=dataclasses.replace(store.lengths, quantile=settings.length_quantile))
         self._store = InMemoryStateStore(store, clock=lambda: self.now)
         self.engines = {replica.id: self._engine(replica) for replica in self._model.replicas}
-        self._waiting_room = _VirtualWaitingRoom()
+        self._waiting_room = VirtualWaitingRoom()
         backlog, decodes = PrefillBacklog(), DecodeLedger()
         # The prefix index as the gateway keeps it (learned from its own dispatches), fed the
         # trace's blocks at its block size: the HTTP path hashes the prompt's text instead.
@@ -224,18 +145,16 @@ class Replay:
         self._step_model = PLUGIN_TYPES["step-model"].cls()
         self._scrape_interval_s = settings.scrape_interval_s
         self._pending: dict[str, _Pending] = {}
-        self._waiters: list[_Waiter] = []
-        self._seq = itertools.count()
         self._results: list[RequestResult] = []
 
     def run(self, arrivals: Sequence[Arrival]) -> list[RequestResult]:
         next_scrape = 0.0
         index = 0
-        while index < len(arrivals) or self._pending or self._waiters:
+        while index < len(arrivals) or self._pending or self._waiting_room:
             self._resume_woken()
             next_arrival = arrivals[index].at_s if index < len(arrivals) else math.inf
             engine_id, next_step = self._next_engine_event()
-            next_timeout = min((w.until_s for w in self._waiters), default=math.inf)
+            next_timeout = self._waiting_room.next_timeout_s()
             next_change = self._fleet.next_change_s()
             now = min(next_arrival, next_step, next_scrape, next_timeout, next_change)
             self.now = now
@@ -304,9 +223,8 @@ class Replay:
             self.engines[replica.id] = self._engine(replica)
             self._check(replica.id, self.now)
         if change.joined:  # every request waiting in line re-plans once, best first
-            waiters, self._waiters = sorted(self._waiters), []
-            for waiter in waiters:
-                self._step(waiter.coroutine, True)
+            for waiter in self._waiting_room.take_all():
+                self._step(waiter, True)
         for replica_id in change.withdrawn:
             run_now(self._store.forget(replica_id))
             self._draining.add(replica_id)
@@ -360,23 +278,17 @@ class Replay:
             suspend = coroutine.send(value)
         except StopIteration:
             return
-        assert isinstance(suspend, _Suspend)
-        heapq.heappush(self._waiters, _Waiter(suspend.rank, next(self._seq), self.now + suspend.timeout_s, coroutine))
+        assert isinstance(suspend, Suspend)
+        self._waiting_room.park(coroutine, suspend, self.now)
 
     def _resume_woken(self) -> None:
         """Requests finished since the last look: as many waiters as were woken re-try, best first."""
-        room = self._waiting_room
-        while room.woken and self._waiters:
-            room.woken -= 1
-            self._step(heapq.heappop(self._waiters).coroutine, True)
-        room.woken = 0
+        while (waiter := self._waiting_room.pop_woken()) is not None:
+            self._step(waiter, True)
 
     def _resume_timed_out(self, now: float) -> None:
-        due = [w for w in self._waiters if w.until_s <= now]
-        self._waiters = [w for w in self._waiters if w.until_s > now]
-        heapq.heapify(self._waiters)
-        for waiter in due:
-            self._step(waiter.coroutine, False)
+        for waiter in self._waiting_room.take_timed_out(now):
+            self._step(waiter, False)
 
     def collect(self, events: Sequence[object]) -> None:
         now = self.now

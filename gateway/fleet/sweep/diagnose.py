@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.fleet.replay.simulation import RequestResult
+from gateway.fleet.replay.request_result import RequestResult
 from gateway.fleet.replay.windows import WINDOWS
 from gateway.fleet.sweep.run import SeedWindow, SweepSpec
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.fleet.replay.report import summarize
+from gateway.fleet.replay.request_result import RequestResult
 from gateway.fleet.replay.setup import at_load, check_tasks, parse_cluster, policy_config, scrape_interval_s, window_arrivals
-from gateway.fleet.replay.simulation import Replay, ReplaySettings, RequestResult
+from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.replay.windows import Window
 from gateway.fleet.sweep import search as searching
 from gateway.fleet.sweep.knee import Crossing, crossing

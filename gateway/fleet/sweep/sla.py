@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.fleet.replay.simulation import RequestResult
+from gateway.fleet.replay.request_result import RequestResult
 
 GOOD = "good_fraction"
 _LATENCY = re.compile(r"^(mean|median|std|p(\d+(?:\.\d+)?))_(ttft|tpot|itl|e2el)_ms$")

@@ -192,7 +192,8 @@ async def chaos(sims: list[SimProcess], every_s: float, down_s: float, tally: Ta
         sim.kill()
         tally.kills += 1
         await asyncio.sleep(down_s)
-        await asyncio.to_thread(sim.start)
+        sim.spawn()  # from the loop's thread: the replica dies with the thread that started it
+        await asyncio.to_thread(sim.wait_healthy)
         tally.restarts += 1
 
 

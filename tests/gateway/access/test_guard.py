@@ -21,7 +21,8 @@ from gateway.access.quotas import Admission, InMemoryQuotaBook
 from gateway.access.reservation import Hold
 from gateway.config import parse_config
 from gateway.config.types import DuetConfig, Tier
-from gateway.domain import Price, Priority, ReplicaState
+from gateway.cost import Price
+from gateway.domain import Priority, ReplicaState
 from gateway.errors import AuthenticationFailed, PermissionDenied, RateLimited
 from gateway.outcome import Outcome
 from gateway.state.redis.link import StoreUnavailable

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from gateway.config import load_config, parse_config
-from gateway.domain import ReplicaCost
+from gateway.cost import ReplicaCost
 from gateway.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -9,8 +9,8 @@ from gateway.config import parse_config
 from gateway.config.policy import TaskDefaults
 from gateway.config.schema import default_of
 from gateway.config.types import AccessSettings, KubernetesDiscovery, ServerSettings, StateSettings
-from gateway.domain import SpeedPrior
 from gateway.errors import ConfigError
+from gateway.speed import SpeedPrior
 
 # Only what the schema requires; every section that has optional settings is present, empty
 # where it may be.

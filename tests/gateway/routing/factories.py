@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+from gateway.cost import Price
 from gateway.domain import (
     Budget,
     Candidate,
     Health,
-    Price,
     Replica,
     ReplicaState,
     RequestProfile,
-    SpeedPrior,
     Variant,
     VariantKind,
 )
+from gateway.speed import SpeedPrior
 
 STANDARD = Variant(
     model="m", name="standard", kind=VariantKind.FULL, served_model_name="m-std", max_model_len=4096,

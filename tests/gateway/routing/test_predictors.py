@@ -57,8 +57,10 @@ def test_observed_ttft_only_raises_the_prediction():
 
 # --- step-model -------------------------------------------------------------------------------
 
-from gateway.domain import Price, SpeedPrior, Variant, VariantKind  # noqa: E402
+from gateway.cost import Price  # noqa: E402
+from gateway.domain import Variant, VariantKind  # noqa: E402
 from gateway.routing.predictors import StepModelPredictor  # noqa: E402
+from gateway.speed import SpeedPrior  # noqa: E402
 
 STEP = Variant(
     model="m", name="standard", kind=VariantKind.FULL, served_model_name="s", max_model_len=32768, supports_tools=True,

@@ -5,9 +5,11 @@ import dataclasses
 
 import pytest
 
-from gateway.domain import Price, Rollout, RolloutStage, SpeedPrior, Variant, VariantKind
+from gateway.cost import Price
+from gateway.domain import Rollout, RolloutStage, Variant, VariantKind
 from gateway.scaling import Autoscaling, TaskDemand, TaskSizing, desired_replicas
 from gateway.scaling.desired import step_s
+from gateway.speed import SpeedPrior
 
 SPEED = SpeedPrior(prefill_tokens_per_s=10_000, decode_s_per_token=0.02, step_s_per_seq=0.0002, max_num_seqs=256)
 STANDARD = Variant("m", "standard", VariantKind.FULL, "m-standard", 32768, True, Price(0.6, 1.2), SPEED)

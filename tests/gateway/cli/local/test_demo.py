@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gateway.cli.local.demo import footer, per_token_seconds, show
-from gateway.domain import SpeedPrior
+from gateway.speed import SpeedPrior
 from serving.ports import free_port
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import yaml
 
-from gateway.cli.local.up import DEMO_CONFIG, demo_replicas, gateway_config, read_policy, sim_engine_args, sim_launch
+from gateway.cli.local.replicas import demo_replicas, sim_engine_args, sim_launch
+from gateway.cli.local.up import DEMO_CONFIG, gateway_config, read_policy
 from gateway.config import parse_config
 from gateway.domain import EngineRole
 from serving.supervisor import ReplicaLaunch

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.fleet.replay.report import percentiles, summarize, table
-from gateway.fleet.replay.simulation import RequestResult
+from gateway.fleet.replay.request_result import RequestResult
 from gateway.flow import Budget
 
 PARITY = {"standard": None, "fast": frozenset({"chat", "coding"})}

@@ -3,7 +3,7 @@ prefill utilisation on every pairing (issue #26: measured and bounded)."""
 
 import pytest
 
-from gateway.fleet.replay.simulation import RequestResult
+from gateway.fleet.replay.request_result import RequestResult
 from gateway.fleet.sweep.diagnose import band, miss_kind, misses, render, replay, stalls, step_model_errors
 from gateway.flow import Budget, Prediction
 

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from gateway.fleet.replay.simulation import RequestResult
+from gateway.fleet.replay.request_result import RequestResult
 from gateway.fleet.sweep.sla import Constraint, SlaError, load, measure, parse, percentile
 
 

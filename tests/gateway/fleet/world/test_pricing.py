@@ -1,6 +1,6 @@
 import pytest
 
-from gateway.domain import CHARGEBACK_BATCH, ReplicaCost
+from gateway.cost import CHARGEBACK_BATCH, ReplicaCost
 from gateway.fleet.replay.setup import parse_cluster
 from gateway.fleet.world.pricing import chargeback_price, replica_cost
 from gateway.fleet.world.replica_sets import REPLICA_SETS

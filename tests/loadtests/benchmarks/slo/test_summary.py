@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from gateway.domain import Price
+from gateway.cost import Price
 from loadtests.benchmarks.slo.summary import load_records, run_summary
 from loadtests.scoring.report import comparison_markdown, run_markdown
 from loadtests.scoring.slo import RequestRecord, Slo
