@@ -139,6 +139,16 @@ class TaskDetector:
             total += sum(map(table.get, set(tokens), _ZEROS)) + sum(map(table.get, pairs, _ZEROS))
         return self._layout.unpack(total.to_bytes(self._layout.size, "little"))
 
+    def familiarity(self, parts: Parts) -> float:
+        """The share of the user turn's distinct words the model has a weight for (1.0 for a turn
+        with no words): a request whose words the detector never learned is one it cannot read."""
+        tokens = next((t for part, t in parts.paired if part == "u"), [])
+        distinct = set(tokens)
+        if not distinct:
+            return 1.0
+        known = self._texts["u"]
+        return sum(1 for t in distinct if t in known) / len(distinct)
+
     def _detect(self, parts: Parts) -> Detection:
         fields = self._fields(parts)
         top = max(fields)  # the softmax of differences from the top score, taken exactly, in integers

@@ -189,11 +189,13 @@ class Abstention:
     familiarity: float
 
     def detections(self, fitted: Fitted, rows: np.ndarray) -> list[Detection]:
-        """Per row, the detection; an unfamiliar row's is uniform, so it abstains at any threshold above 1/6."""
+        return self.detections_of(fitted.probabilities(rows), fitted.familiarity(rows))
+
+    def detections_of(self, probabilities: np.ndarray, familiarity: np.ndarray) -> list[Detection]:
+        """Per request, the detection; an unfamiliar one's is uniform, so it abstains at any threshold above 1/6."""
         uniform = {t: 1.0 / len(TASKS) for t in TASKS}
-        known = fitted.familiarity(rows) >= self.familiarity
-        return [Detection(dict(zip(TASKS, map(float, p), strict=True)) if ok else uniform)
-                for p, ok in zip(fitted.probabilities(rows), known, strict=True)]
+        return [Detection(dict(zip(TASKS, map(float, p), strict=True)) if f >= self.familiarity else uniform)
+                for p, f in zip(probabilities, familiarity, strict=True)]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ of it, at the threshold and floor its own training chose on its validation split
   the Vicuna bench each with the recipe retrained without that set.
 - ``sources``: the same features and fit, with the fetched sources' items split by hash like the
   public sets' (60% train, 15% validation, 25% unused) added, retrained once per held-out source.
+- ``current-nested``: the shipped model, with its threshold, floor and a cut on its familiarity
+  (the share of a request's words it has weights for) chosen nested on the other sources.
 - ``blend``: words hashed, distilled static vectors (``make detector-vectors``) and shape, a ridge
   fit weighting every source alike, abstention by confidence and familiarity chosen nested on the
   other sources (``gateway.detect.training.blend``)."""
@@ -25,13 +27,16 @@ from typing import Any
 
 import numpy as np
 
+from gateway.detect.features import message_parts
 from gateway.detect.training import PROMPTS, corpus
-from gateway.detect.training.blend import BlendFeatures, groups, leave_one_out
+from gateway.detect.training.blend import TASKS as BLEND_TASKS
+from gateway.detect.training.blend import Answers, BlendFeatures, choose, groups, leave_one_out
 from gateway.detect.training.blend import shape_names as blend_shapes
 from gateway.detect.training.by_source import GOALS, judge, score, worst
 from gateway.detect.training.corpus import Sample, public_samples, split_of
 from gateway.detect.training.data.sources import SOURCES, Labelled, load_all
 from gateway.detect.training.distill import StaticVectors
+from gateway.detect.training.evaluate import FAST_ALLOWS
 from gateway.detect.training.static_embedding import EmbeddingFeatures, WordVectors, shape_names, train_embedding
 from gateway.detect.training.train import train
 from gateway.flow import TaskDetector
@@ -109,6 +114,37 @@ def blend(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
     return leave_one_out(judged, labels, training, features.vector_slice, log=lambda line: print(line, flush=True))
 
 
+def current_nested(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
+    """The shipped words model (GSM8K, HumanEval and Vicuna each retrained without that set, as in
+    ``current``), with its threshold, floor and a familiarity cut (``TaskDetector.familiarity``:
+    the share of the user turn's words it has weights for) chosen nested on the other sources'
+    answers (``gateway.detect.training.blend.choose``). Every fetched source is out of fold for the
+    shipped model already: it never trained on any."""
+    samples, shipped, public = corpus(prompts), TaskDetector.builtin(), _public(prompts)
+    held_items: dict[str, list[Any]] = {name: [i for i in fetched if i.source == name] for name in SOURCES}
+    models = {name: shipped for name in SOURCES}
+    for name in SHARED:
+        models[name], _, _ = train([s for s in samples if _family(s.source) != name])
+        held_items[name] = [s for s in public if _family(s.source) == name]
+    answers = {}
+    for name, items in held_items.items():
+        model = models[name]
+        found = judge(model.detect_messages, items)
+        probabilities = np.array([[d.probabilities[t] for t in BLEND_TASKS] for _, d in found])
+        familiar = np.array([model.familiarity(message_parts(i.messages)) for i in items])
+        answers[name] = ([label for label, _ in found], probabilities, familiar)
+    trained = np.array([shipped.familiarity(message_parts(s.messages)) for s in samples if s.split == "train"])
+    out = {}
+    for held, (labels, probabilities, familiar) in answers.items():
+        others = [Answers.of(*answers[name], FAST_ALLOWS) for name in answers if name != held]
+        rule, chosen = choose(others, trained)
+        found = list(zip(labels, rule.detections_of(probabilities, familiar), strict=True))
+        out[held] = {"threshold": rule.threshold, "floor": rule.floor, "familiarity": round(rule.familiarity, 4),
+                     "chosen_on_others": chosen, **score(found, rule.threshold, rule.floor)}
+        print(f"current-nested without {held}: {rule} leak {out[held]['confident_leak']}", flush=True)
+    return out
+
+
 def mt_bench_turns(fetched: list[Labelled]) -> dict[str, Any]:
     """The shipped model on MT-bench's first turns and, apart, its second turns (each after its
     first): what reading a follow-up with its context does."""
@@ -121,7 +157,8 @@ def _public(prompts: Path) -> list[Sample]:
     return list(public_samples(prompts))
 
 
-RECIPES = {"current": current, "sources": with_sources, "embedding": embedding, "blend": blend}
+RECIPES = {"current": current, "current-nested": current_nested, "sources": with_sources, "embedding": embedding,
+           "blend": blend}
 
 
 def run(prompts: Path, recipes: list[str]) -> dict[str, Any]:

@@ -104,3 +104,12 @@ def test_a_follow_up_to_a_puzzle_keeps_reasoning_plausible():
     follow_up = DETECTOR.detect_messages([{"role": "user", "content": puzzle}, {"role": "assistant", "content": "$84"},
                                           {"role": "user", "content": "Why?"}])
     assert "reasoning" in follow_up.plausible(threshold, floor)
+
+
+def test_familiarity_is_the_share_of_the_user_turns_words_the_model_knows():
+    from gateway.detect.features import message_parts
+
+    known = DETECTOR.familiarity(message_parts([{"role": "user", "content": "Write a python function"}]))
+    half = DETECTOR.familiarity(message_parts([{"role": "user", "content": "write python zqxjv wvkqz"}]))
+    assert known == 1.0 and half == 0.5
+    assert DETECTOR.familiarity(message_parts([{"role": "user", "content": ""}])) == 1.0
