@@ -184,6 +184,20 @@ class SpeedPrior:
         table = dict(self.tokens_per_step)
         return table.get(task, table.get("default", 1.0))
 
+    def output_token_s(self, task: str, batch: int) -> float:
+        """Replica seconds one output token of ``task`` takes: its share of a decode step that
+        ``batch`` sequences share (speculation: the drafts verified counted in the step, divided
+        by the tokens a step yields on that task)."""
+        step_s = self.decode_s_per_token + self.per_seq_s * batch * (1 + self.draft_tokens)
+        if self.draft_tokens:
+            step_s += self.draft_s_per_step + self.draft_s_per_seq * batch
+        return step_s / batch / self.tokens_per_step_for(task)
+
+    def replica_s(self, input_tokens: int, output_tokens: int, task: str, batch: int) -> float:
+        """Replica seconds a request uses on the step model: its prompt's prefill time plus its
+        output tokens' shares of decode steps at ``batch`` sequences."""
+        return input_tokens / self.prefill_tokens_per_s + output_tokens * self.output_token_s(task, batch)
+
 
 # The decode batch a chargeback assumes: a replica that shares each step among this many
 # sequences charges each of them its share (busier replicas cost less per token, idle ones more;
@@ -213,12 +227,7 @@ class ReplicaCost:
         ``CHARGEBACK_BATCH`` sequences (speculation: divided by the tokens a step yields on
         default traffic, the drafts verified counted in the step)."""
         usd_per_s = self.usd_per_hour / 3600.0
-        batch = CHARGEBACK_BATCH
-        per_seq_s = speed.per_seq_s
-        step_s = speed.decode_s_per_token + per_seq_s * batch * (1 + speed.draft_tokens)
-        if speed.draft_tokens:
-            step_s += speed.draft_s_per_step + speed.draft_s_per_seq * batch
-        per_output_s = step_s / batch / speed.tokens_per_step_for("default")
+        per_output_s = speed.output_token_s("default", CHARGEBACK_BATCH)
         return Price(round(usd_per_s / speed.prefill_tokens_per_s * 1e6, 4), round(usd_per_s * per_output_s * 1e6, 4))
 
 
@@ -264,6 +273,8 @@ class Variant:
     allowed_tasks: frozenset[str] | None = None
     rollout: Rollout = Rollout()
     scheduling: Scheduling = Scheduling.FCFS
+    # What one replica costs per hour (None: the config gave a per-token price instead).
+    replica_cost: ReplicaCost | None = None
 
     @property
     def key(self) -> str:
