@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 from gateway.access.guard import Access
-from gateway.access.receipt import MICRO, receipt_for, standard_of
+from gateway.access.receipt import receipt_for, standard_of
 from gateway.errors import RequestError
 from gateway.flow.exchange import Attempt, Escalation, Exchange
 from gateway.flow.hooks import Hooks
@@ -213,7 +213,7 @@ def access_fields(exchange: Exchange, outcome: Outcome) -> dict[str, Any]:
         "status": outcome.status, "ttft_ms": None if outcome.ttft_s is None else round(outcome.ttft_s * 1e3, 2),
         "duration_ms": round(outcome.duration_s * 1e3, 2),
         "input_tokens": outcome.input_tokens, "output_tokens": outcome.output_tokens,
-        "gpu_s": exchange.receipt.gpu_us / MICRO, "standard_gpu_s": exchange.receipt.standard_gpu_us / MICRO,
+        **exchange.receipt.to_json(),
     }
 
 
