@@ -42,7 +42,11 @@ def run(args: argparse.Namespace) -> int:
     path = "/v1/duet/savings" if args.savings else "/v1/duet/usage"
     asked = (("month", args.month), ("key", args.key), ("tenant", args.tenant), ("since", args.since))
     params = {k: v for k, v in asked if v}
-    headers = {"authorization": f"Bearer {os.environ.get(args.admin_key_env, '')}"}
+    admin_key = os.environ.get(args.admin_key_env, "").strip()
+    if not admin_key:
+        print(f"duet usage: ${args.admin_key_env} is not set: it holds the gateway's admin key", file=sys.stderr)
+        return 2
+    headers = {"authorization": f"Bearer {admin_key}"}
     try:
         response = httpx.get(f"{args.url.rstrip('/')}{path}", params=params, headers=headers, timeout=10)
     except httpx.HTTPError as exc:
