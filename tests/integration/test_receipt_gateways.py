@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -19,6 +20,7 @@ from starlette.testclient import TestClient
 from gateway.api.app import create_app
 from gateway.cli.usage_savings import render_savings
 from gateway.config import parse_config
+from gateway.deploy.dashboard import dashboard
 from gateway.runtime import Gateway
 from serving.sim.server.testing import SimProcess
 from tests.redis_server import RedisServer
@@ -107,8 +109,15 @@ def test_receipt_lines_from_two_gateways_sum_exactly_to_the_shared_ledger(
         assert {row["variant"] for row in second["parity"]} == {"smollm2:fast"}
         assert "savings for" in render_savings(second) and "acme" in render_savings(second)
 
-        counted = sum(_sample(client.get("/metrics").text, "duet_receipt_standard_gpu_seconds_total") for client in clients)
+        scraped = [client.get("/metrics").text for client in clients]
+        counted = sum(_sample(text, "duet_receipt_standard_gpu_seconds_total") for text in scraped)
         assert counted == pytest.approx(sum(s["standard_gpu_us"] for s in expected.values()) / 1e6)
+        spent = sum(_sample(text, "duet_receipt_gpu_usd_total") for text in scraped)
+        assert spent == pytest.approx(sum(s["nano_usd"] for s in expected.values()) / 1e9)
+        # The dashboard's savings panels read only series the gateways export.
+        panels = " ".join(t["expr"] for p in dashboard()["panels"] for t in p["targets"] if "Savings" in p["title"])
+        assert set(re.findall(r"duet_receipt_\w+", panels)) <= {name for text in scraped
+                                                                for name in re.findall(r"^(duet_receipt_\w+)\{", text, re.M)}
 
 
 def _sample(text: str, name: str) -> float:
