@@ -7,7 +7,7 @@ from gateway.access.ceiling import UsageCeiling
 from gateway.access.guard import OPEN, Grant
 from gateway.access.keys import ApiKey
 from gateway.access.receipt import NO_RECEIPT, Receipt
-from gateway.domain import Price
+from gateway.domain import Variant
 from gateway.outcome import Outcome
 
 
@@ -18,8 +18,8 @@ class OpenAccess:
     async def authorize(self, key: ApiKey | None, model: str, ceiling: UsageCeiling | None = None) -> Grant:
         return OPEN
 
-    async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price,
-                     *, receipt: Receipt = NO_RECEIPT) -> None:
+    async def settle(self, grant: Grant, model: str, variant: Variant, task: str, outcome: Outcome,
+                     receipt: Receipt = NO_RECEIPT) -> None:
         return None
 
     def release(self, grant: Grant) -> None:

@@ -143,8 +143,7 @@ class QuotaKeeper:
         assert exchange.attempt is not None
         variant = exchange.attempt.variant
         profile = exchange.plan.profile
-        await self._access.settle(exchange.grant, profile.model, variant.name, profile.task, outcome, variant.price,
-                                  receipt=exchange.receipt)
+        await self._access.settle(exchange.grant, profile.model, variant, profile.task, outcome, exchange.receipt)
 
 
 class TelemetryKeeper:
