@@ -63,20 +63,22 @@ class Savings:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """Where a fast variant stands on a task type: ``kept`` (allowed: it serves the task as well
-    as standard), ``revoked`` (online parity found a loss and took the task away) or ``not
-    allowed`` (never granted); with the online test's conclusion and pairs when this gateway runs
-    one."""
+    """Where a fast variant stood on a task type over the period: ``revoked`` (online parity found
+    a loss and took the task away in the period, at ``revised_at``), ``opened`` (parity held for
+    a shadow variant and the task opened on it, at ``revised_at``), else as the policy stands:
+    ``kept`` (allowed: it serves the task as well as standard) or ``not allowed``. With the online
+    test's conclusion and pairs where the answering gateway runs one."""
 
     variant: str
     task: str
     status: str
     conclusion: str | None = None
     pairs: int = 0
+    revised_at: float | None = None
 
     def to_json(self) -> dict[str, object]:
         return {"variant": self.variant, "task": self.task, "status": self.status, "conclusion": self.conclusion,
-                "pairs": self.pairs}
+                "pairs": self.pairs, "revised_at": self.revised_at}
 
 
 def months_between(since: str, until: str) -> list[str]:
@@ -116,18 +118,23 @@ def total(parts: Iterable[Savings]) -> Savings:
 
 
 def verdicts(variants: Iterable[Variant], tasks: Sequence[str], online: Mapping[tuple[str, str], tuple[str, int]],
-             ) -> list[Verdict]:
+             revised: Mapping[tuple[str, str], tuple[bool, float]]) -> list[Verdict]:
     """Each fast variant's standing per task type. ``online``: (variant key, task) -> (the online
-    test's conclusion, pairs), as far as this gateway runs online parity."""
+    test's conclusion, pairs), as far as the answering gateway runs online parity; ``revised``:
+    (variant key, task) -> (allowed, when) for the period's latest revision (parity's journal)."""
     rows = []
     for variant in variants:
         if variant.kind is VariantKind.FULL:
             continue
         for task in tasks:
-            conclusion, pairs = online.get((variant.key, task), (None, 0))
-            if variant.allows(task):
+            key = (variant.key, task)
+            conclusion, pairs = online.get(key, (None, 0))
+            allowed, at = revised.get(key, (None, None))
+            if allowed is not None:
+                status = "opened" if allowed else "revoked"
+            elif variant.allows(task):
                 status = "kept"
             else:
                 status = "revoked" if conclusion == "loss" else "not allowed"
-            rows.append(Verdict(variant.key, task, status, conclusion, pairs))
+            rows.append(Verdict(variant.key, task, status, conclusion, pairs, at))
     return rows

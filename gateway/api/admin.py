@@ -92,7 +92,7 @@ def mount_admin(app: FastAPI) -> None:
             "keys": [{"key_id": kid, "tenant": tenants.get(kid) or NO_TENANT, **s.to_json()} for kid, s in keys.items()],
             "tenants": [{"tenant": t, **s.to_json()} for t, s in by_tenant(keys, tenants).items()],
             "total": total(keys.values()).to_json(),
-            "parity": [v.to_json() for v in _verdicts(gateway)],
+            "parity": [v.to_json() for v in await _verdicts(gateway, months)],
         })
 
     @app.get("/admin/keys")
@@ -132,14 +132,16 @@ def mount_admin(app: FastAPI) -> None:
     app.add_exception_handler(RedisError, _unavailable)
 
 
-def _verdicts(gateway: Gateway) -> list[Verdict]:
-    """The fast variants' standing per task now, with this gateway's online tests where it runs them."""
+async def _verdicts(gateway: Gateway, months: list[str]) -> list[Verdict]:
+    """The fast variants' standing per task over ``months``: parity's revisions in the period
+    (any gateway's), else the policy now; with this gateway's online tests where it runs them."""
     config = gateway.current.config
     parity = gateway.online_parity
     table = [] if parity is None else parity.verdicts.table()
     online = {(row["variant"], row["task"]): (str(row["conclusion"]), int(row["pairs"])) for row in table}
+    revised = {key: (r.allowed, r.at) for key, r in (await gateway.parity_journal.revisions(months)).items()}
     variants = [v for model in config.models.values() for v in model.variants.values()]
-    return verdicts(variants, sorted(config.policy.tasks), online)
+    return verdicts(variants, sorted(config.policy.tasks), online, revised)
 
 
 def _public(record: dict[str, object]) -> dict[str, object]:

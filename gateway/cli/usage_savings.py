@@ -4,6 +4,7 @@ the fast variants' parity standing per task over the same period."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 
 COLUMNS = ("requests", "fast", "gpu_s", "gpu_usd", "standard_gpu_s", "standard_usd", "saved_usd", "saved")
@@ -22,8 +23,9 @@ def render_savings(payload: Mapping[str, object]) -> str:
                    [(r["key_id"], r["tenant"], *_figures(r)) for r in keys] + [("total", "", *_figures(overall))])
     text += ["", *_table(("tenant", *COLUMNS), [(r["tenant"], *_figures(r)) for r in tenants])]
     text += ["", "parity (fast variants, per task)"]
-    text += _table(("variant", "task", "status", "online test", "pairs"),
-                   [(r["variant"], r["task"], r["status"], r["conclusion"] or "-", str(r["pairs"])) for r in parity])
+    text += _table(("variant", "task", "status", "when (UTC)", "online test", "pairs"),
+                   [(r["variant"], r["task"], r["status"], _when(r.get("revised_at")), r["conclusion"] or "-",
+                     str(r["pairs"])) for r in parity])
     return "\n".join(text)
 
 
@@ -36,6 +38,10 @@ def _figures(row: Mapping[str, object]) -> tuple[str, ...]:
     return (str(row["requests"]), f"{number('fast_share'):.1%}", f"{number('gpu_seconds'):.3f}",
             f"{number('gpu_usd'):.6f}", f"{number('standard_gpu_seconds'):.3f}", f"{number('standard_gpu_usd'):.6f}",
             f"{number('saved_usd'):.6f}", f"{number('saved_share'):.1%}")
+
+
+def _when(at: object) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(at)) if isinstance(at, int | float) else "-"
 
 
 def _list(payload: Mapping[str, object], name: str) -> list[dict[str, object]]:

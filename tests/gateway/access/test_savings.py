@@ -60,8 +60,19 @@ def variant(name: str, kind: VariantKind, allowed: frozenset[str] | None) -> Var
 def test_parity_standing_per_fast_variant_and_task() -> None:
     variants = [variant("standard", VariantKind.FULL, None), variant("fast", VariantKind.QUANTIZED, frozenset({"chat"}))]
     online = {("m:fast", "code"): ("loss", 40), ("m:fast", "chat"): ("undecided", 12)}
-    assert verdicts(variants, ["chat", "code", "math"], online) == [
+    assert verdicts(variants, ["chat", "code", "math"], online, {}) == [
         Verdict("m:fast", "chat", "kept", "undecided", 12),
         Verdict("m:fast", "code", "revoked", "loss", 40),
         Verdict("m:fast", "math", "not allowed"),
+    ]
+
+
+def test_a_revision_in_the_period_is_what_the_report_says_whatever_the_policy_is_now() -> None:
+    """Revoked in the period and restored offline since: the period saw it revoked. Opened in
+    the period: opened. Revisions come from the shared journal, so from any gateway."""
+    variants = [variant("fast", VariantKind.QUANTIZED, frozenset({"chat", "math"}))]
+    revised = {("m:fast", "chat"): (False, 100.0), ("m:fast", "math"): (True, 200.0)}
+    assert verdicts(variants, ["chat", "math"], {}, revised) == [
+        Verdict("m:fast", "chat", "revoked", revised_at=100.0),
+        Verdict("m:fast", "math", "opened", revised_at=200.0),
     ]

@@ -20,7 +20,7 @@ ROW = {"requests": 4, "fast_requests": 3, "fast_share": 0.75, "gpu_seconds": 1.5
 REPORT = {"object": "savings", "months": ["2026-11", "2026-12"],
           "keys": [{"key_id": "key_a", "tenant": "acme", **ROW}], "tenants": [{"tenant": "acme", **ROW}],
           "total": ROW, "parity": [{"variant": "m:fast", "task": "code", "status": "revoked", "conclusion": "loss",
-                                    "pairs": 40}]}
+                                    "pairs": 40, "revised_at": 1_796_000_000.0}]}
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +68,7 @@ def test_savings_asks_for_the_period_key_and_tenant_and_prints_the_tables(capsys
     out = capsys.readouterr().out
     assert "savings for 2026-11 to 2026-12" in out
     assert "key_a  acme" in out and "75.0%" in out and "0.003000" in out
-    assert "m:fast   code  revoked  loss" in out
+    assert "m:fast   code  revoked  2026-11-30 00:53  loss" in out
 
 
 def test_savings_as_json_is_the_gateways_report(capsys: pytest.CaptureFixture[str]) -> None:
