@@ -7,7 +7,7 @@ The gate (``gateway.api.gate``) checks the key before a route parses its body:
                                                  the savings receipt per key and tenant, and the
                                                  online-parity verdicts (gateway.access.savings)
     GET    /admin/keys                           key records (never the keys)
-    POST   /admin/keys {"name", "tier"}          a new key, shown in this answer only
+    POST   /admin/keys {"name", "tier", "tenant"?}  a new key, shown in this answer only
     DELETE /admin/keys/{id}                      revoke
     POST   /admin/reload                         re-read the config file (policy, tiers)
     GET    /admin/autoscaling                    why duet_desired_replicas says what it says
