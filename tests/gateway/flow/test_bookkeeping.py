@@ -75,7 +75,7 @@ def test_the_receipt_is_the_step_models_for_the_variant_that_served(model: str, 
         assert expected.fast and expected.standard_gpu_us > expected.gpu_us > 0
     assert counted(telemetry, "duet_receipt_gpu_seconds_total") == pytest.approx(expected.gpu_us / 1e6)
     assert counted(telemetry, "duet_receipt_standard_gpu_seconds_total") == pytest.approx(expected.standard_gpu_us / 1e6)
-    (line,) = [r.fields for r in caplog.records if hasattr(r, "fields")]  # type: ignore[attr-defined]
+    (line,) = [r.fields for r in caplog.records if hasattr(r, "fields")]
     assert round(line["gpu_seconds"] * 1e6) == expected.gpu_us and line["fast"] == expected.fast
 
 
