@@ -109,6 +109,9 @@ def test_receipt_lines_from_two_gateways_sum_exactly_to_the_shared_ledger(
         assert {row["variant"] for row in second["parity"]} == {"smollm2:fast"}
         assert "savings for" in render_savings(second) and "acme" in render_savings(second)
 
+        refused = clients[1].get("/v1/duet/savings", params={"since": "2027-01", "month": "2026-12"}, headers=ADMIN)
+        assert refused.status_code == 400 and refused.json()["error"]["param"] == "since"
+
         scraped = [client.get("/metrics").text for client in clients]
         counted = sum(_sample(text, "duet_receipt_standard_gpu_seconds_total") for text in scraped)
         assert counted == pytest.approx(sum(s["standard_gpu_us"] for s in expected.values()) / 1e6)
