@@ -48,10 +48,5 @@ class ReplicaCost:
         ``CHARGEBACK_BATCH`` sequences (speculation: divided by the tokens a step yields on
         default traffic, the drafts verified counted in the step)."""
         usd_per_s = self.usd_per_hour / 3600.0
-        batch = CHARGEBACK_BATCH
-        per_seq_s = speed.per_seq_s
-        step_s = speed.decode_s_per_token + per_seq_s * batch * (1 + speed.draft_tokens)
-        if speed.draft_tokens:
-            step_s += speed.draft_s_per_step + speed.draft_s_per_seq * batch
-        per_output_s = step_s / batch / speed.tokens_per_step_for("default")
+        per_output_s = speed.output_token_s("default", CHARGEBACK_BATCH)
         return Price(round(usd_per_s / speed.prefill_tokens_per_s * 1e6, 4), round(usd_per_s * per_output_s * 1e6, 4))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from gateway.cost import Price
+from gateway.cost import Price, ReplicaCost
 from gateway.speed import SpeedPrior
 
 
@@ -178,6 +178,8 @@ class Variant:
     allowed_tasks: frozenset[str] | None = None
     rollout: Rollout = Rollout()
     scheduling: Scheduling = Scheduling.FCFS
+    # What one replica costs per hour (None: the config gave a per-token price instead).
+    replica_cost: ReplicaCost | None = None
 
     @property
     def key(self) -> str:

@@ -26,6 +26,7 @@ from gateway.flow.affinity import ResponseHomes
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
 from gateway.flow.director import Director, Ledgers
 from gateway.flow.waiting_room import WaitingRoom
+from gateway.parity.journal import InMemoryJournal, Journal, RedisJournal
 from gateway.parity.metrics import ParityMetrics
 from gateway.parity.online import OnlineParity, PolicyHost
 from gateway.parity.ports import ParityTools
@@ -165,6 +166,9 @@ class Gateway:
         self.tracing.subscribe(hooks)
         ledgers = Ledgers(backlog, decodes, self.prefixes, self.sessions)
         self.director = Director(lambda: self.current, self.store, ledgers, waiting_room, hooks, time.perf_counter)
+        # Parity's revisions by month (shared when the store is): every gateway's savings report reads them.
+        self.parity_journal: Journal = InMemoryJournal() if self._link is None else RedisJournal(
+            self._link, config.state.redis_prefix)
         # Shadow checks (online parity) when the command shell gave the verifiers: the last
         # dispatched hook (draws, and taps a drawn answer) and the last done hook (starts the check).
         self.online_parity = None if parity is None else self._online_parity(parity, Ledgers(backlog, decodes, self.prefixes),
@@ -251,7 +255,7 @@ class Gateway:
             return ShadowParts(director, ledgers, lambda request: UpstreamCall(self._pool, request), tools.judge, metrics,
                                on_conclusion, lambda: self.current.config)
 
-        return OnlineParity(host, tools, metrics, parts)
+        return OnlineParity(host, tools, metrics, parts, self.parity_journal)
 
     def store_status(self) -> LinkStatus | None:
         """Whether the shared store answers (None: no shared store is configured)."""

@@ -48,3 +48,17 @@ class SpeedPrior:
     def tokens_per_step_for(self, task: str) -> float:
         table = dict(self.tokens_per_step)
         return table.get(task, table.get("default", 1.0))
+
+    def output_token_s(self, task: str, batch: int) -> float:
+        """Replica seconds one output token of ``task`` takes: its share of a decode step that
+        ``batch`` sequences share (speculation: the drafts verified counted in the step, divided
+        by the tokens a step yields on that task)."""
+        step_s = self.decode_s_per_token + self.per_seq_s * batch * (1 + self.draft_tokens)
+        if self.draft_tokens:
+            step_s += self.draft_s_per_step + self.draft_s_per_seq * batch
+        return step_s / batch / self.tokens_per_step_for(task)
+
+    def replica_s(self, input_tokens: int, output_tokens: int, task: str, batch: int) -> float:
+        """Replica seconds a request uses on the step model: its prompt's prefill time plus its
+        output tokens' shares of decode steps at ``batch`` sequences."""
+        return input_tokens / self.prefill_tokens_per_s + output_tokens * self.output_token_s(task, batch)

@@ -12,6 +12,7 @@ from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import Collector
 
 from gateway.access.ledger import Charge
+from gateway.access.receipt import MICRO, NANO, Receipt
 from gateway.domain import Health, Replica, ReplicaState
 from gateway.extension_times import ExtensionTimes, ExtensionTimesCollector
 from gateway.scaling.desired import VariantNeed
@@ -144,6 +145,22 @@ class Telemetry:
         self.cost = Counter("duet_cost_usd", "Cost of served tokens at the variant's price.", MODEL_VARIANT, registry=r)
         self.tokens = Counter("duet_tokens", "Tokens served.", ["model", "variant", "kind"], registry=r)
         self.stream_errors = Counter("duet_stream_errors", "Streams ended with an error event.", MODEL_VARIANT, registry=r)
+        # The savings receipt (gateway/access/receipt.py): each request's GPU time and GPU-dollars,
+        # and what standard would have used for it, by the variant that served it.
+        self.receipt_gpu_seconds = Counter(
+            "duet_receipt_gpu_seconds", "GPU-seconds requests used on the variant that served them (step model).",
+            MODEL_VARIANT, registry=r)
+        self.receipt_standard_gpu_seconds = Counter(
+            "duet_receipt_standard_gpu_seconds", "GPU-seconds the same requests would have used on the standard "
+            "variant (the counterfactual of a standard-only deployment).", MODEL_VARIANT, registry=r)
+        self.receipt_gpu_usd = Counter(
+            "duet_receipt_gpu_usd", "GPU-dollars requests used on the variant that served them.", MODEL_VARIANT, registry=r)
+        self.receipt_standard_gpu_usd = Counter(
+            "duet_receipt_standard_gpu_usd", "GPU-dollars the same requests would have used on the standard variant.",
+            MODEL_VARIANT, registry=r)
+        self.receipt_requests = Counter(
+            "duet_receipt_requests", "Requests answered, by whether a high-speed variant served them.",
+            ["model", "served"], registry=r)
         # API keys, quotas and the shared store (gateway/access, gateway/state/redis_*).
         self.key_requests = Counter(
             "duet_key_requests", "Requests answered per API key.", ["key", "model", "variant", "task"], registry=r
@@ -180,6 +197,11 @@ class Telemetry:
         self.key_requests_by = Series(self.key_requests)
         self.key_tokens_by = Series(self.key_tokens)
         self.key_cost_by = Series(self.key_cost)
+        self.receipt_gpu_seconds_by = Series(self.receipt_gpu_seconds)
+        self.receipt_standard_gpu_seconds_by = Series(self.receipt_standard_gpu_seconds)
+        self.receipt_gpu_usd_by = Series(self.receipt_gpu_usd)
+        self.receipt_standard_gpu_usd_by = Series(self.receipt_standard_gpu_usd)
+        self.receipt_requests_by = Series(self.receipt_requests)
 
     def key_usage(self, key: str, charge: Charge) -> None:
         """Count one settled request of the API key labelled ``key`` (its opaque id, or its name
@@ -189,6 +211,14 @@ class Telemetry:
         self.key_tokens_by(key, model, variant, "input").inc(charge.input_tokens)
         self.key_tokens_by(key, model, variant, "output").inc(charge.output_tokens)
         self.key_cost_by(key, model, variant).inc(charge.cost_usd)
+
+    def receipt(self, model: str, variant: str, receipt: Receipt) -> None:
+        """Count one request's savings receipt."""
+        self.receipt_gpu_seconds_by(model, variant).inc(receipt.gpu_us / MICRO)
+        self.receipt_standard_gpu_seconds_by(model, variant).inc(receipt.standard_gpu_us / MICRO)
+        self.receipt_gpu_usd_by(model, variant).inc(receipt.nano_usd / NANO)
+        self.receipt_standard_gpu_usd_by(model, variant).inc(receipt.standard_nano_usd / NANO)
+        self.receipt_requests_by(model, "fast" if receipt.fast else "standard").inc()
 
     def watch_replicas(
         self, replicas: Callable[[], Iterable[Replica]], snapshot: Callable[[], Mapping[str, ReplicaState]]

@@ -23,10 +23,10 @@ from gateway.access.keys import ApiKey, KeyRing, hash_secret
 from gateway.access.keystore import KeyStore
 from gateway.access.ledger import Charge, month_of
 from gateway.access.quotas import SPEND_LIMIT, Admission, QuotaBook, Refusal
+from gateway.access.receipt import NO_RECEIPT, Receipt
 from gateway.access.reservation import Hold, Reservation
 from gateway.access.unknown import UnknownKeys
 from gateway.config.types import AccessSettings, DuetConfig, ModelSpec, Tier
-from gateway.cost import Price
 from gateway.domain import Priority, ReplicaState, Variant
 from gateway.errors import AuthenticationFailed, KeyStoreUnavailable, ModelNotFound, PermissionDenied, RateLimited
 from gateway.outcome import Outcome
@@ -100,9 +100,11 @@ class Access(Protocol):
         dry run)."""
         ...
 
-    async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:
-        """Charge a finished request's tokens and cost, in place of what it held (called at most
-        once, when the response ended)."""
+    async def settle(self, grant: Grant, model: str, variant: Variant, task: str, outcome: Outcome,
+                     receipt: Receipt = NO_RECEIPT) -> None:
+        """Charge a finished request's tokens and cost at ``variant``'s price, and add its savings
+        receipt to the ledger, in place of what it held (called at most once, when the response
+        ended)."""
         ...
 
     def release(self, grant: Grant) -> None:
@@ -184,13 +186,14 @@ class KeyedAccess:
             )
         return Grant(key, tier, None if held is None else Reservation(held), admission.headroom)
 
-    async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:
+    async def settle(self, grant: Grant, model: str, variant: Variant, task: str, outcome: Outcome,
+                     receipt: Receipt = NO_RECEIPT) -> None:
         if grant.key is None:
             return
         served = outcome.status < 400
         tokens_in, tokens_out = (outcome.input_tokens, outcome.output_tokens) if served else (0, 0)
-        cost = price.cost_usd(tokens_in, tokens_out)
-        charge = Charge(grant.key.id, model, variant, task, tokens_in, tokens_out, cost)
+        cost = variant.price.cost_usd(tokens_in, tokens_out)
+        charge = Charge(grant.key.id, model, variant.name, task, tokens_in, tokens_out, cost, receipt)
         await self.quotas.settle(charge, time.time(), grant.reservation.take() if grant.reservation else None)
         self._telemetry.key_usage(grant.key.name if self.settings.metrics_key_names else grant.key.id, charge)
 

@@ -17,7 +17,8 @@ PREFIX = "sk-duet-"
 
 @dataclass(frozen=True, slots=True)
 class ApiKey:
-    """One key's record (never the key itself). ``revoked``: refused from then on, kept for the ledger."""
+    """One key's record (never the key itself). ``revoked``: refused from then on, kept for the ledger.
+    ``tenant``: whom the key's usage is reported under beside the key ("" none: ``duet usage --savings``)."""
 
     id: str
     name: str
@@ -25,15 +26,17 @@ class ApiKey:
     hash: str
     created_at: float
     revoked: bool = False
+    tenant: str = ""
 
     def to_json(self) -> dict[str, object]:
         return {"id": self.id, "name": self.name, "tier": self.tier, "hash": self.hash,
-                "created_at": self.created_at, "revoked": self.revoked}
+                "created_at": self.created_at, "revoked": self.revoked, "tenant": self.tenant}
 
     @staticmethod
     def from_json(data: Mapping[str, object]) -> ApiKey:
         return ApiKey(str(data["id"]), str(data["name"]), str(data["tier"]), str(data["hash"]),
-                      float(data["created_at"]), bool(data.get("revoked", False)))  # type: ignore[arg-type]
+                      float(data["created_at"]), bool(data.get("revoked", False)),  # type: ignore[arg-type]
+                      str(data.get("tenant", "")))
 
 
 def hash_secret(secret: str) -> str:
@@ -41,10 +44,10 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def new_key(name: str, tier: str, now: float) -> tuple[str, ApiKey]:
+def new_key(name: str, tier: str, now: float, tenant: str = "") -> tuple[str, ApiKey]:
     """A fresh secret (to show once) and its record (to store)."""
     secret = PREFIX + secrets.token_urlsafe(32)
-    return secret, ApiKey("key_" + secrets.token_hex(6), name, tier, hash_secret(secret), now)
+    return secret, ApiKey("key_" + secrets.token_hex(6), name, tier, hash_secret(secret), now, tenant=tenant)
 
 
 def bearer(headers: Mapping[str, str]) -> str | None:

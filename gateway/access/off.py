@@ -6,7 +6,8 @@ from __future__ import annotations
 from gateway.access.ceiling import UsageCeiling
 from gateway.access.guard import OPEN, Grant
 from gateway.access.keys import ApiKey
-from gateway.cost import Price
+from gateway.access.receipt import NO_RECEIPT, Receipt
+from gateway.domain import Variant
 from gateway.outcome import Outcome
 
 
@@ -17,7 +18,8 @@ class OpenAccess:
     async def authorize(self, key: ApiKey | None, model: str, ceiling: UsageCeiling | None = None) -> Grant:
         return OPEN
 
-    async def settle(self, grant: Grant, model: str, variant: str, task: str, outcome: Outcome, price: Price) -> None:
+    async def settle(self, grant: Grant, model: str, variant: Variant, task: str, outcome: Outcome,
+                     receipt: Receipt = NO_RECEIPT) -> None:
         return None
 
     def release(self, grant: Grant) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gateway.access.headroom import NO_HEADROOM, Headroom, WindowLeft
-from gateway.access.ledger import METRICS, Charge, UsageRow, month_of, rows_from_fields, seconds_to_month_end
+from gateway.access.ledger import METRICS, RECEIPT_METRICS, Charge, UsageRow, month_of, rows_from_fields, seconds_to_month_end
 from gateway.access.reservation import Hold
 from gateway.access.window import MinuteWindow
 from gateway.config.types import Tier
@@ -80,7 +80,7 @@ class InMemoryQuotaBook:
         self._admitted: dict[str, MinuteWindow] = {}
         self._tokens: dict[str, MinuteWindow] = {}
         self._spend: dict[tuple[str, str], float] = {}  # (key, month): settled, plus held
-        self._ledger: dict[tuple[str, str], dict[str, float]] = {}
+        self._ledger: dict[tuple[str, str], dict[str, float]] = {}  # receipt metrics stay ints
 
     async def admit(self, key_id: str, tier: Tier, now: float, hold: Hold | None = None) -> Admission:
         rpm, tpm = tier.requests_per_min, tier.tokens_per_min
@@ -119,11 +119,13 @@ class InMemoryQuotaBook:
         self._add_spend((charge.key_id, month), charge.cost_usd)
         if hold is not None:
             self.release(hold)
-        entry = self._ledger.setdefault((month, charge.entry), dict.fromkeys(METRICS, 0.0))
+        entry = self._ledger.setdefault((month, charge.entry), dict.fromkeys(METRICS + RECEIPT_METRICS, 0))
         entry["requests"] += 1
         entry["input_tokens"] += charge.input_tokens
         entry["output_tokens"] += charge.output_tokens
         entry["cost_usd"] += charge.cost_usd
+        for metric, amount in zip(RECEIPT_METRICS, charge.receipt_amounts, strict=True):
+            entry[metric] += amount
 
     def release(self, hold: Hold) -> None:
         self._add_spend((hold.key_id, hold.month), -hold.usd)

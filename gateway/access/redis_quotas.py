@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gateway.access.headroom import Headroom, WindowLeft
-from gateway.access.ledger import Charge, UsageRow, month_of, rows_from_fields, seconds_to_month_end
+from gateway.access.ledger import RECEIPT_METRICS, Charge, UsageRow, month_of, rows_from_fields, seconds_to_month_end
 from gateway.access.quotas import SPEND_LIMIT, Admission, Refusal
 from gateway.access.reservation import Hold
 from gateway.config.types import Tier
@@ -106,7 +106,7 @@ return verdict
 """)
 
 # KEYS: tpm window, spend, usage, spend the hold was taken from. ARGV: now, tokens, cost, entry,
-# input, output, USD held (0: none).
+# input, output, USD held (0: none), then the receipt's integers (ledger.RECEIPT_METRICS, in order).
 SETTLE = Script("settle", WINDOW + """
 local now, tokens, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 if tokens > 0 then
@@ -121,6 +121,10 @@ redis.call('HINCRBY', KEYS[3], entry .. 'requests', 1)
 redis.call('HINCRBY', KEYS[3], entry .. 'input_tokens', ARGV[5])
 redis.call('HINCRBY', KEYS[3], entry .. 'output_tokens', ARGV[6])
 redis.call('HINCRBYFLOAT', KEYS[3], entry .. 'cost_usd', cost)
+for i, metric in ipairs({""" + ", ".join(f"'{m}'" for m in RECEIPT_METRICS) + """}) do
+  local amount = tonumber(ARGV[7 + i])
+  if amount ~= 0 then redis.call('HINCRBY', KEYS[3], entry .. metric, ARGV[7 + i]) end
+end
 return 1
 """)
 
@@ -154,7 +158,7 @@ class RedisQuotaBook:
         held_in = f"{p}spend:{charge.key_id}:{hold.month if hold is not None else month}"
         keys = [f"{p}win:tpm:{charge.key_id}", f"{p}spend:{charge.key_id}:{month}", f"{p}usage:{month}", held_in]
         args: list[Arg] = [now, charge.tokens, charge.cost_usd, charge.entry, charge.input_tokens, charge.output_tokens,
-                           _usd(hold)]
+                           _usd(hold), *charge.receipt_amounts]
         self._link.send(SETTLE, keys, args)
 
     def release(self, hold: Hold) -> None:

@@ -3,8 +3,11 @@ key read from the environment variable ``access.admin_key_env``; unset, these ro
 The gate (``gateway.api.gate``) checks the key before a route parses its body:
 
     GET    /v1/duet/usage?month=YYYY-MM&key=ID   the usage and cost ledger
+    GET    /v1/duet/savings?month=&since=&key=&tenant=
+                                                 the savings receipt per key and tenant, and the
+                                                 online-parity verdicts (gateway.access.savings)
     GET    /admin/keys                           key records (never the keys)
-    POST   /admin/keys {"name", "tier"}          a new key, shown in this answer only
+    POST   /admin/keys {"name", "tier", "tenant"?}  a new key, shown in this answer only
     DELETE /admin/keys/{id}                      revoke
     POST   /admin/reload                         re-read the config file (policy, tiers)
     GET    /admin/autoscaling                    why duet_desired_replicas says what it says
@@ -26,7 +29,8 @@ from starlette.responses import Response
 
 from gateway.access.guard import KeyedAccess
 from gateway.access.keys import new_key
-from gateway.access.ledger import month_of
+from gateway.access.ledger import UsageRow, month_of
+from gateway.access.savings import NO_TENANT, Verdict, by_key, by_tenant, months_between, total, verdicts
 from gateway.errors import InvalidRequest, error_body
 from gateway.runtime import Gateway
 
@@ -37,6 +41,7 @@ class NewKey(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     tier: str
+    tenant: str = ""
 
 
 def _json(payload: Any, status: int = 200) -> Response:
@@ -70,6 +75,26 @@ def mount_admin(app: FastAPI) -> None:
         rows = await access.quotas.usage(month, key)
         return _json({"object": "list", "month": month, "data": [row.to_json() for row in rows]})
 
+    @app.get("/v1/duet/savings")
+    async def savings(request: Request, month: str | None = None, since: str | None = None, key: str | None = None,
+                      tenant: str | None = None) -> Response:
+        gateway = gateway_of(request)
+        access = keyed(gateway)
+        month = month or month_of(time.time())
+        months = months_between(since or month, month)
+        rows: list[UsageRow] = []
+        for each in months:
+            rows.extend(await access.quotas.usage(each, key))
+        tenants = {k.id: k.tenant for k in await access.keys.load()}
+        keys = {kid: s for kid, s in by_key(rows).items() if tenant is None or (tenants.get(kid) or NO_TENANT) == tenant}
+        return _json({
+            "object": "savings", "months": months,
+            "keys": [{"key_id": kid, "tenant": tenants.get(kid) or NO_TENANT, **s.to_json()} for kid, s in keys.items()],
+            "tenants": [{"tenant": t, **s.to_json()} for t, s in by_tenant(keys, tenants).items()],
+            "total": total(keys.values()).to_json(),
+            "parity": [v.to_json() for v in await _verdicts(gateway, months)],
+        })
+
     @app.get("/admin/keys")
     async def list_keys(request: Request) -> Response:
         access = keyed(gateway_of(request))
@@ -81,7 +106,7 @@ def mount_admin(app: FastAPI) -> None:
         access = keyed(gateway_of(request))
         if spec.tier not in access.settings.tiers:
             raise InvalidRequest(f"Unknown tier '{spec.tier}' (configured: {sorted(access.settings.tiers)}).", param="tier")
-        secret, record = new_key(spec.name, spec.tier, time.time())
+        secret, record = new_key(spec.name, spec.tier, time.time(), spec.tenant)
         await access.keys.add(record)
         await access.refresh_keys()
         return _json({**_public(record.to_json()), "key": secret}, 201)
@@ -105,6 +130,18 @@ def mount_admin(app: FastAPI) -> None:
         return _json({"object": "list", "data": [need.to_json() for need in needs.values()]})
 
     app.add_exception_handler(RedisError, _unavailable)
+
+
+async def _verdicts(gateway: Gateway, months: list[str]) -> list[Verdict]:
+    """The fast variants' standing per task over ``months``: parity's revisions in the period
+    (any gateway's), else the policy now; with this gateway's online tests where it runs them."""
+    config = gateway.current.config
+    parity = gateway.online_parity
+    table = [] if parity is None else parity.verdicts.table()
+    online = {(row["variant"], row["task"]): (str(row["conclusion"]), int(row["pairs"])) for row in table}
+    revised = {key: (r.allowed, r.at) for key, r in (await gateway.parity_journal.revisions(months)).items()}
+    variants = [v for model in config.models.values() for v in model.variants.values()]
+    return verdicts(variants, sorted(config.policy.tasks), online, revised)
 
 
 def _public(record: dict[str, object]) -> dict[str, object]:

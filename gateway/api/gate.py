@@ -6,7 +6,7 @@ from one route table before the route reads a byte of its body.
          /v1/chat/completions, /v1/completions, ...),
          /v1/duet/route                      an API key (when keys are on)  server.max_body_bytes
     GET  /v1/models                          an API key (when keys are on)  SMALL_BODY_BYTES
-    /admin/*, /v1/duet/usage                 the admin key                  SMALL_BODY_BYTES
+    /admin/*, /v1/duet/usage, /savings       the admin key                  SMALL_BODY_BYTES
     GET  /metrics                            server.metrics: anyone, or the admin key
     GET  /health, /ready, /openapi.json      anyone
 
@@ -97,6 +97,7 @@ ROUTES = RouteTable((
     Route("POST", "/v1/duet/route", Guard.KEY, large_body=True),
     Route("GET", "/v1/models", Guard.KEY),
     Route("GET", "/v1/duet/usage", Guard.ADMIN),
+    Route("GET", "/v1/duet/savings", Guard.ADMIN),
     Route("GET", "/admin/keys", Guard.ADMIN),
     Route("POST", "/admin/keys", Guard.ADMIN),
     Route("DELETE", "/admin/keys/{key_id}", Guard.ADMIN),

@@ -17,6 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     create = actions.add_parser("create", help="make a key (printed once)")
     create.add_argument("--name", required=True)
     create.add_argument("--tier", required=True)
+    create.add_argument("--tenant", default="", help="whom the key's usage is reported under (duet usage --savings)")
     actions.add_parser("list", help="key records (never the keys)")
     revoke = actions.add_parser("revoke", help="refuse a key from now on")
     revoke.add_argument("key_id")
@@ -52,7 +53,7 @@ async def _act(config: object, args: argparse.Namespace) -> int:
     keys, _ = stores_for(config, link)
     try:
         if args.action == "create":
-            secret, record = new_key(args.name, args.tier, time.time())
+            secret, record = new_key(args.name, args.tier, time.time(), args.tenant)
             await keys.add(record)
             print(f"created {record.id} (name {record.name}, tier {record.tier}); the key, shown this once:")
             print(secret)

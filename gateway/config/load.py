@@ -266,6 +266,7 @@ def _variant(model: str, name: str, v: schema.VariantSection, tasks: set[str], p
         allowed_tasks=allowed,
         rollout=_rollout(v.rollout, tasks, f"{path}.rollout"),
         scheduling=Scheduling(v.scheduling),
+        replica_cost=None if v.replica_cost is None else ReplicaCost(v.replica_cost.gpus, v.replica_cost.usd_per_gpu_hour),
     )
 
 

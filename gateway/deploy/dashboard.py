@@ -1,5 +1,6 @@
 """The Grafana dashboard: SLO attainment by task, variant mix, TTFT/TPOT p50/p99 per variant,
-cost, replica load and health, fallbacks and rate-limit rejections.
+cost, replica load and health, fallbacks, rate-limit rejections and the savings receipt (GPU-dollars
+spent against standard-only, share served fast).
 
 Expressions read only metrics that the gateway (``duet_*``) or vLLM (``vllm:*``) export; vLLM's
 series carry ``model``/``variant`` labels that the scrape config sets (compose) or relabels from
@@ -61,6 +62,18 @@ PANELS: tuple[tuple[str, str, list[tuple[str, str]]], ...] = (
     ]),
     ("Gateway overhead p99", "s", [
         (f"histogram_quantile(0.99, sum by (le) (rate(duet_gateway_overhead_seconds_bucket{RATE})))", "p99"),
+    ]),
+    # The savings receipt (gateway/access/receipt.py): each request's GPU-dollars on the variant
+    # that served it, beside what standard would have used for the same tokens.
+    ("Savings: GPU-dollars per hour spent, and standard-only for the same requests", "currencyUSD", [
+        (f"sum (rate(duet_receipt_gpu_usd_total{{{MODEL}}}{RATE})) * 3600", "spent"),
+        (f"sum (rate(duet_receipt_standard_gpu_usd_total{{{MODEL}}}{RATE})) * 3600", "standard-only"),
+    ]),
+    ("Savings: share served fast, and GPU-dollars saved against standard-only", "percentunit", [
+        (f'sum (rate(duet_receipt_requests_total{{{MODEL},served="fast"}}{RATE}))\n/\n'
+         f"sum (rate(duet_receipt_requests_total{{{MODEL}}}{RATE}))", "served fast"),
+        (f"1 - sum (rate(duet_receipt_gpu_usd_total{{{MODEL}}}{RATE}))\n/\n"
+         f"sum (rate(duet_receipt_standard_gpu_usd_total{{{MODEL}}}{RATE}))", "saved"),
     ]),
 )
 

@@ -139,10 +139,10 @@ class TaskDetector:
             total += sum(map(table.get, set(tokens), _ZEROS)) + sum(map(table.get, pairs, _ZEROS))
         return self._layout.unpack(total.to_bytes(self._layout.size, "little"))
 
-    def familiarity(self, parts: Parts) -> float:
+    def familiarity(self, messages: Sequence[Any]) -> float:
         """The share of the user turn's distinct words the model has a weight for (1.0 for a turn
         with no words): a request whose words the detector never learned is one it cannot read."""
-        tokens = next((t for part, t in parts.paired if part == "u"), [])
+        tokens = next((t for part, t in message_parts(messages).paired if part == "u"), [])
         distinct = set(tokens)
         if not distinct:
             return 1.0

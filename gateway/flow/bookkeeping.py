@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 from gateway.access.guard import Access
+from gateway.access.receipt import receipt_for, standard_of
 from gateway.errors import RequestError
 from gateway.flow.exchange import Attempt, Escalation, Exchange
 from gateway.flow.hooks import Hooks
@@ -120,8 +121,20 @@ class WakeKeeper:
         self._waiting.wake()
 
 
+class ReceiptKeeper:
+    """The request's savings receipt, once: its GPU time on the variant that served it and on
+    the model's standard variant, from the tokens it was charged (none when it failed)."""
+
+    def done(self, exchange: Exchange, outcome: Outcome) -> None:
+        assert exchange.attempt is not None
+        served = outcome.status < 400
+        tokens_in, tokens_out = (outcome.input_tokens, outcome.output_tokens) if served else (0, 0)
+        standard = standard_of(exchange.plan.target.model.variants.values())
+        exchange.receipt = receipt_for(exchange.attempt.variant, standard, exchange.plan.profile.task, tokens_in, tokens_out)
+
+
 class QuotaKeeper:
-    """The key is charged the request's actual tokens and cost."""
+    """The key is charged the request's actual tokens and cost, and its receipt."""
 
     def __init__(self, access: Access) -> None:
         self._access = access
@@ -130,7 +143,7 @@ class QuotaKeeper:
         assert exchange.attempt is not None
         variant = exchange.attempt.variant
         profile = exchange.plan.profile
-        await self._access.settle(exchange.grant, profile.model, variant.name, profile.task, outcome, variant.price)
+        await self._access.settle(exchange.grant, profile.model, variant, profile.task, outcome, exchange.receipt)
 
 
 class TelemetryKeeper:
@@ -163,6 +176,7 @@ class TelemetryKeeper:
             telemetry.ttft_by(model, variant.name).observe(outcome.ttft_s)
         if outcome.status in (502, 504) and outcome.ttft_s is not None:
             telemetry.stream_errors_by(model, variant.name).inc()
+        telemetry.receipt(model, variant.name, exchange.receipt)
         if outcome.status < 400:
             telemetry.cost_by(model, variant.name).inc(variant.price.cost_usd(outcome.input_tokens, outcome.output_tokens))
             telemetry.tokens_by(model, variant.name, "input").inc(outcome.input_tokens)
@@ -198,6 +212,7 @@ def access_fields(exchange: Exchange, outcome: Outcome) -> dict[str, Any]:
         "status": outcome.status, "ttft_ms": None if outcome.ttft_s is None else round(outcome.ttft_s * 1e3, 2),
         "duration_ms": round(outcome.duration_s * 1e3, 2),
         "input_tokens": outcome.input_tokens, "output_tokens": outcome.output_tokens,
+        **exchange.receipt.to_json(),
     }
 
 
@@ -225,7 +240,7 @@ def gateway_hooks(routing: Hooks, access: Access, telemetry: Telemetry) -> Hooks
         dispatched=list(routing.dispatched),
         first_token=list(routing.first_token),
         attempt_ended=list(routing.attempt_ended),
-        done=[*routing.done, QuotaKeeper(access).done, telemetry_keeper.done],
+        done=[*routing.done, ReceiptKeeper().done, QuotaKeeper(access).done, telemetry_keeper.done],
         refused=[*routing.refused, telemetry_keeper.refused],
         timer=telemetry.extension_times,
     )

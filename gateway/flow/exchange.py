@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from gateway.access.guard import OPEN, Grant
+from gateway.access.receipt import NO_RECEIPT, Receipt
 from gateway.config.types import DuetConfig
 from gateway.domain import Prediction, Replica, Variant
 from gateway.flow.plan import Inbound, Plan
@@ -89,6 +90,9 @@ class Exchange:
     trace: object | None = None
     # Set when a fast variant's answer broke the request's contract (``gateway.flow.escalation``).
     escalation: Escalation | None = None
+    # The savings receipt, made once at the outcome (``bookkeeping.ReceiptKeeper``, first of the
+    # gateway's ``done`` subscribers): the ledger and the telemetry record the same figures.
+    receipt: Receipt = NO_RECEIPT
 
     @property
     def overhead_s(self) -> float | None:

@@ -27,6 +27,7 @@ from gateway.config.types import DuetConfig
 from gateway.domain import Rollout, RolloutStage, Variant
 from gateway.flow.exchange import Attempt, Exchange
 from gateway.outcome import Outcome
+from gateway.parity.journal import Journal, Revised
 from gateway.parity.metrics import ParityMetrics
 from gateway.parity.ports import ParityTools, Revision
 from gateway.parity.sequential import Conclusion
@@ -69,8 +70,9 @@ class OnlineParity:
     """Built once by the runtime; ``dispatched`` and ``done`` are its hook subscribers."""
 
     def __init__(self, host: PolicyHost, tools: ParityTools, metrics: ParityMetrics,
-                 parts: Callable[[OnConclusion], ShadowParts]) -> None:
+                 parts: Callable[[OnConclusion], ShadowParts], journal: Journal) -> None:
         self._host = host
+        self._journal = journal
         self._tools = tools
         self._metrics = metrics
         self.verdicts = OnlineVerdicts(host.config().online_parity.records_kept)
@@ -98,9 +100,11 @@ class OnlineParity:
         if conclusion is Conclusion.LOSS and current.allows(task):
             await self._change(Revision(variant, task, False, self.verdicts.evidence(variant, task)))
             self._metrics.revoked.labels(variant, task).set(1)
+            self._journal.record(Revised(variant, task, False, time.time()))
         elif conclusion is Conclusion.PARITY and current.rollout.stage is RolloutStage.SHADOW:
             await self._change(Revision(variant, task, True, self.verdicts.evidence(variant, task)))
             self._metrics.opened.labels(variant, task).set(1)
+            self._journal.record(Revised(variant, task, True, time.time()))
         else:
             log.info("online parity: %s on %s concluded %s; policy unchanged", task, variant, conclusion.value)
 

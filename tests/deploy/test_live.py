@@ -166,7 +166,7 @@ def test_the_dashboard_loads_as_grafana_json():
     assert committed == dashboard()
     titles = " ".join(p["title"] for p in committed["panels"])
     for needed in ("SLO attainment", "Variant mix", "first token", "per output token", "Cost", "load", "health",
-                   "Fallbacks", "Rate-limit"):
+                   "Fallbacks", "Rate-limit", "standard-only", "served fast"):
         assert needed in titles
     ids = [p["id"] for p in committed["panels"]]
     assert len(ids) == len(set(ids))

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from gateway.detect.features import message_parts
 from gateway.detect.training import PROMPTS, corpus
 from gateway.detect.training.blend import TASKS as BLEND_TASKS
 from gateway.detect.training.blend import Answers, BlendFeatures, choose, groups, leave_one_out
@@ -131,9 +130,9 @@ def current_nested(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
         model = models[name]
         found = judge(model.detect_messages, items)
         probabilities = np.array([[d.probabilities[t] for t in BLEND_TASKS] for _, d in found])
-        familiar = np.array([model.familiarity(message_parts(i.messages)) for i in items])
+        familiar = np.array([model.familiarity(i.messages) for i in items])
         answers[name] = ([label for label, _ in found], probabilities, familiar)
-    trained = np.array([shipped.familiarity(message_parts(s.messages)) for s in samples if s.split == "train"])
+    trained = np.array([shipped.familiarity(s.messages) for s in samples if s.split == "train"])
     out = {}
     for held, (labels, probabilities, familiar) in answers.items():
         others = [Answers.of(*answers[name], FAST_ALLOWS) for name in answers if name != held]

@@ -22,9 +22,10 @@ from gateway.access.reservation import Hold
 from gateway.config import parse_config
 from gateway.config.types import DuetConfig, Tier
 from gateway.cost import Price
-from gateway.domain import Priority, ReplicaState
+from gateway.domain import Priority, ReplicaState, Variant, VariantKind
 from gateway.errors import AuthenticationFailed, PermissionDenied, RateLimited
 from gateway.outcome import Outcome
+from gateway.speed import SpeedPrior
 from gateway.state.redis.link import StoreUnavailable
 from gateway.telemetry import Telemetry
 
@@ -182,9 +183,10 @@ def test_settle_charges_the_ledger_at_the_variant_price(tmp_path: Path) -> None:
     async def main() -> Sequence[UsageRow]:
         grant = await admit(gate, auth(secrets["two"]), "smollm2")
         outcome = Outcome("smollm2/fast/0", True, 200, 0.01, 0.1, 1000, 500)
-        await gate.settle(grant, "smollm2", "fast", "chat", outcome, Price(1.0, 2.0))
+        fast = dataclasses.replace(config(tmp_path).models["smollm2"].variants["fast"], price=Price(1.0, 2.0))
+        await gate.settle(grant, "smollm2", fast, "chat", outcome)
         failed = dataclasses.replace(outcome, ok=False, status=502)
-        await gate.settle(grant, "smollm2", "fast", "chat", failed, Price(1.0, 2.0))
+        await gate.settle(grant, "smollm2", fast, "chat", failed)
         return await quotas.usage(month_of(time.time()))
 
     (row,) = asyncio.run(main())
@@ -201,8 +203,8 @@ def test_per_key_metrics_are_labelled_by_the_keys_id_unless_names_are_opted_in(t
 
     async def main() -> Grant:
         grant = await admit(gate, auth(secrets["two"]), "smollm2")
-        await gate.settle(grant, "smollm2", "fast", "chat", Outcome("smollm2/fast/0", True, 200, 0.01, 0.1, 10, 5),
-                          Price(1.0, 2.0))
+        await gate.settle(grant, "smollm2", cfg.models["smollm2"].variants["fast"], "chat",
+                          Outcome("smollm2/fast/0", True, 200, 0.01, 0.1, 10, 5))
         return grant
 
     grant = asyncio.run(main())
@@ -228,7 +230,8 @@ def test_keys_off_admits_everyone_and_charges_nothing() -> None:
     assert grant.key is None
     snapshot = {"r": ReplicaState("r")}
     assert grant.visible(snapshot, None) is snapshot  # type: ignore[arg-type]
-    asyncio.run(gate.settle(grant, "m", "v", "t", Outcome("r", True, 200, None, 0.1, 1, 1), Price(1, 1)))
+    variant = Variant("m", "v", VariantKind.FULL, "m", 1024, True, Price(1, 1), SpeedPrior(1000, 0.01))
+    asyncio.run(gate.settle(grant, "m", variant, "t", Outcome("r", True, 200, None, 0.1, 1, 1)))
 
 
 def test_charge_entries_never_mix_parts() -> None:

@@ -95,7 +95,7 @@ def test_concurrent_requests_spend_at_most_the_limit_plus_one_estimate(kind: str
         await asyncio.sleep(0.01)  # in flight together
         outcome = Outcome("smollm2/standard/0", True, 200, 0.1, 1.0, 4_000, 1_000)
         variant = config(tmp_path).models["smollm2"].variants["standard"]
-        await access.settle(grant, "smollm2", "standard", "chat", outcome, variant.price)
+        await access.settle(grant, "smollm2", variant, "chat", outcome)
         access.release(grant)
         return variant.price.cost_usd(4_000, 1_000)
 
@@ -135,10 +135,10 @@ def test_settling_replaces_the_hold_with_the_actual_cost(kind: str, tmp_path: Pa
         async with gate(kind, tmp_path, redis) as (access, secret):
             key = await access.authenticate(secret)
             served = 0
-            cheap = config(tmp_path).models["smollm2"].variants["fast"].price
+            cheap = config(tmp_path).models["smollm2"].variants["fast"]
             for _ in range(40):
                 grant = await access.authorize(key, "smollm2", CEILING)
-                await access.settle(grant, "smollm2", "fast", "chat", Outcome("r", True, 200, 0.1, 0.2, 100, 10), cheap)
+                await access.settle(grant, "smollm2", cheap, "chat", Outcome("r", True, 200, 0.1, 0.2, 100, 10))
                 access.release(grant)
                 served += 1
             return served

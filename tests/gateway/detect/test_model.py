@@ -107,9 +107,7 @@ def test_a_follow_up_to_a_puzzle_keeps_reasoning_plausible():
 
 
 def test_familiarity_is_the_share_of_the_user_turns_words_the_model_knows():
-    from gateway.detect.features import message_parts
-
-    known = DETECTOR.familiarity(message_parts([{"role": "user", "content": "Write a python function"}]))
-    half = DETECTOR.familiarity(message_parts([{"role": "user", "content": "write python zqxjv wvkqz"}]))
+    known = DETECTOR.familiarity([{"role": "user", "content": "Write a python function"}])
+    half = DETECTOR.familiarity([{"role": "user", "content": "write python zqxjv wvkqz"}])
     assert known == 1.0 and half == 0.5
-    assert DETECTOR.familiarity(message_parts([{"role": "user", "content": ""}])) == 1.0
+    assert DETECTOR.familiarity([{"role": "user", "content": ""}]) == 1.0
