@@ -34,6 +34,7 @@ import yaml
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from serving.calibration.busy import LoadedProbe, probe_when_quiet
+from serving.calibration.by_task import TASK_PROMPTS, is_drafting, with_task_speeds
 from serving.calibration.fit import Measured, ProbeSamples, block_notes, measure, predicted_step_s, speed_block
 from serving.calibration.load import CpuGauge, Quiet
 from serving.calibration.probe import ProbePlan, probe
@@ -64,12 +65,17 @@ class Calibration:
 
     def summary(self) -> str:
         """What the gateway will predict from the block on an idle replica (prefill rate, time
-        per token alone and what each further stream adds to a step), hardware class, probe time."""
+        per token alone and what each further stream adds to a step; per task where the probe
+        measured tasks), hardware class, probe time."""
         speed, record = self.speed, self.speed["calibration"]
-        alone_s = predicted_step_s(speed, 1) / dict(speed.get("tokens_per_step") or {}).get("default", 1.0)
+        per_token = dict(speed.get("tokens_per_step") or {})
+        alone_s = predicted_step_s(speed, 1) / per_token.get("default", 1.0)
+        by_task = "".join(f", {task} {predicted_step_s(speed, 1) / per_token[task] * 1e3:.1f}"
+                          for task in record.get("tokens_per_step_measured", ()) if task != "default")
         return (f"prefill {speed['prefill_tokens_per_s']:.0f} tok/s, decode {alone_s * 1e3:.1f} ms/token alone"
-                f" (+{(predicted_step_s(speed, 2) - predicted_step_s(speed, 1)) * 1e3:.2f} ms per stream),"
-                f" hardware {record['hardware_class']}, probe {record['probe_s']:.0f} s")
+                f" (+{(predicted_step_s(speed, 2) - predicted_step_s(speed, 1)) * 1e3:.2f} ms per stream)"
+                + (f", measured by task (ms/token alone){by_task}" if by_task else "")
+                + f", hardware {record['hardware_class']}, probe {record['probe_s']:.0f} s")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -101,17 +107,21 @@ def calibrate(url: str, model: str | None, prior: Mapping[str, Any] | None, hard
     its work out. Raises CalibrationError."""
     gauge = CpuGauge(lambda: (os.getpid(), *replica_pids))
     read_during = bool(replica_pids) or urlsplit(url).hostname not in LOOPBACK
-    loaded = asyncio.run(probe_when_quiet(lambda: probe(url, model, plan or ProbePlan()), gauge.read, Quiet(),
+    plan = plan or ProbePlan()
+    if is_drafting(prior) and not plan.tasks:
+        plan = dataclasses.replace(plan, tasks=TASK_PROMPTS)
+    loaded = asyncio.run(probe_when_quiet(lambda: probe(url, model, plan), gauge.read, Quiet(),
                                           read_during=read_during))
     samples = loaded.samples
     measured = measure(samples)
-    block = speed_block(measured, samples, prior)
+    block, by_task = with_task_speeds(speed_block(measured, samples, prior), samples.tasks)
     block["calibration"] = {
         "hardware_class": hardware_class,
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "replica": url,
         "probe_s": round(samples.elapsed_s, 1),
         "decode_tokens_per_step": round(max(1.0, measured.tokens_per_chunk), 3),
+        **by_task,
         **({"machine_load": record} if (record := load_record(loaded)) is not None else {}),
     }
     return Calibration(block, measured, samples, block_notes(measured, samples, prior))

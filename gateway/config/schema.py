@@ -151,18 +151,32 @@ class MachineLoadSection(Strict):
         return self
 
 
+class TaskDecodeSection(Strict):
+    """One task's request streamed alone by the probe: seconds per output token, tokens per chunk."""
+
+    decode_s_per_token: PositiveFloat
+    tokens_per_chunk: PositiveFloat
+
+
 class CalibrationSection(Strict):
     """Where a measured speed block came from (``duet calibrate``, ``duet up``): the replica
     probed, on which hardware class, when, how long the probe took, the mean tokens a decode
     step streamed on the probe's prompts (above 1: speculation), and how busy the machine was
-    (absent: not read, as in records made before it was). A record for readers: the gateway
-    routes by the block's values, not by this."""
+    (absent: not read, as in records made before it was). A speculative variant's probe also
+    times each task it prompts (``decode_by_task``): which ``tokens_per_step`` keys that
+    measured, which the prior kept, and the factor its step terms were scaled by so that no
+    task gains under one token per step (serving.calibration.by_task). A record for readers:
+    the gateway routes by the block's values, not by this."""
 
     hardware_class: Annotated[str, Field(min_length=1)]
     measured_at: Annotated[str, Field(min_length=1)]
     replica: Annotated[str, Field(min_length=1)]
     probe_s: NonNegative
     decode_tokens_per_step: Annotated[float, Field(ge=1.0)] = 1.0
+    decode_by_task: dict[str, TaskDecodeSection] = Field(default_factory=dict)
+    tokens_per_step_measured: list[str] = Field(default_factory=list)
+    tokens_per_step_from_prior: list[str] = Field(default_factory=list)
+    step_scaled_for_tasks: Annotated[float, Field(ge=1.0)] = 1.0
     machine_load: MachineLoadSection | None = None
 
 

@@ -100,7 +100,7 @@ class StepModelPredictor:
         # the plain step (stretching every step by 1 / (1 - prompt-token utilisation) measured
         # worse under every policy's replay traffic). Their tail is ``prefill_interference_ms``.
         utilisation = _prefill_utilisation(candidate)
-        decode_step_s = step_s + speed.per_seq_s * (1 + drafts)
+        decode_step_s = step_s + speed.per_seq_s * (1 + drafts) + (speed.draft_s_per_seq if drafts else 0.0)
         tpot_s = decode_step_s / speed.tokens_per_step_for(request.task)
         # Prompts queued ahead (vLLM prefills in arrival order) go first, then ours, in chunks of
         # the step's token budget left after the decoders. The gateway knows the tokens it sent;

@@ -77,13 +77,26 @@ class DecodeSample:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskDecodeSample:
+    """One request of ``task`` streamed alone: seconds per output token after the first, and
+    the mean tokens each chunk (a step) carried after the first."""
+
+    task: str
+    decode_s_per_token: float
+    tokens_per_chunk: float
+    completion_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
 class ProbeSamples:
-    """Everything one probe of a replica measured, and how long it took."""
+    """Everything one probe of a replica measured, and how long it took; ``tasks``: a drafting
+    replica's decode per task (``serving.calibration.by_task``), the median of each task's repeats."""
 
     model: str
     prefill: tuple[PrefillSample, ...]
     decode: tuple[DecodeSample, ...]
     elapsed_s: float
+    tasks: tuple[TaskDecodeSample, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +177,7 @@ def speed_block(measured: Measured, samples: ProbeSamples, prior: Mapping[str, A
     else:
         block.update({"decode_s_per_token": measured.decode_s_per_token, "step_s_per_seq": measured.step_s_per_seq})
     block["decode_slowdown_per_seq"] = block["step_s_per_seq"] / block["decode_s_per_token"]
-    return {k: _rounded(v) for k, v in block.items()}
+    return {k: rounded(v) for k, v in block.items()}
 
 
 def predicted_step_s(prior: Mapping[str, Any], concurrency: int) -> float:
@@ -210,5 +223,5 @@ def _per_seq_s(prior: Mapping[str, Any]) -> float:
     return float(prior.get("decode_slowdown_per_seq", 0.02)) * float(prior["decode_s_per_token"])
 
 
-def _rounded(value: Any) -> Any:
+def rounded(value: Any) -> Any:
     return float(f"{value:.{SIGNIFICANT}g}") if isinstance(value, float) else value

@@ -13,6 +13,9 @@ samples ``serving.calibration.fit`` reads the step model from.
    nonce: a prefix-cache hit would make prefill look free.
 4. Decode: ``n`` streams at once for each ``n`` in ``concurrencies``, each forced to
    ``decode_tokens`` tokens (``min_tokens`` + ``ignore_eos``), timing the chunks.
+5. Decode by task, for a drafting replica only (``tasks``, see serving.calibration.by_task): each
+   task's chat request streamed alone ``repeats`` times, up to ``task_tokens`` tokens, not forced
+   (an answer forced past its end repeats itself, which n-gram drafts would copy).
 
 Requests go one after another (or one group at a time), so the replica is otherwise idle only if
 nothing else sends to it: calibrate before serving traffic.
@@ -31,7 +34,15 @@ from typing import Any
 
 import httpx
 
-from serving.calibration.fit import DecodeSample, PrefillSample, ProbeSamples, StreamTrace, decode_sample
+from serving.calibration.by_task import TaskPrompt, median_sample, task_decode_sample
+from serving.calibration.fit import (
+    DecodeSample,
+    PrefillSample,
+    ProbeSamples,
+    StreamTrace,
+    TaskDecodeSample,
+    decode_sample,
+)
 from serving.errors import CalibrationError
 
 # Common English words: about one token each in BPE vocabularies (SmolLM2's, Llama's), and varied
@@ -55,6 +66,8 @@ class ProbePlan:
     concurrencies: tuple[int, ...] = (1, 2, 4, 8)
     decode_tokens: int = 24
     request_timeout_s: float = 120.0
+    tasks: tuple[TaskPrompt, ...] = ()
+    task_tokens: int = 64
 
 
 def prompt_text(words: int, nonce: str) -> str:
@@ -75,7 +88,8 @@ async def probe(url: str, model: str | None = None, plan: ProbePlan | None = Non
         limit = min(plan.max_prompt_tokens, (max_model_len or plan.max_prompt_tokens) - plan.decode_tokens - 16)
         prefill = await _prefill_samples(client, model, plan, limit)
         decode = [await _decode_at(client, model, n, plan) for n in plan.concurrencies]
-    return ProbeSamples(model, tuple(prefill), tuple(decode), time.monotonic() - started)
+        tasks = [await _task_decode(client, model, task, plan) for task in plan.tasks]
+    return ProbeSamples(model, tuple(prefill), tuple(decode), time.monotonic() - started, tuple(tasks))
 
 
 async def served_model(client: httpx.AsyncClient) -> tuple[str, int | None]:
@@ -121,13 +135,28 @@ async def _decode_at(client: httpx.AsyncClient, model: str, concurrency: int, pl
     return decode_sample(concurrency, traces)
 
 
+async def _task_decode(client: httpx.AsyncClient, model: str, task: TaskPrompt, plan: ProbePlan) -> TaskDecodeSample:
+    body = {"model": model, "messages": [{"role": "user", "content": task.message}], "max_tokens": plan.task_tokens,
+            "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
+    # The gateway's task header: the simulator's acceptance follows it (vLLM's follows the text).
+    headers = {"x-duet-task": task.task}
+    traces = [await _stream_body(client, "/v1/chat/completions", body, headers) for _ in range(plan.repeats)]
+    return median_sample([task_decode_sample(task.task, trace) for trace in traces])
+
+
 async def _stream(client: httpx.AsyncClient, model: str, tokens: int) -> StreamTrace:
     body = {"model": model, "prompt": prompt_text(8, _nonce()), "max_tokens": tokens, "min_tokens": tokens,
             "ignore_eos": True, "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
+    return await _stream_body(client, "/v1/completions", body)
+
+
+async def _stream_body(client: httpx.AsyncClient, path: str, body: Mapping[str, Any],
+                       headers: Mapping[str, str] | None = None) -> StreamTrace:
+    """When each chunk that carried text arrived, and the completion tokens the usage reported."""
     times: list[float] = []
     completion_tokens = 0
     try:
-        async with client.stream("POST", "/v1/completions", json=body) as response:
+        async with client.stream("POST", path, json=body, headers=headers) as response:
             if response.status_code != 200:
                 await response.aread()
                 raise CalibrationError(_refusal(response))
@@ -135,15 +164,25 @@ async def _stream(client: httpx.AsyncClient, model: str, tokens: int) -> StreamT
                 if not line.startswith("data:") or line == "data: [DONE]":
                     continue
                 chunk = json.loads(line[len("data:"):])
-                if chunk.get("choices"):
+                if _carries_text(chunk):
                     times.append(time.monotonic())
                 if chunk.get("usage"):
                     completion_tokens = int(chunk["usage"]["completion_tokens"])
     except httpx.HTTPError as exc:
         raise CalibrationError(f"{client.base_url}: streaming failed: {exc!r}") from exc
     except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise CalibrationError(f"{client.base_url}/v1/completions streamed something not OpenAI-shaped: {exc!r}") from exc
+        raise CalibrationError(f"{client.base_url}{path} streamed something not OpenAI-shaped: {exc!r}") from exc
     return StreamTrace(tuple(times), completion_tokens or len(times))
+
+
+def _carries_text(chunk: Mapping[str, Any]) -> bool:
+    """A chunk with a choice, and for chat one whose delta has content (vLLM's first chat chunk
+    carries only the role: no step's tokens)."""
+    choices = chunk.get("choices")
+    if not choices:
+        return False
+    delta = choices[0].get("delta")
+    return delta is None or bool(delta.get("content"))
 
 
 def _nonce() -> str:
