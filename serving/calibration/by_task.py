@@ -20,11 +20,13 @@ are then scaled up to that task's time per token, so every task keeps at least o
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from serving.calibration.fit import StreamTrace, TaskDecodeSample, rounded
+from serving.calibration.fit import SIGNIFICANT, StreamTrace, TaskDecodeSample
 from serving.errors import CalibrationError
 
 # Terms scaled together when a task decodes slower than the step model (seconds; the
@@ -106,7 +108,7 @@ def with_task_speeds(block: Mapping[str, Any], measured: Sequence[TaskDecodeSamp
     scale = max(1.0, slowest / alone_step_s(out))
     for term in _STEP_TERMS:
         if out.get(term) is not None:
-            out[term] = rounded(float(out[term]) * scale)
+            out[term] = _rounded_up(float(out[term]) * scale)
     alone = alone_step_s(out)
     table = dict(out.get("tokens_per_step") or {})
     measured_keys = []
@@ -129,3 +131,12 @@ def with_task_speeds(block: Mapping[str, Any], measured: Sequence[TaskDecodeSamp
 def is_drafting(prior: Mapping[str, Any] | None) -> bool:
     """Whether ``prior`` models speculation (drafts per step above 0): its tasks are probed."""
     return bool(prior) and float((prior or {}).get("draft_tokens", 0.0)) > 0
+
+
+def _rounded_up(value: float) -> float:
+    """``value`` to the block's significant digits, never below it (the scaled step then never
+    predicts faster than the slowest task measured)."""
+    if value <= 0:
+        return value
+    unit = 10 ** (math.floor(math.log10(value)) - SIGNIFICANT + 1)
+    return float(f"{math.ceil(value / unit - 1e-9) * unit:.{SIGNIFICANT}g}")
