@@ -21,7 +21,6 @@ are then scaled up to that task's time per token, so every task keeps at least o
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
