@@ -19,8 +19,10 @@ import pytest
 import yaml
 
 from gateway.cli.calibrate import Calibration, calibrate_variants, hardware_class_of, variant_path
+from gateway.cli.calibrate import calibrate as calibrate_replica
 from gateway.config import parse_config
 from gateway.errors import ConfigError
+from serving.calibration.probe import ProbePlan
 from serving.hardware import cpu_class, cpu_flags
 from serving.ports import free_port
 from serving.sim.fidelity.prior import speed_prior
@@ -195,3 +197,69 @@ def test_a_replica_that_cannot_be_calibrated_keeps_its_prior_and_says_so(sim: Si
     assert lines[1].startswith(f"fast: calibration failed, keeping the profile's prior: cannot reach {dead}")
     assert lines[2] == "found: no replica listed (discovered ones are not probed), keeping its prior"
     assert variants["found"]["speed"] == prior
+
+
+
+# --- a speculative variant, timed per task (issue 38) ---------------------------------------------
+
+# fast-spec as measured on avx512 (docs/results/default-pair-avx512.json), in the simulator: n-gram
+# drafting is cheap and verifying drafts nearly free, so a code edit (drafts on 45% of steps,
+# most accepted) decodes ~1.7x faster than a step, while a chat answer drafts on 2% of steps and
+# gains nothing (~1.0 token per step). The shipped cpu-smollm2-ngram twin is avx2's, where
+# verifying drafts is as dear as a prompt and speculation loses on both.
+AVX512_SPEC_STEP = {"base_s": 0.030, "decode_s_per_token": 0.003}
+AVX512_SPEC_DRAFTS = {"draft_s_per_step": 0.002, "draft_s_per_seq": 0.001}
+TIME_SCALE = 4.0  # the replica four times as fast as the machine it models: the ratios stand
+SHORT = ProbePlan(max_prompt_tokens=256, min_prompt_sizes=2, repeats=1, concurrencies=(1, 2, 4), decode_tokens=16,
+                  task_tokens=48)
+
+
+@pytest.fixture(scope="module")
+def avx512_spec(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
+    ngram = yaml.safe_load((REPO / "serving" / "sim" / "profiles" / "cpu-smollm2-ngram.yaml").read_text())
+    ngram["step"].update(AVX512_SPEC_STEP)
+    ngram["speculation"].update(AVX512_SPEC_DRAFTS)
+    path = tmp_path_factory.mktemp("profiles") / "cpu-smollm2-ngram-avx512.yaml"
+    path.write_text(yaml.safe_dump(ngram))
+    with SimProcess(str(path), "--served-model-name", "smollm2-fast-spec", "--time-scale", str(TIME_SCALE)) as fast:
+        yield fast
+
+
+def test_a_speculative_variant_is_predicted_per_task_as_measured_not_by_its_priors_acceptance(
+        avx512_spec: SimProcess) -> None:
+    """fast-spec's prior as duet up writes it (the avx2 twin's step, its chat acceptance: 1.0459
+    tokens per step), calibrated against a simulated avx512-like replica: the router's prediction
+    for a chat request alone is no faster than the chat decode the probe measured, where the
+    prior's tokens per step over the same measured step predicted it faster; and a code edit is
+    predicted faster than chat, as measured."""
+    from gateway.routing.predictors import StepModelPredictor
+    from serving.calibration.by_task import alone_step_s
+    from serving.calibration.fit import speed_block
+    from tests.gateway.routing.factories import candidate, request
+
+    prior = speed_prior(load_profile("cpu-smollm2-ngram"))
+    result = calibrate_replica(avx512_spec.url, "smollm2-fast-spec", prior, "avx512", SHORT)
+    record = result.speed["calibration"]
+    assert record["tokens_per_step_measured"] == ["chat", "coding", "default"]
+    assert record["tokens_per_step_from_prior"] == ["agent", "extraction", "long-context", "reasoning"]
+    config = yaml.safe_load(DEMO.read_text())
+    config["models"]["smollm2"]["variants"]["fast"].update(kind="speculative", speed=result.speed)
+    fast = parse_config(yaml.safe_dump(config)).models["smollm2"].variants["fast"]
+    predictor = StepModelPredictor()
+
+    def tpot_s(task: str) -> float:
+        return predictor.predict(request(task=task), candidate(fast)).tpot_ms / 1e3
+
+    measured = {task: record["decode_by_task"][task]["decode_s_per_token"] for task in ("chat", "coding")}
+    assert tpot_s("chat") >= measured["chat"] * 0.999, (tpot_s("chat"), measured)
+    assert tpot_s("coding") >= measured["coding"] * 0.999, (tpot_s("coding"), measured)
+    assert measured["coding"] < measured["chat"] / 1.3  # copying pays: ~1.7x in the twin
+    assert tpot_s("coding") < tpot_s("chat") / 1.3
+    # Before: the same probe's block with the prior's tokens per step predicted chat faster than measured.
+    before = speed_block(result.measured, result.samples, prior)
+    before_chat_s = alone_step_s(before) / before["tokens_per_step"]["chat"]
+    assert before_chat_s < measured["chat"], (before_chat_s, measured)
+    before_coding_s = alone_step_s(before) / before["tokens_per_step"]["coding"]
+    print(f"fast-spec chat: {before_chat_s * 1e3:.1f} ms/token predicted before, {tpot_s('chat') * 1e3:.1f} after,"
+          f" measured {measured['chat'] * 1e3:.1f}; coding: {before_coding_s * 1e3:.1f}"
+          f" before, {tpot_s('coding') * 1e3:.1f} after, measured {measured['coding'] * 1e3:.1f}; {result.summary()}")
