@@ -94,3 +94,26 @@ def test_the_machines_load_in_a_calibration_record_is_checked_strictly() -> None
         parse_config(with_load("{others_cores: 0.1, steal_share: 1.5, cores: 2, probes: 1, busy: true}"))
     with pytest.raises(ConfigError, match=path + r"\.load_average"):
         parse_config(with_load("{others_cores: 0.1, steal_share: 0.0, cores: 2, probes: 1, busy: false, load_average: 3}"))
+
+
+def test_a_speculative_calibrations_decode_by_task_is_checked_strictly() -> None:
+    """``calibration.decode_by_task`` (serving.calibration.by_task): a record for readers, checked
+    like the rest; the routing terms are the block's ``tokens_per_step``."""
+    plain = "speed: {prefill_tokens_per_s: 1000, decode_s_per_token: 0.01}"
+
+    def with_tasks(tasks: str, scaled: float = 1.2) -> str:
+        record = ('speed: {prefill_tokens_per_s: 1000, decode_s_per_token: 0.01, tokens_per_step: {chat: 1.0, coding: 1.8}, '
+                  'calibration: {hardware_class: avx512, measured_at: "2026-12-06T11:00:00+00:00", '
+                  f'replica: "http://127.0.0.1:9", probe_s: 8.0, decode_by_task: {tasks}, tokens_per_step_measured: [chat, coding], '
+                  f'tokens_per_step_from_prior: [], step_scaled_for_tasks: {scaled}}}}}')
+        return MINIMAL.replace(plain, record, 1)
+
+    good = ("{chat: {decode_s_per_token: 0.033, tokens_per_chunk: 1.0},"
+            " coding: {decode_s_per_token: 0.019, tokens_per_chunk: 1.8}}")
+    speed = parse_config(with_tasks(good)).models["m"].variants["static"].speed
+    assert speed.tokens_per_step_for("chat") == 1.0 and speed.tokens_per_step_for("coding") == 1.8
+    path = r"models\.m\.variants\.static\.speed\.calibration"
+    with pytest.raises(ConfigError, match=path + r"\.decode_by_task\.chat\.acceptance"):
+        parse_config(with_tasks("{chat: {decode_s_per_token: 0.033, tokens_per_chunk: 1.0, acceptance: 0.5}}"))
+    with pytest.raises(ConfigError, match=path + r"\.step_scaled_for_tasks"):
+        parse_config(with_tasks(good, scaled=0.5))
