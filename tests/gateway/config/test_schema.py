@@ -104,7 +104,8 @@ def test_a_speculative_calibrations_decode_by_task_is_checked_strictly() -> None
     def with_tasks(tasks: str, scaled: float = 1.2) -> str:
         record = ('speed: {prefill_tokens_per_s: 1000, decode_s_per_token: 0.01, tokens_per_step: {chat: 1.0, coding: 1.8}, '
                   'calibration: {hardware_class: avx512, measured_at: "2026-12-06T11:00:00+00:00", '
-                  f'replica: "http://127.0.0.1:9", probe_s: 8.0, decode_by_task: {tasks}, tokens_per_step_measured: [chat, coding], '
+                  f'replica: "http://127.0.0.1:9", probe_s: 8.0, decode_by_task: {tasks}, '
+                  'tokens_per_step_measured: [chat, coding], '
                   f'tokens_per_step_from_prior: [], step_scaled_for_tasks: {scaled}}}}}')
         return MINIMAL.replace(plain, record, 1)
 
