@@ -152,10 +152,12 @@ class MachineLoadSection(Strict):
 
 
 class TaskDecodeSection(Strict):
-    """One task's request streamed alone by the probe: seconds per output token, tokens per chunk."""
+    """One task's request streamed alone by the probe: seconds per output token, tokens per
+    chunk, and the share of draft tokens accepted (vLLM's counters; absent: not exported)."""
 
     decode_s_per_token: PositiveFloat
     tokens_per_chunk: PositiveFloat
+    acceptance: Annotated[float, Field(ge=0, le=1)] | None = None
 
 
 class CalibrationSection(Strict):

@@ -118,13 +118,19 @@ def with_task_speeds(block: Mapping[str, Any], measured: Sequence[TaskDecodeSamp
             measured_keys.append(key)
     out["tokens_per_step"] = table
     record = {
-        "decode_by_task": {s.task: {"decode_s_per_token": round(s.decode_s_per_token, 6),
-                                    "tokens_per_chunk": round(s.tokens_per_chunk, 3)} for s in measured},
+        "decode_by_task": {s.task: _task_record(s) for s in measured},
         "tokens_per_step_measured": sorted(measured_keys),
         "tokens_per_step_from_prior": sorted(k for k in table if k not in measured_keys),
         "step_scaled_for_tasks": round(scale, 4),
     }
     return out, record
+
+
+def _task_record(sample: TaskDecodeSample) -> dict[str, float]:
+    record = {"decode_s_per_token": round(sample.decode_s_per_token, 6), "tokens_per_chunk": round(sample.tokens_per_chunk, 3)}
+    if sample.acceptance is not None:
+        record["acceptance"] = round(sample.acceptance, 3)
+    return record
 
 
 def is_drafting(prior: Mapping[str, Any] | None) -> bool:

@@ -79,12 +79,14 @@ class DecodeSample:
 @dataclass(frozen=True, slots=True)
 class TaskDecodeSample:
     """One request of ``task`` streamed alone: seconds per output token after the first, and
-    the mean tokens each chunk (a step) carried after the first."""
+    the mean tokens each chunk (a step) carried after the first; ``acceptance`` when the replica
+    exports its speculative-decoding counters (None: it does not)."""
 
     task: str
     decode_s_per_token: float
     tokens_per_chunk: float
     completion_tokens: int
+    acceptance: float | None = None  # draft tokens accepted / proposed over the task's requests (vLLM's counters)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ nothing else sends to it: calibrate before serving traffic.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import statistics
 import time
@@ -43,6 +44,7 @@ from serving.calibration.fit import (
     TaskDecodeSample,
     decode_sample,
 )
+from serving.calibration.spec_counters import SpecCounters, parse_spec_counters
 from serving.errors import CalibrationError
 
 # Common English words: about one token each in BPE vocabularies (SmolLM2's, Llama's), and varied
@@ -140,8 +142,28 @@ async def _task_decode(client: httpx.AsyncClient, model: str, task: TaskPrompt, 
             "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
     # The gateway's task header: the simulator's acceptance follows it (vLLM's follows the text).
     headers = {"x-duet-task": task.task}
+    before = await _spec_counters(client)
     traces = [await _stream_body(client, "/v1/chat/completions", body, headers) for _ in range(plan.repeats)]
-    return median_sample([task_decode_sample(task.task, trace) for trace in traces])
+    after = await _spec_counters(client)
+    sample = median_sample([task_decode_sample(task.task, trace) for trace in traces])
+    if before is None or after is None:
+        return sample
+    return dataclasses.replace(sample, acceptance=after.since(before).acceptance())
+
+
+async def _spec_counters(client: httpx.AsyncClient) -> SpecCounters | None:
+    """The replica's speculative-decoding counters; None when it exports none (no ``/metrics``,
+    or none of vLLM's spec-decode counters in it): the acceptance is then not recorded."""
+    try:
+        response = await client.get("/metrics")
+    except httpx.HTTPError as exc:
+        raise CalibrationError(f"cannot reach {client.base_url}/metrics: {exc!r}") from exc
+    if response.status_code != 200:
+        return None
+    try:
+        return parse_spec_counters(response.text)
+    except ValueError as exc:
+        raise CalibrationError(f"{client.base_url}/metrics has a spec-decode counter that is not a number: {exc}") from exc
 
 
 async def _stream(client: httpx.AsyncClient, model: str, tokens: int) -> StreamTrace:

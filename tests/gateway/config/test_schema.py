@@ -109,12 +109,14 @@ def test_a_speculative_calibrations_decode_by_task_is_checked_strictly() -> None
                   f'tokens_per_step_from_prior: [], step_scaled_for_tasks: {scaled}}}}}')
         return MINIMAL.replace(plain, record, 1)
 
-    good = ("{chat: {decode_s_per_token: 0.033, tokens_per_chunk: 1.0},"
+    good = ("{chat: {decode_s_per_token: 0.033, tokens_per_chunk: 1.0, acceptance: 0.79},"
             " coding: {decode_s_per_token: 0.019, tokens_per_chunk: 1.8}}")
     speed = parse_config(with_tasks(good)).models["m"].variants["static"].speed
     assert speed.tokens_per_step_for("chat") == 1.0 and speed.tokens_per_step_for("coding") == 1.8
     path = r"models\.m\.variants\.static\.speed\.calibration"
+    with pytest.raises(ConfigError, match=path + r"\.decode_by_task\.chat\.accepted"):
+        parse_config(with_tasks("{chat: {decode_s_per_token: 0.033, tokens_per_chunk: 1.0, accepted: 0.5}}"))
     with pytest.raises(ConfigError, match=path + r"\.decode_by_task\.chat\.acceptance"):
-        parse_config(with_tasks("{chat: {decode_s_per_token: 0.033, tokens_per_chunk: 1.0, acceptance: 0.5}}"))
+        parse_config(with_tasks("{chat: {decode_s_per_token: 0.033, tokens_per_chunk: 1.0, acceptance: 1.5}}"))
     with pytest.raises(ConfigError, match=path + r"\.step_scaled_for_tasks"):
         parse_config(with_tasks(good, scaled=0.5))
