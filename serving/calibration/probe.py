@@ -15,7 +15,8 @@ samples ``serving.calibration.fit`` reads the step model from.
    ``decode_tokens`` tokens (``min_tokens`` + ``ignore_eos``), timing the chunks.
 5. Decode by task, for a drafting replica only (``tasks``, see serving.calibration.by_task): each
    task's chat request streamed alone ``repeats`` times, up to ``task_tokens`` tokens, not forced
-   (an answer forced past its end repeats itself, which n-gram drafts would copy).
+   (an answer forced past its end repeats itself, which n-gram drafts would copy); ``/metrics``
+   read before and after for the share of drafts accepted (serving.calibration.spec_counters).
 
 Requests go one after another (or one group at a time), so the replica is otherwise idle only if
 nothing else sends to it: calibrate before serving traffic.
