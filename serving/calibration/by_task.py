@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from serving.calibration.fit import SIGNIFICANT, StreamTrace, TaskDecodeSample
+from serving.calibration.fit import SIGNIFICANT, StreamTrace, TaskDecodeSample, predicted_step_s
 from serving.errors import CalibrationError
 
 # Terms scaled together when a task decodes slower than the step model (seconds; the
@@ -80,19 +80,6 @@ def median_sample(samples: Sequence[TaskDecodeSample]) -> TaskDecodeSample:
     return ordered[(len(ordered) - 1) // 2]
 
 
-def alone_step_s(block: Mapping[str, Any]) -> float:
-    """The decode step the gateway's step model predicts for one sequence alone (as
-    ``gateway.speed.SpeedPrior.output_token_s`` at batch 1, before the task's tokens per step)."""
-    base = float(block["decode_s_per_token"])
-    per_seq = block.get("step_s_per_seq")
-    b = float(per_seq) if per_seq is not None else float(block.get("decode_slowdown_per_seq", 0.02)) * base
-    drafts = float(block.get("draft_tokens", 0.0))
-    step = base + b * (1 + drafts)
-    if drafts:
-        step += float(block.get("draft_s_per_step", 0.0)) + float(block.get("draft_s_per_seq", 0.0))
-    return step
-
-
 def with_task_speeds(block: Mapping[str, Any], measured: Sequence[TaskDecodeSample],
                      prompts: Sequence[TaskPrompt] = TASK_PROMPTS) -> tuple[dict[str, Any], dict[str, Any]]:
     """``block`` with ``tokens_per_step`` set from ``measured`` (see the module docstring), and
@@ -104,11 +91,11 @@ def with_task_speeds(block: Mapping[str, Any], measured: Sequence[TaskDecodeSamp
         return out, {}
     keys = {p.task: p.keys for p in prompts}
     slowest = max(s.decode_s_per_token for s in measured)
-    scale = max(1.0, slowest / alone_step_s(out))
+    scale = max(1.0, slowest / predicted_step_s(out, 1))
     for term in _STEP_TERMS:
         if out.get(term) is not None:
             out[term] = _rounded_up(float(out[term]) * scale)
-    alone = alone_step_s(out)
+    alone = predicted_step_s(out, 1)
     table = dict(out.get("tokens_per_step") or {})
     measured_keys = []
     for sample in measured:
@@ -135,7 +122,7 @@ def _task_record(sample: TaskDecodeSample) -> dict[str, float]:
 
 def is_drafting(prior: Mapping[str, Any] | None) -> bool:
     """Whether ``prior`` models speculation (drafts per step above 0): its tasks are probed."""
-    return bool(prior) and float((prior or {}).get("draft_tokens", 0.0)) > 0
+    return prior is not None and float(prior.get("draft_tokens", 0.0)) > 0
 
 
 def _rounded_up(value: float) -> float:

@@ -233,8 +233,7 @@ def test_a_speculative_variant_is_predicted_per_task_as_measured_not_by_its_prio
     prior's tokens per step over the same measured step predicted it faster; and a code edit is
     predicted faster than chat, as measured."""
     from gateway.routing.predictors import StepModelPredictor
-    from serving.calibration.by_task import alone_step_s
-    from serving.calibration.fit import speed_block
+    from serving.calibration.fit import predicted_step_s, speed_block
     from tests.gateway.routing.factories import candidate, request
 
     prior = speed_prior(load_profile("cpu-smollm2-ngram"))
@@ -261,9 +260,9 @@ def test_a_speculative_variant_is_predicted_per_task_as_measured_not_by_its_prio
     assert tpot_s("coding") < tpot_s("chat") / 1.3
     # Before: the same probe's block with the prior's tokens per step predicted chat faster than measured.
     before = speed_block(result.measured, result.samples, prior)
-    before_chat_s = alone_step_s(before) / before["tokens_per_step"]["chat"]
+    before_chat_s = predicted_step_s(before, 1) / before["tokens_per_step"]["chat"]
     assert before_chat_s < measured["chat"], (before_chat_s, measured)
-    before_coding_s = alone_step_s(before) / before["tokens_per_step"]["coding"]
+    before_coding_s = predicted_step_s(before, 1) / before["tokens_per_step"]["coding"]
     print(f"fast-spec chat: {before_chat_s * 1e3:.1f} ms/token predicted before, {tpot_s('chat') * 1e3:.1f} after,"
           f" measured {measured['chat'] * 1e3:.1f}; coding: {before_coding_s * 1e3:.1f}"
           f" before, {tpot_s('coding') * 1e3:.1f} after, measured {measured['coding'] * 1e3:.1f}; {result.summary()}")

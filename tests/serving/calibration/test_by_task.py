@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from serving.calibration.by_task import TASK_PROMPTS, alone_step_s, is_drafting, task_decode_sample, with_task_speeds
+from serving.calibration.by_task import TASK_PROMPTS, is_drafting, task_decode_sample, with_task_speeds
 from serving.calibration.fit import StreamTrace, TaskDecodeSample, predicted_step_s
 from serving.errors import CalibrationError
 
@@ -31,22 +31,18 @@ def test_a_stream_of_two_chunks_has_no_decode_to_time() -> None:
         task_decode_sample("chat", StreamTrace((0.0, 0.03), 2))
 
 
-def test_alone_step_is_what_the_block_predicts_for_one_stream() -> None:
-    assert alone_step_s(FAST_SPEC) == pytest.approx(predicted_step_s(FAST_SPEC, 1))
-
-
 def test_a_chat_slower_than_the_step_scales_the_step_and_the_prediction_follows_the_measurement() -> None:
     """The avx512 case: a 22.5 ms step, chat measured at 33 ms/token (speculation gains nothing
     there), a code edit at 19 ms/token."""
     chat, coding = TaskDecodeSample("chat", 0.033, 1.0, 64), TaskDecodeSample("coding", 0.019, 1.8, 64)
     block, record = with_task_speeds(FAST_SPEC, [chat, coding])
-    alone = alone_step_s(block)
+    alone = predicted_step_s(block, 1)
     table = block["tokens_per_step"]
     assert table["chat"] == table["default"] == pytest.approx(1.0, abs=1e-3)
     for sample in (chat, coding):
         predicted = alone / table[sample.task]
         assert sample.decode_s_per_token <= predicted < sample.decode_s_per_token * 1.001
-    assert record["step_scaled_for_tasks"] == pytest.approx(0.033 / alone_step_s(FAST_SPEC), rel=1e-3)
+    assert record["step_scaled_for_tasks"] == pytest.approx(0.033 / predicted_step_s(FAST_SPEC, 1), rel=1e-3)
     assert block["decode_slowdown_per_seq"] == FAST_SPEC["decode_slowdown_per_seq"]
     assert record["tokens_per_step_measured"] == ["chat", "coding", "default"]
     assert record["tokens_per_step_from_prior"] == ["agent", "extraction", "long-context", "reasoning"]
@@ -55,7 +51,7 @@ def test_a_chat_slower_than_the_step_scales_the_step_and_the_prediction_follows_
 
 
 def test_tasks_faster_than_the_step_leave_it_as_measured() -> None:
-    step = alone_step_s(FAST_SPEC)
+    step = predicted_step_s(FAST_SPEC, 1)
     block, record = with_task_speeds(FAST_SPEC, [TaskDecodeSample("chat", step / 1.2, 1.2, 64)])
     assert record["step_scaled_for_tasks"] == 1.0
     assert block["decode_s_per_token"] == FAST_SPEC["decode_s_per_token"]
