@@ -5,7 +5,9 @@ on one AVX2 core running SmolLM2-135M. The block it gives keeps the variant's cu
 limits and KV terms (the probe does not measure them) and records where it came from: the
 replica, its hardware class, when, how long the probe took and how busy the machine was
 (``speed.calibration``). A probe made while other processes were busy is made again (twice in
-all), the quieter kept; one still busy is kept with a warning (serving.calibration.busy).
+all), the quieter kept; one still busy is kept with a warning (serving.calibration.busy). A
+speculative variant's probe also times a chat ask and a code edit alone, and its block's
+``tokens_per_step`` for those tasks follows what they measured (serving.calibration.by_task).
 
 ``duet up`` calls ``calibrate_variants`` once its replicas are ready, so the embedded default's
 priors are this machine's whatever its CPU.
