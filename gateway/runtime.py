@@ -156,6 +156,7 @@ class Gateway:
         hooks = gateway_hooks(routing_hooks(backlog, decodes, self.store, waiting_room, self.prefixes, self.sessions),
                               self.access, self.telemetry)
         self.response_homes = ResponseHomes()
+        hooks.dispatched.append(self.response_homes.dispatched)
         hooks.done.append(self.response_homes.done)
         # The demand the desired-replicas gauge sizes the fleet for, computed at each scrape.
         self.demand = build_demand(config, self._link)

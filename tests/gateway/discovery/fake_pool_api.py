@@ -13,12 +13,13 @@ import asyncio
 import contextlib
 import copy
 import json
-import socket
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from aiohttp import web
+
+from tests.loopback_app import serve
 
 NAMESPACE = "duet"
 T = TypeVar("T")
@@ -105,12 +106,7 @@ class FakePoolApi:
         app = web.Application()
         app.router.add_get("/apis/inference.networking.k8s.io/v1/namespaces/{namespace}/inferencepools/{name}", self._pool)
         app.router.add_get("/api/v1/namespaces/{namespace}/pods", self._pods)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.1)
-        await self._runner.setup()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
+        self._runner, self.port = await serve(app, shutdown_timeout=0.1)
         return self
 
     async def stop(self) -> None:

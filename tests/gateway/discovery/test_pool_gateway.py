@@ -4,7 +4,6 @@ found, and a pool whose selector matches nothing makes the endpoint picker answe
 protocol: no endpoint can take the request)."""
 
 import asyncio
-import socket
 from typing import Any
 
 import orjson
@@ -21,6 +20,7 @@ from tests.gateway.discovery.fake_pool_api import NAMESPACE, FakePoolApi, pod, p
 from tests.gateway.discovery.test_pool_watch import wait_for
 from tests.gateway.discovery.test_resolve import DEMO
 from tests.gateway.epp.test_wire import headers_request
+from tests.loopback_app import serve
 
 
 def demo_from_pool(refresh_s: float = 0.2) -> str:
@@ -46,12 +46,7 @@ class Replica:
         app = web.Application()
         app.router.add_get("/health", health)
         app.router.add_get("/metrics", metrics)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
+        self._runner, self.port = await serve(app)
         return self
 
     async def stop(self) -> None:

@@ -1,5 +1,5 @@
-"""Which replica holds each stored response: remembered on success, bounded, and only asked
-for requests that continue a response."""
+"""Which replica holds each stored response: remembered from dispatch, forgotten on failure,
+bounded, and only asked for requests that continue a response."""
 
 from __future__ import annotations
 
@@ -15,8 +15,27 @@ def _responses(**fields):
 
 
 def _done(homes, request_id, replica, body=None, status=200):
+    """The request dispatched to ``replica``, then its outcome."""
     exchange = SimpleNamespace(inbound=SimpleNamespace(body=body or _responses()), request_id=request_id)
+    homes.dispatched(exchange, SimpleNamespace(replica=SimpleNamespace(id=replica)))
     homes.done(exchange, Outcome(replica, status < 500, status, None, 0.1, 1, 1))
+
+
+def test_the_home_is_known_from_dispatch_before_the_answer_ends():
+    """Behind Envoy the client may send its follow-up before the picker hears the answer ended."""
+    homes = ResponseHomes()
+    exchange = SimpleNamespace(inbound=SimpleNamespace(body=_responses()), request_id="early")
+    homes.dispatched(exchange, SimpleNamespace(replica=SimpleNamespace(id="m/fast/0")))
+    assert homes.home_of(_responses(previous_response_id="resp_early")) == "m/fast/0"
+
+
+def test_a_retry_moves_the_home_and_the_failed_attempt_does_not_take_it_back():
+    homes = ResponseHomes()
+    exchange = SimpleNamespace(inbound=SimpleNamespace(body=_responses()), request_id="moved")
+    homes.dispatched(exchange, SimpleNamespace(replica=SimpleNamespace(id="first")))
+    homes.dispatched(exchange, SimpleNamespace(replica=SimpleNamespace(id="second")))
+    homes.done(exchange, Outcome("first", False, 503, None, 0.1, 1, 0))  # a late report of the first attempt
+    assert homes.home_of(_responses(previous_response_id="resp_moved")) == "second"
 
 
 def test_a_follow_up_finds_the_replica_that_answered():

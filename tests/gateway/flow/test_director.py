@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from gateway.errors import InvalidRequest, RateLimited
 from gateway.flow import Director, Exchange, Hooks, Inbound, Ledgers, WaitingRoom, routing_hooks
 from gateway.flow import plan as plan_module
 from gateway.outcome import AttemptFailure, Outcome
+from gateway.runtime import store_settings
 from gateway.state.decodes import DecodeLedger
 from gateway.state.lengths import LengthSettings
 from gateway.state.prefill import PrefillBacklog
@@ -48,9 +50,13 @@ class Script:
 
 
 class Rig:
-    def __init__(self, raw: dict[str, Any] | None = None, max_queued: int = 8) -> None:
+    """The director over the routing hooks, built from a config as the gateway builds it. The
+    store ages replica state on ``store_clock`` (the wall clock unless a test holds the time)."""
+
+    def __init__(self, raw: dict[str, Any] | None = None, max_queued: int = 8,
+                 store_clock: Callable[[], float] = time.monotonic) -> None:
         self.config = parse_config(yaml.safe_dump(raw or DEMO))
-        self.store = InMemoryStateStore()
+        self.store = InMemoryStateStore(store_settings(self.config), clock=store_clock)
         self.backlog, self.decodes = PrefillBacklog(), DecodeLedger()
         self.waiting = WaitingRoom(max_queued)
         self.hooks: Hooks = routing_hooks(self.backlog, self.decodes, self.store, self.waiting)

@@ -20,6 +20,7 @@ from gateway.domain import Health, Replica
 from gateway.state.monitor import MonitorSettings, ReplicaMonitor
 from gateway.state.store import InMemoryStateStore, StoreSettings
 from gateway.state.vllm_metrics import VllmStats
+from tests.loopback_app import serve
 
 FAST = MonitorSettings(health_interval_s=0.05, scrape_interval_s=0.05, timeout_s=0.3)
 DEADLINE_S = 10.0
@@ -41,12 +42,8 @@ class FakeReplica:
         app = web.Application()
         app.router.add_get("/health", self._health)
         app.router.add_get("/metrics", self._metrics)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        await web.SockSite(self._runner, sock).start()
+        self._runner, port = await serve(app)
+        self.url = f"http://127.0.0.1:{port}"
 
     async def stop(self) -> None:
         self.release.set()
