@@ -12,7 +12,7 @@ from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import Collector
 
 from gateway.access.ledger import Charge
-from gateway.access.receipt import MICRO, NANO, Receipt
+from gateway.access.receipts.receipt import MICRO, NANO, Receipt
 from gateway.domain import Health, Replica, ReplicaState
 from gateway.extension_times import ExtensionTimes, ExtensionTimesCollector
 from gateway.scaling.desired import VariantNeed
@@ -145,7 +145,7 @@ class Telemetry:
         self.cost = Counter("duet_cost_usd", "Cost of served tokens at the variant's price.", MODEL_VARIANT, registry=r)
         self.tokens = Counter("duet_tokens", "Tokens served.", ["model", "variant", "kind"], registry=r)
         self.stream_errors = Counter("duet_stream_errors", "Streams ended with an error event.", MODEL_VARIANT, registry=r)
-        # The savings receipt (gateway/access/receipt.py): each request's GPU time and GPU-dollars,
+        # The savings receipt (gateway/access/receipts/receipt.py): each request's GPU time and GPU-dollars,
         # and what standard would have used for it, by the variant that served it.
         self.receipt_gpu_seconds = Counter(
             "duet_receipt_gpu_seconds", "GPU-seconds requests used on the variant that served them (step model).",

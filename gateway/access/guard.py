@@ -23,7 +23,7 @@ from gateway.access.keys import ApiKey, KeyRing, hash_secret
 from gateway.access.keystore import KeyStore
 from gateway.access.ledger import Charge, month_of
 from gateway.access.quotas import SPEND_LIMIT, Admission, QuotaBook, Refusal
-from gateway.access.receipt import NO_RECEIPT, Receipt
+from gateway.access.receipts.receipt import NO_RECEIPT, Receipt
 from gateway.access.reservation import Hold, Reservation
 from gateway.access.unknown import UnknownKeys
 from gateway.config.types import AccessSettings, DuetConfig, ModelSpec, Tier

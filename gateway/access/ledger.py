@@ -1,6 +1,6 @@
 """The usage and cost ledger: per key x model x variant x task and calendar month (UTC),
 requests, input and output tokens, cost at the serving variant's price, and the savings receipt's
-sums (``gateway.access.receipt``: GPU-microseconds and nano-dollars spent and had standard served,
+sums (``gateway.access.receipts.receipt``: GPU-microseconds and nano-dollars spent and had standard served,
 requests served fast; integers, so exact in any order)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gateway.access.receipt import NO_RECEIPT, Receipt
+from gateway.access.receipts.receipt import NO_RECEIPT, Receipt
 
 # Separates a ledger entry's parts in Redis field names; none of the names can contain it.
 SEP = "\t"

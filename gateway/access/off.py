@@ -6,7 +6,7 @@ from __future__ import annotations
 from gateway.access.ceiling import UsageCeiling
 from gateway.access.guard import OPEN, Grant
 from gateway.access.keys import ApiKey
-from gateway.access.receipt import NO_RECEIPT, Receipt
+from gateway.access.receipts.receipt import NO_RECEIPT, Receipt
 from gateway.domain import Variant
 from gateway.outcome import Outcome
 

@@ -5,7 +5,7 @@ The gate (``gateway.api.gate``) checks the key before a route parses its body:
     GET    /v1/duet/usage?month=YYYY-MM&key=ID   the usage and cost ledger
     GET    /v1/duet/savings?month=&since=&key=&tenant=
                                                  the savings receipt per key and tenant, and the
-                                                 online-parity verdicts (gateway.access.savings)
+                                                 online-parity verdicts (gateway.access.receipts.savings)
     GET    /admin/keys                           key records (never the keys)
     POST   /admin/keys {"name", "tier", "tenant"?}  a new key, shown in this answer only
     DELETE /admin/keys/{id}                      revoke
@@ -30,7 +30,7 @@ from starlette.responses import Response
 from gateway.access.guard import KeyedAccess
 from gateway.access.keys import new_key
 from gateway.access.ledger import UsageRow, month_of
-from gateway.access.savings import NO_TENANT, Verdict, by_key, by_tenant, months_between, total, verdicts
+from gateway.access.receipts.savings import NO_TENANT, Verdict, by_key, by_tenant, months_between, total, verdicts
 from gateway.errors import InvalidRequest, error_body
 from gateway.runtime import Gateway
 

@@ -63,7 +63,7 @@ PANELS: tuple[tuple[str, str, list[tuple[str, str]]], ...] = (
     ("Gateway overhead p99", "s", [
         (f"histogram_quantile(0.99, sum by (le) (rate(duet_gateway_overhead_seconds_bucket{RATE})))", "p99"),
     ]),
-    # The savings receipt (gateway/access/receipt.py): each request's GPU-dollars on the variant
+    # The savings receipt (gateway/access/receipts/receipt.py): each request's GPU-dollars on the variant
     # that served it, beside what standard would have used for the same tokens.
     ("Savings: GPU-dollars per hour spent, and standard-only for the same requests", "currencyUSD", [
         (f"sum (rate(duet_receipt_gpu_usd_total{{{MODEL}}}{RATE})) * 3600", "spent"),

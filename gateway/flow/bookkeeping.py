@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 from gateway.access.guard import Access
-from gateway.access.receipt import receipt_for, standard_of
+from gateway.access.receipts.receipt import receipt_for, standard_of
 from gateway.errors import RequestError
 from gateway.flow.exchange import Attempt, Escalation, Exchange
 from gateway.flow.hooks import Hooks

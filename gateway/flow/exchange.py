@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from gateway.access.guard import OPEN, Grant
-from gateway.access.receipt import NO_RECEIPT, Receipt
+from gateway.access.receipts.receipt import NO_RECEIPT, Receipt
 from gateway.config.types import DuetConfig
 from gateway.domain import Prediction, Replica, Variant
 from gateway.flow.plan import Inbound, Plan

@@ -15,7 +15,7 @@ import pytest
 
 from gateway.access.ledger import RECEIPT_METRICS, Charge, UsageRow, month_of, rows_from_fields
 from gateway.access.quotas import InMemoryQuotaBook, QuotaBook
-from gateway.access.receipt import Receipt
+from gateway.access.receipts.receipt import Receipt
 from gateway.access.redis_quotas import RedisQuotaBook
 from gateway.state.redis.link import LinkSettings, RedisLink
 from tests.redis_server import RedisServer

@@ -7,7 +7,7 @@ import pytest
 
 from gateway.config import parse_config
 from gateway.config.policy import TaskDefaults
-from gateway.config.schema import default_of
+from gateway.config.strict import default_of
 from gateway.config.types import AccessSettings, KubernetesDiscovery, ServerSettings, StateSettings
 from gateway.errors import ConfigError
 from gateway.speed import SpeedPrior

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from gateway.access.off import OpenAccess
-from gateway.access.receipt import NO_RECEIPT, Receipt, receipt_for
+from gateway.access.receipts.receipt import NO_RECEIPT, Receipt, receipt_for
 from gateway.config import parse_config
 from gateway.config.active import ActiveConfig
 from gateway.domain import Replica

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config.schema import SpeedSection
+from gateway.config.speed_section import SpeedSection
 
 REPO = Path(__file__).resolve().parents[3]
 RESULTS = sorted((REPO / "docs" / "results").glob("calibration-*.json"))

@@ -1,4 +1,4 @@
-"""The savings report: the ledger's receipt sums (``gateway.access.receipt``) per key and per
+"""The savings report: the ledger's receipt sums (``gateway.access.receipts.receipt``) per key and per
 tenant over whole UTC months, and the online-parity verdicts beside them (what the fast variants
 were allowed to serve, and where parity revoked a task).
 
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway.access.ledger import UsageRow
-from gateway.access.receipt import MICRO, NANO
+from gateway.access.receipts.receipt import MICRO, NANO
 from gateway.domain import Variant, VariantKind
 from gateway.errors import InvalidRequest
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.access.receipt import Receipt, receipt_for, standard_of
+from gateway.access.receipts.receipt import Receipt, receipt_for, standard_of
 from gateway.cost import CHARGEBACK_BATCH, Price, ReplicaCost
 from gateway.domain import Variant, VariantKind
 from gateway.speed import SpeedPrior

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.access.ledger import UsageRow
-from gateway.access.savings import NO_TENANT, Savings, Verdict, by_key, by_tenant, months_between, total, verdicts
+from gateway.access.receipts.savings import NO_TENANT, Savings, Verdict, by_key, by_tenant, months_between, total, verdicts
 from gateway.cost import Price
 from gateway.domain import Variant, VariantKind
 from gateway.errors import InvalidRequest
