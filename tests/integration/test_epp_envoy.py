@@ -41,6 +41,13 @@ ANSWERS = {"rules": [
 ]}
 
 
+# A budget both variants meet even on a loaded machine, so the choice between them is parity's and
+# cost's: with a tight one the router goes to whichever it measured faster when neither fits, and
+# on 2 loaded cores that is noise (CI, 2026-12-06: extraction went to standard under 300 ms), and
+# the proxy and the picker, separate processes, measure their own noise.
+ROOMY = {"x-duet-latency-budget-ms": "30000"}
+
+
 def parity_config(urls: dict[str, str], **state: Any) -> dict[str, Any]:
     """The demo config on ``urls`` with its parity verdicts as shipped (fast only for agent and
     extraction) and a small body limit."""
@@ -141,7 +148,7 @@ def test_anthropic_messages_and_stream_through_envoy(stack: Stack) -> None:
 
 @pytest.mark.parametrize("task", ["chat", "reasoning", "extraction", "agent"])
 def test_the_dry_run_names_the_variant_envoy_was_sent_to(stack: Stack, task: str) -> None:
-    headers = {"x-duet-task": task, "x-duet-latency-budget-ms": "300"}
+    headers = {"x-duet-task": task, **ROOMY}
     body = {"model": "smollm2", "messages": [{"role": "user", "content": "Say hello in five words."}], "max_tokens": 16}
     planned = httpx.post(f"{stack.proxy.url}/v1/duet/route", json=body, headers=headers, timeout=10).json()
     assert chat(stack.envoy.url, **headers).headers["x-duet-variant"] == planned["decision"]["variant"]
@@ -153,7 +160,7 @@ def conversation(url: str, tasks: list[str]) -> list[tuple[str, str]]:
     for task in tasks:
         messages.append({"role": "user", "content": f"Question for the {task} turn."})
         reply = httpx.post(f"{url}/v1/chat/completions", json={"model": "smollm2", "messages": messages, "max_tokens": 8},
-                           headers={"x-session-id": session, "x-duet-task": task, "x-duet-latency-budget-ms": "300"},
+                           headers={"x-session-id": session, "x-duet-task": task, **ROOMY},
                            timeout=30)
         assert reply.status_code == 200, reply.text
         messages.append(reply.json()["choices"][0]["message"])
@@ -195,9 +202,8 @@ def test_pinned_model(stack: Stack, path: str) -> None:
 
 @pytest.mark.parametrize("path", ["epp", "proxy"])
 def test_parity_keeps_reasoning_off_fast(stack: Stack, path: str) -> None:
-    tight = {"x-duet-latency-budget-ms": "300"}
-    assert chat(stack.url(path), **{"x-duet-task": "reasoning", **tight}).headers["x-duet-variant"] == "standard"
-    assert chat(stack.url(path), **{"x-duet-task": "extraction", **tight}).headers["x-duet-variant"] == "fast"
+    assert chat(stack.url(path), **{"x-duet-task": "reasoning", **ROOMY}).headers["x-duet-variant"] == "standard"
+    assert chat(stack.url(path), **{"x-duet-task": "extraction", **ROOMY}).headers["x-duet-variant"] == "fast"
 
 
 @pytest.mark.parametrize("path", ["epp", "proxy"])
@@ -229,16 +235,23 @@ def test_health_and_metrics_agree_with_what_envoy_did(stack: Stack) -> None:
     assert stack.epp.health("readiness") == SERVING
     assert stack.epp.health("envoy.service.ext_proc.v3.ExternalProcessor") == SERVING
 
+    # Counted under a task no other test here names, so a request of another test that settles
+    # late cannot move the count (CI, 2026-12-06: the plain 200 count never read before + 3 in 30 s).
+    task = "long-context"
+
     def answered() -> float:
         return sum(float(line.rsplit(" ", 1)[1]) for line in stack.epp.metrics().splitlines()
-                   if line.startswith("duet_requests_total{") and 'status="200"' in line)
+                   if line.startswith("duet_requests_total{") and 'status="200"' in line and f'task="{task}"' in line)
 
     before = answered()
     for _ in range(3):
-        assert chat(stack.envoy.url).status_code == 200
+        assert chat(stack.envoy.url, **{"x-duet-task": task}).status_code == 200
     # The count is settled when the picker sees the response end, after Envoy has answered the
     # client: on a loaded machine that took over 5 s once (2026-12-06, load ~10 on 2 cores).
-    wait_until(lambda: answered() == before + 3, 30.0, "three answered requests counted")
+    try:
+        wait_until(lambda: answered() >= before + 3, 30.0, "three answered requests counted")
+    finally:
+        assert answered() == before + 3, f"{answered()} answered, {before} before the three"
 
 
 def test_envoy_alone_over_a_static_cluster(stack: Stack, tmp_path: Path) -> None:
