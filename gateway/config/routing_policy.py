@@ -18,6 +18,8 @@ from gateway.config import schema
 from gateway.config.policy import DetectorSettings, Policy, PrefixCacheSettings, SessionSettings, Signal, TaskDefaults, TaskRule
 from gateway.config.schema import config_error
 from gateway.detect import TaskDetector
+from gateway.detect.blend_model import BlendDetector, VectorsMissing
+from gateway.detect.vectors import VECTORS
 from gateway.domain import (
     Priority,
 )
@@ -53,18 +55,36 @@ def _detection(section: schema.TaskDetectorSection, tasks: Mapping[str, TaskDefa
     tasks it detects."""
     if not section.enabled:
         return None
-    detector = TaskDetector.builtin() if section.model is None else _detector_file(section.model, source)
+    detector = _blend(section, source) if section.kind == "blend" else \
+        TaskDetector.builtin() if section.model is None else _detector_file(section.model, source)
     if not set(detector.tasks) & set(tasks):
         return None
     meta = detector.meta
     return DetectorSettings(detector, section.threshold or float(meta["threshold"]), section.floor or float(meta["floor"]))
 
 
-def _detector_file(written: str, source: str) -> TaskDetector:
-    """A team's model file (``duet detect train``), relative to the config file."""
+def _blend(section: schema.TaskDetectorSection, source: str) -> BlendDetector:
+    """The shipped blend model, or the section's model file (``duet detect train``), over the
+    section's vectors (else ``make detector-vectors``' table)."""
+    vectors = VECTORS if section.vectors is None else _relative(section.vectors, source)
+    try:
+        if section.model is None:
+            return BlendDetector.builtin(vectors)
+        return BlendDetector.from_file(_document(section.model, source), vectors)
+    except VectorsMissing as exc:
+        raise ConfigError("routing.task_detector.vectors", str(exc)) from exc
+    except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+        raise ConfigError("routing.task_detector.model", f"not a blend model written by `duet detect train`: {exc!r}") from exc
+
+
+def _relative(written: str, source: str) -> Path:
     path = Path(written)
-    if not path.is_absolute() and source != "<memory>":
-        path = Path(source).parent / path
+    return path if path.is_absolute() or source == "<memory>" else Path(source).parent / path
+
+
+def _document(written: str, source: str) -> dict[str, Any]:
+    """A team's model file (``duet detect train``), relative to the config file, as JSON."""
+    path = _relative(written, source)
     where = "routing.task_detector.model"
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
@@ -72,10 +92,19 @@ def _detector_file(written: str, source: str) -> TaskDetector:
         raise ConfigError(where, f"cannot read {path}: {exc.strerror}") from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(where, f"{path} is not a model file (JSON): {exc}") from exc
+    if not isinstance(document, dict):
+        raise ConfigError(where, f"{path} is not a model file (a JSON object)")
+    return document
+
+
+def _detector_file(written: str, source: str) -> TaskDetector:
+    """A team's words model (``duet detect train --kind words``)."""
+    document = _document(written, source)
     try:
         return TaskDetector.from_document(document)
     except (KeyError, TypeError, ValueError, struct.error, binascii.Error) as exc:
-        raise ConfigError(where, f"{path} is not a task detector model written by `duet detect train`: {exc!r}") from exc
+        raise ConfigError("routing.task_detector.model",
+                          f"not a words task detector model written by `duet detect train --kind words`: {exc!r}") from exc
 
 
 def _require_task(task: str, tasks: Mapping[str, TaskDefaults], path: str) -> None:

@@ -286,8 +286,13 @@ class TaskDetectorSection(Strict):
     """The task detector; threshold and floor default to the ones shipped with its model."""
 
     enabled: bool = True
+    # words: hashed words and shape (package data, or `model`); blend: words plus static vectors of
+    # what they mean, abstaining on the unfamiliar (package data over `make detector-vectors`' table).
+    kind: Literal["words", "blend"] = "blend"
     # A model file written by `duet detect train` (relative to the config file); the shipped model when unset.
     model: str | None = None
+    # The blend detector's static vectors (relative to the config file); ~/.cache/duet/models/static_vectors.npz when unset.
+    vectors: str | None = None
     threshold: Annotated[float, Field(gt=0, le=1)] | None = None
     floor: Annotated[float, Field(gt=0, lt=1)] | None = None
 

@@ -4,6 +4,6 @@
 (``task_detector.json``), trained by ``python -m gateway.detect.training.train``
 (``gateway.detect.training``, which nothing here imports)."""
 
-from gateway.detect.model import Detection, TaskDetector
+from gateway.detect.model import Detection, Detector, TaskDetector
 
-__all__ = ["Detection", "TaskDetector"]
+__all__ = ["Detection", "Detector", "TaskDetector"]

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 from gateway.detect.features import Parts, message_parts, prompt_parts
 
@@ -53,6 +53,19 @@ class Detection:
             return self
         total = sum(kept.values())
         return Detection({t: p / total for t, p in kept.items()})
+
+
+class Detector(Protocol):
+    """What routing needs of a task detector: the tasks it names, its shipped threshold and floor
+    (``meta``), and a detection per request. The words detector (``TaskDetector``, below) and the
+    blend detector (``gateway.detect.blend_model``) are both."""
+
+    tasks: tuple[str, ...]
+    meta: dict[str, Any]
+
+    def detect_messages(self, messages: Sequence[Any]) -> Detection: ...
+
+    def detect_prompt(self, prompt: str) -> Detection: ...
 
 
 # A feature's weights as one integer: task k's weight in bits [k * FIELD_BITS, (k + 1) * FIELD_BITS),

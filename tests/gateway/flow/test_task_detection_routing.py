@@ -59,10 +59,24 @@ def test_an_abstained_request_goes_only_where_every_plausible_task_is_allowed():
     assert p.decision.ranked and all(variants[r.variant].allows_all(p.profile.tasks_to_allow) for r in p.decision.ranked)
 
 
-def test_a_confident_chat_prompt_may_go_fast():
-    p = plan(config(), "Write a funny poem about houseplants.")
+@pytest.mark.parametrize(("kind", "text"), [("words", "Write a funny poem about houseplants."),
+                                           ("blend", "Say hello in five words.")])
+def test_a_confident_chat_prompt_may_go_fast(kind, text):
+    p = plan(config({"kind": kind}), text)
     assert p.profile.task == "chat" and p.profile.task_source == "detector"
     assert "fast" in {r.variant for r in p.decision.ranked}
+
+
+def test_the_blend_detector_abstains_where_the_words_one_is_confidently_wrong():
+    """A short puzzle from no source either trained on (one of those the issue's new user tried):
+    the words detector calls it chat with confidence (fast would take it); the blend detector,
+    the default, finds it unfamiliar and abstains."""
+    puzzle = "You are in a race and you overtake the second person. What position are you in now?"
+    words = plan(config({"kind": "words"}), puzzle)
+    assert words.profile.task_source == "detector" and words.profile.task != "reasoning"
+    blend = plan(config(), puzzle)
+    assert blend.profile.task_source == "abstained" and "reasoning" in blend.profile.tasks_to_allow
+    assert {r.variant for r in blend.decision.ranked} == {"standard"}
 
 
 @pytest.mark.parametrize("text", GSM)
@@ -79,20 +93,22 @@ def test_a_teams_model_file_named_in_the_config_replaces_the_shipped_one(tmp_pat
     model = document(["u:zebra"], weights, np.zeros(len(TASKS)), {"threshold": 0.6, "floor": 0.05})
     (tmp_path / "team.json").write_text(json.dumps(model))
     raw = yaml.safe_load(yaml.safe_dump(DEMO))
-    raw["routing"]["task_detector"] = {"model": "team.json"}
+    raw["routing"]["task_detector"] = {"kind": "words", "model": "team.json"}
     (tmp_path / "duet.yaml").write_text(yaml.safe_dump(raw))
     cfg = load_config(tmp_path / "duet.yaml")
     assert cfg.policy.detection.detector is not TaskDetector.builtin() and cfg.policy.detection.threshold == 0.6
     assert plan(cfg, "Tell me about the zebra.").profile.task == "reasoning"
 
 
-@pytest.mark.parametrize(("content", "problem"), [(None, "cannot read"), ("{", "not a model file"),
-                                                  ('{"tasks": ["chat"]}', "not a task detector model")])
-def test_a_bad_model_file_is_a_path_named_config_error(tmp_path, content, problem):
+@pytest.mark.parametrize(("kind", "content", "problem"), [
+    ("words", None, "cannot read"), ("words", "{", "not a model file"), ("blend", "[1]", "not a model file"),
+    ("words", '{"tasks": ["chat"]}', "not a words task detector model"),
+    ("blend", '{"tasks": ["chat"]}', "not a blend model")])
+def test_a_bad_model_file_is_a_path_named_config_error(tmp_path, kind, content, problem):
     if content is not None:
         (tmp_path / "team.json").write_text(content)
     raw = yaml.safe_load(yaml.safe_dump(DEMO))
-    raw["routing"]["task_detector"] = {"model": "team.json"}
+    raw["routing"]["task_detector"] = {"kind": kind, "model": "team.json"}
     (tmp_path / "duet.yaml").write_text(yaml.safe_dump(raw))
     with pytest.raises(ConfigError, match=problem) as caught:
         load_config(tmp_path / "duet.yaml")

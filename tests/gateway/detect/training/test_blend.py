@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gateway.detect.blend_features import BlendFeatures, instruction
 from gateway.detect.training.blend import (
     FAMILIARITY_QUANTILES,
     LEAK_GOAL,
@@ -13,16 +14,14 @@ from gateway.detect.training.blend import (
     TASKS,
     Abstention,
     Answers,
-    BlendFeatures,
     choose,
     fit,
     groups,
-    instruction,
     leave_one_out,
     shape_names,
 )
-from gateway.detect.training.distill import StaticVectors
 from gateway.detect.training.evaluate import FAST_ALLOWS
+from gateway.detect.vectors import StaticVectors
 
 WORDS = ["[UNK]", "extract", "names", "from", "the", "email", "solve", "riddle", "who", "is", "taller", "write",
          "function", "sort", "list", "python", "hello", "poem", "sea", "about", "a"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gateway.detect.training.distill import StaticVectors, save, sif_weights
+from gateway.detect.training.distill import save, sif_weights
+from gateway.detect.vectors import StaticVectors
 
 
 def test_sif_weights_keep_rare_words_and_damp_common_ones() -> None:

