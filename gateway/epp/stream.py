@@ -20,6 +20,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from envoy.config.core.v3 import base_pb2
+
 from gateway.access.ceiling import ceiling_of
 from gateway.access.guard import Grant
 from gateway.access.keys import bearer_token
@@ -166,11 +168,11 @@ class PickerStream:
             await self._channel.write(wire.buffered_pick(endpoints, body))
             return
         response = wire.picked(endpoints, len(body), arrival.mode)
-        for line in upstream_headers.decode("latin-1").split("\r\n"):
-            name, sep, value = line.partition(": ")
+        options = response.request_headers.response.header_mutation.set_headers
+        for line in upstream_headers.split(b"\r\n"):
+            name, sep, value = line.partition(b": ")
             if sep:
-                response.request_headers.response.header_mutation.set_headers.add(
-                    header={"key": name, "raw_value": value.encode("latin-1")})
+                options.add(header=base_pb2.HeaderValue(key=name.decode("latin-1"), raw_value=value))
         await self._channel.write(response)
         for piece in wire.streamed_body(body, response=False, end=not arrival.trailers):
             await self._channel.write(piece)

