@@ -190,6 +190,7 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
             url = _base_url(str(replica.url))
             replicas.append(Replica(id=f"{name}/{variant_name}/{i}", model=name, variant=variant_name, url=url,
                                     engine=engine))
+    _check_shared_weights(variants, f"models.{name}.variants")
     tokenizer = (
         TokenizerSpec("approx")
         if section.tokenizer == "approx"
@@ -207,6 +208,25 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
 def _engine(section: schema.EngineSection) -> EngineConfig:
     return EngineConfig(EngineRole(section.role), section.max_num_batched_tokens, section.max_num_seqs,
                         section.kv_connector)
+
+
+def _check_shared_weights(variants: Mapping[str, Variant], path: str) -> None:
+    """Only a speculative variant verifies with another variant's weights, so only its decode
+    may read KV another variant prefilled, and only a full-precision one's: a quantized variant's
+    KV comes from other weights and would decode into wrong text."""
+    for name, variant in variants.items():
+        source = variant.shares_weights_with
+        if source is None:
+            continue
+        where = f"{path}.{name}.shares_weights_with"
+        if variant.kind is not VariantKind.SPECULATIVE:
+            raise ConfigError(where, f"a {variant.kind.value} variant has weights of its own: only a speculative "
+                                     "variant verifies with another's and may decode its KV")
+        if source not in variants or source == name:
+            raise ConfigError(where, f"unknown variant '{source}' (known: {sorted(set(variants) - {name})})")
+        if variants[source].kind is not VariantKind.FULL:
+            raise ConfigError(where, f"'{source}' is {variants[source].kind.value}: a speculative variant verifies "
+                                     "with full-precision weights")
 
 
 def _check_roles(engines: list[EngineConfig], path: str) -> None:
@@ -267,6 +287,7 @@ def _variant(model: str, name: str, v: schema.VariantSection, tasks: set[str], p
         rollout=_rollout(v.rollout, tasks, f"{path}.rollout"),
         scheduling=Scheduling(v.scheduling),
         replica_cost=None if v.replica_cost is None else ReplicaCost(v.replica_cost.gpus, v.replica_cost.usd_per_gpu_hour),
+        shares_weights_with=v.shares_weights_with,
     )
 
 
