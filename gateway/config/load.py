@@ -176,6 +176,7 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
     replicas: list[Replica] = []
     served_names: dict[str, str] = {}
     ca_bundles: dict[str, str] = {}
+    engines_of: dict[str, list[EngineConfig]] = {}
     for variant_name, v in section.variants.items():
         path = f"models.{name}.variants.{variant_name}"
         variants[variant_name] = _variant(name, variant_name, v, tasks, path)
@@ -184,13 +185,16 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
         if v.served_model_name in served_names:
             raise ConfigError(f"{path}.served_model_name", f"also used by variant '{served_names[v.served_model_name]}'")
         served_names[v.served_model_name] = variant_name
-        engines = [_engine(replica.engine or v.engine) for replica in v.replicas]
-        _check_roles(engines, path)
+        engines = engines_of[variant_name] = [_engine(replica.engine or v.engine) for replica in v.replicas]
         for i, (replica, engine) in enumerate(zip(v.replicas, engines, strict=True)):
             url = _base_url(str(replica.url))
             replicas.append(Replica(id=f"{name}/{variant_name}/{i}", model=name, variant=variant_name, url=url,
                                     engine=engine))
     _check_shared_weights(variants, f"models.{name}.variants")
+    for variant_name, engines in engines_of.items():
+        kin = [n for n, v in variants.items() if variant_name in (v.shares_weights_with, n)
+               or n == variants[variant_name].shares_weights_with]
+        _check_roles(engines, [e for n in kin for e in engines_of[n]], f"models.{name}.variants.{variant_name}")
     tokenizer = (
         TokenizerSpec("approx")
         if section.tokenizer == "approx"
@@ -229,19 +233,20 @@ def _check_shared_weights(variants: Mapping[str, Variant], path: str) -> None:
                                      "with full-precision weights")
 
 
-def _check_roles(engines: list[EngineConfig], path: str) -> None:
+def _check_roles(engines: list[EngineConfig], partners: list[EngineConfig], path: str) -> None:
     """A variant's replicas can serve a request end to end: a prefill replica needs one that
     decodes from its KV, a decode replica one that prefills for it (its partner role, or ``both``
-    with a connector: vLLM's kv_both), through the same KV connector."""
+    with a connector: vLLM's kv_both), through the same KV connector. ``partners``: the replicas
+    of the variant and of those sharing its weights (``shares_weights_with``)."""
     for i, engine in enumerate(engines):
         if engine.role is EngineRole.BOTH:
             continue
         partner = EngineRole.DECODE if engine.role is EngineRole.PREFILL else EngineRole.PREFILL
         if not any(other.role in (partner, EngineRole.BOTH) and other.kv_connector == engine.kv_connector
-                   for other in engines):
+                   for other in partners):
             raise ConfigError(f"{path}.replicas.{i}.engine.role",
                               f"a {engine.role.value} replica needs a {partner.value} (or both) replica of the "
-                              f"variant with the same kv_connector ({engine.kv_connector})")
+                              f"variant (or one sharing its weights) with the same kv_connector ({engine.kv_connector})")
 
 
 def _autoscaling(section: schema.AutoscalingSection | None, variants: Mapping[str, Variant],

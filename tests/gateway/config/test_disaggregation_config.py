@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gateway.config.policy import DisaggregationSettings
-from tests.gateway.config.test_engine_roles_config import error_of, parsed
+from tests.gateway.config.test_engine_roles_config import error_of, parsed, with_role_filter
 
 
 def fast(raw: dict[str, Any]) -> dict[str, Any]:
@@ -72,3 +72,19 @@ def test_a_speculative_variant_cannot_share_a_quantized_variants_weights() -> No
         raw["models"]["smollm2"]["variants"]["standard"]["kind"] = "quantized"
     error = error_of(standard_quantized, speculative, sharing("standard"))
     assert error.path == PATH and "full-precision" in error.message
+
+
+def fast_decodes_standard_prefills(raw: dict[str, Any]) -> None:
+    """Standard prefills only; fast (speculative) decodes only, both through NIXL."""
+    with_role_filter(raw)
+    nixl = "NixlConnector"
+    raw["models"]["smollm2"]["variants"]["standard"]["replicas"] = [
+        {"url": "http://127.0.0.1:8101", "engine": {"role": "prefill", "kv_connector": nixl}}]
+    fast(raw)["replicas"] = [{"url": "http://127.0.0.1:8103", "engine": {"role": "decode", "kv_connector": nixl}}]
+
+
+def test_a_speculative_decode_pool_may_pair_with_the_standard_prefill_pool_it_shares_weights_with() -> None:
+    config = parsed(speculative, sharing("standard"), fast_decodes_standard_prefills)
+    assert {r.engine.role.value for r in config.replicas} == {"prefill", "decode"}
+    error = error_of(speculative, fast_decodes_standard_prefills)  # not declared: no partner
+    assert error.path == "models.smollm2.variants.standard.replicas.0.engine.role"
