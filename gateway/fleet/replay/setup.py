@@ -79,6 +79,29 @@ def policy_config(cluster: Cluster, policy: str, prior_error: PriorError | None 
     return parse_config(yaml.safe_dump(raw), source=policy)
 
 
+def pd_config(cluster: Cluster, policy: str, roles: str, rule: str, prior_error: PriorError | None = None) -> DuetConfig:
+    """``policy`` over the cluster with ``roles`` (``P:D``): the standard variant's first P
+    replicas prefill-only and next D decode-only (the rest both), through NIXL, split by
+    ``rule`` (``duet``, ``threshold``, ``never``; gateway.routing.pd), the engine-role filter
+    in every routing profile (as duet.yaml requires beside P/D replicas)."""
+    prefill, _, decode = roles.partition(":")
+    if not (prefill.isdigit() and decode.isdigit()):
+        raise ValueError(f"bad roles '{roles}': P:D, the standard replicas that prefill and decode")
+    raw = duet_config(cluster.replica_set, cluster.urls, policy, 1.0, prior_error)
+    replicas = raw["models"][cluster.replica_set.model]["variants"]["standard"]["replicas"]
+    if int(prefill) + int(decode) > len(replicas):
+        raise ValueError(f"roles '{roles}' need {int(prefill) + int(decode)} standard replicas, the fleet has {len(replicas)}")
+    for i, replica in enumerate(replicas):
+        role = "prefill" if i < int(prefill) else "decode" if i < int(prefill) + int(decode) else "both"
+        replica["engine"] = {"role": role, "kv_connector": "NixlConnector"}
+    routing = raw["routing"]
+    routing["plugins"].append({"type": "engine-role", "name": "engine-role"})
+    for profile in routing["profiles"].values():
+        profile["filters"].append("engine-role")
+    routing["disaggregation"] = {"rule": rule}
+    return parse_config(yaml.safe_dump(raw), source=f"{policy}+pd")
+
+
 def arrivals(
     traces: Sequence[str], duration_s: float, rate_scale: float, cluster: Cluster, start_s: float = 0.0
 ) -> tuple[Arrival, ...]:
