@@ -73,8 +73,18 @@ def parse_cluster(spec: str) -> Cluster:
     return Cluster(replica_set, counts)
 
 
+# A policy named ``duet@pd=1:2:threshold`` is ``duet`` over a fleet whose standard variant has
+# 1 prefill and 2 decode replicas, split by the threshold rule (``pd_config``).
+PD_LAYOUT = "@pd="
+
+
 def policy_config(cluster: Cluster, policy: str, prior_error: PriorError | None = None) -> DuetConfig:
-    """``policy`` over the cluster, its speed priors the profiles' own or off by ``prior_error``."""
+    """``policy`` over the cluster, its speed priors the profiles' own or off by ``prior_error``;
+    with a ``@pd=P:D:RULE`` suffix, over prefill/decode roles (``pd_config``)."""
+    base, _, layout = policy.partition(PD_LAYOUT)
+    if layout:
+        roles, _, rule = layout.rpartition(":")
+        return pd_config(cluster, base, roles, rule, prior_error)
     raw = duet_config(cluster.replica_set, cluster.urls, policy, 1.0, prior_error)
     return parse_config(yaml.safe_dump(raw), source=policy)
 
@@ -132,4 +142,4 @@ def at_load(schedule: Sequence[Arrival], load: float) -> tuple[Arrival, ...]:
 def scrape_interval_s(policy: str) -> float:
     """How often the replay scrapes the replicas for ``policy``: its file's own interval where it
     copies a scheduler that has one (llm-d's 50 ms), else the gateway's default."""
-    return float(policy_state(policy).get("scrape_interval_s", StateSettings().scrape_interval_s))
+    return float(policy_state(policy.partition(PD_LAYOUT)[0]).get("scrape_interval_s", StateSettings().scrape_interval_s))
