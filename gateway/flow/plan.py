@@ -97,7 +97,9 @@ def decode_claim(plan: Plan) -> DecodeClaim:
     for replica in decision.ranked:
         prediction = decision.predictions.get(replica.id)
         slack[replica.id] = None if prediction is None else profile.budget.slack_ms(prediction, profile.expected_output_tokens)
-        prefill[replica.id] = prefill_ms(profile, plan.target.model.variant_of(replica), cached.get(replica.id, 0))
+        # A decode replica a split pairs computes only the prompt's last token: no stall there.
+        prefill[replica.id] = 0.0 if replica.id in decision.prefill_for else prefill_ms(
+            profile, plan.target.model.variant_of(replica), cached.get(replica.id, 0))
     return DecodeClaim(slack, prefill)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.fleet.replay.setup import parse_cluster, pd_config
+from gateway.domain import EngineRole
+from gateway.fleet.replay.setup import parse_cluster, pd_config, policy_config, scrape_interval_s
 from gateway.fleet.replay.simulation import Replay
 from gateway.fleet.replay.split import decode_leg, is_prefill_leg, prefill_leg
 from gateway.fleet.workload.traces import Arrival
@@ -50,3 +51,11 @@ def test_a_short_prompt_is_served_whole(rule: str) -> None:
 def test_bad_roles_are_refused() -> None:
     with pytest.raises(ValueError, match="need 4 standard replicas"):
         run("duet", SHORT, roles="2:2")
+
+
+def test_a_policy_name_may_carry_a_pd_layout() -> None:
+    config = policy_config(parse_cluster(CLUSTER), "duet@pd=1:1:threshold")
+    roles = [r.engine.role for r in config.replicas if r.variant == "standard"]
+    assert roles == [EngineRole.PREFILL, EngineRole.DECODE, EngineRole.BOTH]
+    assert config.policy.disaggregation.rule == "threshold"
+    assert scrape_interval_s("duet@pd=1:1:threshold") == scrape_interval_s("duet")
