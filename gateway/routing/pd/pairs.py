@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gateway.domain import Candidate, EngineRole, RequestProfile
+from gateway.domain import Candidate, EngineRole, Prediction, RequestProfile
 from gateway.routing.plugin import Option, Predictor
 from gateway.routing.roles import ENGINE_ROLE, role_of
 from gateway.routing.router import RoutingProfile
@@ -24,6 +24,15 @@ class Pair:
 
     prefill: Option
     decode: Option
+
+
+def pair_prediction(request: RequestProfile, pair: Pair) -> Prediction:
+    """The request's latency split over ``pair``: first token after the prefill replica's
+    predicted TTFT and one decode step (the handoff: the decode replica computes the prompt's
+    last token once the KV landed), then the decode replica's TPOT for the rest."""
+    tpot = pair.decode.prediction.tpot_ms
+    ttft = pair.prefill.prediction.ttft_ms + tpot
+    return Prediction(ttft_ms=ttft, e2e_ms=ttft + max(0, request.expected_output_tokens - 1) * tpot, tpot_ms=tpot)
 
 
 def may_decode_from(decode: Candidate, prefill: Candidate) -> bool:

@@ -9,17 +9,18 @@ and the predictions and ledgers routing already reads; never the answer's true l
   uses 16. The baseline to beat: it splits nearly every prompt.
 - ``DuetRule``: split when serving the request whole would hurt a budget that splitting keeps
   (see its docstring).
-- ``NEVER``: every request whole (P/D replicas then serve nobody: the config warns of nothing,
-  since an operator may drain them this way).
+- ``NeverSplit``: every request whole that a co-located replica can take (an operator may drain
+  the P/D replicas this way). Under every rule a request no co-located replica can take is split
+  (``split.with_split``): refusing it would serve nobody.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from gateway.domain import RequestProfile
-from gateway.routing.pd.pairs import Pair
+from gateway.routing.pd.pairs import Pair, pair_prediction
 from gateway.routing.plugin import Option
 from gateway.routing.predictors import prefill_interference_ms, prefill_ms, replica_load, uncached_tokens
 from gateway.routing.roles import chunk_budget
@@ -27,13 +28,19 @@ from gateway.routing.roles import chunk_budget
 
 class SplitRule(Protocol):
     """Decides whether ``request`` goes to ``pair`` rather than ``whole`` (the best co-located
-    option; None: there is none). Returns (split, reason)."""
+    option; None: there is none). Returns (split, reason). ``crosses_variants``: whether, when
+    no whole replica of any variant is predicted to meet the request's budget, a pair of
+    another variant than the router chose may take it where it is predicted to meet it."""
+
+    crosses_variants: ClassVar[bool]
 
     def split(self, request: RequestProfile, whole: Option | None, pair: Pair) -> tuple[bool, str]: ...
 
 
 @dataclass(frozen=True, slots=True)
 class NeverSplit:
+    crosses_variants: ClassVar[bool] = False
+
     def split(self, request: RequestProfile, whole: Option | None, pair: Pair) -> tuple[bool, str]:
         return False, "never split"
 
@@ -45,6 +52,7 @@ class ThresholdRule:
 
     non_cached_tokens: int = 16
     prompt_tokens: int = 0
+    crosses_variants: ClassVar[bool] = False
 
     def split(self, request: RequestProfile, whole: Option | None, pair: Pair) -> tuple[bool, str]:
         uncached = uncached_tokens(request, pair.decode.candidate)
@@ -59,7 +67,7 @@ class ThresholdRule:
 class DuetRule:
     """Split when serving whole would cost a budget that splitting keeps, in this order:
 
-    1. no co-located replica: split;
+    1. no co-located replica: split (``with_split`` does so before asking any rule);
     2. the split's TTFT (the prefill replica's predicted TTFT plus one decode step for the
        handoff) misses the request's TTFT budget that whole meets: whole;
     3. whole's TPOT (predicted, plus the other prompts' prefill it would decode beside) misses
@@ -70,13 +78,19 @@ class DuetRule:
     5. the uncached prompt needs more than one of the co-located replica's chunks while
        sequences run there (each chunk stalls every one of them): split;
     6. otherwise whole: a short or cached prompt costs no transfer.
+
+    And where no whole replica of any variant is predicted to meet the budget, a pair that is
+    takes the request, of whichever variant (``crosses_variants``): the objective chose its
+    variant among whole replicas only, blind to the capacity the pairs add.
     """
+
+    crosses_variants: ClassVar[bool] = True
 
     def split(self, request: RequestProfile, whole: Option | None, pair: Pair) -> tuple[bool, str]:
         if whole is None:
             return True, "no co-located replica"
         budget = request.budget
-        split_ttft = pair.prefill.prediction.ttft_ms + pair.decode.prediction.tpot_ms
+        split_ttft = pair_prediction(request, pair).ttft_ms
         if budget.ttft_ms is not None and split_ttft > budget.ttft_ms >= whole.prediction.ttft_ms:
             return False, f"split TTFT {split_ttft:.0f} ms misses {budget.ttft_ms:.0f}"
         whole_tpot = whole.prediction.tpot_ms + prefill_interference_ms(request, whole.candidate, whole.prediction)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from gateway.decision import Decision
 from gateway.domain import Candidate, EngineRole, RequestProfile
-from gateway.routing.pd.pairs import pairs_for
+from gateway.routing.pd.pairs import Pair, pair_prediction, pairs_for
 from gateway.routing.pd.rules import SplitRule
 from gateway.routing.plugin import Option
 from gateway.routing.roles import role_of
@@ -26,25 +26,40 @@ def has_pairs(candidates: Sequence[Candidate]) -> bool:
 def with_split(request: RequestProfile, decision: Decision, candidates: Sequence[Candidate],
                profile: RoutingProfile, rule: SplitRule) -> Decision:
     """``decision`` (the router's, over co-located replicas) with the pairs put first when
-    ``rule`` splits the request; as it is when the fleet has no pair for it or the rule keeps
-    it whole. The reason gains ``split:`` or ``whole:`` and the rule's why."""
+    ``rule`` splits the request, or when no co-located replica can take it (whatever the rule:
+    a pair is then the only way to serve it); as it is when the fleet has no pair for it or the
+    rule keeps it whole. The reason gains ``split:`` or ``whole:`` and why."""
     if request.pinned_variant is not None:
         candidates = [c for c in candidates if c.variant.name == request.pinned_variant]
+    if rule.crosses_variants and not decision.meets_budget:
+        meeting = [p for p in pairs_for(request, candidates, profile, None)
+                   if request.budget.fits(pair_prediction(request, p))]
+        if meeting:
+            variant = meeting[0].decode.candidate.variant.name
+            pairs = tuple(p for p in meeting if p.decode.candidate.variant.name == variant)
+            return _split(request, decision, pairs, "a pair meets the budget no whole replica meets")
     pairs = pairs_for(request, candidates, profile, decision.variant)
     if not pairs:
         return decision
     whole = _whole(decision, candidates)
+    if whole is None:  # no rule refuses a request a pair can serve and nothing else can
+        return _split(request, decision, pairs, "no co-located replica")
     split, why = rule.split(request, whole, pairs[0])
     if not split:
         return dataclasses.replace(decision, reason=f"{decision.reason};whole:{why}")
+    return _split(request, decision, pairs, why)
+
+
+def _split(request: RequestProfile, decision: Decision, pairs: Sequence[Pair], why: str) -> Decision:
+    """``decision`` with ``pairs`` ranked first (each decode replica with its prefill replica)."""
     decodes = tuple(p.decode.candidate.replica for p in pairs)
     return dataclasses.replace(
         decision,
         variant=pairs[0].decode.candidate.variant.name,
         ranked=(*decodes, *decision.ranked),
         reason=f"{decision.reason};split:{why}" if decision.ranked else f"split:{why}",
-        meets_budget=request.budget.fits(pairs[0].decode.prediction) if not decision.ranked else decision.meets_budget,
-        predictions={**decision.predictions, **{p.decode.candidate.replica.id: p.decode.prediction for p in pairs}},
+        meets_budget=decision.meets_budget or request.budget.fits(pair_prediction(request, pairs[0])),
+        predictions={**decision.predictions, **{p.decode.candidate.replica.id: pair_prediction(request, p) for p in pairs}},
         prefill_for={p.decode.candidate.replica.id: p.prefill.candidate.replica for p in pairs},
         blocked_by=None,
     )

@@ -64,13 +64,24 @@ def test_kept_whole_the_decision_is_the_routers() -> None:
     assert ids(plan(request(input_tokens=10), fleet, DuetRule())) == ["m/standard/0"]
 
 
-def test_a_fleet_of_pairs_only_splits_every_request_even_under_never() -> None:
+@pytest.mark.parametrize("rule", RULES, ids=["duet", "threshold", "never"])
+def test_a_fleet_of_pairs_only_splits_every_request_whatever_the_rule(rule: SplitRule) -> None:
     """With no co-located replica the router ranks none; a pair is the only way to serve."""
-    decision = plan(request(input_tokens=10), FLEETS["pairs only"], NeverSplit())
-    assert decision.ranked == ()  # never: nothing else serves it, the client gets the refusal
-    decision = plan(request(input_tokens=10), FLEETS["pairs only"], DuetRule())
-    assert ids(decision) == ["m/standard/3", "m/standard/4"] and decision.reason == "split:no co-located replica"
-    assert decision.variant == "standard" and decision.blocked_by is None
+    decision = plan(request(input_tokens=10), FLEETS["pairs only"], rule)
+    assert ids(decision) == ["m/standard/3", "m/standard/4"]
+    assert decision.variant == "standard" and decision.blocked_by is None and decision.reason.startswith("split:")
+
+
+def test_duet_moves_a_request_no_whole_replica_can_serve_in_budget_to_a_pair_that_can() -> None:
+    """The objective chose among whole replicas, all predicted to miss the TPOT budget (busy);
+    an idle pair meets it: Duet's rule takes it there, llm-d's threshold does not look."""
+    fleet = [both(0, running=200), prefill(1), decode(2)]
+    profile = request(input_tokens=10, tpot_budget_ms=40)
+    assert not route(profile, fleet, PROFILE).meets_budget
+    decision = plan(profile, fleet, DuetRule())
+    assert ids(decision) == ["m/standard/2", "m/standard/0"] and "a pair meets the budget" in decision.reason
+    assert decision.meets_budget
+    assert ids(plan(profile, fleet, ThresholdRule())) == ["m/standard/0"]  # 10 uncached tokens < 16
 
 
 def test_duet_splits_a_long_prompt_beside_busy_decodes_and_keeps_a_short_one_whole() -> None:
