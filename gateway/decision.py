@@ -5,6 +5,7 @@ immutable data, like ``gateway.domain``'s vocabulary, which it builds on.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gateway.domain import Prediction, Replica
@@ -37,7 +38,9 @@ PINNED_VARIANT = "pinned-variant"
 @dataclass(frozen=True, slots=True)
 class Decision:
     """The router's answer: the variant chosen, replicas ranked (head first), and why.
-    ``blocked_by``: when ``ranked`` is empty, what blocked the request."""
+    ``blocked_by``: when ``ranked`` is empty, what blocked the request. ``prefill_for``: the
+    ranked decode-role replicas, each with the prefill replica whose KV it decodes (a split
+    request, ``gateway.routing.pd``); every other ranked replica serves the request whole."""
 
     model: str
     variant: str | None
@@ -48,3 +51,4 @@ class Decision:
     verdicts: tuple[Verdict, ...] = ()
     profile: str = ""
     blocked_by: Blocker | None = None
+    prefill_for: Mapping[str, Replica] = field(default_factory=dict)

@@ -180,6 +180,10 @@ class Variant:
     scheduling: Scheduling = Scheduling.FCFS
     # What one replica costs per hour (None: the config gave a per-token price instead).
     replica_cost: ReplicaCost | None = None
+    # The variant whose weights this one verifies with, so its replicas may decode KV that
+    # variant's replicas prefilled (a speculative variant over the standard weights; None: only
+    # its own KV). A quantized variant computes other KV: config refuses it one.
+    shares_weights_with: str | None = None
 
     @property
     def key(self) -> str:

@@ -9,6 +9,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -22,6 +23,7 @@ from gateway.config.watch import ConfigWatcher
 from gateway.discovery.api import ApiSettings, KubernetesApi
 from gateway.discovery.loop import DiscoveryLoop, refresh_interval_s
 from gateway.discovery.resolve import Discovery
+from gateway.domain import Replica
 from gateway.flow.affinity import ResponseHomes
 from gateway.flow.bookkeeping import gateway_hooks, routing_hooks
 from gateway.flow.director import Director, Ledgers
@@ -31,6 +33,7 @@ from gateway.parity.metrics import ParityMetrics
 from gateway.parity.online import OnlineParity, PolicyHost
 from gateway.parity.ports import ParityTools
 from gateway.parity.shadow import OnConclusion, ShadowParts
+from gateway.proxy.disaggregated import PlannedCall
 from gateway.proxy.forward import UpstreamCall, UpstreamRequest
 from gateway.proxy.http1 import Pool
 from gateway.proxy.tls import UpstreamTls
@@ -262,9 +265,10 @@ class Gateway:
         """Whether the shared store answers (None: no shared store is configured)."""
         return None if self._link is None else self._link.status
 
-    def upstream(self, request: UpstreamRequest) -> UpstreamCall:
-        """The transport that sends ``request`` to the replicas the director tries."""
-        return UpstreamCall(self._pool, request)
+    def upstream(self, request: UpstreamRequest, prefill_for: Mapping[str, Replica] | None = None) -> PlannedCall:
+        """The transport that sends ``request`` to the replicas the director tries; those
+        ``prefill_for`` pairs (a split decision's) after their prefill replica."""
+        return PlannedCall(self._pool, request, prefill_for or {})
 
     async def reload(self) -> bool:
         if self._watcher is None:

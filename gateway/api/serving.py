@@ -24,6 +24,7 @@ from gateway.flow import Exchange, Inbound, upstream_request
 from gateway.flow.escalation import escalation_headers
 from gateway.flow.exchange import AnswerSink
 from gateway.outcome import Outcome
+from gateway.proxy.disaggregated import SPLIT_PATHS
 from gateway.proxy.forward import Answer
 from gateway.proxy.relay import StreamOptions, finish_body, relay_stream
 from gateway.proxy.sse import ModelRewrite
@@ -103,7 +104,7 @@ async def serve(gateway: Gateway, scope: Scope, receive: Receive, send: Send, re
     try:
         grant.cap_priority(headers)
         director = gateway.director
-        inbound = Inbound(body, headers, home=gateway.response_homes.home_of(body))
+        inbound = Inbound(body, headers, home=gateway.response_homes.home_of(body), splits=endpoint.path in SPLIT_PATHS)
         exchange = director.open(inbound, request_id_of(headers, reply.ids), grant=grant, received_at=received)
         if not endpoint.tracked:
             untracked = await director.forward(exchange, gateway.upstream(upstream_request(exchange, endpoint.path, data)))
@@ -113,7 +114,7 @@ async def serve(gateway: Gateway, scope: Scope, receive: Receive, send: Send, re
         await director.admit(exchange)
         request = upstream_request(exchange, endpoint.path, data, stream_usage=endpoint.stream_usage,
                                    trace_headers=gateway.tracing.upstream_headers(exchange))
-        transport = gateway.upstream(request)
+        transport = gateway.upstream(request, exchange.plan.decision.prefill_for)
         answer = await director.validate(exchange, await director.dispatch(exchange, transport), transport)
         director.first_token(exchange)
         try:

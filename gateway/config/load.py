@@ -176,6 +176,7 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
     replicas: list[Replica] = []
     served_names: dict[str, str] = {}
     ca_bundles: dict[str, str] = {}
+    engines_of: dict[str, list[EngineConfig]] = {}
     for variant_name, v in section.variants.items():
         path = f"models.{name}.variants.{variant_name}"
         variants[variant_name] = _variant(name, variant_name, v, tasks, path)
@@ -184,12 +185,16 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
         if v.served_model_name in served_names:
             raise ConfigError(f"{path}.served_model_name", f"also used by variant '{served_names[v.served_model_name]}'")
         served_names[v.served_model_name] = variant_name
-        engines = [_engine(replica.engine or v.engine) for replica in v.replicas]
-        _check_roles(engines, path)
+        engines = engines_of[variant_name] = [_engine(replica.engine or v.engine) for replica in v.replicas]
         for i, (replica, engine) in enumerate(zip(v.replicas, engines, strict=True)):
             url = _base_url(str(replica.url))
             replicas.append(Replica(id=f"{name}/{variant_name}/{i}", model=name, variant=variant_name, url=url,
                                     engine=engine))
+    _check_shared_weights(variants, f"models.{name}.variants")
+    for variant_name, engines in engines_of.items():
+        kin = [n for n, v in variants.items() if variant_name in (v.shares_weights_with, n)
+               or n == variants[variant_name].shares_weights_with]
+        _check_roles(engines, [e for n in kin for e in engines_of[n]], f"models.{name}.variants.{variant_name}")
     tokenizer = (
         TokenizerSpec("approx")
         if section.tokenizer == "approx"
@@ -209,19 +214,39 @@ def _engine(section: schema.EngineSection) -> EngineConfig:
                         section.kv_connector)
 
 
-def _check_roles(engines: list[EngineConfig], path: str) -> None:
+def _check_shared_weights(variants: Mapping[str, Variant], path: str) -> None:
+    """Only a speculative variant verifies with another variant's weights, so only its decode
+    may read KV another variant prefilled, and only a full-precision one's: a quantized variant's
+    KV comes from other weights and would decode into wrong text."""
+    for name, variant in variants.items():
+        source = variant.shares_weights_with
+        if source is None:
+            continue
+        where = f"{path}.{name}.shares_weights_with"
+        if variant.kind is not VariantKind.SPECULATIVE:
+            raise ConfigError(where, f"a {variant.kind.value} variant has weights of its own: only a speculative "
+                                     "variant verifies with another's and may decode its KV")
+        if source not in variants or source == name:
+            raise ConfigError(where, f"unknown variant '{source}' (known: {sorted(set(variants) - {name})})")
+        if variants[source].kind is not VariantKind.FULL:
+            raise ConfigError(where, f"'{source}' is {variants[source].kind.value}: a speculative variant verifies "
+                                     "with full-precision weights")
+
+
+def _check_roles(engines: list[EngineConfig], partners: list[EngineConfig], path: str) -> None:
     """A variant's replicas can serve a request end to end: a prefill replica needs one that
     decodes from its KV, a decode replica one that prefills for it (its partner role, or ``both``
-    with a connector: vLLM's kv_both), through the same KV connector."""
+    with a connector: vLLM's kv_both), through the same KV connector. ``partners``: the replicas
+    of the variant and of those sharing its weights (``shares_weights_with``)."""
     for i, engine in enumerate(engines):
         if engine.role is EngineRole.BOTH:
             continue
         partner = EngineRole.DECODE if engine.role is EngineRole.PREFILL else EngineRole.PREFILL
         if not any(other.role in (partner, EngineRole.BOTH) and other.kv_connector == engine.kv_connector
-                   for other in engines):
+                   for other in partners):
             raise ConfigError(f"{path}.replicas.{i}.engine.role",
                               f"a {engine.role.value} replica needs a {partner.value} (or both) replica of the "
-                              f"variant with the same kv_connector ({engine.kv_connector})")
+                              f"variant (or one sharing its weights) with the same kv_connector ({engine.kv_connector})")
 
 
 def _autoscaling(section: schema.AutoscalingSection | None, variants: Mapping[str, Variant],
@@ -267,6 +292,7 @@ def _variant(model: str, name: str, v: schema.VariantSection, tasks: set[str], p
         rollout=_rollout(v.rollout, tasks, f"{path}.rollout"),
         scheduling=Scheduling(v.scheduling),
         replica_cost=None if v.replica_cost is None else ReplicaCost(v.replica_cost.gpus, v.replica_cost.usd_per_gpu_hour),
+        shares_weights_with=v.shares_weights_with,
     )
 
 

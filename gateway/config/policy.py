@@ -54,6 +54,19 @@ class PrefixCacheSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class DisaggregationSettings:
+    """When a request is split between a prefill and a decode replica (where the model has
+    both roles; ``gateway.routing.pd``): ``rule`` ``duet`` (predicted budgets and load),
+    ``threshold`` (llm-d's prefix-based decider: uncached prompt tokens at least
+    ``non_cached_tokens``, prompts of at least ``prompt_tokens``; 16 as llm-d's shipped P/D
+    config) or ``never``."""
+
+    rule: str = "duet"
+    non_cached_tokens: int = 16
+    prompt_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSettings:
     """Whether a conversation keeps its variant (and replica) from turn to turn, and how many
     sessions the gateway remembers (least recently seen forgotten first)."""
@@ -85,6 +98,7 @@ class Policy:
     prefix_cache: PrefixCacheSettings = PrefixCacheSettings()
     sessions: SessionSettings = SessionSettings()
     detection: DetectorSettings | None = None
+    disaggregation: DisaggregationSettings = DisaggregationSettings()
 
     def profile_for(self, task: str) -> RoutingProfile:
         return self.profiles[self.task_profiles.get(task, self.default_profile)]

@@ -15,7 +15,16 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from gateway.config import schema
-from gateway.config.policy import DetectorSettings, Policy, PrefixCacheSettings, SessionSettings, Signal, TaskDefaults, TaskRule
+from gateway.config.policy import (
+    DetectorSettings,
+    DisaggregationSettings,
+    Policy,
+    PrefixCacheSettings,
+    SessionSettings,
+    Signal,
+    TaskDefaults,
+    TaskRule,
+)
 from gateway.config.schema import config_error
 from gateway.detect import TaskDetector
 from gateway.detect.blend_model import BlendDetector, VectorsMissing
@@ -45,7 +54,8 @@ def routing_policy(routing: schema.RoutingSection, source: str) -> Policy:
             raise ConfigError(f"routing.task_profiles.{task}", f"references undefined profile '{profile}'")
     return Policy(tasks, rules, routing.default_task, profiles, routing.default_profile, dict(routing.task_profiles),
                   PrefixCacheSettings(**routing.prefix_cache.model_dump()), SessionSettings(**routing.sessions.model_dump()),
-                  _detection(routing.task_detector, tasks, source))
+                  _detection(routing.task_detector, tasks, source),
+                  DisaggregationSettings(**routing.disaggregation.model_dump()))
 
 
 def _detection(section: schema.TaskDetectorSection, tasks: Mapping[str, TaskDefaults],

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, HttpUrl, ValidationError, model_validator
 
 from gateway.config.online_parity import OnlineParitySection
-from gateway.config.policy import PrefixCacheSettings, SessionSettings, TaskDefaults
+from gateway.config.policy import DisaggregationSettings, PrefixCacheSettings, SessionSettings, TaskDefaults
 from gateway.config.pool import InferencePoolSection
 from gateway.config.speed_section import SpeedSection
 from gateway.config.strict import PositiveFloat, PositiveInt, Strict, default_of
@@ -197,6 +197,9 @@ class VariantSection(Strict):
     replicas: list[ReplicaSection] = Field(default_factory=list)
     # Its replicas' engine (role, chunk budget, max batch, KV connector), unless a replica says its own.
     engine: EngineSection = EngineSection()
+    # A speculative variant that verifies with another variant's weights (the standard one) names
+    # it: its decode replicas may then take KV that variant's prefill replicas computed.
+    shares_weights_with: Name | None = None
     # For https:// replicas: a PEM file of the CAs that sign their certificates (relative to the
     # config file); default: the system's CAs. Certificates and host names are always verified.
     ca_bundle: str | None = None
@@ -277,6 +280,12 @@ class PrefixCacheSection(Strict):
     blocks_per_replica: PositiveInt = default_of(PrefixCacheSettings, "blocks_per_replica")
 
 
+class DisaggregationSection(Strict):
+    rule: Literal["duet", "threshold", "never"] = default_of(DisaggregationSettings, "rule")
+    non_cached_tokens: Annotated[int, Field(ge=0)] = default_of(DisaggregationSettings, "non_cached_tokens")
+    prompt_tokens: Annotated[int, Field(ge=0)] = default_of(DisaggregationSettings, "prompt_tokens")
+
+
 class SessionsSection(Strict):
     enabled: bool = default_of(SessionSettings, "enabled")
     remembered: PositiveInt = default_of(SessionSettings, "remembered")
@@ -306,6 +315,7 @@ class RoutingSection(Strict):
     default_profile: Name = "default"
     task_profiles: dict[Name, Name] = Field(default_factory=dict)
     prefix_cache: PrefixCacheSection = PrefixCacheSection()
+    disaggregation: DisaggregationSection = DisaggregationSection()
     sessions: SessionsSection = SessionsSection()
     task_detector: TaskDetectorSection = TaskDetectorSection()
 

@@ -28,21 +28,28 @@ access_log = logging.getLogger("duet.access")
 
 
 class BacklogKeeper:
-    """The request's prompt counts in its replica's prefill backlog until it is prefilled."""
+    """The request's prompt counts in the prefill backlog of the replica that computes it (its
+    replica, or the prefill replica a split pairs with it) until it is prefilled."""
 
     def __init__(self, backlog: PrefillBacklog) -> None:
         self._backlog = backlog
 
     def dispatched(self, exchange: Exchange, attempt: Attempt) -> None:
-        self._backlog.add(attempt.replica.id, exchange.plan.profile.input_tokens)
+        self._backlog.add(_prefiller(exchange, attempt), exchange.plan.profile.input_tokens)
 
     def first_token(self, exchange: Exchange, attempt: Attempt) -> None:
         if not attempt.prefilled:
             attempt.prefilled = True
-            self._backlog.done(attempt.replica.id, exchange.plan.profile.input_tokens)
+            self._backlog.done(_prefiller(exchange, attempt), exchange.plan.profile.input_tokens)
 
     def attempt_ended(self, exchange: Exchange, attempt: Attempt, outcome: Outcome) -> None:
         self.first_token(exchange, attempt)  # prefilled or failed: either way it left the queue
+
+
+def _prefiller(exchange: Exchange, attempt: Attempt) -> str:
+    """The id of the replica that computes the attempt's prompt."""
+    prefill = exchange.plan.decision.prefill_for.get(attempt.replica.id)
+    return attempt.replica.id if prefill is None else prefill.id
 
 
 class DecodeKeeper:

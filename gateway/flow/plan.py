@@ -16,6 +16,8 @@ from gateway.domain import Candidate, Replica, ReplicaState, RequestProfile
 from gateway.endpoints import ChatBody, EmbeddingsBody, PromptView, RequestBody
 from gateway.flow.classify import DetectionMemo, Target, classify, resolve_model
 from gateway.flow.prefix import PromptPrefix, prompt_blocks
+from gateway.routing.pd.rules import rule_named
+from gateway.routing.pd.split import has_pairs, with_split
 from gateway.routing.predictors import prefill_ms
 from gateway.routing.router import route
 from gateway.routing.timing import NO_TIMING, ExtensionTimer
@@ -51,7 +53,7 @@ class View:
     """What routing sees of the replicas for one request: the store's snapshot (already narrowed
     to what the caller may use), this gateway's pending prefill tokens and its in-flight
     requests' least decode slack, by replica id; the output lengths learned per task; the
-    prefix index (None: prompt caches unknown, every replica cold); and the sessions' seats
+    prefix index (None: prompt caches unknown, every replica cold); the sessions' seats
     (None: every request routed on its own)."""
 
     snapshot: Mapping[str, ReplicaState]
@@ -95,7 +97,9 @@ def decode_claim(plan: Plan) -> DecodeClaim:
     for replica in decision.ranked:
         prediction = decision.predictions.get(replica.id)
         slack[replica.id] = None if prediction is None else profile.budget.slack_ms(prediction, profile.expected_output_tokens)
-        prefill[replica.id] = prefill_ms(profile, plan.target.model.variant_of(replica), cached.get(replica.id, 0))
+        # A decode replica a split pairs computes only the prompt's last token: no stall there.
+        prefill[replica.id] = 0.0 if replica.id in decision.prefill_for else prefill_ms(
+            profile, plan.target.model.variant_of(replica), cached.get(replica.id, 0))
     return DecodeClaim(slack, prefill)
 
 
@@ -129,6 +133,10 @@ class Inbound:
     # The replica ids the data plane lets this request use (an endpoint picker's subset hint,
     # ``gateway.epp``); None: every replica of the model.
     subset: frozenset[str] | None = None
+    # Whether the caller's transport carries out a split decision (a prefill, then a decode:
+    # ``gateway.proxy.disaggregated.PlannedCall``): the proxy's does; a picker that lets Envoy
+    # carry the bytes does not, so its requests are never split.
+    splits: bool = False
     prompt: PromptView = dataclasses.field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -175,6 +183,10 @@ def plan_request(active: ActiveConfig, inbound: Inbound, view: View, *, explain:
         if (key := session_key(inbound.body, inbound.headers, target.model.name)) is not None:
             seat = view.sessions.seat(key) if continues(inbound.body, inbound.headers) else None
             decision, session = keep_seat(key, seat, profile, candidates, decision)
+    if inbound.splits and has_pairs(candidates):
+        split = config.policy.disaggregation
+        rule = rule_named(split.rule, split.non_cached_tokens, split.prompt_tokens)
+        decision = with_split(profile, decision, candidates, config.policy.profile_for(profile.task), rule)
     return Plan(target, profile, candidates, decision, () if prefix is None else prefix.blocks, session)
 
 

@@ -17,15 +17,19 @@ module's.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from gateway.domain import Replica
+from gateway.domain import EngineRole, Replica
 from gateway.outcome import AttemptFailure
 from gateway.proxy.forward import Answer, UpstreamCall, UpstreamRequest
 from gateway.proxy.http1 import Pool
+
+# The APIs vLLM's P/D flow serves (a prompt, then tokens): the only requests routing may split.
+SPLIT_PATHS = frozenset({"/v1/chat/completions", "/v1/completions"})
 
 # What vLLM's P/D proxies send with the prefill request (the decode side is filled in by the
 # prefill replica's answer).
@@ -101,3 +105,24 @@ class PrefillThenDecode:
             return AttemptFailure(decode.id, 502, f"prefill on {self.prefill.id} answered {first.status} without "
                                                   f"kv_transfer_params: {first.body[:200]!r}", time.perf_counter() - started)
         return handoff
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCall:
+    """The transport of a decision that may split a request (``Decision.prefill_for``): a
+    decode replica it pairs is tried after its prefill replica; any other replica takes the
+    request whole. A prefill- or decode-role replica is never sent a client's request whole:
+    the first would write no answer, the second would have no KV to answer from."""
+
+    pool: Pool
+    request: UpstreamRequest
+    prefill_for: Mapping[str, Replica]
+
+    async def attempt(self, replica: Replica) -> Answer | AttemptFailure:
+        prefill = self.prefill_for.get(replica.id)
+        if prefill is not None:
+            return await PrefillThenDecode(self.pool, self.request, prefill).attempt(replica)
+        if replica.engine.role is not EngineRole.BOTH:
+            return AttemptFailure(replica.id, 503, f"{replica.engine.role.value}-role replica {replica.id} cannot "
+                                                   "serve a request whole (no prefill paired with it)", 0.0)
+        return await UpstreamCall(self.pool, self.request).attempt(replica)

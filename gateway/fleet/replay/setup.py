@@ -73,10 +73,43 @@ def parse_cluster(spec: str) -> Cluster:
     return Cluster(replica_set, counts)
 
 
+# A policy named ``duet@pd=1:2:threshold`` is ``duet`` over a fleet whose standard variant has
+# 1 prefill and 2 decode replicas, split by the threshold rule (``pd_config``).
+PD_LAYOUT = "@pd="
+
+
 def policy_config(cluster: Cluster, policy: str, prior_error: PriorError | None = None) -> DuetConfig:
-    """``policy`` over the cluster, its speed priors the profiles' own or off by ``prior_error``."""
+    """``policy`` over the cluster, its speed priors the profiles' own or off by ``prior_error``;
+    with a ``@pd=P:D:RULE`` suffix, over prefill/decode roles (``pd_config``)."""
+    base, _, layout = policy.partition(PD_LAYOUT)
+    if layout:
+        roles, _, rule = layout.rpartition(":")
+        return pd_config(cluster, base, roles, rule, prior_error)
     raw = duet_config(cluster.replica_set, cluster.urls, policy, 1.0, prior_error)
     return parse_config(yaml.safe_dump(raw), source=policy)
+
+
+def pd_config(cluster: Cluster, policy: str, roles: str, rule: str, prior_error: PriorError | None = None) -> DuetConfig:
+    """``policy`` over the cluster with ``roles`` (``P:D``): the standard variant's first P
+    replicas prefill-only and next D decode-only (the rest both), through NIXL, split by
+    ``rule`` (``duet``, ``threshold``, ``never``; gateway.routing.pd), the engine-role filter
+    in every routing profile (as duet.yaml requires beside P/D replicas)."""
+    prefill, _, decode = roles.partition(":")
+    if not (prefill.isdigit() and decode.isdigit()):
+        raise ValueError(f"bad roles '{roles}': P:D, the standard replicas that prefill and decode")
+    raw = duet_config(cluster.replica_set, cluster.urls, policy, 1.0, prior_error)
+    replicas = raw["models"][cluster.replica_set.model]["variants"]["standard"]["replicas"]
+    if int(prefill) + int(decode) > len(replicas):
+        raise ValueError(f"roles '{roles}' need {int(prefill) + int(decode)} standard replicas, the fleet has {len(replicas)}")
+    for i, replica in enumerate(replicas):
+        role = "prefill" if i < int(prefill) else "decode" if i < int(prefill) + int(decode) else "both"
+        replica["engine"] = {"role": role, "kv_connector": "NixlConnector"}
+    routing = raw["routing"]
+    routing["plugins"].append({"type": "engine-role", "name": "engine-role"})
+    for profile in routing["profiles"].values():
+        profile["filters"].append("engine-role")
+    routing["disaggregation"] = {"rule": rule}
+    return parse_config(yaml.safe_dump(raw), source=f"{policy}+pd")
 
 
 def arrivals(
@@ -109,4 +142,4 @@ def at_load(schedule: Sequence[Arrival], load: float) -> tuple[Arrival, ...]:
 def scrape_interval_s(policy: str) -> float:
     """How often the replay scrapes the replicas for ``policy``: its file's own interval where it
     copies a scheduler that has one (llm-d's 50 ms), else the gateway's default."""
-    return float(policy_state(policy).get("scrape_interval_s", StateSettings().scrape_interval_s))
+    return float(policy_state(policy.partition(PD_LAYOUT)[0]).get("scrape_interval_s", StateSettings().scrape_interval_s))

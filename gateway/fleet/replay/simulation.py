@@ -17,6 +17,7 @@ from typing import Any
 from gateway.autoscaling import DemandKeeper, InMemoryDemand
 from gateway.fleet.replay.fleet import FixedFleet, FleetChange, FleetControl
 from gateway.fleet.replay.request_result import RequestResult
+from gateway.fleet.replay.split import PREFILL_LEG, Handoff, decode_leg, failed_leg, is_prefill_leg, prefill_leg
 from gateway.fleet.replay.sync import run_now
 from gateway.fleet.replay.waiting_room import Suspend, VirtualWaitingRoom
 from gateway.fleet.workload.traces import Arrival
@@ -56,10 +57,12 @@ class _Accepted:
 
 
 class _EngineTransport:
-    """Sends one replayed request to a replica's simulator engine."""
+    """Sends one replayed request to a replica's simulator engine, or, to a decode replica the
+    decision pairs (``prefill_for``), first to its prefill replica's (``replay.split``)."""
 
-    def __init__(self, replay: Replay, request_id: str, arrival: Arrival) -> None:
+    def __init__(self, replay: Replay, request_id: str, arrival: Arrival, prefill_for: Mapping[str, Replica]) -> None:
         self._replay, self._request_id, self._arrival = replay, request_id, arrival
+        self._prefill_for = prefill_for
 
     async def attempt(self, replica: Replica) -> _Accepted | AttemptFailure:
         replay, arrival = self._replay, self._arrival
@@ -72,6 +75,8 @@ class _EngineTransport:
                                                                            arrival.input_tokens)
         request = SimRequest(self._request_id, arrival.input_tokens, arrival.max_tokens or arrival.output_tokens,
                              natural_tokens=arrival.output_tokens, task=arrival.task, prefix_hashes=hashes)
+        if (prefill := self._prefill_for.get(replica.id)) is not None:
+            return replay.split(prefill, replica, request)
         if engine.submit(request, replay.now) is None:
             return _Accepted(replica)
         return AttemptFailure(replica.id, 503, "the engine refused the request", 0.0)
@@ -146,6 +151,8 @@ class Replay:
         self._scrape_interval_s = settings.scrape_interval_s
         self._pending: dict[str, _Pending] = {}
         self._results: list[RequestResult] = []
+        self._handoffs: dict[str, Handoff] = {}  # by prefill leg id
+        self._prefill_legs_s: dict[str, float] = {}  # a split request's prefill leg, by request id
 
     def run(self, arrivals: Sequence[Arrival]) -> list[RequestResult]:
         next_scrape = 0.0
@@ -203,7 +210,34 @@ class Replay:
         return self._active.config.models[self._model.name].replicas
 
     def _engine(self, replica: Replica) -> Engine:
-        return Engine(self._profiles[replica.variant], seed=next(self._seeds), token_events=False)
+        """The replica's engine: its variant's profile, launched with the replica's own role
+        and scheduler limits where its config sets them."""
+        engine = replica.engine
+        profile = self._profiles[replica.variant].with_engine(engine.role.value, engine.max_num_batched_tokens,
+                                                              engine.max_num_seqs)
+        return Engine(profile, seed=next(self._seeds), token_events=False)
+
+    def split(self, prefill: Replica, decode: Replica, request: SimRequest) -> _Accepted | AttemptFailure:
+        """Starts ``request``'s prefill leg on ``prefill``; its decode leg starts when the KV is ready."""
+        engine = self.engines[prefill.id]
+        self.collect(engine.advance(self.now))
+        if (refusal := engine.submit(prefill_leg(request), self.now)) is not None:
+            return AttemptFailure(decode.id, 503, f"prefill engine of {prefill.id} refused: {refusal}", 0.0)
+        self._handoffs[request.request_id + PREFILL_LEG] = Handoff(decode, request, self.now)
+        return _Accepted(decode)
+
+    def _hand_over(self, event: Finished) -> None:
+        """A prefill leg ended: its KV goes to the decode engine, or the request fails."""
+        handoff = self._handoffs.pop(event.request_id)
+        engine = self.engines.get(handoff.decode.id)
+        if not event.kv_ready or engine is None:
+            self._finish(failed_leg(handoff, event.time))
+            return
+        self.collect(engine.advance(event.time))
+        if engine.submit(decode_leg(handoff.request), event.time) is not None:
+            self._finish(failed_leg(handoff, event.time))
+            return
+        self._prefill_legs_s[handoff.request.request_id] = event.time - handoff.started_s
 
     def _change(self, change: FleetChange) -> None:
         """Replicas join or leave routing: a config listing the replicas now routable is swapped
@@ -252,7 +286,8 @@ class Replay:
             fields.update(max_tokens=arrival.max_tokens)
         body = CompletionBody.model_validate(fields)
         blocks = () if arrival.blocks is None else arrival.blocks.chained(self._block_tokens, arrival.input_tokens)
-        inbound = Inbound(body, {"x-duet-task": arrival.task}, prompt_tokens=arrival.input_tokens, prefix_blocks=blocks)
+        inbound = Inbound(body, {"x-duet-task": arrival.task}, prompt_tokens=arrival.input_tokens, prefix_blocks=blocks,
+                          splits=True)
         exchange = self._director.open(inbound, request_id)
         self._step(self._serve(exchange, arrival), None)
 
@@ -260,7 +295,8 @@ class Replay:
         director = self._director
         try:
             await director.admit(exchange)
-            accepted = await director.dispatch(exchange, _EngineTransport(self, exchange.request_id, arrival))
+            transport = _EngineTransport(self, exchange.request_id, arrival, exchange.plan.decision.prefill_for)
+            accepted = await director.dispatch(exchange, transport)
         except RequestError as error:
             budget = exchange.plan.profile.budget
             self._results.append(RequestResult(arrival.at_s, arrival.task, "rejected", None, arrival.input_tokens,
@@ -293,7 +329,12 @@ class Replay:
     def collect(self, events: Sequence[object]) -> None:
         now = self.now
         for event in events:
-            if isinstance(event, Finished):
+            if isinstance(event, Finished) and is_prefill_leg(event.request_id):
+                self.now = event.time
+                self._hand_over(event)
+            elif is_prefill_leg(getattr(event, "request_id", "")):
+                continue  # the prefill leg's one token never reaches the client
+            elif isinstance(event, Finished):
                 self.now = event.time  # the store sees the outcome when it happened
                 self._finish(event)
             elif isinstance(event, TokensOut) and event.first:
@@ -303,7 +344,7 @@ class Replay:
     def _finish(self, event: Finished) -> None:
         pending = self._pending.pop(event.request_id)
         exchange = pending.exchange
-        ok = event.reason != "abort"
+        ok = event.reason not in ("abort", "error")
         attempt = exchange.attempt
         assert attempt is not None
         outcome = Outcome(attempt.replica.id, ok, 200 if ok else 502, event.ttft_s, event.e2e_s, event.prompt_tokens,
@@ -312,10 +353,11 @@ class Replay:
         variant = attempt.variant
         # The client's times count from arrival: a request that waited for a slot waited that long.
         waited_s = (exchange.dispatched_at or exchange.received_at) - exchange.received_at
-        ttft_s = None if event.ttft_s is None else waited_s + event.ttft_s
+        before_s = waited_s + self._prefill_legs_s.pop(event.request_id, 0.0)  # a split request's prefill leg
+        ttft_s = None if event.ttft_s is None else before_s + event.ttft_s
         self._results.append(RequestResult(
             pending.arrival.at_s, exchange.plan.profile.task, "ok" if ok else "failed", variant.name,
-            event.prompt_tokens, event.output_tokens, ttft_s, waited_s + event.e2e_s, attempt.prediction,
+            event.prompt_tokens, event.output_tokens, ttft_s, before_s + event.e2e_s, attempt.prediction,
             exchange.plan.profile.budget, variant.price.cost_usd(event.prompt_tokens, event.output_tokens),
             pending.step_model, exchange.route, expected_output_tokens=exchange.plan.profile.expected_output_tokens,
             cached_tokens=event.cached_tokens, replica=attempt.replica.id, waited_s=waited_s,

@@ -15,6 +15,7 @@ from gateway.domain import EngineConfig, EngineRole, Replica
 from gateway.outcome import AttemptFailure
 from gateway.proxy.disaggregated import (
     REMOTE_DECODE,
+    PlannedCall,
     PrefillThenDecode,
     decode_body,
     handoff_of,
@@ -124,3 +125,25 @@ def test_a_decode_whose_kv_did_not_load_is_an_attempt_failure(pair: tuple[Replic
     with SimProcess(PROFILE, "--role", "decode", "--time-scale", "50", "--kv-transfer-error-rate", "1") as broken:
         failure = asyncio.run(attempt(prefill, replica(broken.url, "2", EngineRole.DECODE), stream))
     assert isinstance(failure, AttemptFailure) and failure.status == 500
+
+
+async def planned(replica_tried: Replica, prefill_for: dict[str, Replica]) -> Answer | AttemptFailure:
+    pool = Pool(connect_timeout_s=2, idle_timeout_s=20)
+    try:
+        return await PlannedCall(pool, upstream(False), prefill_for).attempt(replica_tried)
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("role", [EngineRole.PREFILL, EngineRole.DECODE])
+def test_a_planned_call_never_sends_a_request_whole_to_a_prefill_or_decode_replica(role: EngineRole) -> None:
+    """Refused before any byte is sent: an unreachable address would otherwise fail with 502."""
+    failure = asyncio.run(planned(replica("http://127.0.0.1:9", "5", role), {}))
+    assert isinstance(failure, AttemptFailure) and failure.status == 503 and "cannot serve a request whole" in failure.detail
+
+
+def test_a_planned_call_runs_a_paired_decode_replica_after_its_prefill(pair: tuple[Replica, Replica]) -> None:
+    prefill, decode = pair
+    answer = asyncio.run(planned(decode, {decode.id: prefill}))
+    assert isinstance(answer, Answer) and answer.status == 200
+    assert orjson.loads(answer.body)["usage"]["completion_tokens"] == 12
