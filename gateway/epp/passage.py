@@ -38,6 +38,10 @@ class Passage:
         self._channel = channel
         self._mode = mode
         self._trailers = False  # the response ended with trailers: answered after its last body piece
+        # The outcome, known once the last body piece is in hand and set before it is written: the
+        # data plane may close the stream as soon as it has that piece (the client has its answer),
+        # cancelling us before the outcome is reported; the caller then reports this one, not a 499.
+        self.settled: Outcome | None = None
 
     async def relay(self, exchange: Exchange, endpoint: Endpoint[RequestBody], answer: EnvoyAnswer) -> None:
         """The response passes through; the outcome is reported once it ended."""
@@ -45,8 +49,9 @@ class Passage:
         rewrite = ModelRewrite.between(exchange.plan.target.model.variant_of(answer.replica).served_model_name, body.model)
         headers = duet_headers(exchange, answer)
         if answer.head.end_of_stream or self._mode is BodyMode.UNSUPPORTED:
+            self._settle(answer, answer.head.status < 500, None, (exchange.plan.profile.input_tokens, 0))
             await self._channel.write(wire.response_headers(headers))
-            await self._end(exchange, answer, answer.head.status < 500, None, (exchange.plan.profile.input_tokens, 0))
+            await self._end(exchange)
         elif body.stream and answer.head.status == 200:
             await self._relay_stream(exchange, endpoint, answer, rewrite, headers)
         else:
@@ -74,10 +79,12 @@ class Passage:
                 first_at = time.perf_counter()
                 self._director.first_token(exchange)
             piece = tally.outgoing(splitter.complete(chunk)) if chunk else b""
+            if end:
+                ttft = None if first_at is None else first_at - answer.started_at
+                tokens = tally.usage or (exchange.plan.profile.input_tokens, 0)
+                self._settle(answer, tally.done_seen, ttft, tokens, 200 if tally.done_seen else 502)
             await self._write_body(piece + splitter.pending if end else piece, end)
-        ttft = None if first_at is None else first_at - answer.started_at
-        tokens = tally.usage or (exchange.plan.profile.input_tokens, 0)
-        await self._end(exchange, answer, tally.done_seen, ttft, tokens, 200 if tally.done_seen else 502)
+        await self._end(exchange)
 
     async def _relay_whole(self, exchange: Exchange, answer: EnvoyAnswer, rewrite: ModelRewrite,
                            headers: list[tuple[str, str]]) -> None:
@@ -88,12 +95,13 @@ class Passage:
         ok = answer.head.status == 200
         payload = rewrite.apply(raw) if ok else raw
         self._director.first_token(exchange)
+        usage = usage_of(raw) if ok else None
+        tokens = usage or (exchange.plan.profile.input_tokens if ok else 0, 0)
+        self._settle(answer, answer.head.status < 500, None, tokens)
         if full_duplex:  # the headers waited for the body, so they carry its new length
             await self._channel.write(wire.response_headers(headers, body_length=len(payload)))
         await self._write_body(payload, True)
-        usage = usage_of(raw) if ok else None
-        tokens = usage or (exchange.plan.profile.input_tokens if ok else 0, 0)
-        await self._end(exchange, answer, answer.head.status < 500, None, tokens)
+        await self._end(exchange)
 
     async def _chunks(self) -> AsyncIterator[tuple[bytes, bool]]:
         """The response body's chunks as (bytes, last) up to its end; a buffered body is one chunk."""
@@ -119,12 +127,15 @@ class Passage:
         if end and self._trailers:
             await self._channel.write(wire.trailers_response(response=True))
 
-    async def _end(self, exchange: Exchange, answer: EnvoyAnswer, ok: bool, ttft_s: float | None,
-                   tokens: tuple[int, int], status: int | None = None) -> None:
+    def _settle(self, answer: EnvoyAnswer, ok: bool, ttft_s: float | None, tokens: tuple[int, int],
+                status: int | None = None) -> None:
         """``tokens``: (input, output) as the replica's usage said, or the estimate."""
-        outcome = Outcome(answer.replica.id, ok, answer.head.status if status is None else status, ttft_s,
-                          time.perf_counter() - answer.started_at, *tokens)
-        await self._director.finish(exchange, outcome)
+        self.settled = Outcome(answer.replica.id, ok, answer.head.status if status is None else status, ttft_s,
+                               time.perf_counter() - answer.started_at, *tokens)
+
+    async def _end(self, exchange: Exchange) -> None:
+        assert self.settled is not None, "settled before the last piece was written"
+        await self._director.finish(exchange, self.settled)
 
 
 def response_mode(first: Message) -> BodyMode:

@@ -144,8 +144,9 @@ class PickerStream:
             await self._passage.relay(exchange, endpoint, answer)
         finally:
             if exchange.outcome is None:  # cut short (the data plane closed the stream, cancellation)
-                await director.finish(exchange, Outcome(answer.replica.id, False, 499, None,
-                                                        time.perf_counter() - answer.started_at, 0, 0))
+                # After the last piece was handed over the client has its answer: that outcome.
+                await director.finish(exchange, self._passage.settled or Outcome(
+                    answer.replica.id, False, 499, None, time.perf_counter() - answer.started_at, 0, 0))
 
     def _subset(self, arrival: Arrival, body: RequestBody) -> frozenset[str] | None:
         """The replica ids the subset hint names; 503 when it names none of the model's (the

@@ -251,7 +251,8 @@ def test_health_and_metrics_agree_with_what_envoy_did(stack: Stack) -> None:
     try:
         wait_until(lambda: answered() >= before + 3, 30.0, "three answered requests counted")
     finally:
-        assert answered() == before + 3, f"{answered()} answered, {before} before the three"
+        counted = [line for line in stack.epp.metrics().splitlines() if line.startswith("duet_requests_total{")]
+        assert answered() == before + 3, f"{answered()} answered, {before} before the three; " + "; ".join(counted)
 
 
 def test_envoy_alone_over_a_static_cluster(stack: Stack, tmp_path: Path) -> None:
