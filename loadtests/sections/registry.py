@@ -25,7 +25,7 @@ from loadtests.benchmarks.overhead.report.results import read as read_overhead
 from loadtests.benchmarks.prompt_cache import render as prompt_cache
 from loadtests.benchmarks.router import cost as router_cost
 from loadtests.benchmarks.router import detector as task_detector
-from loadtests.benchmarks.router import shadow
+from loadtests.benchmarks.router import detector_latency, shadow
 from loadtests.benchmarks.sim import bench as sim_bench
 from loadtests.benchmarks.sim import h100_fidelity
 from loadtests.benchmarks.slo import render as slo
@@ -84,6 +84,8 @@ SECTIONS: tuple[Section, ...] = (
             lambda: length_quantile.render(length_quantile.load())),
     Section("task-detector", ROUTING, "docs/results/task-detector.json",
             lambda: task_detector.render(_json(task_detector.RESULTS))),
+    Section("task-detector-latency", ROUTING, "docs/results/task-detector-latency.json",
+            lambda: detector_latency.render(_json(detector_latency.RESULTS))),
     Section("task-detector-by-source", ROUTING, "docs/results/task-detector-by-source.json", lambda: task_detector.render_by_source(_json(task_detector.BY_SOURCE_RESULTS))),  # noqa: E501
     Section("calibration-real", ROUTING, "docs/results/calibration-*.json",
             lambda: calibration.render(calibration.load())),
