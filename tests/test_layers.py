@@ -161,9 +161,11 @@ def test_serving_and_quantize_import_no_gateway(package):
 # What code outside gateway/ may import of it (docs/architecture.md): the lifecycle and what its
 # callers hand it (gateway.flow), the autoscaling gauge (gateway.autoscaling), online parity's
 # draw (gateway.parity), routing's plugin names, the fleet's commands and what they replay with
-# (gateway.fleet), and the task detector's training room (gateway.detect.training, off the
-# serving path: the detector benchmarks read it).
-PUBLIC_SURFACES = ("gateway.flow", "gateway.autoscaling", "gateway.parity", "gateway.routing.registry")
+# (gateway.fleet), the task detectors and the blend one's vectors (the latency benchmark builds them
+# fresh), and the task detector's training room (gateway.detect.training, off the serving path: the
+# detector benchmarks read it).
+PUBLIC_SURFACES = ("gateway.flow", "gateway.autoscaling", "gateway.parity", "gateway.routing.registry",
+                   "gateway.detect", "gateway.detect.blend_model", "gateway.detect.vectors")
 DETECTOR_TRAINING = "gateway.detect.training"
 
 

@@ -28,12 +28,11 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from gateway.detect import TaskDetector
-from gateway.detect.blend_model import MODEL_FILE, BlendDetector
+from gateway.detect.blend_model import BlendDetector
 from gateway.detect.training import PROMPTS, corpus
 from gateway.detect.training.data.packages import CACHE
 from gateway.detect.training.data.sources import load_all
@@ -52,16 +51,10 @@ Detect = Callable[[Sequence[Any]], Any]
 
 
 def fresh_detectors(vectors: Path) -> dict[str, Detect]:
-    """Both detectors with nothing remembered: the words model as shipped, the blend model from its
-    package file over a table read anew (its memo of words lives in the table)."""
-    blend = BlendDetector.from_document(_package_json(MODEL_FILE), StaticVectors.load(vectors))
-    words = TaskDetector.from_document(_package_json("task_detector.json"))
-    return {"words": words.detect_messages, "blend": blend.detect_messages}
-
-
-def _package_json(name: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(resources.files("gateway.detect").joinpath(name).read_text(encoding="utf-8"))
-    return document
+    """Both detectors with nothing remembered: the words model as shipped (it remembers nothing),
+    the blend model over a table read anew (its memos of words live in the table and its features)."""
+    blend = BlendDetector.packaged(StaticVectors.load(vectors))
+    return {"words": TaskDetector.builtin().detect_messages, "blend": blend.detect_messages}
 
 
 def timed(detectors: dict[str, Detect], stream: Sequence[Messages]) -> dict[str, dict[str, list[int]]]:
