@@ -15,7 +15,7 @@ APT_INSTALL := sh .ci/apt-install
 RESTORE_PROTOS = $(BIN)/pip install -q --force-reinstall --no-deps \
 	$$($(BIN)/pip list --format=freeze | grep -E '^(opentelemetry-proto|googleapis-common-protos)==')
 
-.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router bench-detector detector-data detector-vectors lint clean
+.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router bench-detector detector-data detector-vectors detector-model lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +90,12 @@ detector-data: $(STAMP)
 detector-vectors: $(VECTORS_FILE)
 $(VECTORS_FILE): | $(STAMP)
 	$(BIN)/python -m gateway.detect.training.distill --out $@
+
+# Retrains the blend task detector shipped as package data (gateway/detect/task_detector_blend.json):
+# every public source and the templates, its ridge, temperature and abstention chosen on the
+# sources' out-of-fold answers (gateway/detect/training/train_blend.py; ~1 min quiet).
+detector-model: $(STAMP) detector-data $(VECTORS_FILE)
+	$(BIN)/python -m gateway.detect.training.train_blend
 
 # Leave-one-source-out: for each source, the detector trained without it and measured on it
 # (docs/results/task-detector-by-source.json).

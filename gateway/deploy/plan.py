@@ -200,6 +200,12 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
         raise ConfigError(f"models.{model}.variants.{name}.scheduling",
                           f"'{section.scheduling}', but launch profile '{profile.name}' schedules "
                           f"{profile.scheduling} (--scheduling-policy): they must agree")
+    if section.shares_weights_with is not None and _draft_model(profile) is not None:
+        raise ConfigError(f"models.{model}.variants.{name}.shares_weights_with",
+                          f"'{profile.name}' drafts with a model ({_draft_model(profile)}), whose own KV vLLM's NIXL "
+                          "transfer carries too: its decode replicas take KV only from prefill replicas running the "
+                          "same draft (vLLM checks this at the handshake since PR #49230), not the standard ones. "
+                          "Pair a pattern-based variant (n-gram) instead, or leave shares_weights_with unset")
     replicas = max(1, len(section.replicas)) if section.replica_count is None else section.replica_count
     engine = _settings(section.engine)
     replica_engines = tuple(engine if r.engine is None else _settings(r.engine) for r in section.replicas)
@@ -224,6 +230,21 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
                                   "variant, so its replicas share the variant's engine (set it there)")
     return VariantDeployment(model, name, section.served_model_name, section.max_model_len, profile, replicas,
                              engine=engine, replica_engines=replica_engines)
+
+
+# Speculative methods that propose from the tokens alone (vLLM's pattern-based ones): they add no
+# KV of their own. Every other method proposes with a model (a draft, EAGLE heads, MTP layers),
+# whose KV cache group prefill and decode must agree on.
+PATTERN_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
+
+
+def _draft_model(profile: LaunchProfile) -> str | None:
+    """The method of the profile's speculative config if it proposes with a model, else None."""
+    config = dict(profile.engine_args).get("speculative-config")
+    if not isinstance(config, dict):
+        return None
+    method = str(config.get("method") or "draft_model")
+    return None if method in PATTERN_METHODS else method
 
 
 def _settings(section: Any) -> EngineSettings:

@@ -119,3 +119,31 @@ def test_kubernetes_refuses_a_p_d_role_for_a_whole_variant(tmp_path: Path) -> No
         render(config_with(tmp_path, all_prefill), "k8s-gpu")
     assert info.value.path == "models.llama-3-70b.variants.standard.engine.role"
     assert "no partner" in str(info.value)
+
+
+def _speculative_decode_beside_standard_prefill(tmp_path: Path, launch_profile: str) -> Path:
+    raw = yaml.safe_load(config_with(tmp_path, p_d).read_text())
+    fast = raw["models"]["llama-3-70b"]["variants"]["fast"]
+    fast.update(kind="speculative", launch_profile=launch_profile, shares_weights_with="standard")
+    fast["replicas"][0]["engine"] = {"role": "decode", "kv_connector": NIXL}
+    path = tmp_path / "duet.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def test_an_n_gram_variant_may_decode_the_standard_prefills_kv(tmp_path: Path) -> None:
+    """N-gram proposes from the tokens alone: the standard prefill's KV is all it needs."""
+    files = render(_speculative_decode_beside_standard_prefill(tmp_path, "h100-70b-ngram"), "compose-gpu")
+    decode = yaml.safe_load(files["compose.yaml"])["services"]["vllm-llama-3-70b-fast-0"]["command"]
+    assert json.loads(flag_value(decode, "--kv-transfer-config") or "") == {"kv_connector": NIXL, "kv_role": "kv_consumer"}
+    assert json.loads(flag_value(decode, "--speculative-config") or "")["method"] == "ngram"
+
+
+def test_a_variant_drafting_with_a_model_is_refused_standard_prefilled_kv(tmp_path: Path) -> None:
+    """EAGLE-3's draft head has KV of its own, which NIXL transfers too: vLLM refuses a prefill
+    side without the same draft at the handshake, so the render names the field instead."""
+    path = _speculative_decode_beside_standard_prefill(tmp_path, "h100-70b-eagle3")
+    with pytest.raises(ConfigError) as refused:
+        render(path, "compose-gpu")
+    assert refused.value.path == "models.llama-3-70b.variants.fast.shares_weights_with"
+    assert "eagle3" in str(refused.value) and "n-gram" in str(refused.value)

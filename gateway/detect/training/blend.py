@@ -8,8 +8,9 @@ static vectors of four spans, a constant), the same row the served detector read
 The fit is ridge regression onto one-hot tasks (its penalty chosen nested, ``RIDGES``), closed
 form, every source of a task weighted alike (GSM8K's 8,792 questions count as much as BBH's 63)
 and every task alike: a per-source Gram matrix is summed, so leaving a source out costs a solve
-per penalty, not a pass over the data. Scores become probabilities by a softmax at
-``TEMPERATURE`` (fixed, not tuned).
+per penalty, not a pass over the data. Scores become probabilities by a softmax at a temperature
+chosen nested with the abstention (``TEMPERATURES``): ridge scores are not calibrated, and how
+sharp the probabilities are decides what a threshold and a floor can tell apart.
 
 Abstention has two triggers: low confidence (``threshold``), and an *unfamiliar* request
 (``familiarity``: cosine of its vectors to the nearest centroid of a (task, source) group it
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,8 @@ from gateway.detect.training.by_source import score
 from gateway.detect.training.evaluate import FAST_ALLOWS
 
 TASKS = ("chat", "coding", "reasoning", "extraction", "long-context", "agent")
-TEMPERATURE = 6.0
+TEMPERATURE = 6.0  # the first recipe's fixed value, and the default
+TEMPERATURES = (3.0, 6.0, 12.0, 24.0)
 # The ridge penalties tried, relative to the mean diagonal of the summed Gram matrix (so they mean
 # the same whatever the rows' scale); one is chosen per held-out source, nested like the abstention:
 # the best mean top-1 accuracy over the other sources' out-of-fold answers.
@@ -90,9 +92,10 @@ class Fitted:
     weights: np.ndarray
     centroids: np.ndarray
     vector_slice: slice
+    temperature: float = TEMPERATURE
 
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
-        scores = TEMPERATURE * (rows.astype(np.float64) @ self.weights)
+        scores = self.temperature * (rows.astype(np.float64) @ self.weights)
         p = np.exp(scores - scores.max(axis=1, keepdims=True))
         out: np.ndarray = p / p.sum(axis=1, keepdims=True)
         return out
@@ -201,7 +204,7 @@ class Chosen:
 def choose_nested(judged: dict[str, np.ndarray], labels: dict[str, list[str]], training: list[Group],
                   vector_slice: slice, held: str | None = None,
                   fast_allows: frozenset[str] = FAST_ALLOWS) -> Chosen:
-    """The ridge and the abstention chosen on the judged sources other than ``held`` (every one
+    """The ridge, the temperature and the abstention chosen on the judged sources other than ``held`` (every one
     when None), each answered out of fold (``FOLDS`` groups of sources, each by a model fitted
     without it and without ``held``); the model then fitted on every group but ``held``'s."""
     others = [n for n in sorted(judged) if n != held]
@@ -214,12 +217,20 @@ def choose_nested(judged: dict[str, np.ndarray], labels: dict[str, list[str]], t
     accuracy = [float(np.mean([_top1(labels[name], model.probabilities(judged[name])) for name, model in pairs]))
                 for pairs in by_ridge]
     best = int(np.argmax(accuracy))
-    answers = [Answers.of(labels[name], model.probabilities(judged[name]), model.familiarity(judged[name]),
-                          fast_allows) for name, model in by_ridge[best]]
     fitted = fit([g for g in training if g.source != held], vector_slice, RIDGES[best:best + 1])[0]
     own = np.concatenate([g.rows for g in training if g.source != held])
-    rule, report = choose(answers, fitted.familiarity(own))
-    report["ridge"], report["others_top1"] = RIDGES[best], round(accuracy[best], 4)
+    chosen: tuple[tuple[float, float], float, Abstention, dict[str, Any]] | None = None
+    for temperature in TEMPERATURES:  # the sharpness, chosen with the rule on the same answers
+        answers = [Answers.of(labels[name], replace(model, temperature=temperature).probabilities(judged[name]),
+                              model.familiarity(judged[name]), fast_allows) for name, model in by_ridge[best]]
+        rule, report = choose(answers, fitted.familiarity(own))
+        key = (-max(report["worst_leak"], LEAK_GOAL), report["mean_chat_fast"])
+        if chosen is None or key > chosen[0]:
+            chosen = (key, temperature, rule, report)
+    assert chosen is not None
+    _, temperature, rule, report = chosen
+    fitted = replace(fitted, temperature=temperature)
+    report["ridge"], report["others_top1"], report["temperature"] = RIDGES[best], round(accuracy[best], 4), temperature
     return Chosen(RIDGES[best], fitted, rule, report)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from gateway.detect.blend_features import BlendFeatures
 from gateway.detect.blend_model import MODEL_FILE, BlendDetector, encode_array
-from gateway.detect.training.blend import TASKS, TEMPERATURE, Group, choose_nested, groups, shape_names
+from gateway.detect.training.blend import TASKS, Group, choose_nested, groups, shape_names
 from gateway.detect.training.corpus import PROMPTS, Sample, corpus, public_samples
 from gateway.detect.training.data.sources import SOURCES, load_all
 from gateway.detect.training.distill import TEACHER
@@ -72,7 +72,7 @@ def blend_corpus(prompts: Path, vectors: StaticVectors | None = None, added: Seq
 def document(data: BlendCorpus, vectors_path: Path) -> dict[str, Any]:
     chosen = choose_nested(data.judged, data.labels, data.training, data.features.vector_slice)
     weights, centroids = encode_array(chosen.fitted.weights), encode_array(chosen.fitted.centroids)
-    return {"tasks": list(TASKS), "shapes": data.shapes, "temperature": TEMPERATURE,
+    return {"tasks": list(TASKS), "shapes": data.shapes, "temperature": chosen.fitted.temperature,
             "weights_f32": weights["f32"], "weights_shape": weights["shape"],
             "centroids_f32": centroids["f32"], "centroids_shape": centroids["shape"],
             "meta": {"threshold": chosen.rule.threshold, "floor": chosen.rule.floor,

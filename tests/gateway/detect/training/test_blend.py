@@ -12,9 +12,11 @@ from gateway.detect.training.blend import (
     MIN_SHAPE_REQUESTS,
     RIDGES,
     TASKS,
+    TEMPERATURES,
     Abstention,
     Answers,
     choose,
+    choose_nested,
     fit,
     groups,
     leave_one_out,
@@ -117,3 +119,18 @@ def test_each_held_out_source_is_scored_by_a_model_and_rule_that_never_saw_it() 
     for report in out.values():
         assert report["n"] and 0.2 <= report["threshold"] < 1.0 and report["accuracy"] is not None
         assert report["chosen_on_others"]["ridge"] in RIDGES and 0.0 <= report["top1"] <= 1.0
+
+
+def test_the_temperature_is_chosen_with_the_rule_and_the_model_carries_it() -> None:
+    """Sharper probabilities change what a threshold and a floor tell apart, so the temperature is
+    one of the nested choices: the one reported is one tried, and the model answers at it."""
+    rows, tasks, sources, features = _toy()
+    trained = groups(rows, tasks, sources, features.vector_slice)
+    judged = {name: rows[[k for k, s in enumerate(sources) if s == name]] for name in ("a", "b", "c")}
+    labels = {name: [t for t, s in zip(tasks, sources, strict=True) if s == name] for name in judged}
+    chosen = choose_nested(judged, labels, trained, features.vector_slice, held="c")
+    assert chosen.report["temperature"] in TEMPERATURES
+    assert chosen.fitted.temperature == chosen.report["temperature"]
+    scores = rows[:3].astype(np.float64) @ chosen.fitted.weights * chosen.fitted.temperature
+    expected = np.exp(scores - scores.max(axis=1, keepdims=True))
+    assert np.allclose(chosen.fitted.probabilities(rows[:3]), expected / expected.sum(axis=1, keepdims=True))
