@@ -74,13 +74,15 @@ def parse_cluster(spec: str) -> Cluster:
 
 
 # A policy named ``duet@pd=1:2:threshold`` is ``duet`` over a fleet whose standard variant has
-# 1 prefill and 2 decode replicas, split by the threshold rule (``pd_config``).
+# 1 prefill and 2 decode replicas, split by the threshold rule (``pd_config``); ``duet@pd=1:2+1:duet``
+# also makes the first fast replica decode-only on the standard prefill's KV (a speculative variant
+# proposing from tokens alone: n-gram).
 PD_LAYOUT = "@pd="
 
 
 def policy_config(cluster: Cluster, policy: str, prior_error: PriorError | None = None) -> DuetConfig:
     """``policy`` over the cluster, its speed priors the profiles' own or off by ``prior_error``;
-    with a ``@pd=P:D:RULE`` suffix, over prefill/decode roles (``pd_config``)."""
+    with a ``@pd=P:D[+F]:RULE`` suffix, over prefill/decode roles (``pd_config``)."""
     base, _, layout = policy.partition(PD_LAYOUT)
     if layout:
         roles, _, rule = layout.rpartition(":")
@@ -90,20 +92,32 @@ def policy_config(cluster: Cluster, policy: str, prior_error: PriorError | None 
 
 
 def pd_config(cluster: Cluster, policy: str, roles: str, rule: str, prior_error: PriorError | None = None) -> DuetConfig:
-    """``policy`` over the cluster with ``roles`` (``P:D``): the standard variant's first P
-    replicas prefill-only and next D decode-only (the rest both), through NIXL, split by
-    ``rule`` (``duet``, ``threshold``, ``never``; gateway.routing.pd), the engine-role filter
-    in every routing profile (as duet.yaml requires beside P/D replicas)."""
-    prefill, _, decode = roles.partition(":")
-    if not (prefill.isdigit() and decode.isdigit()):
-        raise ValueError(f"bad roles '{roles}': P:D, the standard replicas that prefill and decode")
+    """``policy`` over the cluster with ``roles`` (``P:D`` or ``P:D+F``): the standard variant's
+    first P replicas prefill-only and next D decode-only (the rest both), and the fast variant's
+    first F decode-only on the standard prefill's KV (``shares_weights_with``: the config refuses
+    it unless the fast variant is speculative over the standard weights), through NIXL, split by
+    ``rule`` (``duet``, ``threshold``, ``never``; gateway.routing.pd), the engine-role filter in
+    every routing profile (as duet.yaml requires beside P/D replicas)."""
+    prefill, _, decodes = roles.partition(":")
+    decode, _, fast_decode = decodes.partition("+")
+    if not (prefill.isdigit() and decode.isdigit() and (fast_decode or "0").isdigit()):
+        raise ValueError(f"bad roles '{roles}': P:D or P:D+F, the standard replicas that prefill and decode "
+                         "and the fast ones that decode the standard prefill's KV")
     raw = duet_config(cluster.replica_set, cluster.urls, policy, 1.0, prior_error)
-    replicas = raw["models"][cluster.replica_set.model]["variants"]["standard"]["replicas"]
+    variants = raw["models"][cluster.replica_set.model]["variants"]
+    replicas = variants["standard"]["replicas"]
     if int(prefill) + int(decode) > len(replicas):
         raise ValueError(f"roles '{roles}' need {int(prefill) + int(decode)} standard replicas, the fleet has {len(replicas)}")
     for i, replica in enumerate(replicas):
         role = "prefill" if i < int(prefill) else "decode" if i < int(prefill) + int(decode) else "both"
         replica["engine"] = {"role": role, "kv_connector": "NixlConnector"}
+    if int(fast_decode or 0):
+        fast = variants["fast"]
+        if int(fast_decode) > len(fast["replicas"]):
+            raise ValueError(f"roles '{roles}' need {fast_decode} fast replicas, the fleet has {len(fast['replicas'])}")
+        fast["shares_weights_with"] = "standard"
+        for i, replica in enumerate(fast["replicas"]):
+            replica["engine"] = {"role": "decode" if i < int(fast_decode) else "both", "kv_connector": "NixlConnector"}
     routing = raw["routing"]
     routing["plugins"].append({"type": "engine-role", "name": "engine-role"})
     for profile in routing["profiles"].values():

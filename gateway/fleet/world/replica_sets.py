@@ -103,6 +103,12 @@ REPLICA_SETS: Mapping[str, ReplicaSet] = {
         priced("standard", "full", "h100-70b-bf16"),
         priced("fast", "speculative", "h100-70b-eagle3"),
     ), max_context=32768),
+    # N-gram speculation on the bf16 weights: its gain depends on how much of the answer repeats the
+    # prompt (code edits, extraction), and it may decode KV the standard replicas prefilled.
+    "h100-70b-ngram": ReplicaSet("h100-70b-ngram", "duet-70b", (
+        priced("standard", "full", "h100-70b-bf16"),
+        priced("fast", "speculative", "h100-70b-ngram"),
+    ), max_context=32768),
     # FP8 as the standard deployment, n-gram speculation on the same FP8 weights as the fast one.
     "h100-70b-fp8-ngram": ReplicaSet("h100-70b-fp8-ngram", "duet-70b", (
         priced("standard", "quantized", "h100-70b-fp8"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.domain import EngineRole
+from gateway.errors import ConfigError
 from gateway.fleet.replay.setup import parse_cluster, pd_config, policy_config, scrape_interval_s
 from gateway.fleet.replay.simulation import Replay
 from gateway.fleet.replay.split import decode_leg, is_prefill_leg, prefill_leg
@@ -59,3 +60,20 @@ def test_a_policy_name_may_carry_a_pd_layout() -> None:
     assert roles == [EngineRole.PREFILL, EngineRole.DECODE, EngineRole.BOTH]
     assert config.policy.disaggregation.rule == "threshold"
     assert scrape_interval_s("duet@pd=1:1:threshold") == scrape_interval_s("duet")
+
+
+def test_an_n_gram_variant_decodes_kv_the_standard_prefill_computed() -> None:
+    """``P:D+F``: the fast (n-gram, on the standard weights) variant's first F replicas decode
+    only, from the standard prefill replica's KV; a quantized fast variant is refused the layout."""
+    cluster = parse_cluster("h100-70b-ngram:standard=2,fast=2")
+    config = pd_config(cluster, "duet", "1:0+1", "threshold")
+    assert config.models["duet-70b"].variants["fast"].shares_weights_with == "standard"
+    replay = Replay(config, cluster.profiles())
+    (result,) = replay.run([Arrival(1.0, "coding", 3000, 40)])
+    assert result.status == "ok" and result.replica == "duet-70b/fast/0" and "split:" in result.route
+    assert replay.engines["duet-70b/standard/0"].counters.prompt_tokens == 3000  # prefilled on standard
+    assert replay.engines["duet-70b/fast/0"].counters.kv_transfers == 1
+    with pytest.raises(ValueError, match="need 3 fast replicas"):
+        pd_config(cluster, "duet", "1:0+3", "duet")
+    with pytest.raises(ConfigError, match="shares_weights_with"):
+        pd_config(parse_cluster("h100-70b:standard=2,fast=2"), "duet", "1:0+1", "duet")
