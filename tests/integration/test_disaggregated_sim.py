@@ -41,8 +41,11 @@ def gateway(tmp: Path, decode_flags: tuple[str, ...] = (), whole: bool = True) -
             sims[WHOLE] = stack.enter_context(sim("both"))
         fast = stack.enter_context(SimProcess("fast-test", "--served-model-name", "smollm2-fast"))
         raw: dict[str, Any] = demo_config({"standard": sims[PREFILL].url, "fast": fast.url})
-        raw["models"]["smollm2"]["variants"]["standard"]["replicas"] = [  # ids in this order: /0, /1, /2
-            {"url": s.url, "engine": {"role": ROLES[replica_id], "kv_connector": NIXL}} for replica_id, s in sims.items()]
+        # ids in this order: /0, /1, /2; the co-located one without a connector serves whole only
+        # (with one it would decode transferred KV too, as vLLM's kv_both does, and be the next pair)
+        raw["models"]["smollm2"]["variants"]["standard"]["replicas"] = [
+            {"url": s.url, "engine": {"role": ROLES[replica_id], "kv_connector": NIXL} if replica_id != WHOLE
+             else {"role": "both"}} for replica_id, s in sims.items()]
         raw["routing"]["plugins"].append({"type": "engine-role", "name": "engine-role"})
         for profile in raw["routing"]["profiles"].values():
             profile["filters"].append("engine-role")

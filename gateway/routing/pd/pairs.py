@@ -1,6 +1,8 @@
 """Which prefill and decode replicas may serve a request together, best first.
 
-A decode replica may take KV from a prefill replica through the same KV connector, of its own
+A decode replica, or a replica of role ``both`` with a KV connector (vLLM's ``kv_both``: llm-d's
+decode pods, which also serve whole the requests its decider does not split), may take KV from a
+prefill replica through the same KV connector, of its own
 variant or of the variant whose weights it verifies with (``Variant.shares_weights_with``: a
 speculative variant decoding the standard model's KV). Prefill replicas are ordered by predicted
 TTFT (their queue and the prompt's uncached part), decode replicas by predicted TPOT; the k-th
@@ -45,12 +47,21 @@ def may_decode_from(decode: Candidate, prefill: Candidate) -> bool:
     return prefill.variant.name in (variant.name, variant.shares_weights_with)
 
 
+def decodes_transferred_kv(candidate: Candidate) -> bool:
+    """Whether the replica can answer from KV another computed: decode-only, or ``both`` with a
+    connector (it serves whole requests too)."""
+    role = role_of(candidate)
+    return role is EngineRole.DECODE or (role is EngineRole.BOTH and candidate.replica.engine.kv_connector is not None)
+
+
 def eligible(request: RequestProfile, candidates: Sequence[Candidate], profile: RoutingProfile,
              role: EngineRole) -> list[Candidate]:
-    """The candidates of ``role`` that pass every filter of ``profile`` but the engine-role one
-    (which keeps clients off exactly these replicas when a request is served whole)."""
+    """The candidates that prefill (``role`` PREFILL) or decode transferred KV (DECODE) and pass
+    every filter of ``profile`` but the engine-role one (which keeps clients off prefill- and
+    decode-only replicas when a request is served whole)."""
     filters = [f for f in profile.filters if f.type != ENGINE_ROLE]
-    return [c for c in candidates if role_of(c) is role and all(f.keep(request, c)[0] for f in filters)]
+    fits = (lambda c: role_of(c) is EngineRole.PREFILL) if role is EngineRole.PREFILL else decodes_transferred_kv
+    return [c for c in candidates if fits(c) and all(f.keep(request, c)[0] for f in filters)]
 
 
 def pairs_for(request: RequestProfile, candidates: Sequence[Candidate], profile: RoutingProfile,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from gateway.decision import Decision
 from gateway.domain import Candidate, EngineRole, RequestProfile
-from gateway.routing.pd.pairs import Pair, pair_prediction, pairs_for
+from gateway.routing.pd.pairs import Pair, decodes_transferred_kv, pair_prediction, pairs_for
 from gateway.routing.pd.rules import SplitRule
 from gateway.routing.plugin import Option
 from gateway.routing.roles import role_of
@@ -19,8 +19,9 @@ from gateway.routing.router import RoutingProfile
 
 
 def has_pairs(candidates: Sequence[Candidate]) -> bool:
-    """Whether any candidate is a decode-role replica (the only case a request may be split)."""
-    return any(role_of(c) is EngineRole.DECODE for c in candidates)
+    """Whether some candidate prefills for others and some decodes transferred KV (the only case a
+    request may be split)."""
+    return any(role_of(c) is EngineRole.PREFILL for c in candidates) and any(map(decodes_transferred_kv, candidates))
 
 
 def with_split(request: RequestProfile, decision: Decision, candidates: Sequence[Candidate],

@@ -33,9 +33,11 @@ class Accepted:
 
 def pd_demo() -> dict[str, Any]:
     raw: dict[str, Any] = yaml.safe_load(yaml.safe_dump(DEMO))
+    # The third replica has no connector: it serves requests whole only (with one it would also
+    # decode transferred KV, as vLLM's kv_both does).
     raw["models"]["smollm2"]["variants"]["standard"]["replicas"] = [
-        {"url": f"http://127.0.0.1:{8100 + i}", "engine": {"role": role, "kv_connector": NIXL}}
-        for i, role in enumerate(("prefill", "decode", "both"))]
+        {"url": f"http://127.0.0.1:{8100 + i}", "engine": {"role": role, "kv_connector": NIXL} if role != "both"
+         else {"role": role}} for i, role in enumerate(("prefill", "decode", "both"))]
     raw["routing"]["plugins"].append({"type": "engine-role", "name": "engine-role"})
     for profile in raw["routing"]["profiles"].values():
         profile["filters"].append("engine-role")

@@ -77,3 +77,17 @@ def test_an_n_gram_variant_decodes_kv_the_standard_prefill_computed() -> None:
         pd_config(cluster, "duet", "1:0+3", "duet")
     with pytest.raises(ConfigError, match="shares_weights_with"):
         pd_config(parse_cluster("h100-70b:standard=2,fast=2"), "duet", "1:0+1", "duet")
+
+
+def test_llm_d_layout_decode_pods_serve_whole_what_the_decider_keeps_and_decode_what_it_splits() -> None:
+    """``P:0``: P prefill replicas and the rest ``both`` with a connector (vLLM's kv_both, llm-d's
+    decode pods): the threshold rule's long prompt is prefilled apart and decoded on one of them,
+    its short prompt served whole by one, the objective seeing them as the variant's replicas."""
+    cluster = parse_cluster("h100-70b:standard=3,fast=1")
+    replay = Replay(pd_config(cluster, "always-standard", "1:0", "threshold"), cluster.profiles())
+    long, short = replay.run([LONG, Arrival(30.0, "chat", 8, 40)])
+    assert long.status == short.status == "ok"
+    assert "split:" in long.route and long.replica in ("duet-70b/standard/1", "duet-70b/standard/2")
+    assert replay.engines[long.replica].counters.kv_transfers == 1
+    assert "whole:" in short.route and short.replica in ("duet-70b/standard/1", "duet-70b/standard/2")
+    assert replay.engines["duet-70b/standard/0"].counters.prompt_tokens == 12000  # the long prompt only
