@@ -82,7 +82,8 @@ class TaskGuess:
 class DetectionMemo:
     """One request's detection, kept across its plans: a request waiting for a slot is planned
     again at every wake-up (``Director.admit``), and an escalation plans it once more, with the
-    same messages; the detector (15-60 µs a call, warm to cold cache) runs once. Run again only for another detector
+    same messages; the detector (words: 15-60 µs a call; blend, the default: ~0.2-1 ms,
+    docs/results/task-detector-latency.json) runs once. Run again only for another detector
     (a reload can change the threshold and floor, applied after, but shares the shipped model)."""
 
     __slots__ = ("_detector", "_detection")
