@@ -200,9 +200,10 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
         raise ConfigError(f"models.{model}.variants.{name}.scheduling",
                           f"'{section.scheduling}', but launch profile '{profile.name}' schedules "
                           f"{profile.scheduling} (--scheduling-policy): they must agree")
-    if section.shares_weights_with is not None and _draft_model(profile) is not None:
+    draft = _draft_model(profile)
+    if section.shares_weights_with is not None and draft is not None:
         raise ConfigError(f"models.{model}.variants.{name}.shares_weights_with",
-                          f"'{profile.name}' drafts with a model ({_draft_model(profile)}), whose own KV vLLM's NIXL "
+                          f"'{profile.name}' drafts with a model ({draft}), whose own KV vLLM's NIXL "
                           "transfer carries too: its decode replicas take KV only from prefill replicas running the "
                           "same draft (vLLM checks this at the handshake since PR #49230), not the standard ones. "
                           "Pair a pattern-based variant (n-gram) instead, or leave shares_weights_with unset")

@@ -34,6 +34,7 @@ class StaticVectors:
         self._tokenizer = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]"))
         self._tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True)
         self._tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        self._zeros = np.zeros(self.dim, dtype=np.float32)
         self._memo: dict[str, list[int]] = {}
 
     @classmethod
@@ -74,27 +75,14 @@ class StaticVectors:
         return out
 
     def of(self, text: str) -> np.ndarray:
-        out: np.ndarray = self.of_each([text])[0]
+        ids = self.ids(text)
+        if not ids:
+            return self._zeros
+        total = self._rows[ids].sum(axis=0)
+        norm = float(np.sqrt(total @ total))
+        out: np.ndarray = total / norm if norm > 0 else self._zeros
         return out
 
     def of_each(self, texts: list[str]) -> np.ndarray:
-        """One unit row per text (zeros for a text with no known subword), from one gather of all
-        their subwords and one product with a 0/1 matrix marking which text each belongs to: a
-        request's four spans cost a few numpy calls, not a dozen (numpy's per-call overhead, not its
-        arithmetic, was most of the vectors' time)."""
-        ids = [self.ids(text) for text in texts]
-        sizes = [len(i) for i in ids]
-        total = sum(sizes)
-        if not total:
-            return np.zeros((len(texts), self.dim), dtype=np.float32)
-        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.intp, count=total)
-        belongs = np.zeros((len(texts), total), dtype=np.float32)
-        at = 0
-        for k, size in enumerate(sizes):
-            belongs[k, at:at + size] = 1.0
-            at += size
-        sums: np.ndarray = belongs @ np.take(self._rows, flat, axis=0)
-        norms = np.sqrt(np.einsum("ij,ij->i", sums, sums))
-        norms[norms == 0] = 1.0  # a text with no known subword stays zeros
-        out: np.ndarray = sums / norms[:, None]
-        return out
+        """One unit row per text, stacked (a request's spans as one block of its row)."""
+        return np.stack([self.of(text) for text in texts])

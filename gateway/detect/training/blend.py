@@ -219,11 +219,13 @@ def choose_nested(judged: dict[str, np.ndarray], labels: dict[str, list[str]], t
     best = int(np.argmax(accuracy))
     fitted = fit([g for g in training if g.source != held], vector_slice, RIDGES[best:best + 1])[0]
     own = np.concatenate([g.rows for g in training if g.source != held])
+    familiarity = {name: model.familiarity(judged[name]) for name, model in by_ridge[best]}
+    own_familiarity = fitted.familiarity(own)
     chosen: tuple[tuple[float, float], float, Abstention, dict[str, Any]] | None = None
     for temperature in TEMPERATURES:  # the sharpness, chosen with the rule on the same answers
         answers = [Answers.of(labels[name], replace(model, temperature=temperature).probabilities(judged[name]),
-                              model.familiarity(judged[name]), fast_allows) for name, model in by_ridge[best]]
-        rule, report = choose(answers, fitted.familiarity(own))
+                              familiarity[name], fast_allows) for name, model in by_ridge[best]]
+        rule, report = choose(answers, own_familiarity)
         key = (-max(report["worst_leak"], LEAK_GOAL), report["mean_chat_fast"])
         if chosen is None or key > chosen[0]:
             chosen = (key, temperature, rule, report)

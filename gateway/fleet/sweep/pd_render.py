@@ -9,19 +9,17 @@ Registered as ``pd-sweep`` in ``loadtests/sections/registry.py``."""
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gateway.fleet.replay.seeds import interval
+from gateway.fleet.sweep.knee import Crossing, ratio
 from gateway.fleet.sweep.render import load_cell, share_table
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS_DIR = ROOT / "docs" / "results" / "pd"
 CO_LOCATED = "duet"
-# Two-sided 95% Student-t quantiles by degrees of freedom (seeds - 1).
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
 def load(results_dir: Path = RESULTS_DIR) -> list[tuple[str, dict[str, Any]]]:
@@ -31,15 +29,15 @@ def load(results_dir: Path = RESULTS_DIR) -> list[tuple[str, dict[str, Any]]]:
 def paired_ratio(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> str:
     """Per seed, ``ours`` crossing load over ``theirs``; mean ± 95% interval when every seed of
     both crossed exactly inside the tried loads, else the reason it is not one number."""
-    runs = list(zip(ours["runs"], theirs["runs"], strict=True))
-    if not runs or any(a["kind"] != "exact" or b["kind"] != "exact" or not b["value"] for a, b in runs):
+    ratios = [ratio(_crossing(a), _crossing(b)) for a, b in zip(ours["runs"], theirs["runs"], strict=True)]
+    if not ratios or any(r.kind != "exact" or r.value is None for r in ratios):
         return "– (a seed outside the tried loads)"
-    ratios = [a["value"] / b["value"] for a, b in runs]
-    mean = statistics.fmean(ratios)
-    if len(ratios) < 2:
-        return f"{mean:.2f}x"
-    half = _T95.get(len(ratios) - 1, 1.96) * statistics.stdev(ratios) / math.sqrt(len(ratios))
-    return f"{mean:.2f}x ± {half:.2f}"
+    mean, half = interval([r.value for r in ratios if r.value is not None])
+    return f"{mean:.2f}x ± {half:.2f}" if len(ratios) > 1 else f"{mean:.2f}x"
+
+
+def _crossing(run: Mapping[str, Any]) -> Crossing:
+    return Crossing(run["kind"], run["value"], run["nonmonotone"])
 
 
 def crossings(result: Mapping[str, Any]) -> str:
