@@ -91,6 +91,13 @@ detector-vectors: $(VECTORS_FILE)
 $(VECTORS_FILE): | $(STAMP)
 	$(BIN)/python -m gateway.detect.training.distill --out $@
 
+# The task detector's cost in the running gateway: CPU per request against detection off
+# (docs/results/detector-cpu-cost.json; ~1.5 min).
+.PHONY: bench-detector-cost
+bench-detector-cost: $(STAMP) $(VECTORS_FILE) bench-overhead-tools
+	$(BIN)/python -m loadtests.benchmarks.overhead.detector_twin
+	$(BIN)/python -m loadtests.sections
+
 # Retrains the blend task detector shipped as package data (gateway/detect/task_detector_blend.json):
 # every public source and the templates, its ridge, temperature and abstention chosen on the
 # sources' out-of-fold answers (gateway/detect/training/train_blend.py; ~1 min quiet).

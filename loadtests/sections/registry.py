@@ -20,6 +20,7 @@ from gateway.fleet.sweep import render as knee_sweep
 from loadtests.benchmarks.escalation import bench as escalation
 from loadtests.benchmarks.length_quantile import render as length_quantile
 from loadtests.benchmarks.loadgens import document as loadgens
+from loadtests.benchmarks.overhead import detector_twin
 from loadtests.benchmarks.overhead.report import document as overhead
 from loadtests.benchmarks.overhead.report import picker as picker_hop
 from loadtests.benchmarks.overhead.report.results import read as read_overhead
@@ -88,6 +89,8 @@ SECTIONS: tuple[Section, ...] = (
             lambda: task_detector.render(_json(task_detector.RESULTS))),
     Section("task-detector-latency", ROUTING, "docs/results/task-detector-latency.json",
             lambda: detector_latency.render(_json(detector_latency.RESULTS))),
+    Section("detector-cpu-cost", ROUTING, "docs/results/detector-cpu-cost.json",
+            lambda: detector_twin.render(_json(detector_twin.RESULTS))),
     Section("task-detector-by-source", ROUTING, "docs/results/task-detector-by-source.json", lambda: task_detector.render_by_source(_json(task_detector.BY_SOURCE_RESULTS))),  # noqa: E501
     Section("calibration-real", ROUTING, "docs/results/calibration-*.json",
             lambda: calibration.render(calibration.load())),
