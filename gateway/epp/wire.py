@@ -35,6 +35,8 @@ SERVED = "x-gateway-destination-endpoint-served"
 LB_NAMESPACE = "envoy.lb"
 SUBSET_NAMESPACE = "envoy.lb.subset_hint"
 EXT_PROC_ATTRIBUTES = "envoy.filters.http.ext_proc"
+EXT_PROC_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor"
+PROCESS_PATH = f"/{EXT_PROC_SERVICE}/Process"  # the gRPC method Envoy calls, one stream per request
 # Envoy's streamed body mutations are sent in pieces no larger than this (its gRPC messages stay small).
 BODY_PIECE_BYTES = 64 * 1024
 
