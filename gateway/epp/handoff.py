@@ -100,6 +100,8 @@ class EnvoyHandoff:
     def fallbacks(self, replica: Replica, body: bytes) -> tuple[Replica, ...]:
         """``replica``, then up to ``fallbacks`` ranked replicas after it that take ``body`` as it
         is, within the attempts the request has left."""
+        if not self._fallbacks:
+            return (replica,)
         exchange = self._exchange
         ranked = exchange.plan.decision.ranked
         left = exchange.config.server.max_attempts - exchange.attempts + 1

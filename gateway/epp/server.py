@@ -9,6 +9,7 @@ healthy replica, as the proxy's ``/ready`` says). Prometheus' ``duet_*`` metrics
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Callable
@@ -97,6 +98,9 @@ async def run_picker(config_path: str | Path, options: PickerOptions, on_ready: 
     port = await server.start(options.host, options.port)
     if options.metrics_port is not None:
         start_http_server(options.metrics_port, addr=options.host, registry=gateway.telemetry.registry)
+    # What start-up built lives as long as the process: frozen, the collector's full passes walk
+    # only what requests made since, as the proxy's server does (gateway/api/server.py).
+    gc.freeze()
     watcher = asyncio.create_task(_watch_readiness(gateway, health))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -150,3 +150,23 @@ def test_headers_are_encoded_without_touching_the_decoders_table() -> None:
     assert decoded(trailers(13, "50% bad\n")) == [("grpc-status", "13"), ("grpc-message", "50%25 bad%0A")]
     long = "x" * 300  # lengths past the 7-bit prefix take continuation bytes
     assert decoded(literal(b"grpc-message", long.encode())) == [("grpc-message", long)]
+
+
+def test_a_remembered_header_block_is_forgotten_once_the_table_changes() -> None:
+    from hpack import Encoder
+
+    from gateway.epp.h2 import Connection
+
+    async def main() -> None:
+        connection = Connection(lambda stream: None, lambda connection: None)
+        encoder = Encoder()
+        assert connection._decoded(encoder.encode([("a", "1")])) == {"a": "1"}  # enters the table
+        indexed = encoder.encode([("a", "1")])
+        assert len(indexed) == 1 and connection._decoded(indexed) == {"a": "1"}
+        assert connection._decoded(indexed) == {"a": "1"}  # remembered
+        assert connection._decoded(encoder.encode([("b", "2")])) == {"b": "2"}  # now first in the table
+        again = encoder.encode([("b", "2")])
+        assert again == indexed  # the same byte now means b: 2
+        assert connection._decoded(again) == {"b": "2"}
+
+    asyncio.run(main())
