@@ -134,6 +134,44 @@ class Stream:
         self._waiter = None
 
 
+def _read_integer(block: bytes, at: int, prefix_bits: int) -> tuple[int, int]:
+    """HPACK's integer with an N-bit prefix at ``block[at]``: (value, the offset after it)."""
+    limit = (1 << prefix_bits) - 1
+    value, at = block[at] & limit, at + 1
+    if value < limit:
+        return value, at
+    shift = 0
+    while True:
+        byte, at = block[at], at + 1
+        value += (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, at
+
+
+def changes_table(block: bytes) -> bool:
+    """Whether decoding ``block`` changes the HPACK decoder's dynamic table: it holds a literal
+    with incremental indexing or a table size update (RFC 7541 6.2.1, 6.3). Indexed fields and
+    literals without indexing or never indexed leave it as it is. A malformed block counts as
+    changing it (it is decoded, and refused, every time)."""
+    at, size = 0, len(block)
+    try:
+        while at < size:
+            first = block[at]
+            if first & 0x80:  # indexed
+                at = _read_integer(block, at, 7)[1]
+            elif first & 0xC0 == 0x40 or first & 0xE0 == 0x20:
+                return True
+            else:  # a literal without indexing or never indexed: name index (0: a literal name), value
+                name_index, at = _read_integer(block, at, 4)
+                for _ in range(1 if name_index else 2):
+                    length, at = _read_integer(block, at, 7)
+                    at += length
+        return at != size
+    except IndexError:
+        return True
+
+
 def _integer(value: int, prefix_bits: int, first: int) -> bytes:
     """HPACK's integer with an N-bit prefix (RFC 7541 5.1), ``first`` holding the pattern bits."""
     limit = (1 << prefix_bits) - 1
@@ -355,19 +393,19 @@ class Connection(asyncio.Protocol):
         self._on_stream(stream)
 
     def _decoded(self, block: bytes) -> dict[str, str]:
-        """A header block's headers. A block of one-byte indexed fields only (every byte's top bit
-        set: what a client sends once its headers are in the table, Envoy's ext_proc calls each
-        time after the first) leaves the table as it is, so its meaning holds until a block that
-        changes the table; those are remembered, the rest decoded (about 30 us each)."""
+        """A header block's headers. A block that leaves the decoder's table as it is (Envoy's
+        ext_proc calls send the same one on every stream once the table holds their headers)
+        means the same until a block changes the table: such blocks are remembered, the rest
+        decoded (about 30 us each)."""
         if (known := self._known_blocks.get(block)) is not None:
             return known
         headers = {str(name): str(value) for name, value in self._decoder.decode(block)}
-        if all(byte & 0x80 for byte in block):
+        if changes_table(block):  # what earlier blocks meant may not hold
+            self._known_blocks.clear()
+        else:
             if len(self._known_blocks) >= KNOWN_BLOCKS:
                 self._known_blocks.clear()
             self._known_blocks[block] = headers
-        else:  # the table changed: what earlier blocks meant may not hold
-            self._known_blocks.clear()
         return headers
 
     def _window_update(self, stream_id: int, increment: int) -> None:

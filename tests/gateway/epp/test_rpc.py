@@ -170,3 +170,20 @@ def test_a_remembered_header_block_is_forgotten_once_the_table_changes() -> None
         assert connection._decoded(again) == {"b": "2"}
 
     asyncio.run(main())
+
+
+def test_which_header_blocks_change_the_decoders_table() -> None:
+    from hpack import Encoder
+
+    from gateway.epp.h2 import changes_table
+
+    encoder = Encoder()
+    assert changes_table(encoder.encode([("a", "1")]))  # a literal with incremental indexing
+    assert not changes_table(encoder.encode([("a", "1"), (":method", "POST")]))  # indexed only
+    assert changes_table(encoder.encode([("b", "x" * 200)], huffman=False))  # a long one, indexed too
+    not_indexed = literal(b"grpc-status", b"0") + literal(b"x" * 130, b"y" * 300)  # multi-byte lengths
+    assert not changes_table(not_indexed)
+    envoys = bytes.fromhex("8304a560b5773fa5d05b3b98855cbe5315761c8bf7657c1e525b2a1d1aec390a841ec635d8721508c286c1c0bfbe")
+    assert not changes_table(envoys)  # :path as a literal without indexing, the rest indexed
+    assert changes_table(b"\x3f\xe1\x1f")  # a table size update
+    assert changes_table(b"\x0f")  # cut short: malformed
