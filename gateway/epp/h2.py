@@ -86,6 +86,8 @@ class Stream:
 
     async def write(self, message: bytes) -> None:
         """One gRPC message (uncompressed), after the response headers if none went yet."""
+        if self.closed:
+            raise StreamReset(f"stream {self.id} already ended")
         if not self.headers_sent:
             self.headers_sent = True
             self._connection.emit(frame(HEADERS, END_HEADERS, self.id, RESPONSE_HEADERS))
@@ -97,6 +99,16 @@ class Stream:
             return
         if self.pending:
             await self._connection.send_data(self, b"", False)  # waits until what is queued went out
+        self._close(status, message)
+
+    def end_now(self) -> None:
+        """Ends the call with status OK in the same write as the messages before it, unless some
+        still wait for flow-control window (then ``finish`` ends it later). A reset arriving
+        after this no longer cancels the handler: the call is over for the client."""
+        if not (self.closed or self.reset or self.pending):
+            self._close(0, "")
+
+    def _close(self, status: int, message: str) -> None:
         block = trailers(status, message)
         if not self.headers_sent:
             self.headers_sent = True

@@ -52,6 +52,11 @@ class Call:
     async def write(self, response: Message) -> None:
         await self._stream.write(response.SerializeToString())
 
+    def answered(self) -> None:
+        """The client has every message it will get: the call ends OK now (its trailers leave
+        with the last message), whatever the handler still does after."""
+        self._stream.end_now()
+
 
 Handler = Callable[[Call], Awaitable[None]]
 

@@ -187,3 +187,27 @@ def test_which_header_blocks_change_the_decoders_table() -> None:
     assert not changes_table(envoys)  # :path as a literal without indexing, the rest indexed
     assert changes_table(b"\x3f\xe1\x1f")  # a table size update
     assert changes_table(b"\x0f")  # cut short: malformed
+
+
+def test_a_call_answered_ends_ok_at_once_and_its_handler_runs_on_uncancelled() -> None:
+    release, finished = asyncio.Event(), asyncio.Event()
+
+    async def answering(call: Call) -> None:
+        await call.read()
+        await call.write(ext_proc.ProcessingResponse())
+        call.answered()
+        await release.wait()  # the bookkeeping after the answer
+        finished.set()
+
+    async def client(channel: grpc.aio.Channel) -> None:
+        stub = ext_proc_grpc.ExternalProcessorStub(channel)
+        call = stub.Process()
+        await call.write(_body(b"x"))
+        await call.read()
+        assert await call.code() == grpc.StatusCode.OK  # while the handler still waits
+        call.cancel()
+        await asyncio.sleep(0.1)
+        release.set()
+        await asyncio.wait_for(finished.wait(), timeout=5)
+
+    _served(answering, client)
