@@ -8,6 +8,8 @@ that hands the pick to the data plane (``handoff.py``). Modules, top down:
 
     server.py    the process: ext_proc service, gRPC health, the gateway's parts
     rpc.py       a gRPC server (calls by path, statuses, health) on h2.py's HTTP/2, in the loop
+    h2.py        HTTP/2 over cleartext: frames, flow control, streams of gRPC messages
+    hpack_blocks.py  the header blocks h2.py writes, and which received ones it may reuse
     stream.py    one ext_proc stream = one request through the director
     passage.py   the response on its way back: Duet's headers, the body observed, the outcome
     handoff.py   the director's Transport: the pick out, the answer read from the response

@@ -12,7 +12,7 @@ from envoy.service.ext_proc.v3 import external_processor_pb2 as ext_proc
 from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ext_proc_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from gateway.epp.h2 import literal, trailers
+from gateway.epp.hpack_blocks import literal, trailers
 from gateway.epp.rpc import Call, HealthService, RpcServer
 from gateway.epp.wire import PROCESS_PATH
 
@@ -175,7 +175,7 @@ def test_a_remembered_header_block_is_forgotten_once_the_table_changes() -> None
 def test_which_header_blocks_change_the_decoders_table() -> None:
     from hpack import Encoder
 
-    from gateway.epp.h2 import changes_table
+    from gateway.epp.hpack_blocks import changes_table
 
     encoder = Encoder()
     assert changes_table(encoder.encode([("a", "1")]))  # a literal with incremental indexing
