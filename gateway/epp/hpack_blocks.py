@@ -67,9 +67,16 @@ def literal(name: bytes, value: bytes) -> bytes:
 RESPONSE_HEADERS = b"\x88" + _integer(31, 4, 0) + _integer(16, 7, 0) + b"application/grpc"
 
 
+# A status message is cut to this many characters, so the trailers fit one HEADERS frame (16 KiB
+# at least) even percent-encoded (at most 12 bytes a character).
+MESSAGE_CHARS = 1024
+
+
 def trailers(status: int, message: str = "") -> bytes:
+    """A call's trailers: ``grpc-status`` and, if any, ``grpc-message`` (percent-encoded, cut)."""
     block = literal(b"grpc-status", str(status).encode())
     if message:
-        safe = "".join(c if " " <= c <= "~" and c != "%" else "".join(f"%{b:02X}" for b in c.encode()) for c in message)
+        safe = "".join(c if " " <= c <= "~" and c != "%" else "".join(f"%{b:02X}" for b in c.encode())
+                       for c in message[:MESSAGE_CHARS])
         block += literal(b"grpc-message", safe.encode())
     return block

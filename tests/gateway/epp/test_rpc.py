@@ -150,6 +150,7 @@ def test_headers_are_encoded_without_touching_the_decoders_table() -> None:
     assert decoded(trailers(13, "50% bad\n")) == [("grpc-status", "13"), ("grpc-message", "50%25 bad%0A")]
     long = "x" * 300  # lengths past the 7-bit prefix take continuation bytes
     assert decoded(literal(b"grpc-message", long.encode())) == [("grpc-message", long)]
+    assert len(trailers(2, "\u20ac" * 20_000)) < 16_384  # a long message is cut to fit one frame
 
 
 def test_a_remembered_header_block_is_forgotten_once_the_table_changes() -> None:
