@@ -11,8 +11,9 @@ frame parse and a protobuf decode; writes made in one step of the loop leave in 
 What a connection does: the client's preface, SETTINGS (ours: large receive windows, replenished
 once half is used), PING answered, WINDOW_UPDATE and the peer's INITIAL_WINDOW_SIZE and
 MAX_FRAME_SIZE honoured when sending, HEADERS (+ CONTINUATION) decoded with ``hpack``, DATA
-split into gRPC messages, RST_STREAM and a lost connection cancel the stream's handler, GOAWAY
-on shutdown. No server push, no priorities, no compressed messages (a gRPC server may refuse them).
+split into gRPC messages, RST_STREAM and a lost connection cancel the stream's handler (until
+the call has ended: ``Stream.end_now``), GOAWAY on shutdown. No server push, no priorities, no
+compressed messages (a gRPC server may refuse them).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ PUSH_PROMISE = 5
 END_STREAM = ACK = 0x1
 END_HEADERS, PADDED, PRIORITY = 0x4, 0x8, 0x20
 INITIAL_WINDOW_SIZE, MAX_FRAME_SIZE = 4, 5
-PROTOCOL_ERROR, CANCEL = 1, 8
+PROTOCOL_ERROR, REFUSED_STREAM = 1, 7
 # Our receive windows (stream and connection), replenished once half is used: one WINDOW_UPDATE
 # per half-gigabyte rather than one per frame.
 WINDOW = 1 << 30
@@ -329,7 +330,7 @@ class Connection(asyncio.Protocol):
             return  # trailers of a stream already forgotten
         self._last_stream = stream_id
         if self._closing:
-            self.emit(frame(RST_STREAM, 0, stream_id, _WORD.pack(7)))  # REFUSED_STREAM: try elsewhere
+            self.emit(frame(RST_STREAM, 0, stream_id, _WORD.pack(REFUSED_STREAM)))  # try elsewhere
             return
         stream = Stream(self, stream_id, headers)
         self.streams[stream_id] = stream
