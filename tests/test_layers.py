@@ -164,7 +164,7 @@ def test_serving_and_quantize_import_no_gateway(package):
 # (gateway.fleet), the task detectors and the blend one's vectors (the latency benchmark builds them
 # fresh), and the task detector's training room (gateway.detect.training, off the serving path: the
 # detector benchmarks read it).
-PUBLIC_SURFACES = ("gateway.flow", "gateway.autoscaling", "gateway.parity", "gateway.routing.registry",
+PUBLIC_SURFACES = ("gateway.epp", "gateway.flow", "gateway.autoscaling", "gateway.parity", "gateway.routing.registry",
                    "gateway.detect", "gateway.detect.blend_model", "gateway.detect.vectors")
 DETECTOR_TRAINING = "gateway.detect.training"
 

@@ -6,9 +6,17 @@ The EPP is one more caller of the lifecycle (``gateway.flow``'s director), besid
 the dry run and the replay: same plan, admission, routing, hooks and outcome, with a transport
 that hands the pick to the data plane (``handoff.py``). Modules, top down:
 
-    server.py    the gRPC server: ext_proc service, gRPC health, the gateway's parts
+    server.py    the process: ext_proc service, gRPC health, the gateway's parts
+    rpc.py       a gRPC server (calls by path, statuses, health) on h2.py's HTTP/2, in the loop
+    h2.py        HTTP/2 over cleartext: frames, flow control, streams of gRPC messages
+    hpack_blocks.py  the header blocks h2.py writes, and which received ones it may reuse
     stream.py    one ext_proc stream = one request through the director
     passage.py   the response on its way back: Duet's headers, the body observed, the outcome
     handoff.py   the director's Transport: the pick out, the answer read from the response
     wire.py      ext_proc messages <-> plain values (pure)
 """
+
+from gateway.epp.rpc import Call, RpcServer
+from gateway.epp.wire import PROCESS_PATH
+
+__all__ = ["PROCESS_PATH", "Call", "RpcServer"]

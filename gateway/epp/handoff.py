@@ -13,6 +13,7 @@ Envoy went past failed (502), the one that answered answered.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -33,7 +34,12 @@ NextHead = Callable[[], Awaitable[ResponseHead | None]]
 
 def endpoint_of(replica: Replica) -> str:
     """A replica's ``host:port``, as the protocol names endpoints."""
-    parts = urlsplit(replica.url)
+    return _endpoint(replica.url)
+
+
+@functools.lru_cache(maxsize=4096)  # a few per request, over a fleet's few URLs
+def _endpoint(url: str) -> str:
+    parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return f"{parts.hostname}:{port}"
 
@@ -94,6 +100,8 @@ class EnvoyHandoff:
     def fallbacks(self, replica: Replica, body: bytes) -> tuple[Replica, ...]:
         """``replica``, then up to ``fallbacks`` ranked replicas after it that take ``body`` as it
         is, within the attempts the request has left."""
+        if not self._fallbacks:
+            return (replica,)
         exchange = self._exchange
         ranked = exchange.plan.decision.ranked
         left = exchange.config.server.max_attempts - exchange.attempts + 1

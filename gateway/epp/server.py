@@ -9,31 +9,29 @@ healthy replica, as the proxy's ``/ready`` says). Prometheus' ``duet_*`` metrics
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import grpc
 import uvloop
-from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ext_proc_grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_health.v1.health import aio as health_aio
+from envoy.service.ext_proc.v3 import external_processor_pb2 as ext_proc
+from grpc_health.v1 import health_pb2
 from prometheus_client import start_http_server
 
 from gateway.config import load_config
 from gateway.discovery.api import ApiSettings
+from gateway.epp.rpc import Call, HealthService, RpcServer
 from gateway.epp.stream import PickerStream
-from gateway.epp.wire import Message
+from gateway.epp.wire import EXT_PROC_SERVICE, PROCESS_PATH
 from gateway.flow import Health
 from gateway.logs import configure_logging
 from gateway.runtime import Gateway
 
 log = logging.getLogger(__name__)
 
-EXT_PROC_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor"
 READINESS_POLL_S = 0.5
 
 
@@ -54,35 +52,20 @@ class PickerOptions:
     state_url: str | None = None
 
 
-class _Context:
-    """The ext_proc stream's channel over a gRPC call's context."""
-
-    def __init__(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
-        self._context = context
-
-    async def read(self) -> Message | None:
-        message = await self._context.read()
-        return None if message is grpc.aio.EOF else message
-
-    async def write(self, response: Message) -> None:
-        await self._context.write(response)
-
-
-class Picker(ext_proc_grpc.ExternalProcessorServicer):  # type: ignore[misc]
+class Picker:
     """The ext_proc service: each stream is one request, run through the gateway's director."""
 
     def __init__(self, gateway: Gateway, fallbacks: int) -> None:
         self._gateway = gateway
         self._fallbacks = fallbacks
 
-    async def Process(self, requests: AsyncIterator[Message], context: grpc.aio.ServicerContext[Any, Any]) -> None:  # noqa: N802
+    async def process(self, call: Call) -> None:
+        """One ext_proc stream (``ExternalProcessor/Process``); a failure ends it with an error
+        status, and Envoy then answers as its failure_mode_allow says."""
         try:
-            await PickerStream(self._gateway, _Context(context), self._fallbacks).run()
+            await PickerStream(self._gateway, call, self._fallbacks).run()
         except asyncio.CancelledError:
             log.debug("an ext_proc stream ended before its request did")
-        except Exception:
-            # gRPC ends the stream with an error; Envoy then answers as failure_mode_allow says.
-            log.exception("the endpoint picker failed on a request")
             raise
 
 
@@ -93,13 +76,13 @@ def ready(gateway: Gateway) -> bool:
                for model in gateway.current.config.models.values())
 
 
-async def _watch_readiness(gateway: Gateway, health: health_aio.HealthServicer) -> None:
+async def _watch_readiness(gateway: Gateway, health: HealthService) -> None:
     health_pb = health_pb2.HealthCheckResponse
-    await health.set("liveness", health_pb.SERVING)
+    health.set("liveness", health_pb.SERVING)
     while True:
         status = health_pb.SERVING if ready(gateway) else health_pb.NOT_SERVING
         for service in ("readiness", EXT_PROC_SERVICE, ""):
-            await health.set(service, status)
+            health.set(service, status)
         await asyncio.sleep(READINESS_POLL_S)
 
 
@@ -110,14 +93,14 @@ async def run_picker(config_path: str | Path, options: PickerOptions, on_ready: 
     kubernetes = None if options.kubernetes_api is None else ApiSettings.at(options.kubernetes_api)
     gateway = Gateway(config, config_path=str(config_path), kubernetes=kubernetes, state_url=options.state_url)
     await gateway.start()
-    server = grpc.aio.server()
-    ext_proc_grpc.add_ExternalProcessorServicer_to_server(Picker(gateway, options.fallbacks), server)
-    health = health_aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    port = server.add_insecure_port(f"{options.host}:{options.port}")
+    health = HealthService()
+    server = RpcServer({PROCESS_PATH: (Picker(gateway, options.fallbacks).process, ext_proc.ProcessingRequest)}, health)
+    port = await server.start(options.host, options.port)
     if options.metrics_port is not None:
         start_http_server(options.metrics_port, addr=options.host, registry=gateway.telemetry.registry)
-    await server.start()
+    # What start-up built lives as long as the process: frozen, the collector's full passes walk
+    # only what requests made since, as the proxy's server does (gateway/api/server.py).
+    gc.freeze()
     watcher = asyncio.create_task(_watch_readiness(gateway, health))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -129,8 +112,8 @@ async def run_picker(config_path: str | Path, options: PickerOptions, on_ready: 
     try:
         await stop.wait()
     finally:
-        await health.enter_graceful_shutdown()
-        await server.stop(grace=options.drain_s)
+        health.shut_down()
+        await server.stop(options.drain_s)
         watcher.cancel()
         await gateway.stop()
 

@@ -20,8 +20,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from envoy.config.core.v3 import base_pb2
-
 from gateway.access.ceiling import ceiling_of
 from gateway.access.guard import Grant
 from gateway.access.keys import bearer_token
@@ -173,7 +171,9 @@ class PickerStream:
         for line in upstream_headers.split(b"\r\n"):
             name, sep, value = line.partition(b": ")
             if sep:
-                options.add(header=base_pb2.HeaderValue(key=name.decode("latin-1"), raw_value=value))
+                header = options.add().header
+                header.key = name.decode("latin-1")
+                header.raw_value = value
         await self._channel.write(response)
         for piece in wire.streamed_body(body, response=False, end=not arrival.trailers):
             await self._channel.write(piece)

@@ -35,6 +35,8 @@ SERVED = "x-gateway-destination-endpoint-served"
 LB_NAMESPACE = "envoy.lb"
 SUBSET_NAMESPACE = "envoy.lb.subset_hint"
 EXT_PROC_ATTRIBUTES = "envoy.filters.http.ext_proc"
+EXT_PROC_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor"
+PROCESS_PATH = f"/{EXT_PROC_SERVICE}/Process"  # the gRPC method Envoy calls, one stream per request
 # Envoy's streamed body mutations are sent in pieces no larger than this (its gRPC messages stay small).
 BODY_PIECE_BYTES = 64 * 1024
 
@@ -103,9 +105,17 @@ class ResponseHead:
         return not self.via_upstream and self.details.startswith(("upstream_reset", "upstream_response_timeout"))
 
 
+def _status(headers: Message) -> int:
+    """An ``HttpHeaders``' ``:status`` (0 when absent or not a number)."""
+    for header in headers.headers.headers:
+        if header.key == ":status":
+            value = header.raw_value.decode("latin-1") if header.raw_value else header.value
+            return int(value) if value.isdigit() else 0
+    return 0
+
+
 def response_head(request: Message) -> ResponseHead:
-    headers = header_map(request.response_headers)
-    status = int(headers.get(":status", "0") or 0)
+    status = _status(request.response_headers)
     attributes = request.attributes.get(EXT_PROC_ATTRIBUTES)
     fields = attributes.fields if attributes is not None else {}
     served: str | None = None
@@ -122,12 +132,16 @@ _OVERWRITE = base_pb2.HeaderValueOption.HeaderAppendAction.OVERWRITE_IF_EXISTS_O
 
 
 def _set_headers(mutation: Message, headers: Iterable[tuple[str, str]]) -> None:
-    """``headers`` into ``mutation.set_headers``, each overwriting the header of its name. Added in
-    place (``add``): half the cost of building each option as a message and copying it in, which
-    counted on every response (measured: 33 -> 15 us for Duet's six headers)."""
+    """``headers`` into ``mutation.set_headers``, each overwriting the header of its name. Each
+    option is added empty and filled in place: no message built to be copied in, which counted
+    on every response (measured for Duet's six headers: 33 us copied, 14 us built in ``add``, 8 us
+    filled in place)."""
     options = mutation.set_headers
     for name, value in headers:
-        options.add(header=base_pb2.HeaderValue(key=name, raw_value=value.encode("latin-1")), append_action=_OVERWRITE)
+        option = options.add()
+        option.header.key = name
+        option.header.raw_value = value.encode("latin-1")
+        option.append_action = _OVERWRITE
 
 
 def destination(endpoints: Sequence[str]) -> str:
@@ -136,8 +150,9 @@ def destination(endpoints: Sequence[str]) -> str:
 
 
 def pick_metadata(endpoints: Sequence[str]) -> Message:
+    """``envoy.lb``'s destination, set field by field (``Struct.update`` walks Python dicts)."""
     metadata = struct_pb2.Struct()
-    metadata.update({LB_NAMESPACE: {DESTINATION: destination(endpoints)}})
+    metadata.fields[LB_NAMESPACE].struct_value.fields[DESTINATION].string_value = destination(endpoints)
     return metadata
 
 
@@ -162,11 +177,11 @@ def streamed_body(body: bytes, *, response: bool, end: bool) -> list[Message]:
     pieces = [body[i:i + BODY_PIECE_BYTES] for i in range(0, len(body), BODY_PIECE_BYTES)] or [b""]
     out = []
     for i, piece in enumerate(pieces):
-        streamed = ext_proc.StreamedBodyResponse(body=piece, end_of_stream=end and i == len(pieces) - 1)
-        common = ext_proc.CommonResponse(body_mutation=ext_proc.BodyMutation(streamed_response=streamed))
-        body_response = ext_proc.BodyResponse(response=common)
-        out.append(ext_proc.ProcessingResponse(response_body=body_response) if response
-                   else ext_proc.ProcessingResponse(request_body=body_response))
+        message = ext_proc.ProcessingResponse()  # filled in place: a fourth of nesting constructors' cost
+        streamed = (message.response_body if response else message.request_body).response.body_mutation.streamed_response
+        streamed.body = piece
+        streamed.end_of_stream = end and i == len(pieces) - 1
+        out.append(message)
     return out
 
 

@@ -66,6 +66,9 @@ class Channel:
     async def write(self, response: Any) -> None:
         self.written.append(response)
 
+    def answered(self) -> None:
+        pass
+
 
 def chat_request() -> list[Any]:
     body = orjson.dumps({"model": "smollm2", "messages": [{"role": "user", "content": "hi"}]})

@@ -33,13 +33,15 @@ class PhasePlan:
 @dataclass(frozen=True, slots=True)
 class Measurement:
     """One gateway in one mode: latency phase, throughput phase, and the gateway's CPU use
-    during throughput (1.0 = one core fully busy; ``None`` when no process is measured)."""
+    during throughput (1.0 = one core fully busy; ``None`` when no process is measured);
+    ``companion_cpu``: the part of it its companions used (an Envoy's picker; None: none)."""
 
     gateway: str
     mode: str
     latency: WrkResult
     throughput: WrkResult
     gateway_cpu: float | None
+    companion_cpu: float | None = None
 
     @property
     def errors(self) -> int:
@@ -58,12 +60,14 @@ def run_wrk(url: str, script: Path, connections: int, duration_s: float, core: i
 def measure(gateway: str, base_url: str, mode: Mode, script: Path, plan: PhasePlan, pids: Sequence[int]) -> Measurement:
     """Warm up, then measure latency on one connection and throughput on ``plan.connections``;
     the gateway's CPU is that of the process trees ``pids`` (an Envoy and its picker together;
-    none: not measured)."""
+    none: not measured; after the first, its companions)."""
     url = f"{base_url}{mode.path}"
     run_wrk(url, script, min(8, plan.connections), plan.warmup_s, plan.load_core)
     latency = run_wrk(url, script, 1, plan.latency_s, plan.load_core)
-    cpu_before, wall_before = sum(tree_cpu_seconds(pid) for pid in pids), time.monotonic()
+    cpu_before, wall_before = [tree_cpu_seconds(pid) for pid in pids], time.monotonic()
     throughput = run_wrk(url, script, plan.connections, plan.throughput_s, plan.load_core)
-    used = sum(tree_cpu_seconds(pid) for pid in pids) - cpu_before
-    cpu = used / (time.monotonic() - wall_before) if pids else None
-    return Measurement(gateway, mode.name, latency, throughput, cpu)
+    used = [tree_cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
+    wall = time.monotonic() - wall_before
+    cpu = sum(used) / wall if pids else None
+    companions = sum(used[1:]) / wall if len(pids) > 1 else None
+    return Measurement(gateway, mode.name, latency, throughput, cpu, companions)

@@ -62,7 +62,8 @@ def to_json(record: RunRecord) -> dict[str, Any]:
         "busy_before": result.busy_before,
         "backend_ceiling": {mode: asdict(wrk) for mode, wrk in result.backend_ceiling.items()},
         "measurements": [{"gateway": m.gateway, "mode": m.mode, "latency": asdict(m.latency),
-                          "throughput": asdict(m.throughput), "gateway_cpu": m.gateway_cpu}
+                          "throughput": asdict(m.throughput), "gateway_cpu": m.gateway_cpu,
+                          "companion_cpu": m.companion_cpu}
                          for m in result.measurements],
         "skipped": [asdict(s) for s in result.skipped],
     }
@@ -71,7 +72,7 @@ def to_json(record: RunRecord) -> dict[str, Any]:
 def from_json(data: dict[str, Any]) -> RunRecord:
     result = RunResult(
         measurements=tuple(Measurement(m["gateway"], m["mode"], WrkResult(**m["latency"]), WrkResult(**m["throughput"]),
-                                       m["gateway_cpu"]) for m in data["measurements"]),
+                                       m["gateway_cpu"], m.get("companion_cpu")) for m in data["measurements"]),
         skipped=tuple(Unavailable(**s) for s in data["skipped"]),
         backend_ceiling={mode: WrkResult(**wrk) for mode, wrk in data["backend_ceiling"].items()},
         versions=dict(data["versions"]), busy_before=dict(data["busy_before"]),

@@ -1,5 +1,5 @@
 """The least an endpoint picker can do over Envoy's ext_proc in Python: the same gRPC stack as
-``duet epp`` (grpc.aio on uvloop), the same messages (the body held to its end, the pick and the
+``duet epp`` (``gateway.epp.rpc`` on uvloop), the same messages (the body held to its end, the pick and the
 body back, the response's headers answered and its body echoed), and nothing else: one fixed
 endpoint, no lifecycle. Its row in bench-overhead (``envoy-null-picker``) tells the transport's
 cost apart from Duet's.
@@ -13,11 +13,11 @@ import asyncio
 import sys
 from typing import Any
 
-import grpc
 import uvloop
 from envoy.config.core.v3 import base_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ext_proc
-from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ext_proc_grpc
+
+from gateway.epp import PROCESS_PATH, Call, RpcServer
 
 
 def _body(piece: bytes, end: bool, response: bool) -> Any:
@@ -35,30 +35,28 @@ def _pick(endpoint: str, length: int) -> Any:
     return ext_proc.ProcessingResponse(request_headers=ext_proc.HeadersResponse(response=common))
 
 
-class NullPicker(ext_proc_grpc.ExternalProcessorServicer):  # type: ignore[misc]
+class NullPicker:
     def __init__(self, endpoint: str) -> None:
         self._endpoint = endpoint
 
-    async def Process(self, requests: Any, context: Any) -> None:  # noqa: N802
+    async def process(self, call: Call) -> None:
         body = b""
-        while (message := await context.read()) is not grpc.aio.EOF:
+        while (message := await call.read()) is not None:
             if message.HasField("request_body"):
                 body += message.request_body.body
                 if message.request_body.end_of_stream:
-                    await context.write(_pick(self._endpoint, len(body)))
-                    await context.write(_body(body, True, response=False))
+                    await call.write(_pick(self._endpoint, len(body)))
+                    await call.write(_body(body, True, response=False))
             elif message.HasField("response_headers"):
-                await context.write(ext_proc.ProcessingResponse(response_headers=ext_proc.HeadersResponse()))
+                await call.write(ext_proc.ProcessingResponse(response_headers=ext_proc.HeadersResponse()))
             elif message.HasField("response_body"):
-                await context.write(_body(message.response_body.body, message.response_body.end_of_stream, response=True))
+                await call.write(_body(message.response_body.body, message.response_body.end_of_stream, response=True))
 
 
 async def serve(port: int, endpoint: str) -> None:
-    server = grpc.aio.server()
-    ext_proc_grpc.add_ExternalProcessorServicer_to_server(NullPicker(endpoint), server)
-    server.add_insecure_port(f"127.0.0.1:{port}")
-    await server.start()
-    await server.wait_for_termination()
+    server = RpcServer({PROCESS_PATH: (NullPicker(endpoint).process, ext_proc.ProcessingRequest)})
+    await server.start("127.0.0.1", port)
+    await asyncio.Event().wait()  # until the harness stops the process
 
 
 if __name__ == "__main__":
