@@ -110,6 +110,14 @@ bench-detector: $(STAMP) detector-data
 	$(BIN)/python -m loadtests.benchmarks.router.detector_by_source
 	$(BIN)/python -m loadtests.sections
 
+# What a real sentence encoder (the static vectors' teacher) would buy the detector on unfamiliar
+# sources, against the blend detector on the same subset (docs/results/task-detector-ceiling.json;
+# ~40 min of encoding the first time, cached in ~/.cache/duet/detector, then minutes).
+.PHONY: bench-detector-ceiling
+bench-detector-ceiling: $(STAMP) detector-data $(VECTORS_FILE)
+	$(BIN)/python -m loadtests.benchmarks.router.detector_ceiling
+	$(BIN)/python -m loadtests.sections
+
 # Style gates for the gateway package (ruff, mypy --strict).
 lint: $(STAMP)
 	$(BIN)/ruff check gateway

@@ -27,7 +27,7 @@ from loadtests.benchmarks.overhead.report.results import read as read_overhead
 from loadtests.benchmarks.prompt_cache import render as prompt_cache
 from loadtests.benchmarks.router import cost as router_cost
 from loadtests.benchmarks.router import detector as task_detector
-from loadtests.benchmarks.router import detector_latency, shadow
+from loadtests.benchmarks.router import detector_ceiling, detector_latency, shadow
 from loadtests.benchmarks.sim import bench as sim_bench
 from loadtests.benchmarks.sim import h100_fidelity
 from loadtests.benchmarks.slo import render as slo
@@ -92,6 +92,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("detector-cpu-cost", ROUTING, "docs/results/detector-cpu-cost.json",
             lambda: detector_twin.render(_json(detector_twin.RESULTS))),
     Section("task-detector-by-source", ROUTING, "docs/results/task-detector-by-source.json", lambda: task_detector.render_by_source(_json(task_detector.BY_SOURCE_RESULTS))),  # noqa: E501
+    Section("task-detector-ceiling", ROUTING, "docs/results/task-detector-ceiling.json",
+            lambda: detector_ceiling.render(_json(detector_ceiling.RESULTS))),
     Section("calibration-real", ROUTING, "docs/results/calibration-*.json",
             lambda: calibration.render(calibration.load())),
     Section("soak", RELIABILITY, "docs/results/soak-*.json", lambda: soak.render(soak.load()).strip()),
