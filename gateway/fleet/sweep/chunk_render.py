@@ -129,6 +129,26 @@ def summary(pairing: str, result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def trailing(result: Mapping[str, Any]) -> str:
+    """The loads where Duet's best policy at the first constraint (99% good) trails the best
+    baseline budget at that load by more than the larger of their 95% intervals (issue #36:
+    never below the best baseline beyond the interval at any load)."""
+    first = result["crossings"][0]["policies"]
+    duet = _best(first, [p for p in first if duet_rule(p)])
+    baselines = [p for p in result["grid"] if uniform_budget(p) is not None]
+    if duet is None or not baselines:
+        return ""
+    behind = []
+    for k, ours in enumerate(result["grid"][duet]):
+        best = max((result["grid"][p][k] for p in baselines), key=lambda row: row["good_fraction"])
+        gap, width = best["good_fraction"] - ours["good_fraction"], max(best["ci95"] or 0.0, ours["ci95"] or 0.0)
+        if gap > width:
+            behind.append(f"x{ours['load']:g} ({100 * gap:.2f} points behind, interval {100 * width:.2f})")
+    if not behind:
+        return f"`{duet}` trails no baseline budget by more than the interval at any tried load."
+    return f"`{duet}` trails the best baseline budget at that load by more than the interval at {', '.join(behind)}."
+
+
 def diagnoses(results_dir: Path = RESULTS_DIR) -> list[dict[str, Any]]:
     """The committed diagnoses of a Duet layout (``docs/results/chunk/diagnosis-*.json``)."""
     return diagnose.load(results_dir)
@@ -155,7 +175,7 @@ def render(pairings: Sequence[tuple[str, Files]], found: Sequence[Mapping[str, A
         parts += [f"**`{pairing}`**, {window['name']} window, trace seconds {window['covered_s'][0]:g}-"
                   f"{window['covered_s'][1]:g} over {result['seeds']} seeds, speed priors off by "
                   f"{result['prior_error']:.0%}.", "", "```sh", *[f["command"] for f in [*files[0], *files[1]]], "```", "",
-                  share_table(result), "", crossings(result), ""]
+                  share_table(result), "", trailing(result), "", crossings(result), ""]
     if found:
         parts += ["Where the remaining misses come from (`gateway.fleet.sweep.diagnose`, on the tuning window):", "",
                   diagnose.render(found), ""]

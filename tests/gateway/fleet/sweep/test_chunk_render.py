@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.fleet.sweep.chunk_render import combined, duet_rule, load, render, summary, uniform_budget
+from gateway.fleet.sweep.chunk_render import combined, duet_rule, load, render, summary, trailing, uniform_budget
 
 PAIRING = "h100-70b:standard=4,fast=2"
 LEVELS = ("good_fraction>=0.99", "good_fraction>=0.95")
@@ -103,3 +103,11 @@ def test_a_diagnosis_beside_the_sweeps_is_rendered_under_them_and_is_no_sweep(tm
     assert [len(chunk) for _, (chunk, _) in pairings] == [1]
     text = render(pairings, [found])
     assert "Where the remaining misses come from" in text and found["command"] in text
+
+
+def test_a_load_where_duet_trails_a_baseline_beyond_the_interval_is_named() -> None:
+    merged = combined(([BASELINES, DUET], [PD]))
+    assert "trails no baseline budget" in trailing(merged)
+    merged["grid"]["llm-d-default@chunk=2048"][1] = {"load": 1.9, "rate_rps": 17.1, "good_fraction": 0.95, "ci95": 0.01}
+    assert trailing(merged) == ("`duet@chunk=standard:2x16384+2048` trails the best baseline budget at that load by "
+                                "more than the interval at x1.9 (5.00 points behind, interval 1.00).")
