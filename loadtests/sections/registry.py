@@ -66,7 +66,7 @@ SECTIONS: tuple[Section, ...] = (
             headlines.knee_sweep),
     Section("pd-sweep", ROUTING, "docs/results/pd/*.json", lambda: pd_render.render(pd_render.load())),
     Section("chunk-sweep", ROUTING, "docs/results/chunk/*.json and docs/results/pd/*.json",
-            lambda: chunk_render.render(chunk_render.load(), chunk_render.diagnoses())),
+            lambda: chunk_render.render(chunk_render.load(), chunk_render.diagnoses(), chunk_render.tuning())),
     Section("knee-diagnosis", ROUTING, "docs/results/knee/diagnosis-*.json",
             lambda: knee_diagnosis.render(knee_diagnosis.load())),
     Section("capacity", BENCHMARKS, "docs/results/capacity/*.json", lambda: capacity.render(capacity_plans.load()),

@@ -154,7 +154,13 @@ def diagnoses(results_dir: Path = RESULTS_DIR) -> list[dict[str, Any]]:
     return diagnose.load(results_dir)
 
 
-def render(pairings: Sequence[tuple[str, Files]], found: Sequence[Mapping[str, Any]] = ()) -> str:
+def tuning(results_dir: Path = RESULTS_DIR / "tuning") -> list[dict[str, Any]]:
+    """The tuning-window sweeps Duet's layout was chosen on (``docs/results/chunk/tuning/``)."""
+    return [json.loads(p.read_text()) for p in sorted(results_dir.glob("*.json"))]
+
+
+def render(pairings: Sequence[tuple[str, Files]], found: Sequence[Mapping[str, Any]] = (),
+           tuned: Sequence[Mapping[str, Any]] = ()) -> str:
     parts = ["Generated from `docs/results/chunk/` and, for the same pairing swept the same way, Duet's policies in "
              "`docs/results/pd/` (each file written by its command below); virtual time. `BASELINE@chunk=N`: every "
              "replica of both variants at chunk budget N (vLLM's `--max-num-batched-tokens`; the profiles' own, "
@@ -176,6 +182,11 @@ def render(pairings: Sequence[tuple[str, Files]], found: Sequence[Mapping[str, A
                   f"{window['covered_s'][1]:g} over {result['seeds']} seeds, speed priors off by "
                   f"{result['prior_error']:.0%}.", "", "```sh", *[f["command"] for f in [*files[0], *files[1]]], "```", "",
                   share_table(result), "", trailing(result), "", crossings(result), ""]
+    if tuned:
+        parts += ["Duet's layouts were chosen on the tuning window (`docs/results/chunk/tuning/`, never the held-out "
+                  "one; one seed, two loads), good share per policy:", ""]
+        for sweep in tuned:
+            parts += ["```sh", sweep["command"], "```", "", share_table(sweep), ""]
     if found:
         parts += ["Where the remaining misses come from (`gateway.fleet.sweep.diagnose`, on the tuning window):", "",
                   diagnose.render(found), ""]

@@ -111,3 +111,9 @@ def test_a_load_where_duet_trails_a_baseline_beyond_the_interval_is_named() -> N
     merged["grid"]["llm-d-default@chunk=2048"][1] = {"load": 1.9, "rate_rps": 17.1, "good_fraction": 0.95, "ci95": 0.01}
     assert trailing(merged) == ("`duet@chunk=standard:2x16384+2048` trails the best baseline budget at that load by "
                                 "more than the interval at x1.9 (5.00 points behind, interval 1.00).")
+
+
+def test_the_tuning_sweeps_a_layout_was_chosen_on_are_rendered_with_their_commands() -> None:
+    tuned = result("duet replay --window tuning", {"duet": (1.0, 1.0)})
+    text = render([(PAIRING, ([BASELINES], []))], (), [tuned])
+    assert "chosen on the tuning window" in text and "duet replay --window tuning" in text
