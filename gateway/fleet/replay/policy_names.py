@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway.errors import ConfigError
+from gateway.flow import ConfigError
 
 PD, CHUNK = "pd", "chunk"
 SUFFIXES = (PD, CHUNK)
