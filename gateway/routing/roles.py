@@ -14,9 +14,11 @@ ENGINE_ROLE = "engine-role"
 
 
 def chunk_budget(candidate: Candidate) -> int:
-    """The tokens one of the replica's steps computes: its own ``max_num_batched_tokens`` when
-    its config sets one, else its variant's prior (the config is what a replay sees too)."""
-    return candidate.replica.engine.max_num_batched_tokens or candidate.variant.speed.max_num_batched_tokens
+    """The tokens one of the replica's steps computes: as the replica reports it (its /metrics,
+    like its role), else its own ``max_num_batched_tokens`` when its config sets one (what a
+    replay sees), else its variant's prior."""
+    return (candidate.state.chunk_budget or candidate.replica.engine.max_num_batched_tokens
+            or candidate.variant.speed.max_num_batched_tokens)
 
 
 def max_batch(candidate: Candidate) -> int:

@@ -14,8 +14,8 @@ from gateway.fleet.capacity import layout_render as capacity_layouts
 from gateway.fleet.capacity import render as capacity
 from gateway.fleet.capacity import results as capacity_plans
 from gateway.fleet.replay import results as replay
+from gateway.fleet.sweep import chunk_render, pd_render
 from gateway.fleet.sweep import diagnose as knee_diagnosis
-from gateway.fleet.sweep import pd_render
 from gateway.fleet.sweep import render as knee_sweep
 from loadtests.benchmarks.escalation import bench as escalation
 from loadtests.benchmarks.length_quantile import render as length_quantile
@@ -65,6 +65,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("knee-sweep", BENCHMARKS, "docs/results/knee/*.json", lambda: knee_sweep.render(knee_sweep.load()),
             headlines.knee_sweep),
     Section("pd-sweep", ROUTING, "docs/results/pd/*.json", lambda: pd_render.render(pd_render.load())),
+    Section("chunk-sweep", ROUTING, "docs/results/chunk/*.json and docs/results/pd/*.json",
+            lambda: chunk_render.render(chunk_render.load(), chunk_render.diagnoses(), chunk_render.tuning())),
     Section("knee-diagnosis", ROUTING, "docs/results/knee/diagnosis-*.json",
             lambda: knee_diagnosis.render(knee_diagnosis.load())),
     Section("capacity", BENCHMARKS, "docs/results/capacity/*.json", lambda: capacity.render(capacity_plans.load()),

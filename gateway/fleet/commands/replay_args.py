@@ -22,7 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                              "hash_ids kept) path, as TASK=PATH (a bare PATH is chat)")
     parser.add_argument("--replicas", default="h100-70b:standard=1,fast=3",
                         help="replica set and counts, e.g. h100-70b:standard=1,fast=3")
-    parser.add_argument("--policy", default="duet", help="a shipped policy name or a duet.yaml path")
+    parser.add_argument("--policy", default="duet",
+                        help="a shipped policy name or a duet.yaml path, with engine suffixes: @pd=P:D[+F]:RULE "
+                             "(prefill/decode roles), @chunk=N or @chunk=VARIANT:[Kx]N+...[:VARIANT:...] (chunk "
+                             "budgets; gateway/fleet/replay/policy_names.py)")
     parser.add_argument("--compare", action="store_true", help=f"also run {', '.join(COMPARED[:-1])}")
     parser.add_argument("--rate-scale", type=float, default=1.0, help="multiply the trace's arrival rate")
     parser.add_argument("--duration", type=float, default=DEFAULT_DURATION, help="seconds of trace to replay")

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from gateway.fleet.replay.policy_names import PolicyNameError, parse_policy_name
 from gateway.fleet.workload.traces import Arrival, TraceWindow, replay_arrivals, task_traces
 from gateway.fleet.world.policies import duet_config, policy_state
 from gateway.fleet.world.prior_error import PriorError
@@ -76,45 +77,55 @@ def parse_cluster(spec: str) -> Cluster:
 # A policy named ``duet@pd=1:2:threshold`` is ``duet`` over a fleet whose standard variant has
 # 1 prefill and 2 decode replicas, split by the threshold rule (``pd_config``); ``duet@pd=1:2+1:duet``
 # also makes the first fast replica decode-only on the standard prefill's KV (a speculative variant
-# proposing from tokens alone: n-gram).
+# proposing from tokens alone: n-gram). ``@chunk=`` sets chunk budgets (``policy_names``).
 PD_LAYOUT = "@pd="
 
 
 def policy_config(cluster: Cluster, policy: str, prior_error: PriorError | None = None) -> DuetConfig:
     """``policy`` over the cluster, its speed priors the profiles' own or off by ``prior_error``;
-    with a ``@pd=P:D[+F]:RULE`` suffix, over prefill/decode roles (``pd_config``)."""
-    base, _, layout = policy.partition(PD_LAYOUT)
-    if layout:
-        roles, _, rule = layout.rpartition(":")
-        return pd_config(cluster, base, roles, rule, prior_error)
-    raw = duet_config(cluster.replica_set, cluster.urls, policy, 1.0, prior_error)
+    with a ``@pd=P:D[+F]:RULE`` suffix, over prefill/decode roles (``lay_out_roles``); with
+    ``@chunk=``, each replica at its chunk budget (``lay_out_chunks``)."""
+    name = parse_policy_name(policy)
+    raw = duet_config(cluster.replica_set, cluster.urls, name.base, 1.0, prior_error)
+    if name.pd is not None:
+        roles, _, rule = name.pd.rpartition(":")
+        lay_out_roles(raw, cluster, roles, rule, policy)
+    if name.chunk is not None:
+        lay_out_chunks(raw, cluster, name.chunk.budgets(cluster.counts, policy), policy)
     return parse_config(yaml.safe_dump(raw), source=policy)
 
 
 def pd_config(cluster: Cluster, policy: str, roles: str, rule: str, prior_error: PriorError | None = None) -> DuetConfig:
-    """``policy`` over the cluster with ``roles`` (``P:D`` or ``P:D+F``): the standard variant's
+    """``policy`` over the cluster with ``roles`` split by ``rule``: ``policy@pd=ROLES:RULE``."""
+    return policy_config(cluster, f"{policy}{PD_LAYOUT}{roles}:{rule}", prior_error)
+
+
+def lay_out_roles(raw: dict[str, Any], cluster: Cluster, roles: str, rule: str, policy: str) -> None:
+    """Gives the config ``raw`` the ``roles`` (``P:D`` or ``P:D+F``): the standard variant's
     first P replicas prefill-only and next D decode-only (the rest both), and the fast variant's
     first F decode-only on the standard prefill's KV (``shares_weights_with``: the config refuses
     it unless the fast variant is speculative over the standard weights), through NIXL, split by
     ``rule`` (``duet``, ``threshold``, ``never``; gateway.routing.pd), the engine-role filter in
     every routing profile (as duet.yaml requires beside P/D replicas)."""
+    where = f"{policy} @pd"
     prefill, _, decodes = roles.partition(":")
     decode, _, fast_decode = decodes.partition("+")
     if not (prefill.isdigit() and decode.isdigit() and (fast_decode or "0").isdigit()):
-        raise ValueError(f"bad roles '{roles}': P:D or P:D+F, the standard replicas that prefill and decode "
-                         "and the fast ones that decode the standard prefill's KV")
-    raw = duet_config(cluster.replica_set, cluster.urls, policy, 1.0, prior_error)
+        raise PolicyNameError(where, f"bad roles '{roles}': P:D or P:D+F, the standard replicas that prefill and "
+                              "decode and the fast ones that decode the standard prefill's KV")
     variants = raw["models"][cluster.replica_set.model]["variants"]
     replicas = variants["standard"]["replicas"]
     if int(prefill) + int(decode) > len(replicas):
-        raise ValueError(f"roles '{roles}' need {int(prefill) + int(decode)} standard replicas, the fleet has {len(replicas)}")
+        raise PolicyNameError(where, f"roles '{roles}' need {int(prefill) + int(decode)} standard replicas, "
+                              f"the fleet has {len(replicas)}")
     for i, replica in enumerate(replicas):
         role = "prefill" if i < int(prefill) else "decode" if i < int(prefill) + int(decode) else "both"
         replica["engine"] = {"role": role, "kv_connector": "NixlConnector"}
     if int(fast_decode or 0):
         fast = variants["fast"]
         if int(fast_decode) > len(fast["replicas"]):
-            raise ValueError(f"roles '{roles}' need {fast_decode} fast replicas, the fleet has {len(fast['replicas'])}")
+            raise PolicyNameError(where, f"roles '{roles}' need {fast_decode} fast replicas, "
+                                  f"the fleet has {len(fast['replicas'])}")
         fast["shares_weights_with"] = "standard"
         for i, replica in enumerate(fast["replicas"]):
             replica["engine"] = {"role": "decode" if i < int(fast_decode) else "both", "kv_connector": "NixlConnector"}
@@ -123,7 +134,23 @@ def pd_config(cluster: Cluster, policy: str, roles: str, rule: str, prior_error:
     for profile in routing["profiles"].values():
         profile["filters"].append("engine-role")
     routing["disaggregation"] = {"rule": rule}
-    return parse_config(yaml.safe_dump(raw), source=f"{policy}+pd")
+
+
+def lay_out_chunks(raw: dict[str, Any], cluster: Cluster, budgets: Mapping[str, list[int | None]], policy: str) -> None:
+    """Gives each replica of the config ``raw`` its chunk budget (variant -> one per replica, in
+    order; None: its profile's) in its ``engine`` section, beside any role. A budget below the
+    profile's ``max_num_seqs`` is refused, as vLLM refuses to start with one."""
+    variants = raw["models"][cluster.replica_set.model]["variants"]
+    profiles = cluster.profiles()
+    for variant, per_replica in budgets.items():
+        floor = profiles[variant].engine.max_num_seqs
+        for replica, budget in zip(variants[variant]["replicas"], per_replica, strict=True):
+            if budget is None:
+                continue
+            if budget < floor:
+                raise PolicyNameError(f"{policy} @chunk.{variant}", f"{budget} tokens is below the profile's "
+                                      f"max_num_seqs ({floor}): vLLM refuses to start so")
+            replica.setdefault("engine", {})["max_num_batched_tokens"] = budget
 
 
 def arrivals(
@@ -156,4 +183,4 @@ def at_load(schedule: Sequence[Arrival], load: float) -> tuple[Arrival, ...]:
 def scrape_interval_s(policy: str) -> float:
     """How often the replay scrapes the replicas for ``policy``: its file's own interval where it
     copies a scheduler that has one (llm-d's 50 ms), else the gateway's default."""
-    return float(policy_state(policy.partition(PD_LAYOUT)[0]).get("scrape_interval_s", StateSettings().scrape_interval_s))
+    return float(policy_state(parse_policy_name(policy).base).get("scrape_interval_s", StateSettings().scrape_interval_s))

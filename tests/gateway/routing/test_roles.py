@@ -61,6 +61,7 @@ def budgets(max_num_batched_tokens: int | None = None, max_num_seqs: int | None 
 def test_a_replicas_own_chunk_budget_and_batch_replace_its_variants_prior() -> None:
     assert chunk_budget(budgets()) == STANDARD.speed.max_num_batched_tokens
     assert chunk_budget(budgets(512)) == 512
+    assert chunk_budget(budgets(512, chunk_budget=2048)) == 2048  # the replica says otherwise: believe it
     assert max_batch(budgets()) == STANDARD.speed.max_num_seqs and max_batch(budgets(max_num_seqs=8)) == 8
 
 
