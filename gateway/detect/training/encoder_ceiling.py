@@ -33,6 +33,7 @@ from gateway.detect.training.corpus import corpus, public_samples
 from gateway.detect.training.data.sources import load_all
 from gateway.detect.training.distill import teacher_folder
 from gateway.detect.training.encoder import SentenceEncoder
+from gateway.detect.training.train_blend import family
 from gateway.detect.vectors import StaticVectors
 
 CAP = 300
@@ -41,10 +42,6 @@ MAX_TOKENS = 96
 BATCH = 32
 CACHE = Path.home() / ".cache" / "duet" / "detector" / "encoder-rows.npz"
 RECIPES = ("encoder", "blend", "encoder+blend")
-
-
-def family(source: str) -> str:
-    return source.split(":")[0]
 
 
 @dataclass(frozen=True)
