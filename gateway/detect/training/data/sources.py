@@ -312,4 +312,7 @@ def load(name: str, root: Path = CACHE, cap: int = CAP) -> list[Labelled]:
 def load_all(root: Path = CACHE, cap: int = CAP) -> list[Labelled]:
     if not (root / "README.md").exists():
         raise SystemExit(f"no prompts in {root}: run `make detector-data`")
-    return [item for name in SOURCES for item in load(name, root, cap)]
+    try:
+        return [item for name in SOURCES for item in load(name, root, cap)]
+    except FileNotFoundError as missing:  # a cache fetched before a source was added
+        raise SystemExit(f"{missing.filename} is not in {root}: run `make detector-data`") from missing

@@ -80,6 +80,11 @@ def test_load_all_asks_for_make_detector_data_when_the_cache_is_empty(tmp_path):
         load_all(tmp_path)
 
 
+def test_load_all_asks_for_make_detector_data_when_the_cache_predates_a_source(cache):
+    with pytest.raises(SystemExit, match="is not in .*make detector-data"):
+        load_all(cache)
+
+
 def test_mt_bench_gives_both_turns_labelled_by_category_with_an_empty_answer_between(cache):
     put = cache / sources.MT_BENCH
     put.parent.mkdir(parents=True)
