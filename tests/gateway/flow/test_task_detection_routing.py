@@ -67,15 +67,16 @@ def test_a_confident_chat_prompt_may_go_fast(kind, text):
     assert "fast" in {r.variant for r in p.decision.ranked}
 
 
-def test_the_blend_detector_abstains_where_the_words_one_is_confidently_wrong():
+def test_the_blend_detector_keeps_reasoning_where_the_words_one_is_confidently_wrong():
     """A short puzzle from no source either trained on (one of those the issue's new user tried):
     the words detector calls it chat with confidence (fast would take it); the blend detector,
-    the default, finds it unfamiliar and abstains."""
+    the default, keeps reasoning plausible (it abstained while trained on 27 sources; on 35 it calls
+    it reasoning), so it goes to standard only."""
     puzzle = "You are in a race and you overtake the second person. What position are you in now?"
     words = plan(config({"kind": "words"}), puzzle)
     assert words.profile.task_source == "detector" and words.profile.task != "reasoning"
     blend = plan(config(), puzzle)
-    assert blend.profile.task_source == "abstained" and "reasoning" in blend.profile.tasks_to_allow
+    assert blend.profile.task_source in ("abstained", "detector") and "reasoning" in blend.profile.tasks_to_allow
     assert {r.variant for r in blend.decision.ranked} == {"standard"}
 
 

