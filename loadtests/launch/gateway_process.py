@@ -112,7 +112,8 @@ def _listener(port: int) -> int | None:
     try:
         for conn in psutil.net_connections(kind="tcp"):
             if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
-                return conn.pid
+                pid: int | None = conn.pid
+                return pid
     except psutil.Error:
         return None
     return None
