@@ -148,10 +148,27 @@ def _hourly(day: Day) -> str:
         f"{h:02d}h {c}" for h, c in enumerate(cells)) + "."
 
 
+def chosen_windows(days: Sequence[Day]) -> dict[str, float]:
+    """Per pairing, the scale-up window of its cheapest tuning day within ``GOOD_POINTS`` of the
+    target (none within: the one with the most good requests)."""
+    chosen: dict[str, float] = {}
+    for name in sorted({d["replica_set"] for d in days}):
+        mine = [d for d in days if d["replica_set"] == name]
+        good = [d for d in mine if d["summary"]["autoscaled_good"] * 100 >= d["target"] * 100 - GOOD_POINTS]
+        best = min(good, key=lambda d: d["summary"]["autoscaled_usd"]) if good else max(
+            mine, key=lambda d: d["summary"]["autoscaled_good"])
+        chosen[name] = best["autoscaling"]["scale_up_stabilization_s"]
+    return chosen
+
+
 def _tuning(days: Sequence[Day]) -> list[str]:
-    lines = ["| pairing | scale-up window | autoscaled cost | good (tuning day) | command |", "|:--|--:|--:|--:|:--|"]
+    chosen = chosen_windows(days)
+    lines = [f"Rule: per pairing, the cheapest tuning day within {GOOD_POINTS:g} point of the target (none within: the "
+             "most good requests); the held-out day runs its window.", "",
+             "| pairing | scale-up window | autoscaled cost | good (tuning day) | command |", "|:--|--:|--:|--:|:--|"]
     for day in sorted(days, key=lambda d: (d["replica_set"], d["autoscaling"]["scale_up_stabilization_s"])):
-        s = day["summary"]
-        lines.append(f"| {day['replica_set']} | {day['autoscaling']['scale_up_stabilization_s']:g} s | "
-                     f"${s['autoscaled_usd']:,.0f} | {s['autoscaled_good']:.2%} | `{day['command']}` |")
+        s, window = day["summary"], day["autoscaling"]["scale_up_stabilization_s"]
+        mark = " **(chosen)**" if chosen[day["replica_set"]] == window else ""
+        lines.append(f"| {day['replica_set']} | {window:g} s{mark} | ${s['autoscaled_usd']:,.0f} | "
+                     f"{s['autoscaled_good']:.2%} | `{day['command']}` |")
     return lines

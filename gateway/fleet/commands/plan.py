@@ -60,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"{args.to}: replica_count {fleet}, engines {planned.engines}, autoscaling utilisation {utilisation} "
           "if the model autoscales "
           f"(duet deploy render --config {args.to} ...)")
+    if roles := results["plans"][args.policy].get("roles"):  # said, never dropped silently
+        print(f"duet plan: {args.to} does not carry the fleet's engine roles ({roles}: "
+              f"{results['plans'][args.policy]['replay_policy']}): duet deploy render gives a variant one engine per "
+              "Deployment; write each replica's engine in the config's replicas to run them", file=sys.stderr)
     return 0
 
 

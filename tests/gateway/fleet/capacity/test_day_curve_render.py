@@ -51,5 +51,14 @@ def test_the_section_names_the_comparators_the_curve_and_the_tuning_days():
     assert "| all-standard TP4, vLLM's defaults, fixed at the peak: llm-d-default 7 standard TP4 (counted) | $2,016 |" in text
     assert "| x0.25 | 2 fast | 99.50% | 0.050 |" in text
     assert "Fitted: fast = +0.60 + 28.00 x busy." in text
-    assert "| h100-70b | 0 s | $730 | 99.21% |" in text
+    assert "| h100-70b | 0 s **(chosen)** | $730 | 99.21% |" in text
     assert day_curve_render.render([]).endswith("(`duet plan-day --fit`).")
+
+
+def test_the_scale_up_window_is_the_cheapest_tuning_days_within_a_point_of_the_target():
+    def tuning(window: float, usd: float, good: float) -> dict[str, Any]:
+        return {**day(usd, good), "autoscaling": {"scale_up_stabilization_s": window}}
+
+    assert day_curve_render.chosen_windows([tuning(0, 800, 0.995), tuning(600, 700, 0.992)]) == {"h100-70b": 600}
+    assert day_curve_render.chosen_windows([tuning(0, 800, 0.995), tuning(600, 700, 0.97)]) == {"h100-70b": 0}
+    assert day_curve_render.chosen_windows([tuning(0, 800, 0.95), tuning(600, 700, 0.97)]) == {"h100-70b": 600}
