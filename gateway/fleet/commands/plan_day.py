@@ -32,16 +32,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"duet plan-day: {exc}", file=sys.stderr)
         return 2
     plan = json.loads(args.plan.read_text())
-    points: tuple[CurvePoint, ...] = ()
-    if args.warm_traffic_tasks:  # the task types of the plan's tuning traffic, as its parity floor counted them
-        planned = spec_of(plan)
-        tasks = Replays(planned, plan["policy"], planned.search, 1).tasks
-        spec = dataclasses.replace(spec, warm_tasks=tasks)
-    if args.fit:  # the curve's points on the plan's tuning seeds, before any day is replayed
-        points = fit_points(plan, args.fit)
-        spec = dataclasses.replace(spec, capacity=curves_of(points, [v.name for v in spec.replicas.variants]))
-        print("capacity curve: " + ", ".join(f"{v} {c.intercept:+.2f} + {c.per_busy_replica:.2f} x busy"
-                                             for v, c in spec.capacity.items()))
+    spec, points = _sized(spec, plan, args)
     results = assemble(spec, replay_days(spec, args.jobs), command(args))
     if args.fit:
         results["capacity_fit"] = {"fractions": sorted(set(args.fit)), "points": [p.as_dict() for p in points],
@@ -52,8 +43,27 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1) + "\n")
+    _report(spec, results, args.hours)
+    return 0
+
+
+def _sized(spec: DaySpec, plan: dict[str, Any], args: argparse.Namespace) -> tuple[DaySpec, tuple[CurvePoint, ...]]:
+    """``spec`` with the warm task types and the capacity curve ``args`` ask for, and the curve's points."""
+    if args.warm_traffic_tasks:  # the task types of the plan's tuning traffic, as its parity floor counted them
+        planned = spec_of(plan)
+        spec = dataclasses.replace(spec, warm_tasks=Replays(planned, plan["policy"], planned.search, 1).tasks)
+    if not args.fit:
+        return spec, ()
+    points = fit_points(plan, args.fit)  # on the plan's tuning seeds, before any day is replayed
+    spec = dataclasses.replace(spec, capacity=curves_of(points, [v.name for v in spec.replicas.variants]))
+    print("capacity curve: " + ", ".join(f"{v} {c.intercept:+.2f} + {c.per_busy_replica:.2f} x busy"
+                                         for v, c in spec.capacity.items()))
+    return spec, points
+
+
+def _report(spec: DaySpec, results: dict[str, Any], hours: float) -> None:
     s = results["summary"]
-    print(f"{spec.replica_set}, {spec.trace}, peak x{spec.peak_scale:g}, {args.hours:g} h, {spec.seeds} seeds "
+    print(f"{spec.replica_set}, {spec.trace}, peak x{spec.peak_scale:g}, {hours:g} h, {spec.seeds} seeds "
           f"({spec.window} stretches)")
     fixed_good = "not replayed" if s["fixed_good"] is None else f"{s['fixed_good']:.2%} good"
     print(f"fixed at the peak {dict(spec.peak_fleet)}: ${s['fixed_usd']:.0f}, {fixed_good}")
@@ -63,7 +73,6 @@ def run(args: argparse.Namespace) -> int:
     for key, found in results["against"].items():
         if found is not None:
             print(f"against {key} ({found['policy']} {found['fleet']}, ${found['usd']:.0f}): {found['ratio']:.2f}x")
-    return 0
 
 
 def fit_points(plan: dict[str, Any], fractions: list[float]) -> tuple[CurvePoint, ...]:
