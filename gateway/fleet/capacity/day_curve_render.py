@@ -69,7 +69,7 @@ def render(days: Sequence[Day], tuning: Sequence[Day] = ()) -> str:
                      f"{s['autoscaled_good']:.2%} good (**{_word(v['good'])}**).")
     for day in days:
         lines += ["", f"### {day['replica_set']}: a held-out day on its curve", "", _settings(day), "", *_table(day), "",
-                  *_curve(day), "", _per_seed(day), "", _hourly(day), "", f"Command: `{day['command']}`"]
+                  *_what_it_measures(day), *_curve(day), "", _per_seed(day), "", _hourly(day), "", f"Command: `{day['command']}`"]
     if tuning:
         lines += ["", "### The scale-up window, chosen on tuning days", "", *_tuning(tuning)]
     return "\n".join(lines)
@@ -119,6 +119,19 @@ def _table(day: Day) -> list[str]:
               f"| **Duet, autoscaled on the curve** (replayed) | ${s['autoscaled_usd']:,.0f} | 1.00x | "
               f"{s['autoscaled_good']:.2%} ± {s['autoscaled_good_ci95']:.2%} |"]
     return lines
+
+
+def _what_it_measures(day: Day) -> list[str]:
+    """Where the saving against the best baseline comes from, as far as the file shows it."""
+    baseline, s = day["against"].get("best_baseline"), day["summary"]
+    if baseline is None:
+        return []
+    if round(s["fixed_usd"], 2) == round(baseline["usd"], 2):
+        return [f"Duet's fleet at the peak costs what the best baseline's does: the {1 - baseline['ratio']:.0%} saved "
+                "against it is the autoscaling's on the curve, which a baseline scaled the same way would share; "
+                "Duet's engine roles and routing add nothing at the peak here.", ""]
+    return [f"Duet's fleet at the peak costs {s['fixed_usd'] / baseline['usd']:.2f}x the best baseline's; the autoscaling "
+            f"on the curve takes it to {baseline['ratio']:.2f}x.", ""]
 
 
 def _curve(day: Day) -> list[str]:
