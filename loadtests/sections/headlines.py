@@ -96,8 +96,10 @@ def capacity_layouts(plans: Sequence[Mapping[str, Any]]) -> Headline:
     for results in plans:
         r = layout_render.ratios(results)
         baseline, standard = r["baseline"], r["all_standard_tp4"]
+        bound = "≤ " if layout_render.all_standard_tp4_is_bound(results) else ""
         figures.append(f"{'—' if baseline is None else f'{baseline:.2f}x'} best baseline, "
-                       f"{'—' if standard is None else f'{standard:.2f}x'} all-standard TP4 ({results['replica_set']})")
+                       f"{'—' if standard is None else f'{bound}{standard:.2f}x'} all-standard TP4 "
+                       f"({results['replica_set']})")
         met = met and baseline is not None and standard is not None and baseline <= layout_render.BASELINE_GOAL \
             and standard <= layout_render.ALL_STANDARD_GOAL
     return Headline("Capacity over layouts", "Duet's cheapest fleet: " + "; ".join(figures), goal,
@@ -127,7 +129,8 @@ def capacity_day_curve(days: Sequence[Mapping[str, Any]]) -> Headline:
     figures = []
     for day in days:
         a = day["against"]
-        ratio = {k: "—" if a.get(k) is None else f"{a[k]['ratio']:.2f}x" for k in ("all_standard_defaults", "best_baseline")}
+        ratio = {k: "—" if a.get(k) is None else ("≤ " if a[k].get("bound") else "") + f"{a[k]['ratio']:.2f}x"
+                 for k in ("all_standard_defaults", "best_baseline")}
         figures.append(f"{ratio['all_standard_defaults']} all-standard TP4, {ratio['best_baseline']} best baseline, "
                        f"{day['summary']['autoscaled_good']:.2%} good ({day['replica_set']})")
     met = all(v is True for day in days for v in day_curve_render.verdicts(day).values())

@@ -40,8 +40,9 @@ def verdicts(day: Day) -> dict[str, bool | None]:
             "baseline": under("best_baseline", BASELINE_GOAL), "good": good}
 
 
-def _word(verdict: bool | None) -> str:
-    return "no comparator" if verdict is None else "met" if verdict else "missed"
+def _word(verdict: bool | None, bound: bool = False) -> str:
+    word = "no comparator" if verdict is None else "met" if verdict else "missed"
+    return f"{word}, a bound" if bound and verdict is not None else word
 
 
 def _fleet(counts: Mapping[str, int] | None, layout: Mapping[str, Any] | None = None) -> str:
@@ -64,7 +65,8 @@ def render(days: Sequence[Day], tuning: Sequence[Day] = ()) -> str:
     for day in days:
         v, a, s = verdicts(day), day["against"], day["summary"]
         lines.append(f"- {day['replica_set']}: autoscaled ${s['autoscaled_usd']:,.0f}, "
-                     f"{_ratio(a.get('all_standard_defaults'))} all-standard TP4 (**{_word(v['all_standard'])}**), "
+                     f"{_ratio(a.get('all_standard_defaults'))} all-standard TP4 "
+                     f"(**{_word(v['all_standard'], bool((a.get('all_standard_defaults') or {}).get('bound')))}**), "
                      f"{_ratio(a.get('best_baseline'))} the best baseline (**{_word(v['baseline'])}**), "
                      f"{s['autoscaled_good']:.2%} good (**{_word(v['good'])}**).")
     for day in days:
@@ -76,7 +78,9 @@ def render(days: Sequence[Day], tuning: Sequence[Day] = ()) -> str:
 
 
 def _ratio(found: Mapping[str, Any] | None) -> str:
-    return "—" if found is None else f"{found['ratio']:.2f}x"
+    if found is None:
+        return "—"
+    return f"≤ {found['ratio']:.2f}x" if found.get("bound") else f"{found['ratio']:.2f}x"
 
 
 def _settings(day: Day) -> str:
@@ -107,6 +111,11 @@ def _table(day: Day) -> list[str]:
         found = a.get(key)
         if found is None:
             lines.append(f"| {label}: none found | — | — | — |")
+            continue
+        if found.get("bound"):
+            lines.append(f"| {label}: {found['policy']} found none up to ${found['usd_per_hour']:.0f}/hour (its largest "
+                         f"fleet: {found['good']:.2%} good, {found['good_on']}) | > ${found['usd']:,.0f} | "
+                         f"{_ratio(found)} | below the target |")
             continue
         lines.append(f"| {label}: {found['policy']} {_fleet(found['fleet'], found.get('layout'))} (counted) | "
                      f"${found['usd']:,.0f} | {found['ratio']:.2f}x | {found['good']:.2%} ({found['good_on']}, peak) |")

@@ -3,7 +3,9 @@ day starts from: (a) an all-standard fleet fixed at the peak on vLLM's defaults 
 profile's chunk budget), routed by the plan's all-standard policy (llm-d-default in the committed
 runs), and (b) the best baseline's cheapest fleet from the same search (one TP size and chunk
 budget for all its replicas), fixed at the peak. Both are counted, not replayed: their cost is
-their hourly price for the day, their good share the one the plan measured at the peak.
+their hourly price for the day, their good share the one the plan measured at the peak. Where the
+plan found no such fleet within its bounds, the largest fleet it tried (which missed the target)
+is the comparator's cost as a lower bound, so the day's ratio over it is an upper bound.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ def _all_standard_at_defaults(plans: Mapping[str, Any]) -> dict[str, Any] | None
         if plan["role"] != "all-standard":
             continue
         for search in plan.get("layouts", []):
-            if search["layout"] == DEFAULTS and search.get("fleet"):
+            if search["layout"] == DEFAULTS and search.get("searched"):
                 return {"policy": name, "fleet": search["fleet"], "layout": search["layout"],
-                        "usd_per_hour": search["usd_per_hour"], "good": search["share"], "good_on": "tuning seeds"}
+                        "usd_per_hour": search["usd_per_hour"], "good": search["share"], "good_on": "tuning seeds",
+                        "bound": search["fleet"] is None}
     return None
 
 
@@ -32,7 +35,7 @@ def _best_baseline(plans: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     name, plan = min(found, key=lambda item: (item[1]["usd_per_hour"], -item[1]["search_share"]))
     return {"policy": name, "fleet": plan["fleet"], "layout": plan.get("layout"), "usd_per_hour": plan["usd_per_hour"],
-            "good": plan.get("check_share"), "good_on": "held-out seeds"}
+            "good": plan.get("check_share"), "good_on": "held-out seeds", "bound": False}
 
 
 def comparators(plan_results: Mapping[str, Any]) -> dict[str, dict[str, Any] | None]:
@@ -42,7 +45,8 @@ def comparators(plan_results: Mapping[str, Any]) -> dict[str, dict[str, Any] | N
 
 
 def against(autoscaled_usd: float, day_s: float, found: Mapping[str, dict[str, Any] | None]) -> dict[str, Any]:
-    """Each comparator's cost of the day and the autoscaled day's cost over it (None: no comparator)."""
+    """Each comparator's cost of the day and the autoscaled day's cost over it (None: no comparator;
+    ``bound``: the comparator found no fleet, its cost a lower bound and the ratio an upper one)."""
     out: dict[str, Any] = {}
     for key, comparator in found.items():
         if comparator is None:

@@ -60,12 +60,13 @@ def best(plans: Mapping[str, Plan], role: str) -> tuple[str, Plan] | None:
 
 
 def all_standard_at_defaults(plans: Mapping[str, Plan]) -> Plan | None:
-    """The all-standard fleet's search at TP4 and the profile's chunk budget (vLLM's defaults)."""
+    """The all-standard fleet's search at TP4 and the profile's chunk budget (vLLM's defaults);
+    one that found no fleet gives its largest fleet's cost, a lower bound (``fleet`` None)."""
     for plan in plans.values():
         if plan["role"] != "all-standard":
             continue
         for search in plan.get("layouts", []):
-            if search["layout"] == {"standard": {"tp": 4, "chunk": None}} and search.get("fleet"):
+            if search["layout"] == {"standard": {"tp": 4, "chunk": None}} and search.get("searched", True):
                 found: Plan = search
                 return found
     return None
@@ -83,6 +84,12 @@ def ratios(results: Mapping[str, Any]) -> dict[str, float | None]:
 
     return {"baseline": over(baseline[1] if baseline else None), "all_standard": over(standard[1] if standard else None),
             "all_standard_tp4": over(defaults)}
+
+
+def all_standard_tp4_is_bound(results: Mapping[str, Any]) -> bool:
+    """Whether the TP4 all-standard ratio is an upper bound (that search found no fleet)."""
+    defaults = all_standard_at_defaults(results["plans"])
+    return defaults is not None and not defaults.get("fleet")
 
 
 def pareto(plan: Plan) -> list[dict[str, Any]]:
@@ -150,10 +157,11 @@ def why(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _ratio(value: float | None, goal: float) -> str:
+def _ratio(value: float | None, goal: float, bound: bool = False) -> str:
     if value is None:
         return "— (no fleet found)"
-    return f"{value:.2f}x ({'met' if value <= goal else 'missed'}: goal <= {goal:g}x)"
+    verdict = f"{'met' if value <= goal else 'missed'}{', a bound: that search found no fleet' if bound else ''}"
+    return f"{'≤ ' if bound else ''}{value:.2f}x ({verdict}: goal <= {goal:g}x)"
 
 
 def _policies(results: Mapping[str, Any]) -> list[str]:
@@ -237,11 +245,11 @@ def render(plans: Sequence[Mapping[str, Any]]) -> str:
         duet = results["plans"][results["policy"]]
         best_standard = "—" if r["all_standard"] is None else f"{r['all_standard']:.2f}x"
         roles = f", roles {duet['roles']}" if duet.get("roles") else ""
+        tp4 = _ratio(r["all_standard_tp4"], ALL_STANDARD_GOAL, all_standard_tp4_is_bound(results))
         lines.append(f"- {results['replica_set']} on {results['trace']}: Duet "
                      f"{fleet_text(duet['fleet'], duet.get('layout', {}))}{roles} (${duet['usd_per_hour']:.0f}/hour); "
                      f"against the best baseline {_ratio(r['baseline'], BASELINE_GOAL)}; against all-standard TP4 "
-                     f"{_ratio(r['all_standard_tp4'], ALL_STANDARD_GOAL)}; against the best all-standard layout "
-                     f"{best_standard}")
+                     f"{tp4}; against the best all-standard layout {best_standard}")
     for results in plans:
         duet = results["plans"][results["policy"]]
         lines += ["", f"### {results['replica_set']} on {results['trace']}", "", _settings(results) + ".", "",

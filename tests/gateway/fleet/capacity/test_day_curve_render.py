@@ -63,3 +63,12 @@ def test_the_scale_up_window_is_the_cheapest_tuning_days_within_a_point_of_the_t
     assert day_curve_render.chosen_windows([tuning(0, 800, 0.995), tuning(600, 700, 0.992)]) == {"h100-70b": 600}
     assert day_curve_render.chosen_windows([tuning(0, 800, 0.995), tuning(600, 700, 0.97)]) == {"h100-70b": 0}
     assert day_curve_render.chosen_windows([tuning(0, 800, 0.95), tuning(600, 700, 0.97)]) == {"h100-70b": 600}
+
+
+def test_a_comparator_that_found_no_fleet_gives_a_bound_said_as_one():
+    data = day()
+    data["against"]["all_standard_defaults"].update(fleet=None, bound=True, usd_per_hour=120.0, usd=2880.0,
+                                                    ratio=round(730.0 / 2880.0, 4), good=0.9805)
+    text = day_curve_render.render([data])
+    assert "≤ 0.25x all-standard TP4 (**met, a bound**)" in text
+    assert "llm-d-default found none up to $120/hour (its largest fleet: 98.05% good, tuning seeds) | > $2,880 |" in text

@@ -15,9 +15,9 @@ PLAN = {"plans": {
     "llm-d-default": {"role": "all-standard", "fleet": {"standard": 3, "fast": 0}, "usd_per_hour": 72.0,
                       "search_share": 0.992, "layouts": [
                           {"layout": {"standard": {"tp": 8, "chunk": None}}, "fleet": {"standard": 3, "fast": 0},
-                           "usd_per_hour": 72.0, "share": 0.992},
+                           "usd_per_hour": 72.0, "share": 0.992, "searched": True},
                           {"layout": {"standard": TP4}, "fleet": {"standard": 7, "fast": 0}, "usd_per_hour": 84.0,
-                           "share": 0.991}]},
+                           "share": 0.991, "searched": True}]},
 }}
 
 
@@ -34,3 +34,12 @@ def test_each_comparator_costs_its_hourly_price_for_the_day_and_the_ratio_is_the
     assert against["all_standard_defaults"]["usd"] == pytest.approx(84.0 * 24)
     assert against["best_baseline"]["ratio"] == pytest.approx(600.0 / (48.0 * 24), abs=1e-4)
     assert day_goals.against(600.0, 86400.0, {"best_baseline": None}) == {"best_baseline": None}
+
+
+def test_an_all_standard_search_that_found_no_fleet_is_a_lower_bound_on_its_cost():
+    plan = {"plans": {"llm-d-default": {"role": "all-standard", "fleet": {"standard": 3, "fast": 0}, "layouts": [
+        {"layout": {"standard": TP4}, "searched": True, "fleet": None, "usd_per_hour": 120.0, "share": 0.9805}]}}}
+    found = day_goals.comparators(plan)["all_standard_defaults"]
+    assert found is not None and found["bound"] and found["usd_per_hour"] == 120.0
+    against = day_goals.against(800.0, 86400.0, {"all_standard_defaults": found})
+    assert against["all_standard_defaults"]["ratio"] == pytest.approx(800.0 / 2880.0, abs=1e-4)  # at most this

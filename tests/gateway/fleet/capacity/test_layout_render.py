@@ -100,3 +100,12 @@ def test_a_role_mix_is_named_with_its_layout_wherever_duets_fleet_is_shown():
     assert "| $48 | 16 | 99.30% | 4 fast TP4, roles split **(chosen)** |" in text
     assert "Duet's role mixes split (first half standard's at 16384, fast's at 8192, the rest at 2048)" in text
     assert "Duet's fleet runs role mix split: `duet@chunk=fast:2x8192+2048`" in text
+
+
+def test_an_all_standard_tp4_search_that_found_no_fleet_makes_the_ratio_a_bound():
+    data = results()
+    standard = data["plans"]["always-standard"]
+    standard["layouts"][0].update(fleet=None, usd_per_hour=120.0)  # ten TP4 replicas, still short of the target
+    assert layout_render.ratios(data)["all_standard_tp4"] == 0.5 and layout_render.all_standard_tp4_is_bound(data)
+    assert "against all-standard TP4 ≤ 0.50x (missed, a bound: that search found no fleet: goal <= 0.35x)" in (
+        layout_render.render([data]))
