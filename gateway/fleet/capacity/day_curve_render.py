@@ -187,10 +187,13 @@ def _tuning(days: Sequence[Day]) -> list[str]:
     chosen = chosen_windows(days)
     lines = [f"Rule: per pairing, the cheapest tuning day within {GOOD_POINTS:g} point of the target (none within: the "
              "most good requests); the held-out day runs its window.", "",
-             "| pairing | scale-up window | autoscaled cost | good (tuning day) | command |", "|:--|--:|--:|--:|:--|"]
+             "| pairing | scale-up window | autoscaled cost | good (tuning day) | most replicas asked at an hour's start "
+             "(first seed) | command |", "|:--|--:|--:|--:|--:|:--|"]
     for day in sorted(days, key=lambda d: (d["replica_set"], d["autoscaling"]["scale_up_stabilization_s"])):
         s, window = day["summary"], day["autoscaling"]["scale_up_stabilization_s"]
         mark = " **(chosen)**" if chosen[day["replica_set"]] == window else ""
+        asked = day["days"][0]["autoscaled"]["hourly_asked"].values()
+        most = max((sum(hour) for hour in zip(*asked, strict=True)), default=0)
         lines.append(f"| {day['replica_set']} | {window:g} s{mark} | ${s['autoscaled_usd']:,.0f} | "
-                     f"{s['autoscaled_good']:.2%} | `{day['command']}` |")
+                     f"{s['autoscaled_good']:.2%} | {most} | `{day['command']}` |")
     return lines

@@ -51,7 +51,7 @@ def test_the_section_names_the_comparators_the_curve_and_the_tuning_days():
     assert "| all-standard TP4, vLLM's defaults, fixed at the peak: llm-d-default 7 standard TP4 (counted) | $2,016 |" in text
     assert "| x0.25 | 2 fast | 99.50% | 0.050 |" in text
     assert "Fitted: fast = +0.60 + 28.00 x busy." in text
-    assert "| h100-70b | 0 s **(chosen)** | $730 | 99.21% |" in text
+    assert "| h100-70b | 0 s **(chosen)** | $730 | 99.21% | 3 |" in text
     assert "costs what the best baseline's does: the 37% saved against it is the autoscaling's" in text
     assert day_curve_render.render([]).endswith("(`duet plan-day --fit`).")
 
