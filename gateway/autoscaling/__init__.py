@@ -9,10 +9,10 @@ fleet, duet plan): the keeper and its store, and the arithmetic they size with."
 
 from gateway.autoscaling.demand_keeper import DemandKeeper
 from gateway.autoscaling.gauge import FleetSignal, ModelNeed, model_need, sizing_for
-from gateway.scaling import Autoscaling, TaskDemand, TaskSizing, VariantNeed, desired_replicas, peak
+from gateway.scaling import Autoscaling, CapacityCurve, TaskDemand, TaskSizing, VariantNeed, desired_replicas, peak
 from gateway.state.demand import InMemoryDemand
 
 __all__ = [
-    "Autoscaling", "DemandKeeper", "FleetSignal", "InMemoryDemand", "ModelNeed", "TaskDemand", "TaskSizing",
+    "Autoscaling", "CapacityCurve", "DemandKeeper", "FleetSignal", "InMemoryDemand", "ModelNeed", "TaskDemand", "TaskSizing",
     "VariantNeed", "desired_replicas", "model_need", "peak", "sizing_for",
 ]

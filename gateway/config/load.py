@@ -43,7 +43,7 @@ from gateway.domain import (
 from gateway.errors import ConfigError
 from gateway.routing.roles import ENGINE_ROLE
 from gateway.routing.rollout import ROLLOUT_STAGE
-from gateway.scaling import Autoscaling
+from gateway.scaling import Autoscaling, CapacityCurve
 from gateway.speed import SpeedPrior
 
 log = logging.getLogger(__name__)
@@ -205,7 +205,7 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
             raise ConfigError(f"models.{name}.embedding_variants.{i}",
                               f"unknown variant '{variant_name}' (known: {sorted(variants)})")
     return ModelSpec(name, variants, tuple(replicas), tokenizer, _pins(name, variants), ca_bundles,
-                     frozenset(section.embedding_variants), _autoscaling(section.autoscaling, variants,
+                     frozenset(section.embedding_variants), _autoscaling(section.autoscaling, variants, tasks,
                                                                          f"models.{name}.autoscaling"))
 
 
@@ -249,11 +249,14 @@ def _check_roles(engines: list[EngineConfig], partners: list[EngineConfig], path
                               f"variant (or one sharing its weights) with the same kv_connector ({engine.kv_connector})")
 
 
-def _autoscaling(section: schema.AutoscalingSection | None, variants: Mapping[str, Variant],
+def _autoscaling(section: schema.AutoscalingSection | None, variants: Mapping[str, Variant], tasks: set[str],
                  path: str) -> Autoscaling | None:
     if section is None:
         return None
-    for key in ("min_replicas", "utilisation_by_variant"):
+    for i, task in enumerate(section.warm_tasks or []):
+        if task not in tasks:
+            raise ConfigError(f"{path}.warm_tasks.{i}", f"unknown task '{task}' (known: {sorted(tasks)})")
+    for key in ("min_replicas", "utilisation_by_variant", "capacity_by_variant"):
         for variant_name in getattr(section, key):
             if variant_name not in variants:
                 raise ConfigError(f"{path}.{key}.{variant_name}", f"unknown variant (known: {sorted(variants)})")
@@ -265,7 +268,10 @@ def _autoscaling(section: schema.AutoscalingSection | None, variants: Mapping[st
     return Autoscaling(section.autoscaler, section.utilisation, section.scrape_interval_s, section.rate_window_s,
                        section.scale_down_stabilization_s, section.max_replicas,
                        MappingProxyType(dict(section.min_replicas)),
-                       MappingProxyType(dict(section.utilisation_by_variant)), section.scale_up_stabilization_s)
+                       MappingProxyType(dict(section.utilisation_by_variant)), section.scale_up_stabilization_s,
+                       MappingProxyType({name: CapacityCurve(c.intercept, c.per_busy_replica)
+                                         for name, c in section.capacity_by_variant.items()}),
+                       None if section.warm_tasks is None else frozenset(section.warm_tasks))
 
 
 def _ca_bundle(written: str, source: str, path: str) -> str:

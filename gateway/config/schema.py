@@ -214,6 +214,13 @@ class HfTokenizer(Strict):
     hf_tokenizer_json: str
 
 
+class CapacityCurveSection(Strict):
+    """A variant's replicas as a line in the model's busy replicas (gateway.scaling.CapacityCurve)."""
+
+    intercept: float
+    per_busy_replica: Annotated[float, Field(ge=0)]
+
+
 class AutoscalingSection(Strict):
     """The model's autoscaling (gateway.scaling.Autoscaling says what each setting does)."""
 
@@ -227,6 +234,8 @@ class AutoscalingSection(Strict):
     max_replicas: PositiveInt = default_of(Autoscaling, "max_replicas")
     min_replicas: dict[Name, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     utilisation_by_variant: dict[Name, Annotated[float, Field(gt=0, le=1)]] = Field(default_factory=dict)
+    capacity_by_variant: dict[Name, CapacityCurveSection] = Field(default_factory=dict)
+    warm_tasks: list[Name] | None = None
 
 
 class ModelSection(Strict):

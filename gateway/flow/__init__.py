@@ -26,6 +26,8 @@ from gateway.detect import Detection, TaskDetector
 from gateway.domain import (
     Budget,
     Candidate,
+    EngineConfig,
+    EngineRole,
     Health,
     Prediction,
     Priority,
@@ -72,7 +74,7 @@ __all__ = [
     "Action", "ActiveConfig", "ApproxTokenCounter", "Attempt", "AttemptFailure", "Budget", "Candidate", "ChatBody",
     "CompletionBody", "ConfigError", "Decision",
     "EmbeddingsBody", "MessagesBody", "RequestBody", "ResponsesBody", "ResponseHomes", "TokenizeBody", "parse_tokenize_body",
-    "DecodeLedger", "Director", "DuetConfig", "Exchange", "Health", "HfTokenCounter",
+    "DecodeLedger", "Director", "DuetConfig", "EngineConfig", "EngineRole", "Exchange", "Health", "HfTokenCounter",
     "HistogramTotals", "Hooks", "InMemoryStateStore", "Inbound", "Ledgers", "ModelSpec", "Outcome", "Plan",
     "Prediction", "PrefillBacklog", "Price", "Priority", "RECHECK_S", "Replica", "ReplicaCost", "ReplicaState", "SpeedPrior",
     "RequestError",

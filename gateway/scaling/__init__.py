@@ -3,8 +3,10 @@
 Deployment on). Pure and synchronous, like routing: it imports only the vocabulary
 (``gateway.domain``) and itself, so the replay's autoscaled fleet runs the same arithmetic."""
 
+from gateway.scaling.capacity_curve import CapacityCurve
 from gateway.scaling.demand import DemandMeter, Tally, TaskDemand, peak
 from gateway.scaling.desired import TaskSizing, VariantNeed, desired_replicas
 from gateway.scaling.policy import Autoscaling
 
-__all__ = ["Autoscaling", "DemandMeter", "Tally", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas", "peak"]
+__all__ = ["Autoscaling", "CapacityCurve", "DemandMeter",
+           "Tally", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas", "peak"]

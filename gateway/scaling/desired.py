@@ -10,10 +10,12 @@
 3. A request then keeps a replica busy for its prefill (prompt / prefill rate) and its share of
    the decode steps it is in (answer / tokens per step x step / batch); the variant's demand in
    replicas is the sum over its tasks of rate x that, divided by its ``utilisation`` (the plan's
-   headroom), rounded up.
+   headroom), rounded up; or, where the variant has a capacity curve (fitted over several loads),
+   the curve at the busy replicas of all the model's variants.
 4. Never fewer than ``min_replicas``, nor than one where parity makes the variant the only home
-   of a task type the config defines (a request of it could come at any moment, and a replica
-   takes minutes to start); never more than ``max_replicas``.
+   of a task type the config defines, or of one of ``warm_tasks`` where the config names them (a
+   request of it could come at any moment, and a replica takes minutes to start); never more
+   than ``max_replicas``.
 
 What the model leaves out, the utilisation absorbs: prompts stalling decode steps, queueing near
 saturation, the spread of lengths around their means. ``duet plan`` measures it by replaying
@@ -23,7 +25,7 @@ the router against the simulator and writes the utilisation the fleet it found r
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway.domain import RolloutStage, Variant
@@ -60,6 +62,7 @@ def desired_replicas(variants: Sequence[Variant], demand: Mapping[str, TaskDeman
     config defines; a task in ``demand`` but not in ``sizing`` is sized with no TPOT budget)."""
     shares = _placement(variants, demand, sizing)
     needs: dict[str, VariantNeed] = {}
+    busy_by_variant: dict[str, float] = {}
     for variant in variants:
         placed = {task: share for (task, name), share in shares.items() if name == variant.name and share > 0}
         lengths = {task: _lengths(task, demand[task], sizing) for task in placed}
@@ -67,10 +70,22 @@ def desired_replicas(variants: Sequence[Variant], demand: Mapping[str, TaskDeman
                     default=variant.speed.max_num_seqs)
         busy = sum(demand[task].rate_per_s * share * _replica_s(variant.speed, task, *lengths[task], batch)
                    for task, share in placed.items())
-        floor = max(autoscaling.min_replicas.get(variant.name, 0), _parity_floor(variant, variants, sizing))
+        warm = sizing if autoscaling.warm_tasks is None else autoscaling.warm_tasks
+        floor = max(autoscaling.min_replicas.get(variant.name, 0), _parity_floor(variant, variants, warm))
         wanted = math.ceil(busy / autoscaling.utilisation_of(variant.name) - 1e-9)
+        busy_by_variant[variant.name] = busy
         needs[variant.name] = VariantNeed(variant.name, tuple(sorted(placed.items())), busy, batch, floor,
                                           min(max(wanted, floor), max(autoscaling.max_replicas, floor)))
+    return _on_curves(needs, sum(busy_by_variant.values()), autoscaling)
+
+
+def _on_curves(needs: dict[str, VariantNeed], busy: float, autoscaling: Autoscaling) -> dict[str, VariantNeed]:
+    """``needs`` with each variant that has a capacity curve sized on it at the model's ``busy``."""
+    for name, curve in autoscaling.capacity_by_variant.items():
+        if (need := needs.get(name)) is not None:
+            wanted = curve.replicas(busy)
+            needs[name] = VariantNeed(need.variant, need.tasks, need.busy_replicas, need.batch, need.floor,
+                                      min(max(wanted, need.floor), max(autoscaling.max_replicas, need.floor)))
     return needs
 
 
@@ -93,9 +108,9 @@ def _placement(variants: Sequence[Variant], demand: Mapping[str, TaskDemand],
     return shares
 
 
-def _parity_floor(variant: Variant, variants: Sequence[Variant], sizing: Mapping[str, TaskSizing]) -> int:
-    """1 when the variant is the only fully rolled-out home of a task type the config defines."""
-    for task in sizing:
+def _parity_floor(variant: Variant, variants: Sequence[Variant], tasks: Iterable[str]) -> int:
+    """1 when the variant is the only fully rolled-out home of one of ``tasks``."""
+    for task in tasks:
         homes = [v.name for v in variants if v.rollout.stage is RolloutStage.FULL and v.allows(task)]
         if homes == [variant.name]:
             return 1

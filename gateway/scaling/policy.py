@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from gateway.scaling.capacity_curve import CapacityCurve
+
 AUTOSCALERS = ("hpa", "keda")
 
 
@@ -32,6 +34,13 @@ class Autoscaling:
     the window, over before a new replica could start, adds none.
     ``max_replicas``: per variant. ``min_replicas``: per variant, raised to one for a variant
     parity makes the only home of some task type.
+    ``capacity_by_variant``: per variant, the replicas as a line fitted over several loads of the
+    planned traffic (``capacity_curve.py``; ``duet plan-day --fit`` measures it); a variant with
+    one is sized by it instead of by its utilisation.
+    ``warm_tasks``: the task types a replica must always be ready for (parity's floor keeps one
+    replica of a variant that is the only home of one); None: every configured task type. A team
+    whose traffic has no long documents names the others, and keeps no standard replica warm for
+    a task type it never sends.
     """
 
     autoscaler: str = "hpa"
@@ -43,6 +52,8 @@ class Autoscaling:
     min_replicas: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     utilisation_by_variant: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     scale_up_stabilization_s: float = 0.0
+    capacity_by_variant: Mapping[str, CapacityCurve] = field(default_factory=lambda: MappingProxyType({}))
+    warm_tasks: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if self.autoscaler not in AUTOSCALERS:

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gateway.fleet.capacity import day_render, layout_render
+from gateway.fleet.capacity import day_curve_render, day_render, layout_render
 from gateway.fleet.capacity import render as capacity_render
 from gateway.fleet.sweep import render as knee
 from loadtests.benchmarks.overhead.report.results import read as read_overhead
@@ -96,8 +96,10 @@ def capacity_layouts(plans: Sequence[Mapping[str, Any]]) -> Headline:
     for results in plans:
         r = layout_render.ratios(results)
         baseline, standard = r["baseline"], r["all_standard_tp4"]
+        bound = "≤ " if layout_render.all_standard_tp4_is_bound(results) else ""
         figures.append(f"{'—' if baseline is None else f'{baseline:.2f}x'} best baseline, "
-                       f"{'—' if standard is None else f'{standard:.2f}x'} all-standard TP4 ({results['replica_set']})")
+                       f"{'—' if standard is None else f'{bound}{standard:.2f}x'} all-standard TP4 "
+                       f"({results['replica_set']})")
         met = met and baseline is not None and standard is not None and baseline <= layout_render.BASELINE_GOAL \
             and standard <= layout_render.ALL_STANDARD_GOAL
     return Headline("Capacity over layouts", "Duet's cheapest fleet: " + "; ".join(figures), goal,
@@ -115,3 +117,21 @@ def capacity_day(days: Sequence[Mapping[str, Any]]) -> Headline:
     return Headline("Autoscaling", figure,
                     f"<= {day_render.COST_GOAL:g}x cost, good within {day_render.GOOD_POINTS:g} point of the target",
                     "the fixed fleet sized for the day's peak", all(verdicts))
+
+
+def capacity_day_curve(days: Sequence[Mapping[str, Any]]) -> Headline:
+    """The held-out day on a fitted curve against issue #37's all-standard and best-baseline fleets."""
+    goal = (f"<= {day_curve_render.ALL_STANDARD_GOAL:g}x all-standard TP4 (llm-d-default), <= "
+            f"{day_curve_render.BASELINE_GOAL:g}x the best baseline, good within {day_curve_render.GOOD_POINTS:g} point")
+    anchor = "an all-standard fleet fixed at the peak on vLLM's defaults; the best baseline's cheapest fleet"
+    if not days:
+        return Headline("A day on a fitted curve", "no day replayed yet", goal, anchor, None)
+    figures = []
+    for day in days:
+        a = day["against"]
+        ratio = {k: "—" if a.get(k) is None else ("≤ " if a[k].get("bound") else "") + f"{a[k]['ratio']:.2f}x"
+                 for k in ("all_standard_defaults", "best_baseline")}
+        figures.append(f"{ratio['all_standard_defaults']} all-standard TP4, {ratio['best_baseline']} best baseline, "
+                       f"{day['summary']['autoscaled_good']:.2%} good ({day['replica_set']})")
+    met = all(v is True for day in days for v in day_curve_render.verdicts(day).values())
+    return Headline("A day on a fitted curve", "; ".join(figures), goal, anchor, met)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gateway.fleet.capacity import day_curve_render as capacity_day_curve
 from gateway.fleet.capacity import day_render as capacity_day
 from gateway.fleet.capacity import layout_render as capacity_layouts
 from gateway.fleet.capacity import render as capacity
@@ -76,6 +77,9 @@ SECTIONS: tuple[Section, ...] = (
             lambda: headlines.capacity_layouts(capacity_layouts.load())),
     Section("capacity-day", BENCHMARKS, "docs/results/capacity/day/*.json",
             lambda: capacity_day.render(capacity_day.load()), lambda: headlines.capacity_day(capacity_day.load())),
+    Section("capacity-day-curve", BENCHMARKS, "docs/results/capacity/day-curve/*.json and its tuning/*.json",
+            lambda: capacity_day_curve.render(capacity_day_curve.load(), capacity_day_curve.load_tuning()),
+            lambda: headlines.capacity_day_curve(capacity_day_curve.load())),
     Section("bench-variants", BENCHMARKS, "docs/results/bench-variants.json",
             lambda: variants.docs_section(_json(variants.RESULTS)), headlines.variants),
     Section("bench-router", BENCHMARKS, "docs/results/router-bench.json",

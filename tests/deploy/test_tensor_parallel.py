@@ -79,3 +79,23 @@ def test_a_replica_cost_counting_other_gpus_than_the_tp_size_is_refused(tmp_path
     fast["replica_cost"]["gpus"] = 2
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     assert "overlays/gpu/vllm.yaml" in render(path, "k8s-gpu")
+
+
+def test_a_plans_layout_written_into_the_config_is_what_kubernetes_renders(tmp_path: Path) -> None:
+    from gateway.fleet.capacity.fleet_config import PlannedFleet, with_counts
+
+    example = (ROOT / GPU_EXAMPLE).read_text()
+    planned = PlannedFleet({"standard": 1, "fast": 6}, {"standard": "h100-70b-bf16", "fast": "h100-70b-fp8"}, None,
+                           {"standard": {"tensor_parallel_size": 4},
+                            "fast": {"tensor_parallel_size": 2, "max_num_batched_tokens": 16384}})
+    path = tmp_path / "duet.yaml"
+    path.write_text(with_counts(example, str(path), planned, "duet plan ..."))
+    files = render(path, "k8s-gpu")
+    containers = {doc["metadata"]["name"]: doc["spec"]["template"]["spec"]["containers"][0]
+                  for doc in yaml.safe_load_all(files["overlays/gpu/vllm.yaml"]) if doc and doc["kind"] == "Deployment"}
+    fast, standard = containers["vllm-llama-3-70b-fast"], containers["vllm-llama-3-70b-standard"]
+    assert flag_value(fast["args"], "--tensor-parallel-size") == "2"
+    assert flag_value(fast["args"], "--max-num-batched-tokens") == "16384"
+    assert fast["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    assert flag_value(standard["args"], "--tensor-parallel-size") == "4"
+    assert standard["resources"]["limits"]["nvidia.com/gpu"] == "4"

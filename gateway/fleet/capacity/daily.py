@@ -22,13 +22,15 @@ import bisect
 import statistics
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.autoscaling import Autoscaling, desired_replicas
+from gateway.autoscaling import Autoscaling, CapacityCurve, desired_replicas
 from gateway.fleet.capacity.day import DAY_S, DiurnalCurve, Period, day_arrivals, periods
 from gateway.fleet.capacity.headroom import sizing_of, traffic_demand
-from gateway.fleet.replay.autoscale import STARTUP_S, AutoscaledRun, run_autoscaled
+from gateway.fleet.capacity.layout import Layout, laid_out
+from gateway.fleet.replay.autoscale import STARTUP_S, AutoscaledRun, EngineRule, run_autoscaled
+from gateway.fleet.replay.policy_names import parse_policy_name
 from gateway.fleet.replay.report import summarize
 from gateway.fleet.replay.seeds import interval
 from gateway.fleet.replay.setup import Cluster, policy_config, scrape_interval_s
@@ -62,17 +64,40 @@ class DaySpec:
     scale_up_s: float = 0.0
     max_replicas: int = 16
     window: str = "heldout"
+    # Per variant, replicas as a line fitted over several loads (``curve.py``); a variant with
+    # one is sized on it, not on its utilisation.
+    capacity: Mapping[str, CapacityCurve] = field(default_factory=dict)
+    # The plan's layout and engine roles (None: the profiles' own, no roles).
+    layout: Layout | None = None
+    # Replay the peak's fixed fleet too (False: counted, not replayed).
+    replay_fixed: bool = True
+    # The task types the gauge keeps a replica warm for (None: every configured one); the plan's
+    # traffic's, as its search's parity floor counts them.
+    warm_tasks: frozenset[str] | None = None
 
     @property
     def replicas(self) -> ReplicaSet:
-        return REPLICA_SETS[self.replica_set]
+        base = REPLICA_SETS[self.replica_set]
+        return base if self.layout is None else laid_out(base, self.layout)
 
     @property
     def autoscaling(self) -> Autoscaling:
         return Autoscaling(utilisation=min(self.utilisation.values(), default=0.7), scrape_interval_s=self.scrape_s,
                            rate_window_s=self.rate_window_s, scale_down_stabilization_s=self.stabilization_s,
                            max_replicas=self.max_replicas, utilisation_by_variant=dict(self.utilisation),
-                           scale_up_stabilization_s=self.scale_up_s)
+                           scale_up_stabilization_s=self.scale_up_s, capacity_by_variant=dict(self.capacity),
+                           warm_tasks=self.warm_tasks)
+
+    def policy_for(self, counts: Mapping[str, int]) -> str:
+        """The replay policy over ``counts`` replicas per variant: the plan's, with its roles laid over them."""
+        return self.policy + ("" if self.layout is None else self.layout.suffix(counts))
+
+    def engine_rule(self, disaggregated: bool) -> EngineRule | None:
+        """The engine a replica the autoscaler adds starts with (None: the launch profile's)."""
+        mix = None if self.layout is None else self.layout.roles
+        if mix is None:
+            return None
+        return lambda variant, running: mix.next_engine(variant, running, disaggregated)
 
     @property
     def day(self) -> tuple[Period, ...]:
@@ -101,20 +126,28 @@ def replay_day(spec: DaySpec, index: int) -> dict[str, Any]:
     cluster = Cluster(spec.replicas, dict(spec.peak_fleet))
     prior_error = cluster.prior_error(spec.prior_error, spec.seed)  # the plan's draw, every seed
     schedule = day_arrivals(spec.trace.split(","), cluster, spec.day, index, DAY_WINDOWS[spec.window])
-    scrape = scrape_interval_s(spec.policy)
-    fixed_config = policy_config(cluster, spec.policy, prior_error)
-    settings = ReplaySettings(seed, scrape, length_quantile=spec.length_quantile)
-    fixed = Replay(fixed_config, cluster.profiles(), settings).run(schedule)
+    settings = ReplaySettings(seed, scrape_interval_s(spec.policy), length_quantile=spec.length_quantile)
+    parity = cluster.parity
+    fixed_good = None
+    if spec.replay_fixed:
+        fixed = Replay(policy_config(cluster, spec.policy_for(spec.peak_fleet), prior_error), cluster.profiles(),
+                       settings).run(schedule)
+        fixed_good = summarize(fixed, spec.day_s, parity)["good_fraction"]
     fixed_usd = spec.replicas.fleet_usd(spec.peak_fleet, spec.day_s)
     plan = period_plan(spec, schedule, cluster)
     plan_usd = sum(spec.replicas.fleet_usd(counts, p.span_s) or 0.0 for counts, p in zip(plan, spec.day, strict=True))
-    run = AutoscaledRun(spec.autoscaling, plan[0], spec.startup_s, spec.day_s)
-    results, timeline = run_autoscaled(fixed_config, cluster.profiles(), schedule, run, settings)
-    parity = cluster.parity
+    # The autoscaled fleet starts as the first period's plan (the config's replicas, with their
+    # engines), its roles laid over those counts.
+    start = Cluster(spec.replicas, dict(plan[0]))
+    policy = spec.policy_for(plan[0])
+    run = AutoscaledRun(spec.autoscaling, None, spec.startup_s, spec.day_s,
+                        spec.engine_rule(parse_policy_name(policy).pd is not None))
+    results, timeline = run_autoscaled(policy_config(start, policy, prior_error), cluster.profiles(), schedule, run,
+                                       settings)
     return {
         "seed": seed,
         "requests": len(schedule),
-        "fixed": {"fleet": dict(spec.peak_fleet), "good_fraction": summarize(fixed, spec.day_s, parity)["good_fraction"],
+        "fixed": {"fleet": dict(spec.peak_fleet), "good_fraction": fixed_good,
                   "replica_hours": round(sum(spec.peak_fleet.values()) * spec.day_s / 3600.0, 2),
                   "usd": None if fixed_usd is None else round(fixed_usd, 2)},
         "period_plan": {"counts": plan, "usd": round(plan_usd, 2),
@@ -164,12 +197,18 @@ def assemble(spec: DaySpec, days: Sequence[Mapping[str, Any]], command: str) -> 
                         "scale_down_stabilization_s": spec.stabilization_s, "scale_up_stabilization_s": spec.scale_up_s,
                         "max_replicas": spec.max_replicas},
         "time": "virtual (the simulator's clock)",
+        "layout": None if spec.layout is None else spec.layout.as_dict(),
+        "roles": None if spec.layout is None or spec.layout.roles is None else spec.layout.roles.name,
+        "warm_tasks": None if spec.warm_tasks is None else sorted(spec.warm_tasks),
+        "capacity_by_variant": {v: {"intercept": c.intercept, "per_busy_replica": c.per_busy_replica}
+                                for v, c in spec.capacity.items()},
         "days": list(days),
         "summary": {
             "fixed_usd": round(fixed_usd, 2), "autoscaled_usd": round(scaled_usd, 2), "period_plan_usd": round(plan_usd, 2),
             "autoscaled_vs_fixed": round(scaled_usd / fixed_usd, 4),
             "period_plan_vs_fixed": round(plan_usd / fixed_usd, 4),
-            "fixed_good": round(statistics.fmean(d["fixed"]["good_fraction"] for d in days), 4),
+            "fixed_good": None if not spec.replay_fixed else round(statistics.fmean(
+                d["fixed"]["good_fraction"] for d in days), 4),
             "autoscaled_good": round(statistics.fmean(good), 4),
             "autoscaled_good_ci95": round(interval(good)[1], 4),
         },

@@ -3,7 +3,9 @@ parallelism) and its chunk budget (vLLM's ``--max-num-batched-tokens``). A layou
 variant one; ``duet plan`` searches the count for every layout it may try.
 
 Who may try which (``LayoutSpace``): Duet any combination of each variant's options (a fast W4A16
-variant on one GPU beside a standard bf16 one on four); a baseline one uniform configuration for
+variant on one GPU beside a standard bf16 one on four), and each TP combination with each engine
+role mix (``roles.py``: chunk-budget groups and prefill replicas over the variants' replicas); a
+baseline one uniform configuration for
 all its replicas (the same TP and chunk budget on both variants: what a team without a per-variant
 planner deploys); an all-standard fleet any of the standard variant's own. A TP size is an option
 only where the variant's profile fits (``serving.sim.parallel``'s memory check).
@@ -16,6 +18,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from gateway.fleet.capacity.roles import RoleMix
 from gateway.fleet.world.pricing import H100_USD_PER_GPU_HOUR, chargeback_price
 from gateway.fleet.world.replica_sets import ReplicaSet, VariantSpec
 from gateway.flow import ReplicaCost
@@ -42,10 +45,12 @@ class Deployment:
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """Each variant's deployment; ``standard`` alone for an all-standard fleet (``fast`` None)."""
+    """Each variant's deployment; ``standard`` alone for an all-standard fleet (``fast`` None);
+    ``roles``: the engine roles laid over the replicas (None: every replica as its deployment)."""
 
     standard: Deployment
     fast: Deployment | None
+    roles: RoleMix | None = None
 
     @property
     def deployments(self) -> dict[str, Deployment]:
@@ -53,15 +58,19 @@ class Layout:
 
     @property
     def uniform(self) -> bool:
-        return self.fast is None or self.fast == self.standard
+        return self.roles is None and (self.fast is None or self.fast == self.standard)
 
     def __str__(self) -> str:
-        return ", ".join(f"{name} {d}" for name, d in self.deployments.items())
+        return ", ".join([*(f"{name} {d}" for name, d in self.deployments.items()), *([str(self.roles)] if self.roles else [])])
+
+    def suffix(self, counts: Mapping[str, int]) -> str:
+        """The replay policy suffix of the roles over a fleet of ``counts`` ("" without roles)."""
+        return "" if self.roles is None else self.roles.suffix(counts)
 
     @property
-    def key(self) -> tuple[int, ...]:
-        """For a stable order: each variant's TP size and chunk budget (0: the profile's)."""
-        return tuple(n for d in self.deployments.values() for n in (d.tp, d.chunk or 0))
+    def key(self) -> tuple[int | str, ...]:
+        """For a stable order: each variant's TP size and chunk budget (0: the profile's), then the roles."""
+        return (*(n for d in self.deployments.values() for n in (d.tp, d.chunk or 0)), self.roles.name if self.roles else "")
 
     def as_dict(self) -> dict[str, dict[str, int | None]]:
         return {name: d.as_dict() for name, d in self.deployments.items()}
@@ -69,17 +78,22 @@ class Layout:
 
 @dataclass(frozen=True, slots=True)
 class LayoutSpace:
-    """The options per variant: TP sizes and chunk budgets (None: the profile's own)."""
+    """The options per variant: TP sizes and chunk budgets (None: the profile's own), and the
+    engine role mixes Duet may lay over its replicas."""
 
     tp: Mapping[str, tuple[int, ...]]
     chunk: Mapping[str, tuple[int | None, ...]]
+    roles: tuple[RoleMix, ...] = ()
 
     def deployments(self, variant: str) -> list[Deployment]:
         return [Deployment(t, c) for t, c in itertools.product(self.tp[variant], self.chunk[variant])]
 
     def for_duet(self) -> list[Layout]:
-        """Every combination of the variants' own options."""
-        return [Layout(s, f) for s, f in itertools.product(self.deployments("standard"), self.deployments("fast"))]
+        """Every combination of the variants' own options, then each TP combination (at the
+        profiles' budgets, which a role mix overrides where it applies) with each role mix."""
+        combos = [Layout(s, f) for s, f in itertools.product(self.deployments("standard"), self.deployments("fast"))]
+        tps = itertools.product(self.tp["standard"], self.tp["fast"])
+        return combos + [Layout(Deployment(s), Deployment(f), mix) for (s, f), mix in itertools.product(tps, self.roles)]
 
     def uniform(self) -> list[Layout]:
         """One configuration for every replica: the options both variants share."""
@@ -91,6 +105,9 @@ class LayoutSpace:
 
     def as_dict(self) -> dict[str, dict[str, list[int | None]]]:
         return {name: {"tp": list(self.tp[name]), "chunk": list(self.chunk[name])} for name in VARIANTS}
+
+    def roles_dict(self) -> list[dict[str, object]]:
+        return [mix.as_dict() for mix in self.roles]
 
 
 def own_tp(replica_set: ReplicaSet, variant: str) -> int:
@@ -104,9 +121,11 @@ def own_tp(replica_set: ReplicaSet, variant: str) -> int:
     return 1 if launch is None else max(1, launch.gpus)
 
 
-def space(replica_set: ReplicaSet, tp: Mapping[str, Sequence[int]], chunk: Mapping[str, Sequence[int]]) -> LayoutSpace:
-    """The layouts ``--tp`` and ``--chunk`` allow (a variant not named: its profile's own size and
-    budget). Raises ValueError naming the variant when a size does not fit or is unknown."""
+def space(replica_set: ReplicaSet, tp: Mapping[str, Sequence[int]], chunk: Mapping[str, Sequence[int]],
+          roles: tuple[RoleMix, ...] = ()) -> LayoutSpace:
+    """The layouts ``--tp``, ``--chunk`` and ``--roles`` allow (a variant not named: its profile's
+    own size; its profile's own budget is always an option, vLLM's default, beside those named).
+    Raises ValueError naming the variant when a size does not fit or is unknown."""
     sizes: dict[str, tuple[int, ...]] = {}
     for name in VARIANTS:
         profile = load_profile(_spec(replica_set, name).profile)
@@ -115,8 +134,8 @@ def space(replica_set: ReplicaSet, tp: Mapping[str, Sequence[int]], chunk: Mappi
         if refused := [n for n in asked if n not in fits]:
             raise ValueError(f"--tp {name}={refused[0]}: '{profile.name}' fits at TP {', '.join(map(str, fits))} only")
         sizes[name] = asked
-    budgets = {name: tuple(sorted(set(chunk.get(name, ())))) or (None,) for name in VARIANTS}
-    return LayoutSpace(sizes, budgets)
+    budgets = {name: (None, *sorted(set(chunk.get(name, ())))) for name in VARIANTS}
+    return LayoutSpace(sizes, budgets, roles)
 
 
 def laid_out(replica_set: ReplicaSet, layout: Layout) -> ReplicaSet:
@@ -174,4 +193,4 @@ def layouts_for(role: str, layouts: LayoutSpace, first: Layout) -> list[Layout]:
     first: a cheap fleet found early caps the search of the others."""
     chosen = {"duet": layouts.for_duet, "baseline": layouts.uniform, "all-standard": layouts.standard_only}[role]()
     return sorted(chosen, key=lambda layout: (layout.standard != first.standard or (
-        layout.fast is not None and layout.fast != first.fast), layout.key))
+        layout.fast is not None and layout.fast != first.fast) or layout.roles is not None, layout.key))

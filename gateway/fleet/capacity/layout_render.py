@@ -32,8 +32,9 @@ def _deployment(d: Mapping[str, Any]) -> str:
     return f"TP{d['tp']}" + ("" if d["chunk"] is None else f", chunk {d['chunk']}")
 
 
-def layout_text(layout: Mapping[str, Any]) -> str:
-    return "; ".join(f"{variant} {_deployment(d)}" for variant, d in layout.items())
+def layout_text(layout: Mapping[str, Any], roles: str | None = None) -> str:
+    """``standard TP4; fast TP2`` and, where a role mix is laid over the replicas, ``; roles split``."""
+    return "; ".join([*(f"{variant} {_deployment(d)}" for variant, d in layout.items()), *([f"roles {roles}"] if roles else [])])
 
 
 def fleet_text(fleet: Mapping[str, int] | None, layout: Mapping[str, Any]) -> str:
@@ -59,12 +60,13 @@ def best(plans: Mapping[str, Plan], role: str) -> tuple[str, Plan] | None:
 
 
 def all_standard_at_defaults(plans: Mapping[str, Plan]) -> Plan | None:
-    """The all-standard fleet's search at TP4 and the profile's chunk budget (vLLM's defaults)."""
+    """The all-standard fleet's search at TP4 and the profile's chunk budget (vLLM's defaults);
+    one that found no fleet gives its largest fleet's cost, a lower bound (``fleet`` None)."""
     for plan in plans.values():
         if plan["role"] != "all-standard":
             continue
         for search in plan.get("layouts", []):
-            if search["layout"] == {"standard": {"tp": 4, "chunk": None}} and search.get("fleet"):
+            if search["layout"] == {"standard": {"tp": 4, "chunk": None}} and search.get("searched", True):
                 found: Plan = search
                 return found
     return None
@@ -84,10 +86,17 @@ def ratios(results: Mapping[str, Any]) -> dict[str, float | None]:
             "all_standard_tp4": over(defaults)}
 
 
+def all_standard_tp4_is_bound(results: Mapping[str, Any]) -> bool:
+    """Whether the TP4 all-standard ratio is an upper bound (that search found no fleet)."""
+    defaults = all_standard_at_defaults(results["plans"])
+    return defaults is not None and not defaults.get("fleet")
+
+
 def pareto(plan: Plan) -> list[dict[str, Any]]:
     """The fleets of every layout's search that no other beats on both cost and good share,
     cheapest first: each with its layout."""
-    points = [{"usd_per_hour": t["usd_per_hour"], "share": t["share"], "fleet": t["fleet"], "layout": s["layout"]}
+    points = [{"usd_per_hour": t["usd_per_hour"], "share": t["share"], "fleet": t["fleet"], "layout": s["layout"],
+               "roles": s.get("roles")}
               for s in plan.get("layouts", []) if s.get("searched") for t in s["tried"] if any(t["fleet"].values())]
     frontier: list[dict[str, Any]] = []
     for point in sorted(points, key=lambda p: (p["usd_per_hour"], -p["share"])):
@@ -109,6 +118,17 @@ def cheapest_by_fast_tp(plan: Plan) -> dict[int, float | None]:
     return dict(sorted(costs.items()))
 
 
+def cheapest_by_roles(plan: Plan) -> dict[str, float | None]:
+    """Role mix ("none": every replica as its layout) -> the cheapest fleet Duet's search found with it."""
+    costs: dict[str, float | None] = {}
+    for search in plan.get("layouts", []):
+        name = search.get("roles") or "none"
+        cost = search["usd_per_hour"] if search.get("fleet") else None
+        known = costs.get(name)
+        costs[name] = cost if known is None else known if cost is None else min(known, cost)
+    return costs
+
+
 def why(results: Mapping[str, Any]) -> list[str]:
     """What the committed plan shows about why Duet's fleet costs what it does (from the file alone)."""
     plans = results["plans"]
@@ -124,6 +144,12 @@ def why(results: Mapping[str, Any]) -> list[str]:
     if not duet["fleet"].get("standard"):
         lines.append("Duet's fleet has no standard replica: parity lets the fast variant serve every task of this "
                      "traffic, so the saving over all-standard is the fast variant's, which the baselines share")
+    mixes = cheapest_by_roles(duet)
+    if len(mixes) > 1:
+        lines.append("Duet's cheapest fleet per role mix: " + ", ".join(
+            f"{n} {'none under the cap' if c is None else f'${c:.0f}'}" for n, c in mixes.items()))
+    if duet.get("roles"):
+        lines.append(f"Duet's fleet runs role mix {duet['roles']}: `{duet['replay_policy']}` in `duet replay`'s terms")
     sizes = cheapest_by_fast_tp(duet)
     if len(sizes) > 1:
         lines.append("Duet's cheapest fleet per fast TP size: " + ", ".join(
@@ -131,10 +157,11 @@ def why(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _ratio(value: float | None, goal: float) -> str:
+def _ratio(value: float | None, goal: float, bound: bool = False) -> str:
     if value is None:
         return "— (no fleet found)"
-    return f"{value:.2f}x ({'met' if value <= goal else 'missed'}: goal <= {goal:g}x)"
+    verdict = f"{'met' if value <= goal else 'missed'}{', a bound: that search found no fleet' if bound else ''}"
+    return f"{'≤ ' if bound else ''}{value:.2f}x ({verdict}: goal <= {goal:g}x)"
 
 
 def _policies(results: Mapping[str, Any]) -> list[str]:
@@ -149,7 +176,8 @@ def _policies(results: Mapping[str, Any]) -> list[str]:
         gpus = "—" if plan["fleet"] is None else str(_gpus(plan["fleet"], layout))
         usd = f"{'> ' if plan['fleet'] is None else ''}${plan['usd_per_hour']:.0f}"
         label = f"**{name}**" if name == results["policy"] else name
-        lines.append(f"| {label} | {plan['role']} | {layout_text(layout)} | {fleet_text(plan['fleet'], layout)} | "
+        text = layout_text(layout, plan.get("roles"))
+        lines.append(f"| {label} | {plan['role']} | {text} | {fleet_text(plan['fleet'], layout)} | "
                      f"{gpus} | {usd} | {plan['search_share']:.2%} | {held} |")
     return lines
 
@@ -158,24 +186,25 @@ def _searches(plan: Plan) -> list[str]:
     """Each layout Duet searched: its cheapest fleet, or why it was cut short."""
     lines = ["| layout | cheapest fleet meeting the target | $/hour | fleets replayed |", "|:--|:--|--:|--:|"]
     for search in plan.get("layouts", []):
-        layout = search["layout"]
+        layout, text = search["layout"], layout_text(search["layout"], search.get("roles"))
         if not search["searched"]:
-            lines.append(f"| {layout_text(layout)} | not searched: no fleet under the cheapest found so far | — | 0 |")
+            lines.append(f"| {text} | not searched: no fleet under the cheapest found so far | — | 0 |")
             continue
         fleet = search["fleet"]
         usd = f"${search['usd_per_hour']:.0f}" if fleet else "—"
-        lines.append(f"| {layout_text(layout)} | {fleet_text(fleet, layout) if fleet else 'none under the cap'} | "
+        lines.append(f"| {text} | {fleet_text(fleet, layout) if fleet else 'none under the cap'} | "
                      f"{usd} | {len(search['tried'])} |")
     return lines
 
 
 def _frontier(plan: Plan) -> list[str]:
-    chosen = (plan["fleet"], plan.get("layout"))
+    chosen = (plan["fleet"], plan.get("layout"), plan.get("roles"))
     lines = ["| $/hour | GPUs | good share (tuning seeds) | fleet (each variant on its TP size) |", "|--:|--:|--:|:--|"]
     for point in pareto(plan):
-        mark = " **(chosen)**" if (point["fleet"], point["layout"]) == chosen else ""
+        mark = " **(chosen)**" if (point["fleet"], point["layout"], point["roles"]) == chosen else ""
+        roles = f", roles {point['roles']}" if point["roles"] else ""
         lines.append(f"| ${point['usd_per_hour']:.0f} | {_gpus(point['fleet'], point['layout'])} | {point['share']:.2%} | "
-                     f"{fleet_text(point['fleet'], point['layout'])}{mark} |")
+                     f"{fleet_text(point['fleet'], point['layout'])}{roles}{mark} |")
     return lines
 
 
@@ -184,30 +213,43 @@ def _settings(results: Mapping[str, Any]) -> str:
     tp = ", ".join(f"{v} TP {'/'.join(map(str, options[v]['tp']))}" for v in ("standard", "fast"))
     chunks = ", ".join(f"{v} {'/'.join('profile' if c is None else str(c) for c in options[v]['chunk'])}"
                        for v in ("standard", "fast"))
+    mixes = ", ".join(f"{m['name']} ({_mix_text(m)})" for m in options.get("roles", [])) or "none"
     return (f"{results['trace']} x{results['rate_scale']:g}, target {results['target']:.0%} good; options: {tp}; "
-            f"chunk budget {chunks}; ${results['usd_per_gpu_hour']:.2f} per GPU-hour; searched on {search['seeds']} "
+            f"chunk budget {chunks}; Duet's role mixes {mixes}; ${results['usd_per_gpu_hour']:.2f} per GPU-hour; "
+            f"searched on {search['seeds']} "
             f"seeds of the {search['name']} window ({search['span_s']:g} trace s each), checked on {check['seeds']} "
             f"held-out seeds; up to {results['max_replicas']} TP4 replicas' worth of GPUs per variant")
 
 
+def _mix_text(mix: Mapping[str, Any]) -> str:
+    """``standard's first half at 16384, fast's at 8192, the rest at 2048; up to 2 standard prefill-only``."""
+    large = ", ".join(f"{v}'s at {n}" for v, n in mix["large"].items())
+    prefill = f"; up to {mix['prefill']} standard replicas prefill-only" if mix["prefill"] else ""
+    return f"first half {large}, the rest at {mix['small']}{prefill}"
+
+
 def render(plans: Sequence[Mapping[str, Any]]) -> str:
     """The section's Markdown."""
-    lines = ["## Capacity over layouts: TP size and chunk budget per variant (`duet plan --tp`)", ""]
+    lines = ["## Capacity over layouts: TP size, chunk budget and engine roles per variant (`duet plan --tp`)", ""]
     if not plans:
         return "\n".join([*lines, "No plan over layouts committed yet."])
     lines += [f"Issue #37's goals, for one plan at one load: Duet's cheapest fleet at most {BASELINE_GOAL:g}x the best "
               f"baseline's (each baseline one TP size and chunk budget for all its replicas, the best it found) and "
               f"at most {ALL_STANDARD_GOAL:g}x an all-standard fleet on vLLM's defaults (TP4). Duet chooses each "
-              "variant's layout; a layout's search is capped at the cheapest fleet found before it.", ""]
+              "variant's layout and, where the plan offers role mixes (`--roles`), engine roles over its replicas "
+              "(chunk-budget groups, prefill-only replicas; gateway/fleet/capacity/roles.py); a layout's search is "
+              "capped at the cheapest fleet found before it. Duet's configuration is chosen on the tuning seeds; "
+              "the held-out column is the check.", ""]
     for results in plans:
         r = ratios(results)
         duet = results["plans"][results["policy"]]
         best_standard = "—" if r["all_standard"] is None else f"{r['all_standard']:.2f}x"
+        roles = f", roles {duet['roles']}" if duet.get("roles") else ""
+        tp4 = _ratio(r["all_standard_tp4"], ALL_STANDARD_GOAL, all_standard_tp4_is_bound(results))
         lines.append(f"- {results['replica_set']} on {results['trace']}: Duet "
-                     f"{fleet_text(duet['fleet'], duet.get('layout', {}))} (${duet['usd_per_hour']:.0f}/hour); "
+                     f"{fleet_text(duet['fleet'], duet.get('layout', {}))}{roles} (${duet['usd_per_hour']:.0f}/hour); "
                      f"against the best baseline {_ratio(r['baseline'], BASELINE_GOAL)}; against all-standard TP4 "
-                     f"{_ratio(r['all_standard_tp4'], ALL_STANDARD_GOAL)}; against the best all-standard layout "
-                     f"{best_standard}")
+                     f"{tp4}; against the best all-standard layout {best_standard}")
     for results in plans:
         duet = results["plans"][results["policy"]]
         lines += ["", f"### {results['replica_set']} on {results['trace']}", "", _settings(results) + ".", "",

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
-from gateway.fleet.capacity.headroom import fleet_utilisation, traffic_demand
+from gateway.fleet.capacity.headroom import busy_replicas, fleet_utilisation, traffic_demand
 from gateway.fleet.capacity.layout import Layout, LayoutSpace, laid_out, layouts_for, own_layout, own_tp
 from gateway.fleet.capacity.search import Bounds, Fleet, Found, cheapest
 from gateway.fleet.replay.report import summarize
@@ -100,10 +100,13 @@ class _Seed:
 
 
 class Replays:
-    """One policy on one window's seeds, ready to replay any fleet of the replica set."""
+    """One policy on one window's seeds, ready to replay any fleet of the replica set. A fleet
+    replayed twice with the same profiles and engine roles is replayed once (two role mixes lay
+    the same roles over a fleet too small for their difference)."""
 
     def __init__(self, spec: PlanSpec, policy: str, window: Window, seeds: int) -> None:
         self._spec, self._policy = spec, policy
+        self._known: dict[tuple[object, ...], tuple[float, ...]] = {}
         cluster = Cluster(spec.replicas, {v.name: 1 for v in spec.replicas.variants})
         self._seeds = tuple(self._prepare(cluster, window, k) for k in range(seeds))
         self._duration_s = window.span_s / spec.rate_scale
@@ -122,13 +125,18 @@ class Replays:
     def tasks(self) -> frozenset[str]:
         return frozenset(a.task for s in self._seeds for a in s.schedule)
 
-    def shares(self, fleet: Fleet, replicas: ReplicaSet | None = None) -> tuple[float, ...]:
+    def shares(self, fleet: Fleet, replicas: ReplicaSet | None = None, layout: Layout | None = None) -> tuple[float, ...]:
         """The fleet's good share on each seed (0 for a fleet without replicas), its replicas
-        those of ``replicas`` (None: the plan's set as its profiles are)."""
+        those of ``replicas`` (None: the plan's set as its profiles are) in ``layout``'s engine
+        roles (None: none)."""
         if fleet.replicas == 0:
             return tuple(0.0 for _ in self._seeds)
         cluster = Cluster(replicas or self._spec.replicas, fleet.counts)
-        return tuple(self._replay(cluster, seed) for seed in self._seeds)
+        policy = self._policy + ("" if layout is None else layout.suffix(fleet.counts))
+        key = (policy, fleet, tuple((v.name, v.profile, v.max_num_batched_tokens) for v in cluster.replica_set.variants))
+        if key not in self._known:
+            self._known[key] = tuple(self._replay(cluster, seed, policy) for seed in self._seeds)
+        return self._known[key]
 
     def utilisation(self, fleet: Fleet, replicas: ReplicaSet | None = None) -> dict[str, float]:
         """The fleet's utilisation in the gauge's terms: these seeds' traffic, the first seed's priors."""
@@ -136,12 +144,19 @@ class Replays:
         config = policy_config(cluster, self._policy, self._seeds[0].prior_error)
         return fleet_utilisation(config, traffic_demand([s.schedule for s in self._seeds], self._duration_s), fleet)
 
-    def share(self, fleet: Fleet, replicas: ReplicaSet | None = None) -> float:
-        """The mean good share over the seeds, in [0, 1]."""
-        return round(statistics.fmean(self.shares(fleet, replicas)), 4)
+    def busy_replicas(self, replicas: ReplicaSet | None = None) -> dict[str, float]:
+        """variant -> the replicas these seeds' traffic keeps fully busy on it, in the gauge's
+        arithmetic (``headroom.busy_replicas``; the first seed's priors)."""
+        cluster = Cluster(replicas or self._spec.replicas, {v.name: 1 for v in self._spec.replicas.variants})
+        config = policy_config(cluster, self._policy, self._seeds[0].prior_error)
+        return busy_replicas(config, traffic_demand([s.schedule for s in self._seeds], self._duration_s))
 
-    def _replay(self, cluster: Cluster, seed: _Seed) -> float:
-        config = policy_config(cluster, self._policy, seed.prior_error)
+    def share(self, fleet: Fleet, replicas: ReplicaSet | None = None, layout: Layout | None = None) -> float:
+        """The mean good share over the seeds, in [0, 1]."""
+        return round(statistics.fmean(self.shares(fleet, replicas, layout)), 4)
+
+    def _replay(self, cluster: Cluster, seed: _Seed, policy: str) -> float:
+        config = policy_config(cluster, policy, seed.prior_error)
         settings = ReplaySettings(seed.seed, self._scrape_s, length_quantile=self._spec.length_quantile)
         results = Replay(config, cluster.profiles(), settings).run(seed.schedule)
         return float(summarize(results, self._duration_s, cluster.parity)["good_fraction"])
@@ -204,7 +219,7 @@ def plan_policy(spec: PlanSpec, policy: str, role: str = "duet") -> PolicyPlan:
     layout, replicas, found = best
     assert found.fleet is not None
     utilisation = tuning.utilisation(found.fleet, replicas)
-    shares = Replays(spec, policy, spec.check, spec.check_seeds).shares(found.fleet, replicas)
+    shares = Replays(spec, policy, spec.check, spec.check_seeds).shares(found.fleet, replicas, layout)
     print(f"  {policy} [{layout}] {found.fleet} held out: {interval(shares)[0]:.2%} good", file=sys.stderr)
     return PolicyPlan(policy, standard_only, floor, found, shares, round(searched - started, 1),
                       round(time.perf_counter() - searched, 1), utilisation, layout, tuple(searches), role)
@@ -213,7 +228,7 @@ def plan_policy(spec: PlanSpec, policy: str, role: str = "duet") -> PolicyPlan:
 def _search(spec: PlanSpec, tuning: Replays, policy: str, layout: Layout, replicas: ReplicaSet,
             bounds: Bounds) -> Found:
     def evaluate(fleet: Fleet) -> float:
-        share = tuning.share(fleet, replicas)
+        share = tuning.share(fleet, replicas, layout)
         print(f"  {policy} [{layout}] {fleet}: {share:.2%} good", file=sys.stderr)
         return share
 

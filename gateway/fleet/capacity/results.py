@@ -30,7 +30,8 @@ def role(plan: PolicyPlan, policy: str) -> str:
 
 def _layouts(spec: PlanSpec) -> dict[str, Any]:
     """What the plan's layouts were: each variant's options, and who may try which."""
-    return {**spec.space.as_dict(), "duet": "any combination of the variants' options",
+    return {**spec.space.as_dict(), "roles": spec.space.roles_dict(),
+            "duet": "any combination of the variants' options, and each TP combination with each role mix",
             "baseline": "one TP size and chunk budget for every replica, both variants",
             "all-standard": "any of the standard variant's options"}
 
@@ -80,7 +81,10 @@ def _plan(spec: PlanSpec, plan: PolicyPlan, policy: str) -> dict[str, Any]:
     }
     if plan.layout is not None:
         out["layout"] = plan.layout.as_dict()
+        out["roles"] = None if plan.layout.roles is None else plan.layout.roles.name
         out["layouts"] = [_search(s) for s in plan.searches]
+        if found.fleet is not None:  # what ``duet replay`` names this fleet's policy with its roles
+            out["replay_policy"] = plan.policy + plan.layout.suffix(found.fleet.counts)
     if found.fleet is None:  # not even the largest fleet searched meets the target: its cost is a floor
         out["largest"] = Fleet(spec.max_replicas, 0 if plan.standard_only else spec.max_replicas).counts
         return out
@@ -95,9 +99,10 @@ def _plan(spec: PlanSpec, plan: PolicyPlan, policy: str) -> dict[str, Any]:
 def _search(search: LayoutSearch) -> dict[str, Any]:
     """One layout's search: skipped (none: its largest fleet under the cap), or what it found and tried."""
     found = search.found
+    roles = None if search.layout.roles is None else search.layout.roles.name
     if found is None:
-        return {"layout": search.layout.as_dict(), "searched": False}
-    return {"layout": search.layout.as_dict(), "searched": True,
+        return {"layout": search.layout.as_dict(), "roles": roles, "searched": False}
+    return {"layout": search.layout.as_dict(), "roles": roles, "searched": True,
             "fleet": None if found.fleet is None else found.fleet.counts, "usd_per_hour": round(found.cost, 2),
             "share": found.share, "tried": [{"fleet": f.counts, "share": s, "usd_per_hour": round(usd, 2)}
                                             for (f, s), usd in zip(found.tried, search.tried_usd, strict=True)]}

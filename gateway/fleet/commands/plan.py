@@ -5,8 +5,9 @@ simulator (``plan.py``); optionally written into a Duet config for ``duet deploy
     duet plan --replicas h100-70b-w4a16 --trace code,conv --rate-scale 1 --target 0.99 --jobs 2 \\
         --out docs/results/capacity/h100-70b-w4a16.json --write-config duet.yaml --to duet.planned.yaml
 
-With ``--tp`` or ``--chunk``, each variant's TP size and chunk budget are searched too
-(``capacity/layout.py``): per variant for Duet, one uniform configuration for each baseline.
+With ``--tp``, ``--chunk`` or ``--roles``, each variant's TP size and chunk budget are searched too
+(``capacity/layout.py``): per variant for Duet, and engine role mixes over its replicas
+(``capacity/roles.py``), one uniform configuration for each baseline.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from gateway.fleet.capacity.layout import parse_options, space
 from gateway.fleet.capacity.plan import PlanSpec, plan_all
 from gateway.fleet.capacity.render import table
 from gateway.fleet.capacity.results import assemble, fleet_of, write
+from gateway.fleet.capacity.roles import parse_role_mixes
 from gateway.fleet.replay.windows import HELDOUT, TUNING, Window
 from gateway.fleet.world.replica_sets import REPLICA_SETS
 from gateway.flow import ConfigError
@@ -58,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"{args.to}: replica_count {fleet}, engines {planned.engines}, autoscaling utilisation {utilisation} "
           "if the model autoscales "
           f"(duet deploy render --config {args.to} ...)")
+    if roles := results["plans"][args.policy].get("roles"):  # said, never dropped silently
+        print(f"duet plan: {args.to} does not carry the fleet's engine roles ({roles}: "
+              f"{results['plans'][args.policy]['replay_policy']}): duet deploy render gives a variant one engine per "
+              "Deployment; write each replica's engine in the config's replicas to run them", file=sys.stderr)
     return 0
 
 
@@ -72,8 +78,9 @@ def _spec(args: argparse.Namespace) -> PlanSpec:
         raise ValueError(f"replica set '{args.replicas}': duet plan sizes a standard and a fast variant")
     replicas = REPLICA_SETS[args.replicas]
     layouts = None
-    if args.tp or args.chunk:
-        layouts = space(replicas, parse_options(args.tp, "--tp"), parse_options(args.chunk, "--chunk"))
+    if args.tp or args.chunk or args.roles:
+        layouts = space(replicas, parse_options(args.tp, "--tp"), parse_options(args.chunk, "--chunk"),
+                        parse_role_mixes(args.roles))
     return PlanSpec(args.trace, args.replicas, args.target, args.rate_scale, _window(TUNING, args.span),
                     args.search_seeds, _window(HELDOUT, args.span), args.check_seeds, args.max_replicas, args.seed,
                     args.prior_error, args.length_quantile, layouts)
@@ -116,5 +123,6 @@ def command(args: argparse.Namespace) -> str:
              f"--all-standard {args.all_standard}", f"--span {args.span:g}", f"--search-seeds {args.search_seeds}",
              f"--check-seeds {args.check_seeds}", f"--max-replicas {args.max_replicas}", f"--seed {args.seed}",
              f"--prior-error {args.prior_error:g}", f"--length-quantile {args.length_quantile:g}"]
-    flags += [f"{flag} '{value}'" for flag, value in (("--tp", args.tp), ("--chunk", args.chunk)) if value]
+    flags += [f"{flag} '{value}'" for flag, value in (("--tp", args.tp), ("--chunk", args.chunk), ("--roles", args.roles))
+              if value]
     return " ".join(["duet plan", *flags])

@@ -15,7 +15,9 @@ simulator (``plan.py``); optionally written into a Duet config for ``duet deploy
 
 With --tp and --chunk the plan searches each variant's tensor parallelism and chunk budget too
 (--tp 'fast=1,2,4 standard=4'): Duet per variant, each baseline one configuration for all its
-replicas (the best it finds), the all-standard fleet the standard variant's options.
+replicas (the best it finds), the all-standard fleet the standard variant's options. With --roles
+(split, pd+split) Duet also tries engine role mixes over its replicas at each TP combination:
+chunk-budget groups per variant and standard replicas prefill-only (issue #36's layout, by rule).
 """
 BASELINES = ("least-loaded", "llm-d-default", "production-stack-prefixaware", "round-robin", "static-split")
 
@@ -42,6 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         "'fast=1,2,4 standard=4' (default: each profile's own; a size must fit the GPUs' memory)")
     parser.add_argument("--chunk", metavar="VARIANT=N,..", help="chunk budgets (--max-num-batched-tokens) to search "
                         "per variant, e.g. 'fast=2048,8192' (default: each profile's own)")
+    parser.add_argument("--roles", metavar="MIX,..", help="engine role mixes Duet may lay over its replicas, e.g. "
+                        "'split,pd+split' (gateway/fleet/capacity/roles.py; baselines never get one)")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes, one policy each (results identical)")
     parser.add_argument("--out", type=Path, help="write the results (with the command) to this JSON file")
     parser.add_argument("--write-config", type=Path, metavar="IN", help="a Duet config to write the plan's counts into")

@@ -9,12 +9,20 @@ the cost and the good requests of each.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+from typing import Any
 
+from gateway.fleet.capacity import day_goals
+from gateway.fleet.capacity.curve import CurvePoint, curves_of, fit, layout_of, spec_of
 from gateway.fleet.capacity.daily import DaySpec, assemble, replay_days
 from gateway.fleet.capacity.day import DiurnalCurve
+from gateway.fleet.capacity.layout import own_layout
+from gateway.fleet.capacity.plan import Replays
+from gateway.fleet.capacity.search import Fleet
 from gateway.fleet.replay.autoscale import STARTUP_S
+from gateway.fleet.world.replica_sets import REPLICA_SETS
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,18 +31,56 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError, KeyError) as exc:
         print(f"duet plan-day: {exc}", file=sys.stderr)
         return 2
+    plan = json.loads(args.plan.read_text())
+    spec, points = _sized(spec, plan, args)
     results = assemble(spec, replay_days(spec, args.jobs), command(args))
+    if args.fit:
+        results["capacity_fit"] = {"fractions": sorted(set(args.fit)), "points": [p.as_dict() for p in points],
+                                   "fit": "per variant, least squares through (the model's busy replicas, replicas "
+                                          "needed - 0.5), on the plan's tuning seeds"}
+    results["against"] = day_goals.against(results["summary"]["autoscaled_usd"], spec.day_s,
+                                           day_goals.comparators(plan))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1) + "\n")
+    _report(spec, results, args.hours)
+    return 0
+
+
+def _sized(spec: DaySpec, plan: dict[str, Any], args: argparse.Namespace) -> tuple[DaySpec, tuple[CurvePoint, ...]]:
+    """``spec`` with the warm task types and the capacity curve ``args`` ask for, and the curve's points."""
+    if args.warm_traffic_tasks:  # the task types of the plan's tuning traffic, as its parity floor counted them
+        planned = spec_of(plan)
+        spec = dataclasses.replace(spec, warm_tasks=Replays(planned, plan["policy"], planned.search, 1).tasks)
+    if not args.fit:
+        return spec, ()
+    points = fit_points(plan, args.fit)  # on the plan's tuning seeds, before any day is replayed
+    spec = dataclasses.replace(spec, capacity=curves_of(points, [v.name for v in spec.replicas.variants]))
+    print("capacity curve: " + ", ".join(f"{v} {c.intercept:+.2f} + {c.per_busy_replica:.2f} x busy"
+                                         for v, c in spec.capacity.items()))
+    return spec, points
+
+
+def _report(spec: DaySpec, results: dict[str, Any], hours: float) -> None:
     s = results["summary"]
-    print(f"{spec.replica_set}, {spec.trace}, peak x{spec.peak_scale:g}, {args.hours:g} h, {spec.seeds} seeds "
+    print(f"{spec.replica_set}, {spec.trace}, peak x{spec.peak_scale:g}, {hours:g} h, {spec.seeds} seeds "
           f"({spec.window} stretches)")
-    print(f"fixed at the peak {dict(spec.peak_fleet)}: ${s['fixed_usd']:.0f}, {s['fixed_good']:.2%} good")
+    fixed_good = "not replayed" if s["fixed_good"] is None else f"{s['fixed_good']:.2%} good"
+    print(f"fixed at the peak {dict(spec.peak_fleet)}: ${s['fixed_usd']:.0f}, {fixed_good}")
     print(f"plan per period: ${s['period_plan_usd']:.0f} ({s['period_plan_vs_fixed']:.2f}x)")
     print(f"autoscaled: ${s['autoscaled_usd']:.0f} ({s['autoscaled_vs_fixed']:.2f}x), {s['autoscaled_good']:.2%} good "
           f"± {s['autoscaled_good_ci95']:.2%}")
-    return 0
+    for key, found in results["against"].items():
+        if found is not None:
+            print(f"against {key} ({found['policy']} {found['fleet']}, ${found['usd']:.0f}): {found['ratio']:.2f}x")
+
+
+def fit_points(plan: dict[str, Any], fractions: list[float]) -> tuple[CurvePoint, ...]:
+    """The curve's points for the plan's policy in its chosen layout and roles."""
+    duet = plan["plans"][plan["policy"]]
+    layout = layout_of(duet) or own_layout(REPLICA_SETS[plan["replica_set"]])
+    peak = Fleet(duet["fleet"]["standard"], duet["fleet"]["fast"])
+    return fit(spec_of(plan), plan["policy"], layout, peak, duet["search_share"], fractions)
 
 
 def _spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -49,7 +95,7 @@ def _spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                    args.period, args.hours * 3600.0, args.seeds, args.seed, plan["prior_error"],
                    plan["length_quantile"], STARTUP_S if args.startup is None else args.startup,
                    stabilization_s=args.scale_down, scale_up_s=args.scale_up, max_replicas=args.max_replicas,
-                   window=args.window)
+                   window=args.window, layout=layout_of(duet), replay_fixed=not args.skip_fixed)
 
 
 def command(args: argparse.Namespace) -> str:
@@ -60,4 +106,10 @@ def command(args: argparse.Namespace) -> str:
              f"--max-replicas {args.max_replicas}"]
     if args.startup is not None:
         flags.append(f"--startup {args.startup:g}")
+    if args.fit:
+        flags.append("--fit " + ",".join(f"{f:g}" for f in args.fit))
+    if args.skip_fixed:
+        flags.append("--skip-fixed")
+    if args.warm_traffic_tasks:
+        flags.append("--warm-traffic-tasks")
     return " ".join(["duet plan-day", *flags])

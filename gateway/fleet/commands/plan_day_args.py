@@ -33,5 +33,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--scale-up", type=float, default=0.0, help="the HPA's scale-up stabilisation window, s")
     parser.add_argument("--scale-down", type=float, default=300.0, help="the HPA's scale-down stabilisation window, s")
     parser.add_argument("--max-replicas", type=int, default=16, help="per variant")
+    parser.add_argument("--fit", type=_fractions, metavar="F,..", help="size on a capacity curve fitted at these "
+                        "fractions of the plan's rate (e.g. 0.333,0.5,0.75,1), on its tuning seeds, instead of "
+                        "the plan's one utilisation")
+    parser.add_argument("--warm-traffic-tasks", action="store_true",
+                        help="keep a replica warm (parity's floor) only for the task types of the plan's traffic, "
+                             "as the plan's search did (autoscaling.warm_tasks), not for every configured one")
+    parser.add_argument("--skip-fixed", action="store_true", help="count the peak's fixed fleet, do not replay it")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes, one seed each (results identical)")
     parser.add_argument("--out", type=Path, help="write the results (with the command) to this JSON file")
+
+
+def _fractions(text: str) -> list[float]:
+    """``0.333,0.5,1`` -> [0.333, 0.5, 1.0], each in (0, 1]."""
+    try:
+        values = [float(v) for v in text.split(",") if v]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': fractions of the plan's rate, e.g. 0.333,0.5,0.75,1") from None
+    if not values or not all(0 < v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(f"'{text}': each fraction in (0, 1]")
+    return values

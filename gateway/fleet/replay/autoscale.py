@@ -34,7 +34,7 @@ import dataclasses
 import itertools
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway.autoscaling import Autoscaling, InMemoryDemand, model_need
@@ -42,7 +42,7 @@ from gateway.fleet.replay.fleet import FleetChange, FleetTimeline, GaugeReading,
 from gateway.fleet.replay.request_result import RequestResult
 from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.workload.traces import Arrival
-from gateway.flow import DuetConfig, ModelSpec, Replica
+from gateway.flow import DuetConfig, EngineConfig, ModelSpec, Replica
 from serving.sim.profile import Profile
 
 # How long a new 70B replica on 4 H100s takes from being asked for to serving: 346 s. Measured by
@@ -55,6 +55,7 @@ from serving.sim.profile import Profile
 # vLLM pod at 2-8+ minutes to Ready (llm-d/llm-d-autoscaling#1071, 2026-04-29), node
 # provisioning and image pull included, which the Ray figure leaves out.
 STARTUP_S = 346.0
+EngineRule = Callable[[str, Sequence[EngineConfig]], EngineConfig]
 
 
 @dataclass(slots=True)
@@ -84,7 +85,8 @@ class AutoscaledFleet:
     ``started_s``), then the gauge on the replay's demand and the HPA each
     ``autoscaling.scrape_interval_s``. The config's model must have an ``autoscaling``."""
 
-    def __init__(self, config: DuetConfig, startup_s: float = STARTUP_S, started_s: float = 0.0) -> None:
+    def __init__(self, config: DuetConfig, startup_s: float = STARTUP_S, started_s: float = 0.0,
+                 engines: EngineRule | None = None) -> None:
         (model,) = config.models.values()
         if model.autoscaling is None:
             raise ValueError(f"models.{model.name}.autoscaling: an autoscaled replay needs one")
@@ -92,6 +94,7 @@ class AutoscaledFleet:
             raise ValueError(f"startup_s {startup_s}: >= 0")
         self._model, self._autoscaling, self._startup_s = model, model.autoscaling, startup_s
         self._policy = config.policy
+        self._engines = engines
         self._lives = initial_lives(model.replicas, started_s)  # every replica, in the order asked for
         self._joined = {life.replica.id for life in self._lives}
         self._loading: list[ReplicaLife] = []  # asked for, not ready, not removed
@@ -136,7 +139,8 @@ class AutoscaledFleet:
             target = self._hpas[variant].scale(need.desired, len(asked), now)
             self._readings.append(GaugeReading(now, variant, need.desired, target))
             for _ in range(target - len(asked)):
-                life = ReplicaLife(self._replica(variant), now, now + self._startup_s)
+                life = ReplicaLife(self._replica(variant, [a.replica.engine for a in asked]), now, now + self._startup_s)
+                asked.append(life)
                 self._lives.append(life)
                 self._loading.append(life)
             for life in removal_order(asked, self._joined)[:max(0, len(asked) - target)]:
@@ -148,11 +152,13 @@ class AutoscaledFleet:
                     self._loading.remove(life)
         return withdrawn
 
-    def _replica(self, variant: str) -> Replica:
-        """A new replica, named as the config names them (never reusing a name)."""
+    def _replica(self, variant: str, running: Sequence[EngineConfig]) -> Replica:
+        """A new replica, named as the config names them (never reusing a name), its engine as the
+        run's rule gives it beside the variant's ``running`` ones (none: the launch profile's)."""
         index = next(self._indices[variant])
         name = self._model.name
-        return Replica(f"{name}/{variant}/{index}", name, variant, f"http://replay.invalid/{variant}/{index}")
+        engine = EngineConfig() if self._engines is None else self._engines(variant, running)
+        return Replica(f"{name}/{variant}/{index}", name, variant, f"http://replay.invalid/{variant}/{index}", engine)
 
 
 def removal_order(lives: Sequence[ReplicaLife], joined: set[str]) -> list[ReplicaLife]:
@@ -191,6 +197,9 @@ class AutoscaledRun:
     initial_counts: Mapping[str, int] | None = None
     startup_s: float = STARTUP_S
     until_s: float | None = None
+    # The engine an added replica starts with, from its variant and the engines of the replicas
+    # asked for before it (None: the launch profile's; ``capacity.roles.RoleMix.next_engine``).
+    engines: EngineRule | None = None
 
 
 def run_autoscaled(config: DuetConfig, profiles: Mapping[str, Profile], arrivals: Sequence[Arrival],
@@ -200,7 +209,7 @@ def run_autoscaled(config: DuetConfig, profiles: Mapping[str, Profile], arrivals
     is how often the gateway reads its replicas' metrics; the gauge's own interval is
     ``autoscaling.scrape_interval_s``)."""
     scaled = autoscaled_config(config, run.autoscaling, run.initial_counts)
-    fleet = AutoscaledFleet(scaled, run.startup_s)
+    fleet = AutoscaledFleet(scaled, run.startup_s, engines=run.engines)
     replay = Replay(scaled, profiles, settings, fleet=fleet)
     results = replay.run(arrivals)
     end_s = run.until_s if run.until_s is not None else max(replay.now, arrivals[-1].at_s if arrivals else 0.0)

@@ -51,6 +51,9 @@ ERROR_CASES = [
     ("autoscaling: floor of an unknown variant", lambda r: r["models"]["smollm2"].update(autoscaling={"min_replicas": {"turbo": 1}}), "models.smollm2.autoscaling.min_replicas.turbo", "unknown variant"),
     ("autoscaling: rate window under a scrape", lambda r: r["models"]["smollm2"].update(autoscaling={"scrape_interval_s": 30, "rate_window_s": 10}), "models.smollm2.autoscaling.rate_window_s", "shorter than scrape_interval_s"),
     ("autoscaling: utilisation of an unknown variant", lambda r: r["models"]["smollm2"].update(autoscaling={"utilisation_by_variant": {"turbo": 0.5}}), "models.smollm2.autoscaling.utilisation_by_variant.turbo", "unknown variant"),
+    ("autoscaling: capacity curve of an unknown variant", lambda r: r["models"]["smollm2"].update(autoscaling={"capacity_by_variant": {"turbo": {"intercept": 0.5, "per_busy_replica": 12}}}), "models.smollm2.autoscaling.capacity_by_variant.turbo", "unknown variant"),  # noqa: E501
+    ("autoscaling: capacity curve falling with the load", lambda r: r["models"]["smollm2"].update(autoscaling={"capacity_by_variant": {"fast": {"intercept": 0.5, "per_busy_replica": -1}}}), "models.smollm2.autoscaling.capacity_by_variant.fast.per_busy_replica", ""),  # noqa: E501
+    ("autoscaling: warm task not configured", lambda r: r["models"]["smollm2"].update(autoscaling={"warm_tasks": ["chat", "poetry"]}), "models.smollm2.autoscaling.warm_tasks.1", "unknown task 'poetry'"),  # noqa: E501
     ("autoscaling: floor above the ceiling", lambda r: r["models"]["smollm2"].update(autoscaling={"max_replicas": 2, "min_replicas": {"fast": 3}}), "models.smollm2.autoscaling.min_replicas.fast", "above max_replicas"),
     ("duplicate served name", lambda r: r["models"]["smollm2"]["variants"]["fast"].update(served_model_name="smollm2-standard"), "models.smollm2.variants.fast.served_model_name", "also used"),
 ]
@@ -137,3 +140,9 @@ def test_autoscaling_is_off_unless_configured_and_read_when_it_is():
     assert autoscaling is not None
     assert (autoscaling.autoscaler, autoscaling.utilisation, dict(autoscaling.min_replicas)) == ("keda", 0.6, {"standard": 2})
     assert (autoscaling.scrape_interval_s, autoscaling.scale_down_stabilization_s) == (15.0, 300.0)
+    assert dict(autoscaling.capacity_by_variant) == {}
+    curved = parse_config(demo_with(lambda r: r["models"]["smollm2"].update(
+        autoscaling={"capacity_by_variant": {"fast": {"intercept": 0.6, "per_busy_replica": 18.5}}})))
+    curves = curved.models["smollm2"].autoscaling.capacity_by_variant  # type: ignore[union-attr]
+    assert curves["fast"].intercept == 0.6 and curves["fast"].replicas(0.1) == 3
+    assert curved.models["smollm2"].autoscaling.warm_tasks is None  # type: ignore[union-attr]

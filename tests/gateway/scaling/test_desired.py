@@ -83,3 +83,22 @@ def test_a_variant_of_its_own_utilisation_is_sized_by_it():
     own = need(demand, utilisation=0.5, utilisation_by_variant={"fast": 0.25}, max_replicas=100)["fast"]
     assert own.busy_replicas == model_wide.busy_replicas
     assert own.desired == 21  # 5.05 busy replicas at a quarter of their capacity
+
+
+def test_a_variant_with_a_capacity_curve_is_sized_on_the_models_busy_replicas_not_its_utilisation():
+    from gateway.scaling import CapacityCurve
+
+    demand = {"chat": TaskDemand(20, 2000, 200), "reasoning": TaskDemand(1, 500, 1000)}
+    plain = need(demand, utilisation=0.5)
+    busy = plain["fast"].busy_replicas + plain["standard"].busy_replicas
+    curves = {"fast": CapacityCurve(1.0, 2.0), "standard": CapacityCurve(0.0, 0.0)}
+    needs = need(demand, utilisation=0.5, capacity_by_variant=curves)
+    assert needs["fast"].desired == -(-(1.0 + 2.0 * busy) // 1) != plain["fast"].desired
+    assert needs["standard"].desired == 1  # the curve asks for none; parity's floor keeps one
+    assert needs["fast"].busy_replicas == plain["fast"].busy_replicas  # the arithmetic is unchanged
+
+
+def test_warm_tasks_keep_a_replica_only_for_the_task_types_they_name():
+    assert need({})["standard"].desired == 1  # reasoning: standard its only home, configured
+    assert need({}, warm_tasks=frozenset({"chat", "coding"}))["standard"].desired == 0
+    assert need({}, warm_tasks=frozenset({"reasoning"}))["standard"].desired == 1

@@ -51,3 +51,24 @@ def test_a_plan_without_a_fleet_is_refused_before_any_replay(tmp_path, capsys):
                                 "plans": {"duet": {"fleet": None}}}))
     assert main(["plan-day", "--plan", str(plan)]) == 2
     assert "found no fleet" in capsys.readouterr().err
+
+
+def test_a_day_on_a_capacity_curve_runs_the_plans_roles_and_keeps_warm_only_the_traffics_tasks():
+    import dataclasses
+
+    from gateway.autoscaling import CapacityCurve
+    from gateway.fleet.capacity.layout import Deployment, Layout
+    from gateway.fleet.capacity.roles import SPLIT
+
+    curved = dataclasses.replace(
+        SPEC, trace="code,conv", layout=Layout(Deployment(4), Deployment(4), SPLIT), replay_fixed=False,
+        capacity={"fast": CapacityCurve(2.0, 0.0), "standard": CapacityCurve(-0.5, 0.0)},
+        warm_tasks=frozenset({"chat", "coding"}))
+    assert curved.policy_for({"standard": 0, "fast": 2}) == "duet@chunk=fast:1x8192+2048"
+    day = replay_day(curved, 0)
+    # the curve asks for two fast replicas whatever the load; no standard one is kept warm for long documents
+    assert all(c == {"standard": 0, "fast": 2} for c in day["period_plan"]["counts"])
+    assert day["fixed"]["good_fraction"] is None and 0 < day["autoscaled"]["good_fraction"] <= 1
+    results = assemble(curved, [day], "duet plan-day ...")
+    assert results["roles"] == "split" and results["warm_tasks"] == ["chat", "coding"]
+    assert results["capacity_by_variant"]["fast"] == {"intercept": 2.0, "per_busy_replica": 0.0}

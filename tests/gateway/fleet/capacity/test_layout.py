@@ -14,6 +14,7 @@ from gateway.fleet.capacity.layout import (
     parse_options,
     space,
 )
+from gateway.fleet.capacity.roles import PD_SPLIT, SPLIT
 from gateway.fleet.world.replica_sets import REPLICA_SETS
 
 W4A16 = REPLICA_SETS["h100-70b-w4a16"]
@@ -34,7 +35,8 @@ def test_a_size_the_variant_does_not_fit_is_refused_naming_it():
     with pytest.raises(ValueError, match="--tp standard=2: 'h100-70b-bf16' fits at TP 4, 8 only"):
         space(W4A16, {"standard": (2, 4)}, {})
     chosen = space(W4A16, {"fast": (1, 2)}, {"fast": (2048,)})
-    assert chosen.tp == {"standard": (4,), "fast": (1, 2)} and chosen.chunk == {"standard": (None,), "fast": (2048,)}
+    # the profile's own budget (vLLM's default) stays an option beside those named
+    assert chosen.tp == {"standard": (4,), "fast": (1, 2)} and chosen.chunk == {"standard": (None,), "fast": (None, 2048)}
 
 
 def test_duet_tries_every_combination_a_baseline_one_configuration_for_all_its_replicas():
@@ -45,6 +47,21 @@ def test_duet_tries_every_combination_a_baseline_one_configuration_for_all_its_r
     first = own_layout(W4A16)
     assert layouts_for("duet", SPACE, first)[0] == first == Layout(Deployment(4), Deployment(4))
     assert all(layout.uniform for layout in layouts_for("baseline", SPACE, first))
+
+
+def test_role_mixes_are_duets_alone_at_each_tp_combination():
+    roles = LayoutSpace(SPACE.tp, SPACE.chunk, (SPLIT, PD_SPLIT))
+    duet = roles.for_duet()
+    with_roles = [layout for layout in duet if layout.roles is not None]
+    assert len(duet) == 2 * 3 * 2 + 2 * 3 * 2 and len(with_roles) == 2 * 3 * 2
+    assert all(layout.fast is not None and layout.fast.chunk is None and not layout.uniform for layout in with_roles)
+    assert roles.uniform() == SPACE.uniform() and roles.standard_only() == SPACE.standard_only()
+    first = own_layout(W4A16)
+    ordered = layouts_for("duet", roles, first)
+    assert ordered[0] == first and ordered[0].roles is None
+    assert str(Layout(Deployment(4), Deployment(4), SPLIT)) == "standard TP4, fast TP4, roles split"
+    assert Layout(Deployment(4), Deployment(4), SPLIT).suffix({"standard": 0, "fast": 2}) == "@chunk=fast:1x8192+2048"
+    assert first.suffix({"standard": 2, "fast": 2}) == ""
 
 
 def test_a_layout_deploys_each_variant_on_its_gpus_at_their_price():

@@ -81,3 +81,31 @@ def test_why_says_what_the_file_shows_about_duets_cost():
                                          layout={"standard": TP4, "fast": TP2})
     assert layout_render.why(data)[0] == ("least-loaded reaches the target at Duet's cost with the same fleet: on "
                                           "replicas of one variant in one layout, routing changes nothing")
+
+
+def test_a_role_mix_is_named_with_its_layout_wherever_duets_fleet_is_shown():
+    data = results()
+    duet = data["plans"]["duet"]
+    split = _search({"standard": TP4, "fast": TP4}, [({"standard": 0, "fast": 4}, 0.993, 48.0),
+                                                      ({"standard": 0, "fast": 3}, 0.95, 36.0)], {"standard": 0, "fast": 4})
+    duet["layouts"].append({**split, "roles": "split"})
+    duet.update(usd_per_hour=48.0, fleet={"standard": 0, "fast": 4}, layout={"standard": TP4, "fast": TP4},
+                roles="split", replay_policy="duet@chunk=fast:2x8192+2048")
+    data["layouts"]["roles"] = [{"name": "split", "large": {"standard": 16384, "fast": 8192}, "small": 2048,
+                                 "prefill": 0}]
+    assert layout_render.cheapest_by_roles(duet) == {"none": 60.0, "split": 48.0}
+    text = layout_render.render([data])
+    assert "Duet 4 fast TP4, roles split ($48/hour); against the best baseline 0.67x (met: goal <= 0.75x)" in text
+    assert "| **duet** | duet | standard TP4; fast TP4; roles split | 4 fast TP4 | 16 | $48 |" in text
+    assert "| $48 | 16 | 99.30% | 4 fast TP4, roles split **(chosen)** |" in text
+    assert "Duet's role mixes split (first half standard's at 16384, fast's at 8192, the rest at 2048)" in text
+    assert "Duet's fleet runs role mix split: `duet@chunk=fast:2x8192+2048`" in text
+
+
+def test_an_all_standard_tp4_search_that_found_no_fleet_makes_the_ratio_a_bound():
+    data = results()
+    standard = data["plans"]["always-standard"]
+    standard["layouts"][0].update(fleet=None, usd_per_hour=120.0)  # ten TP4 replicas, still short of the target
+    assert layout_render.ratios(data)["all_standard_tp4"] == 0.5 and layout_render.all_standard_tp4_is_bound(data)
+    assert "against all-standard TP4 ≤ 0.50x (missed, a bound: that search found no fleet: goal <= 0.35x)" in (
+        layout_render.render([data]))

@@ -3,6 +3,7 @@ variant's TP size, a baseline one configuration for all its replicas, and the ch
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from gateway.fleet.capacity import plan as plan_module
 from gateway.fleet.capacity.layout import Deployment, Layout, LayoutSpace
 from gateway.fleet.capacity.plan import PlanSpec, plan_policy
+from gateway.fleet.capacity.roles import SPLIT
 from gateway.fleet.capacity.search import Fleet
 from gateway.fleet.replay.windows import HELDOUT, TUNING
 from gateway.fleet.world.replica_sets import ReplicaSet
@@ -30,15 +32,18 @@ class CapacityReplays:
 
     tasks = frozenset({"chat"})
 
-    def share(self, fleet: Fleet, replicas: ReplicaSet | None = None) -> float:
+    def share(self, fleet: Fleet, replicas: ReplicaSet | None = None, layout: Layout | None = None) -> float:
         assert replicas is not None
         profiles = {v.name: v.profile.removesuffix("-tp4") for v in replicas.variants}  # TP4: the profile as shipped
         self.evaluated.append((profiles["fast"], fleet))
         capacity = sum(CAPACITY[profiles[name]] * n for name, n in fleet.counts.items())
-        return min(1.0, capacity / DEMAND)
+        # engine roles, where their rule applies to the fleet, serve a fifth more on the same GPUs
+        roles = 1.2 if layout is not None and layout.suffix(fleet.counts) else 1.0
+        return min(1.0, roles * capacity / DEMAND)
 
-    def shares(self, fleet: Fleet, replicas: ReplicaSet | None = None) -> tuple[float, ...]:
-        return tuple(self.share(fleet, replicas) for _ in range(self.seeds))
+    def shares(self, fleet: Fleet, replicas: ReplicaSet | None = None,
+               layout: Layout | None = None) -> tuple[float, ...]:
+        return tuple(self.share(fleet, replicas, layout) for _ in range(self.seeds))
 
     def utilisation(self, fleet: Fleet, replicas: ReplicaSet | None = None) -> dict[str, float]:
         return {}
@@ -76,3 +81,14 @@ def test_a_layout_searched_later_is_capped_at_the_cheapest_fleet_so_far(spec: Pl
     # once TP1 found $30, no TP2 fleet tried costs more than that: at most five $6 replicas
     tp2 = [fleet for profile, fleet in CapacityReplays.evaluated if profile.endswith("-tp2")]
     assert tp2 and max(f.fast for f in tp2) <= 5 and max(f.standard for f in tp2) <= 2
+
+
+def test_duet_takes_a_role_mix_where_it_is_cheaper_and_a_baseline_never_gets_one(spec: PlanSpec) -> None:
+    roles = LayoutSpace({"standard": (4,), "fast": (4,)}, {"standard": (None,), "fast": (None,)}, (SPLIT,))
+    with_roles = dataclasses.replace(spec, layouts=roles)
+    plan = plan_policy(with_roles, "duet", "duet")
+    # uniform: four $12 fast replicas (3 x 3.0 misses 10); split: three serve 3 x 3.0 x 1.2 = 10.8
+    assert plan.layout == Layout(Deployment(4), Deployment(4), SPLIT) and plan.found.fleet == Fleet(0, 3)
+    assert [s.layout.roles for s in plan.searches] == [None, SPLIT]
+    baseline = plan_policy(with_roles, "least-loaded", "baseline")
+    assert all(s.layout.roles is None for s in baseline.searches) and baseline.found.fleet == Fleet(0, 4)

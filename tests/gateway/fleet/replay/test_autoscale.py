@@ -335,3 +335,22 @@ def test_requests_no_replica_could_serve_ask_the_autoscaler_for_nothing():
     assert {(r.status, r.refusal_status) for r in results} == {("rejected", 400)}
     assert timeline.readings and all(r.desired <= 1 for r in timeline.readings)
     assert all(life.asked_s == 0.0 for life in timeline.lives)
+
+
+def test_an_added_replica_starts_with_the_engine_the_runs_rule_gives_it():
+    from gateway.flow import EngineConfig
+
+    seen: list[tuple[str, int]] = []
+
+    def rule(variant, running):
+        seen.append((variant, len(running)))
+        return EngineConfig(max_num_batched_tokens=2048 * (1 + len(running) % 2))
+
+    schedule = step_arrivals()
+    _, timeline = run_autoscaled(policy_config(CLUSTER, "duet"), CLUSTER.profiles(), schedule,
+                                 AutoscaledRun(AUTOSCALING, {"standard": 2, "fast": 1}, startup_s=STARTUP_S,
+                                               engines=rule))
+    added = [life for life in timeline.lives if life.asked_s > 0]
+    assert added and len(seen) == len(added)
+    for life, (variant, running) in zip(added, seen, strict=True):  # in the order asked, each beside the ones before
+        assert life.replica.variant == variant and life.replica.engine.max_num_batched_tokens == 2048 * (1 + running % 2)
