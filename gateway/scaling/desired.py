@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gateway.domain import RolloutStage, Variant
 from gateway.scaling.demand import TaskDemand
@@ -62,7 +62,6 @@ def desired_replicas(variants: Sequence[Variant], demand: Mapping[str, TaskDeman
     config defines; a task in ``demand`` but not in ``sizing`` is sized with no TPOT budget)."""
     shares = _placement(variants, demand, sizing)
     needs: dict[str, VariantNeed] = {}
-    busy_by_variant: dict[str, float] = {}
     for variant in variants:
         placed = {task: share for (task, name), share in shares.items() if name == variant.name and share > 0}
         lengths = {task: _lengths(task, demand[task], sizing) for task in placed}
@@ -73,19 +72,23 @@ def desired_replicas(variants: Sequence[Variant], demand: Mapping[str, TaskDeman
         warm = sizing if autoscaling.warm_tasks is None else autoscaling.warm_tasks
         floor = max(autoscaling.min_replicas.get(variant.name, 0), _parity_floor(variant, variants, warm))
         wanted = math.ceil(busy / autoscaling.utilisation_of(variant.name) - 1e-9)
-        busy_by_variant[variant.name] = busy
         needs[variant.name] = VariantNeed(variant.name, tuple(sorted(placed.items())), busy, batch, floor,
-                                          min(max(wanted, floor), max(autoscaling.max_replicas, floor)))
-    return _on_curves(needs, sum(busy_by_variant.values()), autoscaling)
+                                          _bounded(wanted, floor, autoscaling))
+    return _on_curves(needs, autoscaling)
 
 
-def _on_curves(needs: dict[str, VariantNeed], busy: float, autoscaling: Autoscaling) -> dict[str, VariantNeed]:
-    """``needs`` with each variant that has a capacity curve sized on it at the model's ``busy``."""
+def _bounded(wanted: int, floor: int, autoscaling: Autoscaling) -> int:
+    """``wanted`` raised to the floor and capped at ``max_replicas`` (never below the floor)."""
+    return min(max(wanted, floor), max(autoscaling.max_replicas, floor))
+
+
+def _on_curves(needs: dict[str, VariantNeed], autoscaling: Autoscaling) -> dict[str, VariantNeed]:
+    """``needs`` with each variant that has a capacity curve sized on it at the busy replicas of
+    all the model's variants."""
+    busy = sum(need.busy_replicas for need in needs.values())
     for name, curve in autoscaling.capacity_by_variant.items():
         if (need := needs.get(name)) is not None:
-            wanted = curve.replicas(busy)
-            needs[name] = VariantNeed(need.variant, need.tasks, need.busy_replicas, need.batch, need.floor,
-                                      min(max(wanted, need.floor), max(autoscaling.max_replicas, need.floor)))
+            needs[name] = replace(need, desired=_bounded(curve.replicas(busy), need.floor, autoscaling))
     return needs
 
 
