@@ -77,7 +77,7 @@ class RoleMix:
         for engine in running:
             if engine in missing:
                 missing.remove(engine)
-        return (missing or wanted)[-1 if not missing else 0]
+        return missing[0] if missing else wanted[-1]
 
     def as_dict(self) -> dict[str, object]:
         return {"name": self.name, "large": dict(self.large), "small": self.small, "prefill": self.prefill,

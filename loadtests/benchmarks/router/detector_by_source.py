@@ -173,10 +173,8 @@ def kept(results: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
     and which command made each recipe (``commands``); MT-bench's turns kept unless ``current`` re-ran."""
     commands = {r: previous.get("commands", {}).get(r, previous["command"]) for r in previous["recipes"]}
     commands |= {r: results["command"] for r in results["recipes"]}
-    out = {**previous, **results, "recipes": previous["recipes"] | results["recipes"], "commands": commands}
-    if "mt_bench_turns" in previous and "mt_bench_turns" not in results:
-        out["mt_bench_turns"] = previous["mt_bench_turns"]
-    return out
+    # Spread in this order, the previous file's MT-bench turns stay unless this run has its own.
+    return {**previous, **results, "recipes": previous["recipes"] | results["recipes"], "commands": commands}
 
 
 def _cell(value: float | None) -> str:
