@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.cli.local.demo import footer, per_token_seconds, show
+from gateway.cli.local.demo import FALLBACK_BUDGET_MS, footer, per_token_seconds, show, tight_budget_ms
 from gateway.speed import SpeedPrior
 from serving.ports import free_port
 
@@ -33,3 +33,24 @@ def test_no_gateway_is_a_clear_failure(capsys: pytest.CaptureFixture[str]) -> No
     url = f"http://127.0.0.1:{free_port()}"
     assert show(url, None) == 1
     assert f"duet demo: {url} did not answer" in capsys.readouterr().err
+
+
+def explained(**e2e_by_replica: tuple[str, float | None]) -> dict[str, object]:
+    """A dry run's replicas block: replica -> (variant, predicted e2e ms, or None when filtered)."""
+    return {"replicas": {name: {"variant": variant, **({"prediction_ms": {"e2e": e2e}} if e2e is not None else {})}
+                         for name, (variant, e2e) in e2e_by_replica.items()}}
+
+
+def test_the_tight_budget_sits_between_the_fastest_variant_and_the_standard() -> None:
+    plan = explained(s0=("standard", 2000.0), s1=("standard", 2400.0), f0=("fast-spec", 1000.0),
+                     f1=("fast-spec", 1600.0))
+    assert tight_budget_ms(plan) == pytest.approx(1500.0)  # the best replica of each variant
+
+
+@pytest.mark.parametrize("plan", [
+    explained(s0=("standard", 900.0), f0=("fast-spec", 1000.0)),  # the fast variant predicted slower
+    explained(s0=("standard", 900.0), f0=("fast-spec", None)),    # filtered out (its task refused)
+    explained(f0=("fast-spec", 500.0)),                           # no standard replica routable
+])
+def test_no_faster_variant_keeps_the_fallback_budget(plan: dict[str, object]) -> None:
+    assert tight_budget_ms(plan) == FALLBACK_BUDGET_MS
