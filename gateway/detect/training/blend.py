@@ -71,9 +71,13 @@ class Group:
     centroid: np.ndarray
 
 
-def groups(rows: np.ndarray, tasks: Sequence[str], sources: Sequence[str], vector_slice: slice) -> list[Group]:
+def groups(rows: np.ndarray, tasks: Sequence[str], sources: Sequence[str], vector_slice: slice,
+           per_task: dict[str, int] | None = None) -> list[Group]:
+    """The (task, source) groups of ``rows``; ``per_task``: how many groups each task has in the
+    whole training set, when these rows are only part of it (a group replacing another is then
+    weighted as the one it replaces); default: the groups here."""
     keys = sorted(set(zip(tasks, sources, strict=True)))
-    per_task = {t: sum(1 for task, _ in keys if task == t) for t in TASKS}
+    per_task = per_task or {t: sum(1 for task, _ in keys if task == t) for t in TASKS}
     out = []
     for task, source in keys:
         mask = np.array([t == task and s == source for t, s in zip(tasks, sources, strict=True)])
@@ -185,7 +189,7 @@ def choose(answers: Sequence[Answers], training_familiarity: np.ndarray) -> tupl
     return best[1], best[2]
 
 
-def _top1(labels: Sequence[str], probabilities: np.ndarray) -> float:
+def top1(labels: Sequence[str], probabilities: np.ndarray) -> float:
     """The share of requests whose most probable task is their label, abstention aside."""
     return float(np.mean([TASKS[k] == label for k, label in zip(probabilities.argmax(axis=1), labels, strict=True)]))
 
@@ -214,7 +218,7 @@ def choose_nested(judged: dict[str, np.ndarray], labels: dict[str, list[str]], t
         models = fit([g for g in training if g.source != held and g.source not in fold], vector_slice, RIDGES)
         for k, model in enumerate(models):
             by_ridge[k] += [(name, model) for name in fold]
-    accuracy = [float(np.mean([_top1(labels[name], model.probabilities(judged[name])) for name, model in pairs]))
+    accuracy = [float(np.mean([top1(labels[name], model.probabilities(judged[name])) for name, model in pairs]))
                 for pairs in by_ridge]
     best = int(np.argmax(accuracy))
     fitted = fit([g for g in training if g.source != held], vector_slice, RIDGES[best:best + 1])[0]
@@ -247,7 +251,7 @@ def leave_one_out(judged: dict[str, np.ndarray], labels: dict[str, list[str]], t
         found = list(zip(labels[held], rule.detections(fitted, judged[held]), strict=True))
         out[held] = {"threshold": rule.threshold, "floor": rule.floor, "familiarity": round(rule.familiarity, 4),
                      "chosen_on_others": chosen.report, **score(found, rule.threshold, rule.floor, fast_allows),
-                     "top1": round(_top1(labels[held], fitted.probabilities(judged[held])), 4)}
+                     "top1": round(top1(labels[held], fitted.probabilities(judged[held])), 4)}
         log(f"blend without {held}: threshold {rule.threshold} floor {rule.floor} familiarity "
             f"{rule.familiarity:.3f} (others' worst leak {chosen.report['worst_leak']}); here leak "
             f"{out[held]['confident_leak']} top-1 {out[held]['top1']} (ridge {chosen.ridge})")

@@ -19,12 +19,16 @@ of it, at the threshold and floor its own training chose on its validation split
   (the share of a request's words it has weights for) chosen nested on the other sources.
 - ``blend``: words hashed, distilled static vectors (``make detector-vectors``) and shape, a ridge
   fit weighting every source alike, abstention by confidence and familiarity chosen nested on the
-  other sources (``gateway.detect.training.blend``)."""
+  other sources (``gateway.detect.training.blend``).
+- ``blend-team-K``: ``blend``, where each held-out source's team labelled K of its requests at
+  random (at most half) and trained on them (``duet detect train --data``); scored on the rest
+  (``gateway.detect.training.team_labels``): what a team's own labels buy."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +42,14 @@ from gateway.detect.training.corpus import Sample, public_samples, split_of
 from gateway.detect.training.data.sources import SOURCES, Labelled, load_all
 from gateway.detect.training.evaluate import FAST_ALLOWS
 from gateway.detect.training.static_embedding import EmbeddingFeatures, WordVectors, shape_names, train_embedding
+from gateway.detect.training.team_labels import leave_one_out_with_labels
 from gateway.detect.training.train import train
 from gateway.detect.training.train_blend import blend_corpus
 from gateway.flow import TaskDetector
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "task-detector-by-source.json"
 SHARED = ("gsm8k", "humaneval", "vicuna")
+TEAM_LABELS = (25, 100)  # labels a team might write in an afternoon, and in a few days
 
 
 def _family(source: str) -> str:
@@ -108,6 +114,17 @@ def blend(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
                          log=lambda line: print(line, flush=True))
 
 
+def blend_team(k: int) -> Callable[[Path, list[Labelled]], dict[str, Any]]:
+    """``blend`` where the team of each held-out source labelled ``k`` of its requests
+    (``gateway.detect.training.team_labels``): scored on the requests not labelled."""
+    def recipe(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
+        del fetched  # blend_corpus loads the fetched sources itself
+        data = blend_corpus(prompts)
+        return leave_one_out_with_labels(data.judged, data.labels, data.training, data.features.vector_slice, k,
+                                         log=lambda line: print(line, flush=True))
+    return recipe
+
+
 def current_nested(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
     """The shipped words model (GSM8K, HumanEval and Vicuna each retrained without that set, as in
     ``current``), with its threshold, floor and a familiarity cut (``TaskDetector.familiarity``:
@@ -152,7 +169,7 @@ def _public(prompts: Path) -> list[Sample]:
 
 
 RECIPES = {"current": current, "current-nested": current_nested, "sources": with_sources, "embedding": embedding,
-           "blend": blend}
+           "blend": blend, **{f"blend-team-{k}": blend_team(k) for k in TEAM_LABELS}}
 
 
 def run(prompts: Path, recipes: list[str]) -> dict[str, Any]:
@@ -185,7 +202,11 @@ def render(results: dict[str, Any]) -> str:
     """Per recipe: one row per held-out source, then the worst source per goal."""
     lines: list[str] = []
     for recipe, report in results["recipes"].items():
-        lines += [f"**{recipe}** (each source measured by a detector trained without it):", "",
+        labelled = {r["labelled"] for r in report["by_source"].values() if "labelled" in r}
+        how = (f"each source measured on its requests not labelled, by a detector trained with "
+               f"{max(labelled)} of them labelled (at most half)" if labelled else
+               "each source measured by a detector trained without it")
+        lines += [f"**{recipe}** ({how}):", "",
                   "| held-out source | n by task | confident leak | reasoning kept | coding recall | extraction recall "
                   "| agent recall | chat to fast | abstained |", "|---|---|---|---|---|---|---|---|---|"]
         for name, r in report["by_source"].items():
