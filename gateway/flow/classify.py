@@ -137,7 +137,18 @@ def find_task(policy: Policy, arrival: Arrival, *, tools: bool, input_tokens: in
     task, source = infer_task(shapes, "", tools=tools, texts=(), input_tokens=input_tokens)
     if task:
         return TaskGuess(task, source)
-    return detect_task(detection, arrival, policy.tasks)
+    return detect_task(detection, arrival, [t for t in policy.tasks if t not in sized_out(policy.rules)])
+
+
+def sized_out(rules: Iterable[TaskRule]) -> frozenset[str]:
+    """The tasks a prompt-size rule defines (``input_tokens_over``): a prompt that reached the
+    detector is under every such rule's size, so it is none of them by the config's own
+    definition, and the detector may not make them plausible. Without this, the detector's small
+    probability of a long document (it trains on none: no registry package ships one) kept most
+    short chat and coding off a variant refusing long documents (its floor is low, so any task it
+    cannot rule out stays plausible). ``has_tools`` is not such a definition: agent turns with
+    their functions described in the system prompt carry no tools field."""
+    return frozenset(rule.task for rule in rules if rule.signal is Signal.INPUT_TOKENS_OVER)
 
 
 def detect_task(settings: DetectorSettings, arrival: Arrival, tasks: Collection[str]) -> TaskGuess:

@@ -89,13 +89,14 @@ def test_a_header_always_overrides_the_detector():
             assert (p.task, p.task_source, p.plausible_tasks) == (task, "header", frozenset())
 
 
-def test_an_unsure_detection_abstains_and_names_every_task():
+def test_an_unsure_detection_abstains_and_names_every_task_its_size_allows():
     raw = yaml.safe_load(DEMO_PATH.read_text())
     raw["routing"]["task_detector"] = {"threshold": 1.0}  # nothing is that sure: always abstain
     config = parse_config(yaml.safe_dump(raw))
     p = profile(chat(GSM), tokens=40, config=config)
     assert p.task_source == "abstained" and p.task == "reasoning"
-    assert p.tasks_to_allow == frozenset(config.policy.tasks) & frozenset(config.policy.detection.detector.tasks)
+    every = frozenset(config.policy.tasks) & frozenset(config.policy.detection.detector.tasks)
+    assert p.tasks_to_allow == every - {"long-context"}  # 40 tokens: under the long-context rule's 1,500
 
 
 def test_unknown_task_header_is_400():
@@ -180,3 +181,18 @@ def test_a_memo_detects_once_per_detector_and_answers_the_same():
     assert first.calls == 1 and answers[0] == answers[2] == first.detect_messages(body.messages)
     memo.detect(other, body, body.prompt_view())  # another model (a reload): detected again
     assert other.calls == 1
+
+
+def test_a_prompt_under_the_long_context_rule_is_never_long_context_by_detection():
+    """The demo config defines long-context as a prompt over 1,500 tokens: a shorter one may not
+    be made long-context, or keep it plausible, by the detector, even when it abstains."""
+    raw = yaml.safe_load(DEMO_PATH.read_text())
+    raw["routing"]["task_detector"] = {"threshold": 1.0}  # always abstain: every task it may be
+    abstaining = parse_config(yaml.safe_dump(raw))
+    p = profile(chat("summarise the attached report"), tokens=40, config=abstaining)
+    assert p.task_source == "abstained" and "long-context" not in p.tasks_to_allow
+    assert p.tasks_to_allow == frozenset(abstaining.policy.tasks) - {"long-context"}
+    for text in (GSM, "hello", "Write a Python function to merge two sorted lists."):
+        sure = profile(chat(text), tokens=40)
+        assert sure.task != "long-context" and "long-context" not in sure.tasks_to_allow
+    assert profile(chat("summarise"), tokens=1600).task == "long-context"  # over the size: the rule's
