@@ -19,6 +19,7 @@ import numpy as np
 from gateway.detect.training.blend import TASKS, Group, choose_nested, groups, top1
 from gateway.detect.training.by_source import score
 from gateway.detect.training.evaluate import FAST_ALLOWS
+from gateway.detect.training.train_blend import BlendCorpus
 
 
 def drawn(n: int, k: int, seed: int) -> np.ndarray:
@@ -39,12 +40,12 @@ def with_labels(judged: dict[str, np.ndarray], labels: dict[str, list[str]], tra
             [g for g in training if g.source != held] + added)
 
 
-def leave_one_out_with_labels(judged: dict[str, np.ndarray], labels: dict[str, list[str]], training: list[Group],
-                              vector_slice: slice, k: int, seed: int = 0, fast_allows: frozenset[str] = FAST_ALLOWS,
+def leave_one_out_with_labels(data: BlendCorpus, k: int, seed: int = 0, fast_allows: frozenset[str] = FAST_ALLOWS,
                               log: Callable[[str], None] = print) -> dict[str, dict[str, Any]]:
-    """Per judged source: ``k`` of its requests labelled and trained on (``with_labels``), the
-    abstention chosen nested on every source's out-of-fold answers (its labelled ones too), scored
-    on its requests not labelled."""
+    """Per judged source of ``data``: ``k`` of its requests labelled and trained on
+    (``with_labels``), the abstention chosen nested on every source's out-of-fold answers (its
+    labelled ones too), scored on its requests not labelled."""
+    judged, labels, training, vector_slice = data.judged, data.labels, data.training, data.features.vector_slice
     out: dict[str, dict[str, Any]] = {}
     for held in sorted(judged):
         n = len(labels[held])

@@ -24,6 +24,7 @@ from gateway.fleet.replay.setup import (
 )
 from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.workload.traces import Arrival
+from gateway.fleet.world.detections import unnamed
 from gateway.fleet.world.prior_error import PriorError
 from gateway.flow import DuetConfig
 
@@ -103,7 +104,8 @@ def _replay(args: argparse.Namespace, run_: _SeedRun, intervals: dict[str, float
         if _name(policy) in skip:
             continue
         started = time.perf_counter()
-        settings = ReplaySettings(run_.seed, intervals[policy], args.forced_length, args.length_quantile)
+        settings = ReplaySettings(run_.seed, intervals[policy], args.forced_length, args.length_quantile,
+                                  **unnamed(args.unnamed_share))
         results = Replay(config, run_.cluster.profiles(), settings).run(run_.schedule)
         summary = summaries[_name(policy)] = {**summarize(results, args.duration, run_.cluster.parity),
                                               "wall_s": round(time.perf_counter() - started, 2)}

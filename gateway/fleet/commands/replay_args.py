@@ -43,6 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="the router's speed priors are off by this fraction per variant (prefill and decode, "
                              "each too fast or too slow by a seeded coin), for the online learner to correct; 0: "
                              "the simulator's own profiles, exactly")
+    parser.add_argument("--unnamed-share", type=float, default=0.0, metavar="SHARE",
+                        help="the share of requests that name no task (no x-duet-task); each is given what the shipped "
+                             "task detector answered on an unseen prompt of its task (gateway/fleet/world/detections.py), "
+                             "for every policy alike. 0 (default): every request names its task")
     parser.add_argument("--length-quantile", type=float, default=0.5,
                         help="which quantile of each task's learned output lengths the router plans with")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")

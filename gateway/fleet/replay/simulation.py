@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import random
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from gateway.fleet.replay.split import PREFILL_LEG, Handoff, decode_leg, failed_
 from gateway.fleet.replay.sync import run_now
 from gateway.fleet.replay.waiting_room import Suspend, VirtualWaitingRoom
 from gateway.fleet.workload.traces import Arrival
+from gateway.fleet.world.detections import DrawnDetector, UnseenDetections, unnamed_prompt
 from gateway.flow import (
     ActiveConfig,
     AttemptFailure,
@@ -104,6 +106,11 @@ class ReplaySettings:
     scrape_interval_s: float = 1.0
     forced_length: bool = False
     length_quantile: float | None = None
+    # The share of requests that name no task (no x-duet-task): each of those is given a detection
+    # the shipped detector made of an unseen prompt of its task (``detections``), which the
+    # policy's task detector settings then read; 0: every request names its task, as before.
+    unnamed_share: float = 0.0
+    detections: UnseenDetections | None = None
 
 
 class Replay:
@@ -120,11 +127,14 @@ class Replay:
     def __init__(self, config: DuetConfig, profiles: Mapping[str, Profile], settings: ReplaySettings | None = None, *,
                  fleet: FleetControl | None = None) -> None:
         settings = settings or ReplaySettings()
+        config = _detecting_drawn(config, settings)
         (self._model,) = config.models.values()
         self._forced_length = settings.forced_length
         self._profiles = profiles
         self._fleet: FleetControl = fleet or FixedFleet()
         self._seeds = itertools.count(settings.seed)
+        self._unnamed_share, self._detections = settings.unnamed_share, settings.detections
+        self._names = random.Random(f"unnamed-{settings.seed}")  # its own stream: naming moves no other draw
         self._draining: set[str] = set()
         self.now = 0.0
         store = StoreSettings(stale_after_s=max(5.0, 5 * settings.scrape_interval_s))
@@ -277,17 +287,22 @@ class Replay:
         self._fleet.drained(replica_id, at)
 
     def _arrive(self, arrival: Arrival, request_id: str) -> None:
-        """The request as a client would send it: the task named in ``x-duet-task``, its client's
-        max_tokens (or, with ``forced_length``, the trace's length forced), the prompt's length known."""
+        """The request as a client would send it: the task named in ``x-duet-task`` (or, for the
+        ``unnamed_share``, no task and a detection drawn for it), its client's max_tokens (or, with
+        ``forced_length``, the trace's length forced), the prompt's length known."""
         fields: dict[str, Any] = {"model": self._model.name, "prompt": ""}
+        headers = {"x-duet-task": arrival.task}
+        if self._unnamed_share and self._detections is not None and self._detections.knows(arrival.task):
+            named, source_draw, prompt_draw = (self._names.random() for _ in range(3))
+            if named < self._unnamed_share:
+                fields["prompt"], headers = unnamed_prompt(arrival.task, source_draw, prompt_draw), {}
         if self._forced_length:
             fields.update(max_tokens=arrival.output_tokens, min_tokens=arrival.output_tokens, ignore_eos=True)
         elif arrival.max_tokens is not None:
             fields.update(max_tokens=arrival.max_tokens)
         body = CompletionBody.model_validate(fields)
         blocks = () if arrival.blocks is None else arrival.blocks.chained(self._block_tokens, arrival.input_tokens)
-        inbound = Inbound(body, {"x-duet-task": arrival.task}, prompt_tokens=arrival.input_tokens, prefix_blocks=blocks,
-                          splits=True)
+        inbound = Inbound(body, headers, prompt_tokens=arrival.input_tokens, prefix_blocks=blocks, splits=True)
         exchange = self._director.open(inbound, request_id)
         self._step(self._serve(exchange, arrival), None)
 
@@ -364,3 +379,16 @@ class Replay:
         ))
         if attempt.replica.id in self._draining:
             self._leave_if_drained(attempt.replica.id, event.time)
+
+
+def _detecting_drawn(config: DuetConfig, settings: ReplaySettings) -> DuetConfig:
+    """``config`` whose task detector answers the replay's unnamed requests with their drawn
+    detections (``DrawnDetector``), its threshold and floor as configured; unchanged when every
+    request names its task or the policy detects nothing (then its rules and default decide)."""
+    detection = config.policy.detection
+    if not settings.unnamed_share or detection is None:
+        return config
+    if settings.detections is None:
+        raise ValueError("unnamed_share needs detections (UnseenDetections.load())")
+    drawn = dataclasses.replace(detection, detector=DrawnDetector(settings.detections))
+    return dataclasses.replace(config, policy=dataclasses.replace(config.policy, detection=drawn))

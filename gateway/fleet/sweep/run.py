@@ -24,6 +24,7 @@ from gateway.fleet.replay.windows import Window
 from gateway.fleet.sweep import search as searching
 from gateway.fleet.sweep.knee import Crossing, crossing
 from gateway.fleet.sweep.sla import ConstraintSet, measure
+from gateway.fleet.world.detections import unnamed
 from gateway.fleet.world.policies import policy_name
 
 
@@ -40,6 +41,7 @@ class SweepSpec:
     prior_error: float = 0.3
     length_quantile: float = 0.5
     forced_length: bool = False
+    unnamed_share: float = 0.0  # of requests naming no task (``ReplaySettings.unnamed_share``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +141,7 @@ class SeedWindow:
     def results(self, load: float) -> list[RequestResult]:
         """Every request of the window replayed at ``load``."""
         settings = ReplaySettings(self.seed, scrape_interval_s(self.policy), self.spec.forced_length,
-                                  self.spec.length_quantile)
+                                  self.spec.length_quantile, **unnamed(self.spec.unnamed_share))
         return Replay(self.config, self.cluster.profiles(), settings).run(at_load(self.schedule, load))
 
     def replay(self, load: float, keys: Sequence[str]) -> Point:

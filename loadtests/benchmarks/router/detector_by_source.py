@@ -119,9 +119,7 @@ def blend_team(k: int) -> Callable[[Path, list[Labelled]], dict[str, Any]]:
     (``gateway.detect.training.team_labels``): scored on the requests not labelled."""
     def recipe(prompts: Path, fetched: list[Labelled]) -> dict[str, Any]:
         del fetched  # blend_corpus loads the fetched sources itself
-        data = blend_corpus(prompts)
-        return leave_one_out_with_labels(data.judged, data.labels, data.training, data.features.vector_slice, k,
-                                         log=lambda line: print(line, flush=True))
+        return leave_one_out_with_labels(blend_corpus(prompts), k, log=lambda line: print(line, flush=True))
     return recipe
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from gateway.detect.training.blend import Group, groups
 from gateway.detect.training.team_labels import drawn, leave_one_out_with_labels, with_labels
+from gateway.detect.training.train_blend import BlendCorpus
 
 from .test_blend import _toy
 
@@ -40,8 +41,10 @@ def test_the_labelled_requests_replace_their_source_weighted_as_the_whole_source
 
 
 def test_each_source_is_scored_on_its_requests_not_labelled() -> None:
-    judged, labels, trained, vector_slice = _corpus()
-    out = leave_one_out_with_labels(judged, labels, trained, vector_slice, k=6, log=lambda _: None)
+    rows, tasks, sources, features = _toy()
+    judged, labels, trained, _ = _corpus()
+    data = BlendCorpus(features, [], trained, judged, labels)
+    out = leave_one_out_with_labels(data, k=6, log=lambda _: None)
     for name, report in out.items():
         assert report["labelled"] == min(6, len(labels[name]) // 2)
         assert sum(report["n"].values()) == len(labels[name]) - report["labelled"]

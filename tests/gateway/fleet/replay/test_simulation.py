@@ -12,6 +12,7 @@ from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.replay.sync import run_now
 from gateway.fleet.workload.prefix import PromptBlocks
 from gateway.fleet.workload.traces import Arrival
+from gateway.fleet.world.detections import UnseenDetections
 
 
 def replay(policy: str, spec: str = "h100-70b:standard=1,fast=1", rate: float = 0.3, duration: float = 60.0):
@@ -220,3 +221,51 @@ def test_the_gateways_prefix_index_keeps_conversations_on_the_replica_that_holds
     assert hit_rate["llm-d-default"] > 0.95 * bound
     assert hit_rate["production-stack-prefixaware"] > 0.95 * bound
     assert hit_rate["least-loaded"] < 0.75 * bound
+
+
+def _detections(row: list[float]) -> UnseenDetections:
+    """Every chat and coding prompt answered ``row`` (over the blend detector's task order)."""
+    tasks = ["chat", "coding", "reasoning", "extraction", "long-context", "agent"]
+    return UnseenDetections.of({"tasks": tasks, "detections": {"chat": {"a": [row]}, "coding": {"a": [row, row]}}})
+
+
+def test_a_request_naming_no_task_is_routed_on_its_drawn_detection_by_every_policy():
+    """Drawn as surely reasoning (which the fp8 fast variant's parity refuses), no request that
+    names no task reaches fast, under Duet and a baseline alike; named, many do."""
+    cluster = parse_cluster("h100-70b:standard=1,fast=1")
+    schedule = arrivals(["code", "conv"], 60.0, 0.3, cluster)
+    unnamed = ReplaySettings(unnamed_share=1.0, detections=_detections([0, 0, 1, 0, 0, 0]))
+    for policy in ("duet", "least-loaded"):
+        config = policy_config(cluster, policy)
+        named = Replay(config, cluster.profiles()).run(schedule)
+        drawn = Replay(config, cluster.profiles(), unnamed).run(schedule)
+        assert any(r.variant == "fast" for r in named) and len(drawn) == len(schedule)
+        assert {r.variant for r in drawn} == {"standard"}
+
+
+def test_a_sure_and_right_detection_routes_as_the_named_task_and_a_share_names_the_rest():
+    cluster = parse_cluster("h100-70b:standard=1,fast=1")
+    schedule = arrivals(["code", "conv"], 60.0, 0.3, cluster)
+    config = policy_config(cluster, "duet")
+    named = Replay(config, cluster.profiles()).run(schedule)
+    chat_sure = _detections([1, 0, 0, 0, 0, 0])  # right for the conv trace's chat, wrong for code's coding
+    conv_only = [a for a in schedule if a.task == "chat"]
+    drawn = Replay(config, cluster.profiles(), ReplaySettings(unnamed_share=1.0, detections=chat_sure)).run(conv_only)
+    assert [(r.variant, r.ttft_s) for r in drawn] == \
+        [(r.variant, r.ttft_s) for r in Replay(config, cluster.profiles()).run(conv_only)]
+    half = Replay(config, cluster.profiles(), ReplaySettings(unnamed_share=0.5, detections=_detections([0, 0, 1, 0, 0, 0])))
+    mixed = half.run(schedule)
+    on_fast = sum(r.variant == "fast" for r in mixed)
+    assert 0 < on_fast < sum(r.variant == "fast" for r in named)
+    with pytest.raises(ValueError, match="needs detections"):
+        Replay(config, cluster.profiles(), ReplaySettings(unnamed_share=0.5))
+
+
+def test_a_prompt_under_the_long_context_size_is_not_long_context_however_it_is_detected():
+    """The replayed policies define long-context as a prompt over 8k tokens (their size rule), so
+    a detection of it on a shorter one is set aside: those requests may still go fast."""
+    cluster = parse_cluster("h100-70b:standard=1,fast=1")
+    schedule = [a for a in arrivals(["code", "conv"], 60.0, 0.3, cluster) if a.input_tokens <= 8192]
+    settings = ReplaySettings(unnamed_share=1.0, detections=_detections([0.05, 0.05, 0, 0, 0.9, 0]))
+    drawn = Replay(policy_config(cluster, "duet"), cluster.profiles(), settings).run(schedule)
+    assert any(r.variant == "fast" for r in drawn)
