@@ -39,10 +39,11 @@ class PoolSpec:
 
 @dataclass(frozen=True, slots=True)
 class Members:
-    """The replicas of a pool's pods, and the Ready pods left out for their variant label."""
+    """The replicas of a pool's pods, and the Ready pods left out for their variant (or group) label."""
 
     replicas: tuple[Replica, ...]
-    unlabelled: tuple[str, ...] = ()  # pod names: no variant label, or one the model does not have
+    # pod names: no variant label, one the model does not have, or no group of its variant
+    unlabelled: tuple[str, ...] = ()
 
 
 def pool_spec(body: Mapping[str, Any]) -> PoolSpec:
