@@ -181,7 +181,7 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
     replicas: list[Replica] = []
     served_names: dict[str, str] = {}
     ca_bundles: dict[str, str] = {}
-    engines_of: dict[str, list[EngineConfig]] = {}
+    engines_of: dict[str, list[tuple[str, EngineConfig]]] = {}  # (the path of its role, engine)
     for variant_name, v in section.variants.items():
         path = f"models.{name}.variants.{variant_name}"
         variants[variant_name] = _variant(name, variant_name, v, tasks, path)

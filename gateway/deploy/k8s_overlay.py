@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.config.engine_groups import GROUP_LABEL
 from gateway.deploy.autoscaling import autoscaler_objects
 from gateway.deploy.gateway_config import K8S_REDIS_URL
-from gateway.config.engine_groups import GROUP_LABEL
 from gateway.deploy.plan import LABEL_MODEL, LABEL_VARIANT, DeployPlan, VariantDeployment
 from gateway.deploy.profiles import VLLM_PORT, vllm_args
 from serving.launch.roles import EngineSettings, with_engine
@@ -92,8 +92,8 @@ def _service(name: str, labels: dict[str, str], selector: dict[str, str], headle
     spec: dict[str, Any] = {"selector": selector, "ports": [{"name": "http", "port": VLLM_PORT, "targetPort": "http"}]}
     if headless:  # only its endpoints are read: no cluster IP needed
         spec = {"clusterIP": "None", **spec}
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": {**labels, "app.kubernetes.io/part-of": "duet"}},
-            "spec": spec}
+    metadata = {"name": name, "labels": {**labels, "app.kubernetes.io/part-of": "duet"}}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
 
 
 def _deployment(d: VariantDeployment, name: str, selector: dict[str, str], engine: EngineSettings | None,

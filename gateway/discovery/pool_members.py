@@ -6,7 +6,8 @@ The pool (``inference.networking.k8s.io/v1``, GIE v1.0) names its members by
 ``podIP:number``, as GIE's EPP counts them). A pod is a member while it is Ready (its ``Ready``
 condition ``"True"``), has a ``status.podIP`` and is not being deleted; its variant is the value
 of the configured label, and, for a variant with engine groups, its engine that of the group its
-``duet.dev/engine-group`` label names (one Deployment per group; a pod of no known group is left out). Each replica is named after its pod (and port, when the pool has
+``duet.dev/engine-group`` label names (one Deployment per group; a pod of no known group is left
+out). Each replica is named after its pod (and port, when the pool has
 several), so a pod keeps its state (EWMA, breaker) across changes and a replaced pod starts fresh.
 """
 
