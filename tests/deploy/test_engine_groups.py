@@ -264,3 +264,16 @@ def test_the_plans_role_mix_written_into_the_config_renders_to_the_plans_counts(
     assert [deployments[n]["spec"]["replicas"] for n in roles] == [2, 1, 3]
     assert {c["resources"]["limits"]["nvidia.com/gpu"] for c in standard.values()} == {"4"}
     assert parse_config(files["overlays/gpu/duet.yaml"]).discovery[0].groups
+
+
+def test_an_inference_pool_selects_every_groups_pods_and_its_picker_knows_their_engines(tmp_path: Path) -> None:
+    files = render(grouped(tmp_path), "gie")
+    (pool,) = [doc for doc in yaml.safe_load_all(files["gie/inferencepool.yaml"]) if doc]
+    pods = {doc["metadata"]["name"]: doc["spec"]["template"]["metadata"]["labels"]
+            for doc in yaml.safe_load_all(files["gie/vllm.yaml"]) if doc and doc["kind"] == "Deployment"}
+    selector = pool["spec"]["selector"]["matchLabels"]
+    assert [name for name, labels in pods.items() if selector.items() <= labels.items()] == [*NAMES, "vllm-llama-3-70b-fast"]
+    (target,) = parse_config(files["gie/duet.yaml"]).pools
+    for name, labels in pods.items():
+        assert target.engine_of(labels["duet.dev/variant"], labels.get(GROUP_LABEL)) is not None, name
+    assert target.engine_of("standard") is None  # a pod of no group of a grouped variant is left out
