@@ -1,7 +1,9 @@
 """A Kubernetes overlay (``gpu`` or ``cpu``) for one config: the gateway's ConfigMap, the Secret,
 Redis (or an external URL), per variant a vLLM Deployment and Service labelled
-``duet.dev/model``/``duet.dev/variant`` (the labels the gateway's discovery selects on), and for
-an autoscaled variant its HPA or KEDA ScaledObject (``autoscaling.py``)."""
+``duet.dev/model``/``duet.dev/variant`` (the labels the gateway's discovery selects on; a variant
+of several engines: a Deployment and a headless Service per engine group, labelled
+``duet.dev/engine-group`` too), and for an autoscaled variant its HPA or KEDA ScaledObject
+(``autoscaling.py``)."""
 
 from __future__ import annotations
 

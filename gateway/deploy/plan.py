@@ -53,7 +53,8 @@ class Target:
 
     @property
     def kubernetes(self) -> bool:
-        """One Deployment per variant, found by its labels (k8s and gie alike)."""
+        """One Deployment per variant (per engine group of a variant of several engines), found by
+        its labels (k8s and gie alike)."""
         return self.platform != "compose"
 
 
@@ -69,7 +70,7 @@ class EngineGroup:
 @dataclass(frozen=True, slots=True)
 class VariantDeployment:
     """One variant's replicas: ``replicas`` is the config's ``replica_count`` (``duet plan``'s), else
-    how many the config lists (at least one). ``autoscaling``: the model's (None: the count stays
+    its ``engine_groups``' sum, else how many the config lists (at least one). ``autoscaling``: the model's (None: the count stays
     ``replicas``); ``floor``: the fewest replicas its gauge ever asks for, with no demand at all
     (``min_replicas``, or one where parity makes the variant the only home of a task type)."""
 
