@@ -12,6 +12,7 @@ import yaml
 from pydantic import ValidationError
 
 from gateway.config import schema
+from gateway.config.engine_groups import check_groups, group_name
 from gateway.config.online_parity import build_online_parity
 from gateway.config.policy import Policy
 from gateway.config.pool import InferencePoolDiscovery, pool_discovery
@@ -82,7 +83,8 @@ def build_config(parsed: schema.ConfigFile, source: str) -> DuetConfig:
     _require_rollout_filter(models, policy)
     discovery, pools = _discovery(parsed), _pools(parsed)
     _require_engine_role_filter(models, discovery + tuple(
-        KubernetesDiscovery(p.model, variant, "", engine=engine) for p in pools for variant, engine in p.engines), policy)
+        KubernetesDiscovery(p.model, variant, "", engine=engine) for p in pools
+        for variant, engine in (*p.engines, *((v, e) for v, _, e in p.group_engines))), policy)
     return DuetConfig(
         server=ServerSettings(**parsed.server.model_dump()),
         state=StateSettings(
@@ -109,8 +111,9 @@ def _discovery(parsed: schema.ConfigFile) -> tuple[KubernetesDiscovery, ...]:
             if v.replicas:
                 raise ConfigError(f"models.{model}.variants.{variant}.discovery", "give either replicas or discovery, not both")
             k = v.discovery.kubernetes
+            groups = tuple((group_name(g.engine), _engine(g.engine)) for g in v.engine_groups)
             found.append(KubernetesDiscovery(model, variant, k.label_selector, k.namespace, k.port, k.refresh_s,
-                                             _engine(v.engine)))
+                                             _engine(v.engine), groups))
     return tuple(found)
 
 
@@ -125,7 +128,9 @@ def _pools(parsed: schema.ConfigFile) -> tuple[InferencePoolDiscovery, ...]:
                 if getattr(v, key):
                     raise ConfigError(f"models.{model}.variants.{variant}.{key}",
                                       f"models.{model}.inference_pool lists this model's replicas: remove {key}")
-        found.append(pool_discovery(model, m.inference_pool, {name: _engine(v.engine) for name, v in m.variants.items()}))
+        found.append(pool_discovery(model, m.inference_pool, {name: _engine(v.engine) for name, v in m.variants.items()},
+                                    {(name, group_name(g.engine)): _engine(g.engine)
+                                     for name, v in m.variants.items() for g in v.engine_groups}))
     return tuple(found)
 
 
@@ -176,7 +181,7 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
     replicas: list[Replica] = []
     served_names: dict[str, str] = {}
     ca_bundles: dict[str, str] = {}
-    engines_of: dict[str, list[EngineConfig]] = {}
+    engines_of: dict[str, list[tuple[str, EngineConfig]]] = {}  # (the path of its role, engine)
     for variant_name, v in section.variants.items():
         path = f"models.{name}.variants.{variant_name}"
         variants[variant_name] = _variant(name, variant_name, v, tasks, path)
@@ -185,16 +190,19 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
         if v.served_model_name in served_names:
             raise ConfigError(f"{path}.served_model_name", f"also used by variant '{served_names[v.served_model_name]}'")
         served_names[v.served_model_name] = variant_name
-        engines = engines_of[variant_name] = [_engine(replica.engine or v.engine) for replica in v.replicas]
+        check_groups(v, [g.count for g in v.engine_groups], [g.engine for g in v.engine_groups], path)
+        engines = [_engine(replica.engine or v.engine) for replica in v.replicas]
+        engines_of[variant_name] = [(f"{path}.replicas.{i}.engine.role", e) for i, e in enumerate(engines)] + [
+            (f"{path}.engine_groups.{i}.engine.role", _engine(g.engine)) for i, g in enumerate(v.engine_groups)]
         for i, (replica, engine) in enumerate(zip(v.replicas, engines, strict=True)):
             url = _base_url(str(replica.url))
             replicas.append(Replica(id=f"{name}/{variant_name}/{i}", model=name, variant=variant_name, url=url,
                                     engine=engine))
     _check_shared_weights(variants, f"models.{name}.variants")
-    for variant_name, engines in engines_of.items():
+    for variant_name, engines_at in engines_of.items():
         kin = [n for n, v in variants.items() if variant_name in (v.shares_weights_with, n)
                or n == variants[variant_name].shares_weights_with]
-        _check_roles(engines, [e for n in kin for e in engines_of[n]], f"models.{name}.variants.{variant_name}")
+        _check_roles(engines_at, [e for n in kin for _, e in engines_of[n]])
     tokenizer = (
         TokenizerSpec("approx")
         if section.tokenizer == "approx"
@@ -233,19 +241,19 @@ def _check_shared_weights(variants: Mapping[str, Variant], path: str) -> None:
                                      "with full-precision weights")
 
 
-def _check_roles(engines: list[EngineConfig], partners: list[EngineConfig], path: str) -> None:
+def _check_roles(engines: list[tuple[str, EngineConfig]], partners: list[EngineConfig]) -> None:
     """A variant's replicas can serve a request end to end: a prefill replica needs one that
     decodes from its KV, a decode replica one that prefills for it (its partner role, or ``both``
-    with a connector: vLLM's kv_both), through the same KV connector. ``partners``: the replicas
-    of the variant and of those sharing its weights (``shares_weights_with``)."""
-    for i, engine in enumerate(engines):
+    with a connector: vLLM's kv_both), through the same KV connector. ``engines``: (the path of
+    its role, engine) per listed replica or engine group; ``partners``: the engines of the
+    variant and of those sharing its weights (``shares_weights_with``)."""
+    for path, engine in engines:
         if engine.role is EngineRole.BOTH:
             continue
         partner = EngineRole.DECODE if engine.role is EngineRole.PREFILL else EngineRole.PREFILL
         if not any(other.role in (partner, EngineRole.BOTH) and other.kv_connector == engine.kv_connector
                    for other in partners):
-            raise ConfigError(f"{path}.replicas.{i}.engine.role",
-                              f"a {engine.role.value} replica needs a {partner.value} (or both) replica of the "
+            raise ConfigError(path, f"a {engine.role.value} replica needs a {partner.value} (or both) replica of the "
                               f"variant (or one sharing its weights) with the same kv_connector ({engine.kv_connector})")
 
 
@@ -334,6 +342,8 @@ def _require_engine_role_filter(models: Mapping[str, ModelSpec], discovery: tupl
     split = [f"models.{r.model}.variants.{r.variant}.replicas.{r.id.rsplit('/', 1)[1]}.engine.role"
              for m in models.values() for r in m.replicas if r.engine.role is not EngineRole.BOTH]
     split += [f"models.{d.model}.variants.{d.variant}.engine.role" for d in discovery if d.engine.role is not EngineRole.BOTH]
+    split += [f"models.{d.model}.variants.{d.variant}.engine_groups" for d in discovery
+              if any(engine.role is not EngineRole.BOTH for _, engine in d.groups)]
     if not split:
         return
     lacking = sorted(name for name, p in policy.profiles.items() if not any(f.type == ENGINE_ROLE for f in p.filters))

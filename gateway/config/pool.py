@@ -43,9 +43,16 @@ class InferencePoolDiscovery:
     # Each variant's engine (variant name, engine), sorted: every pod of a variant runs its
     # variant's (one Deployment, one configuration). A pair tuple keeps the value hashable.
     engines: tuple[tuple[str, EngineConfig], ...] = ()
+    # A variant with ``engine_groups``: (variant, group, engine) per group, sorted; its pods say
+    # their group in ``GROUP_LABEL`` (one Deployment per group), and run that group's engine.
+    group_engines: tuple[tuple[str, str, EngineConfig], ...] = ()
 
-    def engine_of(self, variant: str) -> EngineConfig | None:
-        """The engine of ``variant``'s pods; None when the model has no such variant."""
+    def engine_of(self, variant: str, group: str | None = None) -> EngineConfig | None:
+        """The engine of ``variant``'s pods (of ``group``, the pod's group label, where the variant
+        has groups); None when the model has no such variant or the variant no such group."""
+        groups = {name: engine for v, name, engine in self.group_engines if v == variant}
+        if groups:
+            return groups.get(group or "")
         return next((engine for name, engine in self.engines if name == variant), None)
 
 
@@ -64,6 +71,8 @@ class InferencePoolSection(BaseModel):
     retry_s: Annotated[float, Field(gt=0, le=300)] = _default("retry_s")  # type: ignore[assignment]
 
 
-def pool_discovery(model: str, section: InferencePoolSection, engines: Mapping[str, EngineConfig]) -> InferencePoolDiscovery:
+def pool_discovery(model: str, section: InferencePoolSection, engines: Mapping[str, EngineConfig],
+                   group_engines: Mapping[tuple[str, str], EngineConfig] | None = None) -> InferencePoolDiscovery:
+    groups = tuple(sorted((variant, group, engine) for (variant, group), engine in (group_engines or {}).items()))
     return InferencePoolDiscovery(model, section.name, section.namespace, section.variant_label, section.resync_s,
-                                  section.watch_timeout_s, section.retry_s, tuple(sorted(engines.items())))
+                                  section.watch_timeout_s, section.retry_s, tuple(sorted(engines.items())), groups)

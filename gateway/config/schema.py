@@ -138,6 +138,13 @@ class EngineSection(Strict):
         return self
 
 
+class EngineGroupSection(Strict):
+    """``count`` replicas of one engine, without URLs (gateway/config/engine_groups.py)."""
+
+    count: PositiveInt
+    engine: EngineSection
+
+
 class ReplicaSection(Strict):
     url: HttpUrl
     # This replica's engine, in place of its variant's ``engine`` (a whole block, not merged).
@@ -197,6 +204,9 @@ class VariantSection(Strict):
     replicas: list[ReplicaSection] = Field(default_factory=list)
     # Its replicas' engine (role, chunk budget, max batch, KV connector), unless a replica says its own.
     engine: EngineSection = EngineSection()
+    # Instead of listed replicas' engines: how many replicas run which engine, as `duet plan --roles`
+    # writes it (`duet deploy render` starts one Kubernetes Deployment per group).
+    engine_groups: list[EngineGroupSection] = Field(default_factory=list)
     # A speculative variant that verifies with another variant's weights (the standard one) names
     # it: its decode replicas may then take KV that variant's prefill replicas computed.
     shares_weights_with: Name | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gateway.config.engine_groups import GROUP_LABEL
 from gateway.config.online_parity import OFF, OnlineParitySettings
 from gateway.config.policy import Policy
 from gateway.config.pool import InferencePoolDiscovery
@@ -132,6 +133,17 @@ class KubernetesDiscovery:
     refresh_s: float = 5.0
     # The variant's engine: every replica found has it (one Deployment, one configuration).
     engine: EngineConfig = EngineConfig()
+    # A variant with engine groups (one Deployment and one headless Service per group): (group
+    # name, engine) per group. Each group's replicas are the endpoints of the Services matching
+    # ``label_selector`` and ``duet.dev/engine-group=<name>``, and run that group's engine.
+    groups: tuple[tuple[str, EngineConfig], ...] = ()
+
+    @property
+    def selections(self) -> tuple[tuple[str, EngineConfig], ...]:
+        """(label selector, the engine of the replicas it finds), one per group, else one."""
+        if not self.groups:
+            return ((self.label_selector, self.engine),)
+        return tuple((f"{self.label_selector},{GROUP_LABEL}={name}", engine) for name, engine in self.groups)
 
 
 @dataclass(frozen=True, slots=True)

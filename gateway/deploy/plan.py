@@ -14,6 +14,7 @@ import yaml
 
 from gateway.autoscaling.gauge import sizing_for
 from gateway.config import parse_config
+from gateway.config.engine_groups import group_name
 from gateway.config.policy import Policy
 from gateway.config.schema import ConfigFile
 from gateway.config.types import ModelSpec
@@ -52,14 +53,24 @@ class Target:
 
     @property
     def kubernetes(self) -> bool:
-        """One Deployment per variant, found by its labels (k8s and gie alike)."""
+        """One Deployment per variant (per engine group of a variant of several engines), found by
+        its labels (k8s and gie alike)."""
         return self.platform != "compose"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineGroup:
+    """``count`` replicas of a variant running ``engine``; ``name`` is ``group_name(engine)``."""
+
+    name: str
+    engine: EngineSettings
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
 class VariantDeployment:
     """One variant's replicas: ``replicas`` is the config's ``replica_count`` (``duet plan``'s), else
-    how many the config lists (at least one). ``autoscaling``: the model's (None: the count stays
+    its ``engine_groups``' sum, else how many the config lists (at least one). ``autoscaling``: the model's (None: the count stays
     ``replicas``); ``floor``: the fewest replicas its gauge ever asks for, with no demand at all
     (``min_replicas``, or one where parity makes the variant the only home of a task type)."""
 
@@ -76,10 +87,24 @@ class VariantDeployment:
     engine: EngineSettings = EngineSettings()
     replica_engines: tuple[EngineSettings, ...] = ()
 
+    def engine_at(self, index: int) -> EngineSettings:
+        """Replica ``index``'s engine: its own if listed (or its group's), else the variant's."""
+        return self.replica_engines[index] if index < len(self.replica_engines) else self.engine
+
     def launched(self, index: int) -> LaunchProfile:
         """The launch profile replica ``index`` starts with: the variant's, its engine applied."""
-        engine = self.replica_engines[index] if index < len(self.replica_engines) else self.engine
-        return with_engine(self.profile, engine)
+        return with_engine(self.profile, self.engine_at(index))
+
+    @property
+    def groups(self) -> tuple[EngineGroup, ...]:
+        """The variant's replicas by engine, in order of first appearance: one Kubernetes
+        Deployment each. No replicas (scaled to zero): one empty group of replica 0's engine."""
+        counts: dict[EngineSettings, int] = {}
+        for i in range(self.replicas):
+            counts[self.engine_at(i)] = counts.get(self.engine_at(i), 0) + 1
+        if not counts:
+            counts[self.engine_at(0)] = 0
+        return tuple(EngineGroup(group_name(engine), engine, count) for engine, count in counts.items())
 
     @property
     def name(self) -> str:
@@ -151,6 +176,8 @@ def load_plan(path: str | Path, target: Target, autoscaler: str | None = None) -
         if not any(d.replicas for d in variants if d.model == model):
             raise ConfigError(f"models.{model}.variants", "every variant has replica_count 0: nothing would serve")
     _one_autoscaler(variants)
+    if target.kubernetes:
+        _one_group_when_autoscaled(variants)
     if target.platform == "gie":
         _pools_label_variants(parsed)
     return DeployPlan(raw, target, tuple(variants), autoscaler)
@@ -166,6 +193,19 @@ def _one_autoscaler(variants: list[VariantDeployment]) -> None:
             raise ConfigError(f"models.{model}.autoscaling.autoscaler",
                               f"'{autoscaler}', but models.{first} uses '{first_autoscaler}': prometheus-adapter "
                               "(hpa) and KEDA both serve the external metrics API, so a deployment uses one of them")
+
+
+def _one_group_when_autoscaled(variants: list[VariantDeployment]) -> None:
+    """The gauge sizes a variant, not its engine groups: scaling each group's Deployment to the
+    variant's count would multiply it, and no rule says how a count splits into prefill and
+    decode replicas. So an autoscaled variant runs one engine on Kubernetes."""
+    for d in variants:
+        if d.autoscaling is not None and len(groups := d.groups) > 1:
+            raise ConfigError(f"models.{d.model}.autoscaling",
+                              f"variant '{d.variant}' has {len(groups)} engine groups ({', '.join(g.name for g in groups)}), "
+                              "but the autoscaler scales one Deployment per variant on a gauge that sizes the variant, "
+                              "not its groups: give an autoscaled variant one engine, or remove autoscaling to run "
+                              "the groups at their counts")
 
 
 def _pools_label_variants(parsed: ConfigFile) -> None:
@@ -209,28 +249,42 @@ def _variant(model: str, name: str, section: Any, target: Target) -> VariantDepl
                           "Pair a pattern-based variant (n-gram) instead, or leave shares_weights_with unset")
     replicas = max(1, len(section.replicas)) if section.replica_count is None else section.replica_count
     engine = _settings(section.engine)
-    replica_engines = tuple(engine if r.engine is None else _settings(r.engine) for r in section.replicas)
     prefix = f"models.{model}.variants.{name}"
-    _check_tp(profile, engine, section.max_model_len, f"{prefix}.engine.tensor_parallel_size")
-    for i, other in enumerate(replica_engines):
-        _check_tp(profile, other, section.max_model_len, f"{prefix}.replicas.{i}.engine.tensor_parallel_size")
-    gpus = with_engine(profile, engine).gpus
-    if section.replica_cost is not None and section.replica_cost.gpus != gpus:  # else its chargeback is wrong
-        raise ConfigError(f"{prefix}.replica_cost.gpus", f"{section.replica_cost.gpus}, but each replica runs on {gpus} "
-                                                         "GPUs (the engine's tensor_parallel_size, else the profile's)")
-    if target.kubernetes:  # one Deployment per variant: one engine for all its pods
-        if engine.role != "both":
-            raise ConfigError(f"models.{model}.variants.{name}.engine.role",
-                              f"'{engine.role}': {target.name} renders one Deployment per variant, so every pod "
-                              "would be a " + engine.role + " replica with no partner; P/D pairs render to compose "
-                              "for now")
-        for i, other in enumerate(replica_engines):
-            if other != engine:
-                raise ConfigError(f"models.{model}.variants.{name}.replicas.{i}.engine",
-                                  f"differs from the variant's engine: {target.name} renders one Deployment per "
-                                  "variant, so its replicas share the variant's engine (set it there)")
-    return VariantDeployment(model, name, section.served_model_name, section.max_model_len, profile, replicas,
-                             engine=engine, replica_engines=replica_engines)
+    # (path, engine) for each engine written: the variant's, each listed replica's, each group's
+    written = [(f"{prefix}.replicas.{i}.engine", _settings(r.engine)) for i, r in enumerate(section.replicas) if r.engine]
+    written += [(f"{prefix}.engine_groups.{i}.engine", _settings(g.engine)) for i, g in enumerate(section.engine_groups)]
+    replica_engines = tuple(engine if r.engine is None else _settings(r.engine) for r in section.replicas)
+    if section.engine_groups:  # parse_config checked they stand alone and sum to replica_count
+        replica_engines = tuple(_settings(g.engine) for g in section.engine_groups for _ in range(g.count))
+        replicas = len(replica_engines)
+    else:
+        written.insert(0, (f"{prefix}.engine", engine))
+    for path, settings in written:
+        _check_tp(profile, settings, section.max_model_len, f"{path}.tensor_parallel_size")
+        gpus = with_engine(profile, settings).gpus
+        if section.replica_cost is not None and section.replica_cost.gpus != gpus:  # else its chargeback is wrong
+            raise ConfigError(f"{prefix}.replica_cost.gpus", f"{section.replica_cost.gpus}, but each replica runs on "
+                              f"{gpus} GPUs ({path}: its tensor_parallel_size, else the profile's)")
+    deployment = VariantDeployment(model, name, section.served_model_name, section.max_model_len, profile, replicas,
+                                   engine=engine, replica_engines=replica_engines)
+    if target.kubernetes:
+        _check_group_names(deployment, prefix)
+    return deployment
+
+
+# A Service's name is a DNS-1035 label: each group's headless Service is named as its Deployment.
+MAX_SERVICE_NAME = 63
+
+
+def _check_group_names(d: VariantDeployment, prefix: str) -> None:
+    """Each group's Deployment and Service, ``vllm-<model>-<variant>-<group>``, must be a valid name."""
+    if len(groups := d.groups) < 2:
+        return
+    for group in groups:
+        if len(full := f"{d.name}-{group.name}") > MAX_SERVICE_NAME:
+            raise ConfigError(f"{prefix}.engine_groups", f"the group '{group.name}' would be named '{full}', "
+                              f"{len(full)} characters: Kubernetes allows {MAX_SERVICE_NAME} (shorten the model's or "
+                              "the variant's name)")
 
 
 # Speculative methods that propose from the tokens alone (vLLM's pattern-based ones): they add no

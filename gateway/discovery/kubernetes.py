@@ -14,7 +14,7 @@ from typing import Any
 
 from gateway.config.types import KubernetesDiscovery
 from gateway.discovery.api import DiscoveryFailed, KubernetesApi
-from gateway.domain import Replica
+from gateway.domain import EngineConfig, Replica
 
 SLICES_PATH = "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices"
 
@@ -35,13 +35,20 @@ class KubernetesSource:
         return self.target.variant
 
     async def list_replicas(self) -> tuple[Replica, ...]:
+        """Every ready endpoint of the variant: one list per engine group (each group's Service
+        carries its group label), each endpoint with its group's engine."""
         namespace = self.target.namespace or self._api.settings.namespace
-        body = await self._api.get_json(SLICES_PATH.format(namespace=namespace), {"labelSelector": self.target.label_selector})
-        return replicas_from_slices(body, self.target)
+        found: list[Replica] = []
+        for selector, engine in self.target.selections:
+            body = await self._api.get_json(SLICES_PATH.format(namespace=namespace), {"labelSelector": selector})
+            found += replicas_from_slices(body, self.target, engine)
+        return tuple(sorted(found, key=lambda replica: replica.id))
 
 
-def replicas_from_slices(body: Mapping[str, Any], target: KubernetesDiscovery) -> tuple[Replica, ...]:
-    """The ready endpoints of an ``EndpointSliceList`` as replicas, sorted by id (pure)."""
+def replicas_from_slices(body: Mapping[str, Any], target: KubernetesDiscovery,
+                         engine: EngineConfig | None = None) -> tuple[Replica, ...]:
+    """The ready endpoints of an ``EndpointSliceList`` as replicas running ``engine`` (None:
+    the variant's), sorted by id (pure)."""
     if body.get("kind") not in (None, "EndpointSliceList"):
         raise DiscoveryFailed(f"expected an EndpointSliceList, got {body.get('kind')!r}")
     found: dict[str, Replica] = {}
@@ -55,7 +62,7 @@ def replicas_from_slices(body: Mapping[str, Any], target: KubernetesDiscovery) -
             name = (endpoint.get("targetRef") or {}).get("name") or address
             rid = f"{target.model}/{target.variant}/{name}"
             found[rid] = Replica(id=rid, model=target.model, variant=target.variant, url=f"http://{host}:{target.port}",
-                                 engine=target.engine)
+                                 engine=target.engine if engine is None else engine)
     return tuple(found[rid] for rid in sorted(found))
 
 

@@ -5,7 +5,9 @@ The pool (``inference.networking.k8s.io/v1``, GIE v1.0) names its members by
 ``spec.targetPorts`` (1 to 8 ``{number}``; every port of a pod is an endpoint of its own,
 ``podIP:number``, as GIE's EPP counts them). A pod is a member while it is Ready (its ``Ready``
 condition ``"True"``), has a ``status.podIP`` and is not being deleted; its variant is the value
-of the configured label. Each replica is named after its pod (and port, when the pool has
+of the configured label, and, for a variant with engine groups, its engine that of the group its
+``duet.dev/engine-group`` label names (one Deployment per group; a pod of no known group is left
+out). Each replica is named after its pod (and port, when the pool has
 several), so a pod keeps its state (EWMA, breaker) across changes and a replaced pod starts fresh.
 """
 
@@ -15,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.config.engine_groups import GROUP_LABEL
 from gateway.config.pool import InferencePoolDiscovery
 from gateway.discovery.api import DiscoveryFailed
 from gateway.domain import EngineConfig, Replica
@@ -37,10 +40,11 @@ class PoolSpec:
 
 @dataclass(frozen=True, slots=True)
 class Members:
-    """The replicas of a pool's pods, and the Ready pods left out for their variant label."""
+    """The replicas of a pool's pods, and the Ready pods left out for their variant (or group) label."""
 
     replicas: tuple[Replica, ...]
-    unlabelled: tuple[str, ...] = ()  # pod names: no variant label, or one the model does not have
+    # pod names: no variant label, one the model does not have, or no group of its variant
+    unlabelled: tuple[str, ...] = ()
 
 
 def pool_spec(body: Mapping[str, Any]) -> PoolSpec:
@@ -76,8 +80,9 @@ def members(pods: Iterable[Mapping[str, Any]], spec: PoolSpec, target: Inference
             continue
         metadata = pod.get("metadata") or {}
         name = str(metadata.get("name") or pod["status"]["podIP"])
-        variant = str((metadata.get("labels") or {}).get(target.variant_label))
-        engine = target.engine_of(variant)
+        labels = metadata.get("labels") or {}
+        variant = str(labels.get(target.variant_label))
+        engine = target.engine_of(variant, labels.get(GROUP_LABEL))
         if engine is None:
             unlabelled.append(name)
             continue

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from gateway.config.engine_groups import GROUP_LABEL
 from gateway.config.pool import InferencePoolDiscovery
 from gateway.discovery.api import DiscoveryFailed, KubernetesApi, WatchExpired
 from gateway.discovery.pool_members import Members, PoolSpec, members, pool_spec
@@ -124,8 +125,9 @@ class PoolWatcher:
     def _publish(self, spec: PoolSpec) -> None:
         found = members(self._pods.values(), spec, self.target)
         if found.unlabelled and found.unlabelled != self._members.unlabelled:
-            log.warning("InferencePool %s: Ready pod(s) without a known %s label left out: %s", self.target.name,
-                        self.target.variant_label, ", ".join(found.unlabelled))
+            log.warning("InferencePool %s: Ready pod(s) without a known %s label (or, for a variant with engine "
+                        "groups, %s label) left out: %s", self.target.name, self.target.variant_label, GROUP_LABEL,
+                        ", ".join(found.unlabelled))
         changed = found.replicas != self._members.replicas
         self._members = found
         if changed:

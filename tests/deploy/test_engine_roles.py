@@ -1,6 +1,6 @@
 """Engine roles rendered into vLLM's arguments: each replica's chunk budget, max batch and, for
 disaggregated prefill, ``--kv-transfer-config`` with its connector and kv_role, in compose (one
-service per replica) and Kubernetes (one Deployment per variant: one engine per variant)."""
+service per replica) and Kubernetes (one Deployment per engine group: test_engine_groups.py)."""
 
 from __future__ import annotations
 
@@ -80,11 +80,12 @@ def test_kubernetes_renders_the_variants_engine(tmp_path: Path) -> None:
     assert json.loads(flag_value(standard, "--kv-transfer-config") or "") == {"kv_connector": NIXL, "kv_role": "kv_both"}
 
 
-def test_kubernetes_refuses_replicas_of_one_variant_with_different_engines(tmp_path: Path) -> None:
+def test_kubernetes_refuses_replicas_of_one_autoscaled_variant_with_different_engines(tmp_path: Path) -> None:
+    """The gauge sizes a variant, not its engine groups (test_engine_groups.py renders them fixed)."""
     with pytest.raises(ConfigError) as info:
         render(config_with(tmp_path, p_d), "k8s-gpu")
-    assert info.value.path == "models.llama-3-70b.variants.standard.replicas.0.engine"
-    assert "one Deployment per variant" in str(info.value)
+    assert info.value.path == "models.llama-3-70b.autoscaling"
+    assert "variant 'standard' has 2 engine groups" in str(info.value) and "not its groups" in str(info.value)
 
 
 def test_a_replica_engine_replaces_the_profiles_flags_in_place_and_adds_the_rest() -> None:
@@ -108,17 +109,6 @@ def test_with_engine_keeps_the_rest_of_the_profile() -> None:
     launched = with_engine(profile, EngineSettings("prefill", 8192, None, NIXL))
     assert launched.name == profile.name and launched.resources == profile.resources
     assert launched.args[: len(profile.args)] == profile.args
-
-
-def test_kubernetes_refuses_a_p_d_role_for_a_whole_variant(tmp_path: Path) -> None:
-    def all_prefill(standard: dict[str, Any]) -> None:
-        standard["engine"] = {"role": "prefill", "kv_connector": NIXL}
-        standard["replicas"][1]["engine"] = {"role": "decode", "kv_connector": NIXL}
-
-    with pytest.raises(ConfigError) as info:
-        render(config_with(tmp_path, all_prefill), "k8s-gpu")
-    assert info.value.path == "models.llama-3-70b.variants.standard.engine.role"
-    assert "no partner" in str(info.value)
 
 
 def _speculative_decode_beside_standard_prefill(tmp_path: Path, launch_profile: str) -> Path:

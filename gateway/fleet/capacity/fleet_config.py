@@ -1,20 +1,26 @@
 """A plan's fleet written into a Duet config: each variant's ``replica_count``, the number of
 replicas ``duet deploy render`` starts for it (gateway/deploy/plan.py), its layout (the engine's
-``tensor_parallel_size`` and ``max_num_batched_tokens``, and a ``replica_cost``'s GPUs to match), and, when the model
-autoscales (``autoscaling`` present), the utilisation the fleet ran at per variant
+``tensor_parallel_size`` and ``max_num_batched_tokens``, and a ``replica_cost``'s GPUs to match),
+the engine groups its role mix lays over the replicas (``engine_groups``, with the split rule and
+the ``engine-role`` filter when some replicas only prefill), and, when the model autoscales
+(``autoscaling`` present), the utilisation the fleet ran at per variant
 (``autoscaling.utilisation_by_variant``), so that the gauge asks for this fleet at this traffic.
 The rest of the file is kept as written; the result must load as the gateway loads it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from gateway.flow import parse_config
+from gateway.fleet.capacity.roles import ROLE_MIXES
+from gateway.fleet.replay.policy_names import parse_policy_name
+from gateway.flow import EngineRole, parse_config
 
+# The filter that keeps clients' whole requests off prefill-only replicas (its registered type).
+ENGINE_ROLE = "engine-role"
 HEADER = "# Replica counts (replica_count), engines and autoscaling utilisation written by `{command}`.\n"
 
 
@@ -65,6 +71,42 @@ class PlannedFleet:
     # variant -> its engine settings from the plan's layout (``tensor_parallel_size``,
     # ``max_num_batched_tokens``); a variant not here keeps its engine as written.
     engines: Mapping[str, Mapping[str, int]] | None = None
+    # variant -> the engine groups its role mix lays over its replicas (``role_groups``), and the
+    # split rule the plan replayed them with (None: no prefill-only replica, no rule to write).
+    groups: Mapping[str, Sequence[EngineGroup]] | None = None
+    disaggregation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineGroup:
+    """``count`` replicas running ``engine`` (a duet.yaml ``engine`` block)."""
+
+    count: int
+    engine: Mapping[str, Any]
+
+
+def role_groups(plan: Mapping[str, Any]) -> tuple[dict[str, list[EngineGroup]], str | None]:
+    """A results file's plan (``plans.<policy>``) as the engine groups its role mix lays over its
+    fleet, variant -> groups in the replicas' order (with the layout's TP size, and its chunk
+    budget where the mix sets none), and the rule its prefill replicas were split by (None: none);
+    ({}, None) for a plan without roles or without a fleet."""
+    mix, fleet = ROLE_MIXES.get(plan.get("roles") or ""), plan.get("fleet")
+    if mix is None or not fleet:
+        return {}, None
+    pd = parse_policy_name(plan["replay_policy"]).pd
+    groups: dict[str, list[EngineGroup]] = {}
+    for variant, count in fleet.items():
+        layout = (plan.get("layout") or {}).get(variant) or {}
+        counted: dict[tuple[tuple[str, Any], ...], int] = {}
+        for engine in mix.engines(variant, count, disaggregated=pd is not None):
+            block = {"role": None if engine.role is EngineRole.BOTH else engine.role.value,
+                     "kv_connector": engine.kv_connector,
+                     "max_num_batched_tokens": engine.max_num_batched_tokens or layout.get("chunk"),
+                     "tensor_parallel_size": layout.get("tp")}
+            key = tuple((k, v) for k, v in block.items() if v is not None)
+            counted[key] = counted.get(key, 0) + 1
+        groups[variant] = [EngineGroup(n, dict(key)) for key, n in counted.items()]
+    return groups, None if pd is None else pd.rsplit(":", 1)[-1]
 
 
 def with_counts(text: str, source: str, fleet: PlannedFleet, command: str, model: str | None = None) -> str:
@@ -81,6 +123,10 @@ def with_counts(text: str, source: str, fleet: PlannedFleet, command: str, model
         section["engine"] = {**(section.get("engine") or {}), **engine}
         if isinstance(section.get("replica_cost"), dict) and "tensor_parallel_size" in engine:
             section["replica_cost"]["gpus"] = engine["tensor_parallel_size"]
+    for variant, groups in (fleet.groups or {}).items():
+        _write_groups(variants[variant], groups)
+    if fleet.disaggregation is not None:
+        _split_by(raw["routing"], fleet.disaggregation)
     autoscaling = raw["models"][name].get("autoscaling")
     if fleet.utilisation and isinstance(autoscaling, dict):
         autoscaling["utilisation_by_variant"] = dict(fleet.utilisation)
@@ -88,3 +134,33 @@ def with_counts(text: str, source: str, fleet: PlannedFleet, command: str, model
     written = HEADER.format(command=command) + body
     parse_config(written, source=source)  # what it wrote, loaded as the gateway would
     return written
+
+
+def _write_groups(section: dict[str, Any], groups: Sequence[EngineGroup]) -> None:
+    """One group: its engine is the variant's. Several: ``engine_groups`` in place of the
+    variant's engine and listed replicas (whose URLs ``duet deploy render`` writes again), each
+    keeping what the written engine set that the role mix does not (e.g. ``max_num_seqs``)."""
+    written = {k: v for k, v in (section.get("engine") or {}).items() if k not in ("role", "kv_connector")}
+    if not groups:  # no replicas: nothing to lay out
+        return
+    if len(groups) == 1:
+        section["engine"] = {**(section.get("engine") or {}), **groups[0].engine}
+        return
+    section.pop("engine", None)
+    section.pop("replicas", None)
+    section["engine_groups"] = [{"count": g.count, "engine": {**g.engine, **{k: v for k, v in written.items()
+                                                                              if k not in g.engine}}} for g in groups]
+    section["replica_count"] = sum(g.count for g in groups)
+
+
+def _split_by(routing: dict[str, Any], rule: str) -> None:
+    """Prefill-only replicas as the plan replayed them: split by ``rule``, and the ``engine-role``
+    filter in every profile (duet.yaml refuses P/D replicas without it)."""
+    routing["disaggregation"] = {**(routing.get("disaggregation") or {}), "rule": rule}
+    plugin = next((p["name"] for p in routing["plugins"] if p.get("type") == ENGINE_ROLE), None)
+    if plugin is None:
+        plugin = ENGINE_ROLE
+        routing["plugins"].append({"type": ENGINE_ROLE, "name": plugin})
+    for profile in routing["profiles"].values():
+        if plugin not in profile.setdefault("filters", []):
+            profile["filters"].append(plugin)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from gateway.fleet.capacity import fleet_config
 from gateway.fleet.capacity.layout import parse_options, space
@@ -53,18 +54,28 @@ def run(args: argparse.Namespace) -> int:
         print(f"duet plan: {args.policy} met the target with no fleet up to {args.max_replicas} replicas per variant; "
               f"{args.to} not written", file=sys.stderr)
         return 1
-    utilisation = results["plans"][args.policy].get("utilisation")
-    planned = fleet_config.PlannedFleet(fleet.counts, _profiles(spec), utilisation,
-                                        _engines(results["plans"][args.policy].get("layout")))
+    planned = planned_fleet(results["plans"][args.policy], _profiles(spec))
     args.to.write_text(fleet_config.with_counts(config_text, str(args.write_config), planned, command(args), args.model))
-    print(f"{args.to}: replica_count {fleet}, engines {planned.engines}, autoscaling utilisation {utilisation} "
-          "if the model autoscales "
-          f"(duet deploy render --config {args.to} ...)")
-    if roles := results["plans"][args.policy].get("roles"):  # said, never dropped silently
-        print(f"duet plan: {args.to} does not carry the fleet's engine roles ({roles}: "
-              f"{results['plans'][args.policy]['replay_policy']}): duet deploy render gives a variant one engine per "
-              "Deployment; write each replica's engine in the config's replicas to run them", file=sys.stderr)
+    print(f"{args.to}: replica_count {fleet}, engines {planned.engines}, autoscaling utilisation {planned.utilisation} "
+          f"if the model autoscales (duet deploy render --config {args.to} ...)")
+    if planned.groups:
+        groups = "; ".join(f"{variant}: " + ", ".join(f"{g.count} x {g.engine}" for g in groups)
+                           for variant, groups in planned.groups.items() if len(groups) > 1)
+        print(f"{args.to}: engine groups ({results['plans'][args.policy]['roles']}) {groups or 'none: one engine each'}"
+              + ("" if planned.disaggregation is None else f", split by rule {planned.disaggregation}")
+              + "; each group renders as a Deployment of its own (a variant of several groups cannot autoscale)")
     return 0
+
+
+def planned_fleet(plan: dict[str, Any], profiles: dict[str, str]) -> fleet_config.PlannedFleet:
+    """What a results file's plan (``plans.<policy>``, with a fleet) writes into a config: its
+    counts, layout, engine groups and utilisation."""
+    fleet = fleet_of(plan)
+    if fleet is None:
+        raise ValueError("the plan has no fleet")
+    groups, rule = fleet_config.role_groups(plan)
+    return fleet_config.PlannedFleet(fleet.counts, profiles, plan.get("utilisation"), _engines(plan.get("layout")),
+                                     groups, rule)
 
 
 def _spec(args: argparse.Namespace) -> PlanSpec:

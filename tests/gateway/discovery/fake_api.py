@@ -22,6 +22,8 @@ class FakeApiServer:
         self.requests: list[web.Request] = []
         self._runner: web.AppRunner | None = None
         self.port = 0
+        # True: answer a list with the slices the labelSelector matches (else: the whole body).
+        self.by_labels = False
 
     @property
     def url(self) -> str:
@@ -41,4 +43,10 @@ class FakeApiServer:
         self.requests.append(request)
         if self.status != 200:
             return web.json_response({"kind": "Status", "status": "Failure", "code": self.status}, status=self.status)
-        return web.json_response(self.body)
+        if not self.by_labels:
+            return web.json_response(self.body)
+        # As the API server does: only the slices whose labels match every k=v of the selector.
+        wanted = dict(pair.split("=", 1) for pair in request.query.get("labelSelector", "").split(",") if pair)
+        items = [item for item in self.body.get("items", ())
+                 if wanted.items() <= ((item.get("metadata") or {}).get("labels") or {}).items()]
+        return web.json_response({**self.body, "items": items})

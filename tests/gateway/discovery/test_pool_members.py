@@ -1,5 +1,6 @@
 import pytest
 
+from gateway.config.engine_groups import GROUP_LABEL
 from gateway.config.pool import InferencePoolDiscovery
 from gateway.discovery.api import DiscoveryFailed
 from gateway.discovery.pool_members import PoolSpec, is_member, members, pool_spec
@@ -67,3 +68,18 @@ def test_every_target_port_is_an_endpoint_and_ipv6_is_bracketed():
     found = members([pod("p", "fast", "fd00::7")], PoolSpec(SPEC.match_labels, (8000, 8001)), TARGET)
     assert [(r.id, r.url) for r in found.replicas] == [("smollm2/fast/p:8000", "http://[fd00::7]:8000"),
                                                         ("smollm2/fast/p:8001", "http://[fd00::7]:8001")]
+
+
+def test_a_pod_of_an_engine_group_runs_its_groups_engine_and_one_of_no_known_group_is_left_out():
+    """One Deployment per engine group: the pod's group label says which engine it runs."""
+    both = EngineConfig(EngineRole.BOTH, 2048, kv_connector="nixl")
+    target = InferencePoolDiscovery("smollm2", "smollm2", engines=(("fast", EngineConfig()), ("standard", EngineConfig())),
+                                    group_engines=(("standard", "both-nixl-c2048", both), ("standard", "prefill-nixl", PREFILL)))
+    pods = [pod("p", "standard", "10.0.0.1"), pod("b", "standard", "10.0.0.2"), pod("x", "standard", "10.0.0.3"),
+            pod("f", "fast", "10.0.0.4")]
+    pods[0]["metadata"]["labels"][GROUP_LABEL] = "prefill-nixl"
+    pods[1]["metadata"]["labels"][GROUP_LABEL] = "both-nixl-c2048"
+    found = members(pods, SPEC, target)
+    assert {r.id: r.engine for r in found.replicas} == {"smollm2/standard/p": PREFILL, "smollm2/standard/b": both,
+                                                        "smollm2/fast/f": EngineConfig()}
+    assert found.unlabelled == ("x",)

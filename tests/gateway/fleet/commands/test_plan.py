@@ -10,6 +10,7 @@ import yaml
 
 from gateway.cli import main
 from gateway.deploy.plan import Target, load_plan
+from gateway.fleet.capacity.fleet_config import role_groups
 
 ROOT = Path(__file__).resolve().parents[4]
 GPU = ROOT / "deploy" / "render" / "h100-70b.yaml"
@@ -74,3 +75,21 @@ def test_a_tp_size_the_variant_cannot_hold_is_refused_before_any_replay(capsys):
     assert main([*TINY, "--tp", "fast=1"]) == 2
     err = capsys.readouterr().err
     assert "--tp fast=1: 'h100-70b-fp8' fits at TP 2, 4, 8 only" in err and "good" not in err
+
+
+def test_a_tiny_plan_over_role_mixes_writes_the_mix_it_chose_and_deploy_renders_its_counts(tmp_path, capsys):
+    raw = yaml.safe_load(GPU.read_text())
+    raw["models"]["llama-3-70b"].pop("autoscaling")  # an autoscaled variant runs one engine on Kubernetes
+    fixed = tmp_path / "fixed.yaml"
+    fixed.write_text(yaml.safe_dump(raw, sort_keys=False))
+    out, planned = tmp_path / "plan.json", tmp_path / "planned.yaml"
+    assert main([*TINY, "--roles", "pd+split", "--baselines", "", "--all-standard", "", "--out", str(out),
+                 "--write-config", str(fixed), "--to", str(planned)]) == 0
+    duet = json.loads(out.read_text())["plans"]["duet"]
+    deployed = {d.variant: d for d in load_plan(planned, Target.parse("k8s-gpu")).variants}
+    for variant, count in duet["fleet"].items():
+        assert sum(g.count for g in deployed[variant].groups) == count
+    written = yaml.safe_load(planned.read_text())["models"]["llama-3-70b"]["variants"]
+    groups, _ = role_groups(duet)  # what the plan's mix lays over its fleet (none when it chose no mix)
+    assert {v for v, s in written.items() if "engine_groups" in s} == {v for v, g in groups.items() if len(g) > 1}
+    assert "does not carry" not in capsys.readouterr().err
