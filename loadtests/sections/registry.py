@@ -33,6 +33,7 @@ from loadtests.benchmarks.sim import bench as sim_bench
 from loadtests.benchmarks.sim import h100_fidelity
 from loadtests.benchmarks.slo import render as slo
 from loadtests.benchmarks.soak import render as soak
+from loadtests.benchmarks.unnamed import render as unnamed_tasks
 from loadtests.benchmarks.variants import bench as variants
 from loadtests.benchmarks.vllm_cpu import benchmarks_section as vllm_cpu
 from loadtests.real import calibration_render as calibration
@@ -91,6 +92,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("loadgens", BENCHMARKS, "docs/results/loadgens.json", lambda: loadgens.section(_json(loadgens.RESULTS)).strip()),
     Section("length-quantile", ROUTING, "docs/results/length-quantile",
             lambda: length_quantile.render(length_quantile.load())),
+    Section("unnamed-tasks", ROUTING, "docs/results/unnamed/*.json",
+            lambda: unnamed_tasks.render(unnamed_tasks.load())),
     Section("task-detector", ROUTING, "docs/results/task-detector.json",
             lambda: task_detector.render(_json(task_detector.RESULTS))),
     Section("task-detector-latency", ROUTING, "docs/results/task-detector-latency.json",
