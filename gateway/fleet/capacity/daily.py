@@ -29,7 +29,8 @@ from gateway.autoscaling import Autoscaling, CapacityCurve, desired_replicas
 from gateway.fleet.capacity.day import DAY_S, DiurnalCurve, Period, day_arrivals, periods
 from gateway.fleet.capacity.headroom import sizing_of, traffic_demand
 from gateway.fleet.capacity.layout import Layout, laid_out
-from gateway.fleet.replay.autoscale import STARTUP_S, AutoscaledRun, EngineRule, run_autoscaled
+from gateway.fleet.replay.autoscale import STARTUP_S, AutoscaledRun, run_autoscaled
+from gateway.fleet.replay.engine_mix import WantedEngines
 from gateway.fleet.replay.policy_names import parse_policy_name
 from gateway.fleet.replay.report import summarize
 from gateway.fleet.replay.seeds import interval
@@ -92,12 +93,13 @@ class DaySpec:
         """The replay policy over ``counts`` replicas per variant: the plan's, with its roles laid over them."""
         return self.policy + ("" if self.layout is None else self.layout.suffix(counts))
 
-    def engine_rule(self, disaggregated: bool) -> EngineRule | None:
-        """The engine a replica the autoscaler adds starts with (None: the launch profile's)."""
+    def wanted_engines(self, disaggregated: bool) -> WantedEngines | None:
+        """The engines the autoscaler keeps a variant's replicas at, per count: the plan's roles
+        (None: no roles, every replica on the launch profile's engine)."""
         mix = None if self.layout is None else self.layout.roles
         if mix is None:
             return None
-        return lambda variant, running: mix.next_engine(variant, running, disaggregated)
+        return lambda variant, count: mix.engines(variant, count, disaggregated)
 
     @property
     def day(self) -> tuple[Period, ...]:
@@ -141,7 +143,7 @@ def replay_day(spec: DaySpec, index: int) -> dict[str, Any]:
     start = Cluster(spec.replicas, dict(plan[0]))
     policy = spec.policy_for(plan[0])
     run = AutoscaledRun(spec.autoscaling, None, spec.startup_s, spec.day_s,
-                        spec.engine_rule(parse_policy_name(policy).pd is not None))
+                        spec.wanted_engines(parse_policy_name(policy).pd is not None))
     results, timeline = run_autoscaled(policy_config(start, policy, prior_error), cluster.profiles(), schedule, run,
                                        settings)
     return {
