@@ -89,7 +89,7 @@ class AutoscaledFleet:
     ``autoscaling.scrape_interval_s``. The config's model must have an ``autoscaling``."""
 
     def __init__(self, config: DuetConfig, startup_s: float = STARTUP_S, started_s: float = 0.0,
-                 engines: WantedEngines | None = None) -> None:
+                 engines: WantedEngines | None = None, deployment_per_variant: bool = False) -> None:
         (model,) = config.models.values()
         if model.autoscaling is None:
             raise ValueError(f"models.{model.name}.autoscaling: an autoscaled replay needs one")
@@ -98,6 +98,7 @@ class AutoscaledFleet:
         self._model, self._autoscaling, self._startup_s = model, model.autoscaling, startup_s
         self._policy = config.policy
         self._engines = engines
+        self._deployment_per_variant = deployment_per_variant  # see AutoscaledRun
         self._lives = initial_lives(model.replicas, started_s)  # every replica, in the order asked for
         self._joined = {life.replica.id for life in self._lives}
         self._loading: list[ReplicaLife] = []  # asked for, not ready, not removed
@@ -146,7 +147,7 @@ class AutoscaledFleet:
                 asked.append(life)
                 self._lives.append(life)
                 self._loading.append(life)
-            wanted = None if self._engines is None else self._engines(variant, target)
+            wanted = None if self._engines is None or self._deployment_per_variant else self._engines(variant, target)
             for life in shrink(asked, self._joined, target, wanted):
                 life.removed_s = now
                 if life.replica.id in self._joined:
@@ -222,6 +223,10 @@ class AutoscaledRun:
     # an added replica starts with one the mix lacks, a shrink removes surplus engines first
     # (``engine_mix``). None: every replica on the launch profile's engine, removed in Kubernetes' order.
     engines: WantedEngines | None = None
+    # True: each variant is one Deployment (what ``duet deploy render`` writes today), so a shrink
+    # removes in Kubernetes' order, blind to ``engines``, which then hold only on the way up; kept
+    # to measure what per-role Deployments buy. False: one Deployment per role group (``engine_mix``).
+    deployment_per_variant: bool = False
 
 
 def run_autoscaled(config: DuetConfig, profiles: Mapping[str, Profile], arrivals: Sequence[Arrival],
@@ -231,7 +236,8 @@ def run_autoscaled(config: DuetConfig, profiles: Mapping[str, Profile], arrivals
     is how often the gateway reads its replicas' metrics; the gauge's own interval is
     ``autoscaling.scrape_interval_s``)."""
     scaled = autoscaled_config(config, run.autoscaling, run.initial_counts)
-    fleet = AutoscaledFleet(scaled, run.startup_s, engines=run.engines)
+    fleet = AutoscaledFleet(scaled, run.startup_s, engines=run.engines,
+                            deployment_per_variant=run.deployment_per_variant)
     replay = Replay(scaled, profiles, settings, fleet=fleet)
     results = replay.run(arrivals)
     end_s = run.until_s if run.until_s is not None else max(replay.now, arrivals[-1].at_s if arrivals else 0.0)

@@ -405,3 +405,22 @@ def test_an_autoscaled_variant_with_roles_grows_into_its_mix_and_keeps_it_as_it_
             wanted = Counter(mix(variant, len(after)))
             best = sum((Counter(life.replica.engine for life in before) & wanted).values())
             assert sum((Counter(life.replica.engine for life in after) & wanted).values()) == min(best, len(after))
+
+
+def test_with_one_deployment_per_variant_a_shrink_is_blind_to_the_roles():
+    """What ``duet deploy render`` deploys today: the mix holds on the way up only, and each
+    shrink removes the replicas Kubernetes ranks first, whatever their engines."""
+    cluster = parse_cluster("h100-70b-w4a16:standard=2,fast=2")
+    run = AutoscaledRun(AUTOSCALING, {"standard": 2, "fast": 2}, startup_s=STARTUP_S,
+                        engines=lambda variant, count: PD_SPLIT.engines(variant, count, True), deployment_per_variant=True)
+    _, timeline = run_autoscaled(policy_config(cluster, "duet"), cluster.profiles(), step_arrivals(), run)
+    shrinks = sorted({life.removed_s for life in timeline.lives if life.removed_s is not None})
+    assert shrinks
+    for at in shrinks:
+        for variant in ("standard", "fast"):
+            before = [life for life in timeline.lives if life.variant == variant and life.asked_s < at
+                      and (life.removed_s is None or life.removed_s >= at)]
+            removed = [life for life in before if life.removed_s == at]
+            joined = {life.replica.id for life in before if life.ready_s <= at}
+            ranked = removal_order(before, joined)[:len(removed)]
+            assert {life.replica.id for life in removed} == {life.replica.id for life in ranked}
