@@ -24,7 +24,8 @@ Kubernetes HPA per variant Deployment acting on it.
   ready replica that became ready last; among equals the one asked for last. With engine roles
   the replicas kept carry the mix wanted at the new count as nearly as they can: replicas of a
   surplus engine go first, in that order among them (``shrink``; ``engine_mix`` says how a
-  deploy side would hold per-role counts: one Deployment per role group). A withdrawn
+  deploy side would hold per-role counts: one Deployment per role group; with
+  ``deployment_per_variant`` shrinks stay blind to roles, as one Deployment per variant). A withdrawn
   replica takes no new request at once and leaves when its running and queued requests have
   ended (the pod's grace period is assumed to cover the drain). Requests waiting in the
   gateway's waiting room stay in line and are planned again on the replicas left at their next

@@ -45,13 +45,13 @@ def removal_by_mix(engines: Sequence[EngineConfig], wanted: Sequence[EngineConfi
     order. First the replicas whose engine and role are both beyond what ``wanted`` holds, then
     those whose engine is beyond it but whose role a wanted engine left unmatched has (a
     ``both`` replica at the wrong chunk budget still decodes; a prefill-only one kept alone would
-    leave the variant no decoder), then the rest; Kubernetes' order within each. Removing the first
-    ``len(engines) - len(wanted)`` keeps, of each engine, the most a replica count of
-    ``len(wanted)`` can hold."""
+    leave the variant no decoder), then the rest; Kubernetes' order within each, so of one engine
+    the replicas go in Kubernetes' order. Removing the first ``len(engines) - len(wanted)`` removes
+    only replicas beyond ``wanted``: those left carry as many of the wanted engines as any choice could."""
     exact = _beyond(engines, wanted, lambda engine: engine)
     matched = Counter(e for i, e in enumerate(engines) if i not in exact)
     unmatched = list((Counter(wanted) - matched).elements())
-    surplus = [i for i in range(len(engines)) if i in exact]
+    surplus = sorted(exact)
     role = {surplus[j] for j in _beyond([engines[i] for i in surplus], unmatched, lambda engine: engine.role)}
     # Stable: Kubernetes' order holds within each tier.
     return sorted(range(len(engines)), key=lambda i: (i not in role, i not in exact))
