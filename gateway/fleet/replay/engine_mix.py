@@ -7,14 +7,17 @@ held by choosing which engine an added replica starts with (``added_engine``) an
 a shrink removes (``removal_by_mix``). Without a mix both are the launch profile's: one engine,
 removed in Kubernetes' order.
 
-A Kubernetes Deployment cannot be told which pod to remove: its ReplicaSet ranks the pods
-itself (``autoscale.removal_order``), blind to engines. Per-role counts are held in practice by
-one Deployment per role group (e.g. prefill-only, large-budget, small-budget), each scaled to its
-share of the variant's count; removing "a surplus prefill replica" is scaling the prefill
-Deployment down by one, and within it Kubernetes' ranking applies, as here. Duet does not render
-that today: ``duet deploy render`` gives a variant one Deployment and refuses replicas whose
-engine differs from the variant's (``gateway/deploy/plan.py``), so this is the replay's model of
-a deploy side still to be built, not of the manifests Duet writes.
+On Kubernetes a Deployment's pods share one pod template, so replicas on different engines
+(different vLLM flags) are different Deployments: per-role counts are held by one Deployment per
+role group (e.g. prefill-only, large-budget, small-budget), each scaled to its share of the
+variant's count. Removing "a surplus prefill replica" is scaling the prefill Deployment down by
+one, and within it the ReplicaSet ranks the pods itself (``autoscale.removal_order``), as here.
+(The ``controller.kubernetes.io/pod-deletion-cost`` annotation, beta since Kubernetes 1.22, only
+hints which of one Deployment's pods go first; those pods are identical, so it cannot hold a mix.)
+Duet does not render that today: ``duet deploy render`` gives a variant one Deployment and
+refuses replicas whose engine differs from the variant's (``gateway/deploy/plan.py``), so this
+is the replay's model of a deploy side still to be built, not of the manifests Duet writes;
+``AutoscaledRun.deployment_per_variant`` replays what one Deployment per variant would do.
 """
 
 from __future__ import annotations
