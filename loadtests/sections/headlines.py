@@ -128,10 +128,13 @@ def capacity_day_curve(days: Sequence[Mapping[str, Any]]) -> Headline:
         return Headline("A day on a fitted curve", "no day replayed yet", goal, anchor, None)
     figures = []
     for day in days:
-        a = day["against"]
+        a, verdict = day["against"], day_curve_render.verdicts(day)
         ratio = {k: "—" if a.get(k) is None else ("≤ " if a[k].get("bound") else "") + f"{a[k]['ratio']:.2f}x"
                  for k in ("all_standard_defaults", "best_baseline")}
-        figures.append(f"{ratio['all_standard_defaults']} all-standard TP4, {ratio['best_baseline']} best baseline, "
-                       f"{day['summary']['autoscaled_good']:.2%} good ({day['replica_set']})")
+        # Each goal's verdict beside its figure: one day can meet one goal and miss another.
+        word = {k: "" if v is None else " (met)" if v else " (missed)" for k, v in verdict.items()}
+        figures.append(f"{ratio['all_standard_defaults']} all-standard TP4{word['all_standard']}, "
+                       f"{ratio['best_baseline']} best baseline{word['baseline']}, "
+                       f"{day['summary']['autoscaled_good']:.2%} good{word['good']} ({day['replica_set']})")
     met = all(v is True for day in days for v in day_curve_render.verdicts(day).values())
     return Headline("A day on a fitted curve", "; ".join(figures), goal, anchor, met)

@@ -29,13 +29,18 @@ from gateway.autoscaling import Autoscaling, CapacityCurve, desired_replicas
 from gateway.fleet.capacity.day import DAY_S, DiurnalCurve, Period, day_arrivals, periods
 from gateway.fleet.capacity.headroom import sizing_of, traffic_demand
 from gateway.fleet.capacity.layout import Layout, laid_out
-from gateway.fleet.replay.autoscale import STARTUP_S, AutoscaledRun, EngineRule, run_autoscaled
+from gateway.fleet.replay.autoscale import STARTUP_S, AutoscaledRun, run_autoscaled
+from gateway.fleet.replay.engine_mix import WantedEngines
+from gateway.fleet.replay.fleet import FleetTimeline
 from gateway.fleet.replay.policy_names import parse_policy_name
 from gateway.fleet.replay.report import summarize
+from gateway.fleet.replay.request_result import RequestResult
 from gateway.fleet.replay.seeds import interval
 from gateway.fleet.replay.setup import Cluster, policy_config, scrape_interval_s
 from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.replay.windows import DAY_WINDOWS
+from gateway.fleet.workload.traces import Arrival
+from gateway.fleet.world.prior_error import PriorError
 from gateway.fleet.world.replica_sets import REPLICA_SETS, ReplicaSet
 
 
@@ -74,6 +79,9 @@ class DaySpec:
     # The task types the gauge keeps a replica warm for (None: every configured one); the plan's
     # traffic's, as its search's parity floor counts them.
     warm_tasks: frozenset[str] | None = None
+    # Each variant one Deployment, its shrinks blind to engine roles (``AutoscaledRun``): what
+    # per-role Deployments buy, measured by ``day_diagnose --deployment-per-variant``.
+    deployment_per_variant: bool = False
 
     @property
     def replicas(self) -> ReplicaSet:
@@ -92,12 +100,13 @@ class DaySpec:
         """The replay policy over ``counts`` replicas per variant: the plan's, with its roles laid over them."""
         return self.policy + ("" if self.layout is None else self.layout.suffix(counts))
 
-    def engine_rule(self, disaggregated: bool) -> EngineRule | None:
-        """The engine a replica the autoscaler adds starts with (None: the launch profile's)."""
+    def wanted_engines(self, disaggregated: bool) -> WantedEngines | None:
+        """The engines the autoscaler keeps a variant's replicas at, per count: the plan's roles
+        (None: no roles, every replica on the launch profile's engine)."""
         mix = None if self.layout is None else self.layout.roles
         if mix is None:
             return None
-        return lambda variant, running: mix.next_engine(variant, running, disaggregated)
+        return lambda variant, count: mix.engines(variant, count, disaggregated)
 
     @property
     def day(self) -> tuple[Period, ...]:
@@ -120,32 +129,55 @@ def period_plan(spec: DaySpec, schedule: Sequence[Any], cluster: Cluster) -> lis
     return plan
 
 
-def replay_day(spec: DaySpec, index: int) -> dict[str, Any]:
-    """Seed ``index``: the day's requests through the fixed peak fleet and the autoscaled one."""
-    seed = spec.seed + index
+@dataclass(frozen=True, slots=True)
+class SeedDay:
+    """Seed ``index``'s day as every fleet replays it: the requests (``schedule``), the replay's
+    settings, the speed priors' error (the plan's draw) and the per-period plan (``plan``)."""
+
+    index: int
+    seed: int
+    cluster: Cluster
+    prior_error: PriorError
+    schedule: Sequence[Arrival]
+    settings: ReplaySettings
+    plan: list[dict[str, int]]
+
+
+def seed_day(spec: DaySpec, index: int) -> SeedDay:
+    """Seed ``index``'s requests, settings and per-period plan."""
     cluster = Cluster(spec.replicas, dict(spec.peak_fleet))
     prior_error = cluster.prior_error(spec.prior_error, spec.seed)  # the plan's draw, every seed
     schedule = day_arrivals(spec.trace.split(","), cluster, spec.day, index, DAY_WINDOWS[spec.window])
-    settings = ReplaySettings(seed, scrape_interval_s(spec.policy), length_quantile=spec.length_quantile)
-    parity = cluster.parity
+    settings = ReplaySettings(spec.seed + index, scrape_interval_s(spec.policy), length_quantile=spec.length_quantile)
+    return SeedDay(index, spec.seed + index, cluster, prior_error, schedule, settings,
+                   period_plan(spec, schedule, cluster))
+
+
+def replay_autoscaled(spec: DaySpec, day: SeedDay) -> tuple[list[RequestResult], FleetTimeline]:
+    """The day's requests through the fleet the gauge and an HPA scale. It starts as the first
+    period's plan (the config's replicas, with their engines), its roles laid over those counts."""
+    start = Cluster(spec.replicas, dict(day.plan[0]))
+    policy = spec.policy_for(day.plan[0])
+    run = AutoscaledRun(spec.autoscaling, None, spec.startup_s, spec.day_s,
+                        spec.wanted_engines(parse_policy_name(policy).pd is not None), spec.deployment_per_variant)
+    return run_autoscaled(policy_config(start, policy, day.prior_error), day.cluster.profiles(), day.schedule, run,
+                          day.settings)
+
+
+def replay_day(spec: DaySpec, index: int) -> dict[str, Any]:
+    """Seed ``index``: the day's requests through the fixed peak fleet and the autoscaled one."""
+    day = seed_day(spec, index)
+    cluster, schedule, plan, parity = day.cluster, day.schedule, day.plan, day.cluster.parity
     fixed_good = None
     if spec.replay_fixed:
-        fixed = Replay(policy_config(cluster, spec.policy_for(spec.peak_fleet), prior_error), cluster.profiles(),
-                       settings).run(schedule)
+        fixed = Replay(policy_config(cluster, spec.policy_for(spec.peak_fleet), day.prior_error), cluster.profiles(),
+                       day.settings).run(schedule)
         fixed_good = summarize(fixed, spec.day_s, parity)["good_fraction"]
     fixed_usd = spec.replicas.fleet_usd(spec.peak_fleet, spec.day_s)
-    plan = period_plan(spec, schedule, cluster)
     plan_usd = sum(spec.replicas.fleet_usd(counts, p.span_s) or 0.0 for counts, p in zip(plan, spec.day, strict=True))
-    # The autoscaled fleet starts as the first period's plan (the config's replicas, with their
-    # engines), its roles laid over those counts.
-    start = Cluster(spec.replicas, dict(plan[0]))
-    policy = spec.policy_for(plan[0])
-    run = AutoscaledRun(spec.autoscaling, None, spec.startup_s, spec.day_s,
-                        spec.engine_rule(parse_policy_name(policy).pd is not None))
-    results, timeline = run_autoscaled(policy_config(start, policy, prior_error), cluster.profiles(), schedule, run,
-                                       settings)
+    results, timeline = replay_autoscaled(spec, day)
     return {
-        "seed": seed,
+        "seed": day.seed,
         "requests": len(schedule),
         "fixed": {"fleet": dict(spec.peak_fleet), "good_fraction": fixed_good,
                   "replica_hours": round(sum(spec.peak_fleet.values()) * spec.day_s / 3600.0, 2),

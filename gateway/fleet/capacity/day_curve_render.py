@@ -136,9 +136,13 @@ def _what_it_measures(day: Day) -> list[str]:
     if baseline is None:
         return []
     if round(s["fixed_usd"], 2) == round(baseline["usd"], 2):
-        return [f"Duet's fleet at the peak costs what the best baseline's does: the {1 - baseline['ratio']:.0%} saved "
-                "against it is the autoscaling's on the curve, which a baseline scaled the same way would share; "
-                "Duet's engine roles and routing add nothing at the peak here.", ""]
+        # An autoscaled day can cost more than the peak's fixed fleet (a gauge that overshoots): a
+        # "negative saving" would read as a saving, so say which way the autoscaling moved it.
+        moved = (f"the {1 - baseline['ratio']:.0%} saved against it is the autoscaling's on the curve, which a baseline "
+                 "scaled the same way would share" if baseline["ratio"] <= 1 else
+                 f"the autoscaling on the curve costs {baseline['ratio'] - 1:.0%} more than that fleet kept all day")
+        return [f"Duet's fleet at the peak costs what the best baseline's does: {moved}; Duet's engine roles and "
+                "routing add nothing at the peak here.", ""]
     return [f"Duet's fleet at the peak costs {s['fixed_usd'] / baseline['usd']:.2f}x the best baseline's; the autoscaling "
             f"on the curve takes it to {baseline['ratio']:.2f}x.", ""]
 

@@ -19,7 +19,7 @@ replicas).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gateway.fleet.replay.policy_names import CHUNK, PD
@@ -68,16 +68,6 @@ class RoleMix:
         prefill = min(self.prefill, half)
         return [EngineConfig(EngineRole.PREFILL if i < prefill else EngineRole.BOTH, b, kv_connector=KV_CONNECTOR)
                 for i, b in enumerate(budgets)]
-
-    def next_engine(self, variant: str, running: Sequence[EngineConfig], disaggregated: bool) -> EngineConfig:
-        """The engine a replica added to ``running`` starts with: one the mix has at the new count
-        and the running replicas lack (a running replica keeps the engine it started with)."""
-        wanted = self.engines(variant, len(running) + 1, disaggregated)
-        missing = list(wanted)
-        for engine in running:
-            if engine in missing:
-                missing.remove(engine)
-        return missing[0] if missing else wanted[-1]
 
     def as_dict(self) -> dict[str, object]:
         return {"name": self.name, "large": dict(self.large), "small": self.small, "prefill": self.prefill,

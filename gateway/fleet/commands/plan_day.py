@@ -4,6 +4,10 @@ the cost and the good requests of each.
 
     duet plan-day --plan docs/results/capacity/h100-70b-w4a16-long-context.json --seeds 2 --jobs 2 \\
         --out docs/results/capacity/day/h100-70b-w4a16.json
+
+With ``--diagnose INDEX`` it replays one seed's autoscaled day only and prints where it lost
+(``day_diagnosis.py``); add ``--deployment-per-variant`` to see the same day with shrinks blind to
+engine roles.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from gateway.fleet.capacity import day_goals
 from gateway.fleet.capacity.curve import CurvePoint, curves_of, fit, layout_of, spec_of
 from gateway.fleet.capacity.daily import DaySpec, assemble, replay_days
 from gateway.fleet.capacity.day import DiurnalCurve
+from gateway.fleet.capacity.day_diagnosis import diagnose
 from gateway.fleet.capacity.layout import own_layout
 from gateway.fleet.capacity.plan import Replays
 from gateway.fleet.capacity.search import Fleet
@@ -33,6 +38,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     plan = json.loads(args.plan.read_text())
     spec, points = _sized(spec, plan, args)
+    if args.diagnose is not None:
+        print("\n".join(diagnose(spec, args.diagnose)))
+        return 0
     results = assemble(spec, replay_days(spec, args.jobs), command(args))
     if args.fit:
         results["capacity_fit"] = {"fractions": sorted(set(args.fit)), "points": [p.as_dict() for p in points],
@@ -95,7 +103,8 @@ def _spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                    args.period, args.hours * 3600.0, args.seeds, args.seed, plan["prior_error"],
                    plan["length_quantile"], STARTUP_S if args.startup is None else args.startup,
                    stabilization_s=args.scale_down, scale_up_s=args.scale_up, max_replicas=args.max_replicas,
-                   window=args.window, layout=layout_of(duet), replay_fixed=not args.skip_fixed)
+                   window=args.window, layout=layout_of(duet), replay_fixed=not args.skip_fixed,
+                   deployment_per_variant=args.deployment_per_variant)
 
 
 def command(args: argparse.Namespace) -> str:
@@ -112,4 +121,6 @@ def command(args: argparse.Namespace) -> str:
         flags.append("--skip-fixed")
     if args.warm_traffic_tasks:
         flags.append("--warm-traffic-tasks")
+    if args.deployment_per_variant:
+        flags.append("--deployment-per-variant")
     return " ".join(["duet plan-day", *flags])

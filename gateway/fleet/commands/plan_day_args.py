@@ -42,6 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--skip-fixed", action="store_true", help="count the peak's fixed fleet, do not replay it")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes, one seed each (results identical)")
     parser.add_argument("--out", type=Path, help="write the results (with the command) to this JSON file")
+    parser.add_argument("--diagnose", type=int, metavar="INDEX", help="replay only the autoscaled day of seed "
+                        "--seed + INDEX and print where it lost requests and money, hour by hour (no results file)")
+    parser.add_argument("--deployment-per-variant", action="store_true",
+                        help="each variant one Deployment, as duet deploy render writes today: shrinks blind to "
+                             "engine roles (default: one Deployment per role group, each at its share)")
 
 
 def _fractions(text: str) -> list[float]:

@@ -21,7 +21,11 @@ Kubernetes HPA per variant Deployment acting on it.
 - **Down.** Kubernetes' ReplicaSet controller picks which pods go when a Deployment shrinks
   (``ActivePodsWithRanks``): pods not ready before ready ones, then the most recently ready. So
   here: a replica still loading goes first (it leaves at once, with nothing to drain), then the
-  ready replica that became ready last; among equals the one asked for last. A withdrawn
+  ready replica that became ready last; among equals the one asked for last. With engine roles
+  the replicas kept carry the mix wanted at the new count as nearly as they can: replicas of a
+  surplus engine go first, in that order among them (``shrink``; ``engine_mix`` says how a
+  deploy side would hold per-role counts: one Deployment per role group; with
+  ``deployment_per_variant`` shrinks stay blind to roles, as one Deployment per variant). A withdrawn
   replica takes no new request at once and leaves when its running and queued requests have
   ended (the pod's grace period is assumed to cover the drain). Requests waiting in the
   gateway's waiting room stay in line and are planned again on the replicas left at their next
@@ -34,10 +38,11 @@ import dataclasses
 import itertools
 import math
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway.autoscaling import Autoscaling, InMemoryDemand, model_need
+from gateway.fleet.replay.engine_mix import WantedEngines, added_engine, removal_by_mix
 from gateway.fleet.replay.fleet import FleetChange, FleetTimeline, GaugeReading, ReplicaLife, initial_lives
 from gateway.fleet.replay.request_result import RequestResult
 from gateway.fleet.replay.simulation import Replay, ReplaySettings
@@ -55,7 +60,6 @@ from serving.sim.profile import Profile
 # vLLM pod at 2-8+ minutes to Ready (llm-d/llm-d-autoscaling#1071, 2026-04-29), node
 # provisioning and image pull included, which the Ray figure leaves out.
 STARTUP_S = 346.0
-EngineRule = Callable[[str, Sequence[EngineConfig]], EngineConfig]
 
 
 @dataclass(slots=True)
@@ -86,7 +90,7 @@ class AutoscaledFleet:
     ``autoscaling.scrape_interval_s``. The config's model must have an ``autoscaling``."""
 
     def __init__(self, config: DuetConfig, startup_s: float = STARTUP_S, started_s: float = 0.0,
-                 engines: EngineRule | None = None) -> None:
+                 engines: WantedEngines | None = None, deployment_per_variant: bool = False) -> None:
         (model,) = config.models.values()
         if model.autoscaling is None:
             raise ValueError(f"models.{model.name}.autoscaling: an autoscaled replay needs one")
@@ -95,6 +99,7 @@ class AutoscaledFleet:
         self._model, self._autoscaling, self._startup_s = model, model.autoscaling, startup_s
         self._policy = config.policy
         self._engines = engines
+        self._deployment_per_variant = deployment_per_variant  # see AutoscaledRun
         self._lives = initial_lives(model.replicas, started_s)  # every replica, in the order asked for
         self._joined = {life.replica.id for life in self._lives}
         self._loading: list[ReplicaLife] = []  # asked for, not ready, not removed
@@ -143,7 +148,8 @@ class AutoscaledFleet:
                 asked.append(life)
                 self._lives.append(life)
                 self._loading.append(life)
-            for life in removal_order(asked, self._joined)[:max(0, len(asked) - target)]:
+            wanted = None if self._engines is None or self._deployment_per_variant else self._engines(variant, target)
+            for life in shrink(asked, self._joined, target, wanted):
                 life.removed_s = now
                 if life.replica.id in self._joined:
                     withdrawn.append(life.replica.id)
@@ -153,11 +159,13 @@ class AutoscaledFleet:
         return withdrawn
 
     def _replica(self, variant: str, running: Sequence[EngineConfig]) -> Replica:
-        """A new replica, named as the config names them (never reusing a name), its engine as the
-        run's rule gives it beside the variant's ``running`` ones (none: the launch profile's)."""
+        """A new replica, named as the config names them (never reusing a name), its engine the one
+        the run's mix at the new count lacks beside the variant's ``running`` ones (no mix: the
+        launch profile's)."""
         index = next(self._indices[variant])
         name = self._model.name
-        engine = EngineConfig() if self._engines is None else self._engines(variant, running)
+        engine = (EngineConfig() if self._engines is None
+                  else added_engine(self._engines(variant, len(running) + 1), running))
         return Replica(f"{name}/{variant}/{index}", name, variant, f"http://replay.invalid/{variant}/{index}", engine)
 
 
@@ -167,6 +175,21 @@ def removal_order(lives: Sequence[ReplicaLife], joined: set[str]) -> list[Replic
     last (``lives`` is in the order they were asked for)."""
     order = sorted(enumerate(lives), key=lambda pair: (pair[1].replica.id in joined, -pair[1].ready_s, -pair[0]))
     return [life for _, life in order]
+
+
+def shrink(lives: Sequence[ReplicaLife], joined: set[str], target: int,
+           wanted: Sequence[EngineConfig] | None = None) -> list[ReplicaLife]:
+    """The replicas a variant's ``lives`` (asked for, in that order) lose when it shrinks to
+    ``target`` (none when it does not shrink), in ``removal_order``; with ``wanted``, the engines
+    its roles want at ``target``, replicas of a surplus engine go first, in that order among them
+    (``engine_mix.removal_by_mix``), so a ready replica of a wanted engine outlives a loading
+    one of a surplus engine."""
+    if len(lives) <= target:
+        return []
+    order = removal_order(lives, joined)
+    if wanted is not None:
+        order = [order[i] for i in removal_by_mix([life.replica.engine for life in order], wanted)]
+    return order[:len(lives) - target]
 
 
 def autoscaled_config(config: DuetConfig, autoscaling: Autoscaling,
@@ -197,9 +220,14 @@ class AutoscaledRun:
     initial_counts: Mapping[str, int] | None = None
     startup_s: float = STARTUP_S
     until_s: float | None = None
-    # The engine an added replica starts with, from its variant and the engines of the replicas
-    # asked for before it (None: the launch profile's; ``capacity.roles.RoleMix.next_engine``).
-    engines: EngineRule | None = None
+    # The engines a variant's replicas should carry at a count (``capacity.roles.RoleMix.engines``):
+    # an added replica starts with one the mix lacks, a shrink removes surplus engines first
+    # (``engine_mix``). None: every replica on the launch profile's engine, removed in Kubernetes' order.
+    engines: WantedEngines | None = None
+    # True: each variant is one Deployment (what ``duet deploy render`` writes today), so a shrink
+    # removes in Kubernetes' order, blind to ``engines``, which then hold only on the way up; kept
+    # to measure what per-role Deployments buy. False: one Deployment per role group (``engine_mix``).
+    deployment_per_variant: bool = False
 
 
 def run_autoscaled(config: DuetConfig, profiles: Mapping[str, Profile], arrivals: Sequence[Arrival],
@@ -209,7 +237,8 @@ def run_autoscaled(config: DuetConfig, profiles: Mapping[str, Profile], arrivals
     is how often the gateway reads its replicas' metrics; the gauge's own interval is
     ``autoscaling.scrape_interval_s``)."""
     scaled = autoscaled_config(config, run.autoscaling, run.initial_counts)
-    fleet = AutoscaledFleet(scaled, run.startup_s, engines=run.engines)
+    fleet = AutoscaledFleet(scaled, run.startup_s, engines=run.engines,
+                            deployment_per_variant=run.deployment_per_variant)
     replay = Replay(scaled, profiles, settings, fleet=fleet)
     results = replay.run(arrivals)
     end_s = run.until_s if run.until_s is not None else max(replay.now, arrivals[-1].at_s if arrivals else 0.0)

@@ -56,6 +56,12 @@ def test_the_section_names_the_comparators_the_curve_and_the_tuning_days():
     assert day_curve_render.render([]).endswith("(`duet plan-day --fit`).")
 
 
+def test_an_autoscaled_day_dearer_than_the_peaks_fleet_is_not_called_a_saving():
+    text = day_curve_render.render([day(autoscaled_usd=1843.2)])
+    assert "the autoscaling on the curve costs 60% more than that fleet kept all day" in text
+    assert "saved" not in text
+
+
 def test_the_scale_up_window_is_the_cheapest_tuning_days_within_a_point_of_the_target():
     def tuning(window: float, usd: float, good: float) -> dict[str, Any]:
         return {**day(usd, good), "autoscaling": {"scale_up_stabilization_s": window}}

@@ -35,15 +35,12 @@ def test_mixes_parse_by_name_and_an_unknown_one_is_refused() -> None:
         parse_role_mixes("taichi")
 
 
-def test_an_added_replica_takes_the_engine_the_mix_lacks_at_the_new_count() -> None:
+def test_a_mix_lays_its_engines_over_a_count() -> None:
     from gateway.fleet.capacity.roles import KV_CONNECTOR
     from gateway.flow import EngineConfig, EngineRole
 
-    running = SPLIT.engines("fast", 3, disaggregated=False)
-    assert [e.max_num_batched_tokens for e in running] == [8192, 2048, 2048]
-    assert SPLIT.next_engine("fast", running, False).max_num_batched_tokens == 8192  # four: two and two
-    assert SPLIT.next_engine("fast", [EngineConfig()], False).max_num_batched_tokens == 8192
-    assert SPLIT.next_engine("standard", [], False) == EngineConfig()  # one replica keeps the profile's
+    assert [e.max_num_batched_tokens for e in SPLIT.engines("fast", 3, disaggregated=False)] == [8192, 2048, 2048]
+    assert SPLIT.engines("standard", 1, disaggregated=False) == [EngineConfig()]  # one replica keeps the profile's
     pd = PD_SPLIT.engines("standard", 4, disaggregated=True)
     assert [e.role for e in pd] == [EngineRole.PREFILL] * 2 + [EngineRole.BOTH] * 2
     assert all(e.kv_connector == KV_CONNECTOR for e in pd)

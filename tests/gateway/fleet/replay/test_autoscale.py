@@ -11,6 +11,7 @@ from types import MappingProxyType
 import pytest
 
 from gateway.autoscaling import Autoscaling, TaskDemand, model_need
+from gateway.fleet.capacity.roles import PD_SPLIT
 from gateway.fleet.replay.autoscale import (
     AutoscaledFleet,
     AutoscaledRun,
@@ -18,12 +19,14 @@ from gateway.fleet.replay.autoscale import (
     autoscaled_config,
     removal_order,
     run_autoscaled,
+    shrink,
 )
+from gateway.fleet.replay.engine_mix import added_engine
 from gateway.fleet.replay.fleet import FleetTimeline, ReplicaLife
 from gateway.fleet.replay.setup import parse_cluster, policy_config
 from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.workload.traces import Arrival
-from gateway.flow import DuetConfig, Replica
+from gateway.flow import DuetConfig, EngineConfig, Replica
 from gateway.scaling import DemandMeter
 
 STARTUP_S = 90.0
@@ -337,20 +340,87 @@ def test_requests_no_replica_could_serve_ask_the_autoscaler_for_nothing():
     assert all(life.asked_s == 0.0 for life in timeline.lives)
 
 
-def test_an_added_replica_starts_with_the_engine_the_runs_rule_gives_it():
-    from gateway.flow import EngineConfig
+def engined(index: int, engine: EngineConfig, ready_s: float) -> ReplicaLife:
+    return ReplicaLife(dataclasses.replace(replica("standard", index), engine=engine), ready_s - 90.0, ready_s)
 
-    seen: list[tuple[str, int]] = []
 
-    def rule(variant, running):
-        seen.append((variant, len(running)))
-        return EngineConfig(max_num_batched_tokens=2048 * (1 + len(running) % 2))
+def test_a_shrinking_pd_split_variant_keeps_the_mix_wanted_at_the_new_count():
+    """Kubernetes' order alone would keep the four replicas ready first: the two prefill-only ones
+    and both large-budget decoders, leaving the variant no small-budget decoder."""
+    lives = [engined(i, engine, 10.0 * i) for i, engine in enumerate(PD_SPLIT.engines("standard", 8, True))]
+    joined = {life.replica.id for life in lives}
+    wanted = PD_SPLIT.engines("standard", 4, True)
+    assert Counter(life.replica.engine for life in removal_order(lives, joined)[4:]) != Counter(wanted)
+    removed = shrink(lives, joined, 4, wanted)
+    assert Counter(life.replica.engine for life in lives if life not in removed) == Counter(wanted)
+    # within an engine, Kubernetes' order: of the four small-budget decoders the two ready last go
+    assert [life.replica.id for life in removed] == ["m/standard/7", "m/standard/6", "m/standard/3", "m/standard/2"]
+
+
+def test_without_roles_a_shrink_removes_in_kubernetes_order():
+    lives = [engined(i, engine, 10.0 * i) for i, engine in enumerate(PD_SPLIT.engines("standard", 6, True))]
+    joined = {life.replica.id for life in lives[:4]}
+    assert shrink(lives, joined, 2) == removal_order(lives, joined)[:4]
+    assert shrink(lives, joined, 6) == shrink(lives, joined, 7) == []
+
+
+def test_a_loading_replica_of_a_surplus_engine_goes_first_and_one_of_a_wanted_engine_stays():
+    prefill, large, small = PD_SPLIT.engines("standard", 6, True)[1:4]
+    lives = [engined(0, prefill, 0.0), engined(1, large, 10.0), engined(2, large, 20.0),
+             engined(3, large, 500.0), engined(4, small, 510.0)]  # 3 and 4 still loading
+    joined = {"m/standard/0", "m/standard/1", "m/standard/2"}
+    wanted = PD_SPLIT.engines("standard", 2, True)  # one prefill-only, one small-budget decoder
+    assert [life.replica.id for life in shrink(lives, joined, 2, wanted)] == [
+        "m/standard/3", "m/standard/2", "m/standard/1"]  # the loading large one, then the ready ones, last ready first
+    # Kubernetes alone: both loading ones, then the most recently ready
+    assert [life.replica.id for life in removal_order(lives, joined)[:3]] == ["m/standard/4", "m/standard/3", "m/standard/2"]
+
+
+def test_an_autoscaled_variant_with_roles_grows_into_its_mix_and_keeps_it_as_it_shrinks():
+    """The step's rise and fall through the run: each added replica takes the engine the mix
+    lacks, and each shrink keeps as many of the wanted engines as the replicas before it held."""
+    cluster = parse_cluster("h100-70b-w4a16:standard=2,fast=2")
+
+    def mix(variant: str, count: int) -> list[EngineConfig]:
+        return PD_SPLIT.engines(variant, count, True)
 
     schedule = step_arrivals()
-    _, timeline = run_autoscaled(policy_config(CLUSTER, "duet"), CLUSTER.profiles(), schedule,
-                                 AutoscaledRun(AUTOSCALING, {"standard": 2, "fast": 1}, startup_s=STARTUP_S,
-                                               engines=rule))
-    added = [life for life in timeline.lives if life.asked_s > 0]
-    assert added and len(seen) == len(added)
-    for life, (variant, running) in zip(added, seen, strict=True):  # in the order asked, each beside the ones before
-        assert life.replica.variant == variant and life.replica.engine.max_num_batched_tokens == 2048 * (1 + running % 2)
+    _, timeline = run_autoscaled(policy_config(cluster, "duet"), cluster.profiles(), schedule,
+                                 AutoscaledRun(AUTOSCALING, {"standard": 2, "fast": 2}, startup_s=STARTUP_S, engines=mix))
+    lives = list(timeline.lives)  # in the order asked for
+    added = [k for k, life in enumerate(lives) if life.asked_s > 0]
+    assert added
+    for k in added:  # each beside the replicas of its variant asked before it and not removed
+        life = lives[k]
+        running = [other.replica.engine for other in lives[:k] if other.variant == life.variant
+                   and (other.removed_s is None or other.removed_s > life.asked_s)]
+        assert life.replica.engine == added_engine(mix(life.variant, len(running) + 1), running)
+    shrinks = sorted({life.removed_s for life in timeline.lives if life.removed_s is not None})
+    assert shrinks
+    for at in shrinks:
+        for variant in ("standard", "fast"):
+            before = [life for life in timeline.lives if life.variant == variant and life.asked_s < at
+                      and (life.removed_s is None or life.removed_s >= at)]
+            after = [life for life in before if life.removed_s != at]
+            wanted = Counter(mix(variant, len(after)))
+            best = sum((Counter(life.replica.engine for life in before) & wanted).values())
+            assert sum((Counter(life.replica.engine for life in after) & wanted).values()) == min(best, len(after))
+
+
+def test_with_one_deployment_per_variant_a_shrink_is_blind_to_the_roles():
+    """What ``duet deploy render`` deploys today: the mix holds on the way up only, and each
+    shrink removes the replicas Kubernetes ranks first, whatever their engines."""
+    cluster = parse_cluster("h100-70b-w4a16:standard=2,fast=2")
+    run = AutoscaledRun(AUTOSCALING, {"standard": 2, "fast": 2}, startup_s=STARTUP_S,
+                        engines=lambda variant, count: PD_SPLIT.engines(variant, count, True), deployment_per_variant=True)
+    _, timeline = run_autoscaled(policy_config(cluster, "duet"), cluster.profiles(), step_arrivals(), run)
+    shrinks = sorted({life.removed_s for life in timeline.lives if life.removed_s is not None})
+    assert shrinks
+    for at in shrinks:
+        for variant in ("standard", "fast"):
+            before = [life for life in timeline.lives if life.variant == variant and life.asked_s < at
+                      and (life.removed_s is None or life.removed_s >= at)]
+            removed = [life for life in before if life.removed_s == at]
+            joined = {life.replica.id for life in before if life.ready_s <= at}
+            ranked = removal_order(before, joined)[:len(removed)]
+            assert {life.replica.id for life in removed} == {life.replica.id for life in ranked}
