@@ -138,7 +138,7 @@ class Telemetry:
             ["model", "task", "reason", "action"], registry=r,
         )
         self.task_sources = Counter(
-            "duet_task_sources", "Requests by task type and where it came from: header, rule, detector, abstained "
+            "duet_task_sources", "Requests by task type and where it came from: header, rule, key, detector, abstained "
             "(the detector was unsure: every task plausible) or default.", ["model", "task", "source"], registry=r,
         )
         self.slo = Counter("duet_slo", "Requests by whether they met their latency budget.", ["task", "result"], registry=r)

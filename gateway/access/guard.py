@@ -67,6 +67,11 @@ class Grant:
         if rank is None or rank < cap.rank:
             headers["x-duet-priority"] = cap.value
 
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """The task types the key's operator says its application sends (empty: any, or no key)."""
+        return self.key.tasks if self.key is not None else ()
+
     def visible(self, snapshot: Mapping[str, ReplicaState], config: DuetConfig) -> Mapping[str, ReplicaState]:
         """The replica states routing may see: replicas of variants the tier does not allow are
         left out, so they read as unknown and routing skips them."""

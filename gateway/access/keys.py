@@ -18,7 +18,10 @@ PREFIX = "sk-duet-"
 @dataclass(frozen=True, slots=True)
 class ApiKey:
     """One key's record (never the key itself). ``revoked``: refused from then on, kept for the ledger.
-    ``tenant``: whom the key's usage is reported under beside the key ("" none: ``duet usage --savings``)."""
+    ``tenant``: whom the key's usage is reported under beside the key ("" none: ``duet usage --savings``).
+    ``tasks``: the task types the key's application sends, as its operator states them (empty: any);
+    a request of the key that names no task is one of these (one: that task, several: the detector
+    chooses among them), so a team names the task once per application, not in every client."""
 
     id: str
     name: str
@@ -27,16 +30,23 @@ class ApiKey:
     created_at: float
     revoked: bool = False
     tenant: str = ""
+    tasks: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {"id": self.id, "name": self.name, "tier": self.tier, "hash": self.hash,
-                "created_at": self.created_at, "revoked": self.revoked, "tenant": self.tenant}
+                "created_at": self.created_at, "revoked": self.revoked, "tenant": self.tenant,
+                "tasks": list(self.tasks)}
 
     @staticmethod
     def from_json(data: Mapping[str, object]) -> ApiKey:
         return ApiKey(str(data["id"]), str(data["name"]), str(data["tier"]), str(data["hash"]),
                       float(data["created_at"]), bool(data.get("revoked", False)),  # type: ignore[arg-type]
-                      str(data.get("tenant", "")))
+                      str(data.get("tenant", "")), _names(data.get("tasks")))
+
+
+def _names(value: object) -> tuple[str, ...]:
+    """A stored list of names (absent in records written before keys had tasks)."""
+    return tuple(str(item) for item in value) if isinstance(value, list | tuple) else ()
 
 
 def hash_secret(secret: str) -> str:
@@ -44,10 +54,11 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def new_key(name: str, tier: str, now: float, tenant: str = "") -> tuple[str, ApiKey]:
+def new_key(name: str, tier: str, now: float, tenant: str = "", tasks: Iterable[str] = ()) -> tuple[str, ApiKey]:
     """A fresh secret (to show once) and its record (to store)."""
     secret = PREFIX + secrets.token_urlsafe(32)
-    return secret, ApiKey("key_" + secrets.token_hex(6), name, tier, hash_secret(secret), now, tenant=tenant)
+    return secret, ApiKey("key_" + secrets.token_hex(6), name, tier, hash_secret(secret), now, tenant=tenant,
+                          tasks=tuple(dict.fromkeys(tasks)))
 
 
 def bearer(headers: Mapping[str, str]) -> str | None:

@@ -5,6 +5,7 @@ request presented a key."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -78,7 +79,7 @@ class FileKeyStore:
         keys = self.read()
         found = any(k.id == key_id for k in keys)
         if found:
-            self._write([ApiKey(**{**k.to_json(), "revoked": True}) if k.id == key_id else k for k in keys])  # type: ignore[arg-type]
+            self._write([dataclasses.replace(k, revoked=True) if k.id == key_id else k for k in keys])
         return found
 
     def _write(self, keys: list[ApiKey]) -> None:

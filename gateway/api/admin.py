@@ -7,7 +7,8 @@ The gate (``gateway.api.gate``) checks the key before a route parses its body:
                                                  the savings receipt per key and tenant, and the
                                                  online-parity verdicts (gateway.access.receipts.savings)
     GET    /admin/keys                           key records (never the keys)
-    POST   /admin/keys {"name", "tier", "tenant"?}  a new key, shown in this answer only
+    POST   /admin/keys {"name", "tier", "tenant"?, "tasks"?}
+                                                 a new key, shown in this answer only
     DELETE /admin/keys/{id}                      revoke
     POST   /admin/reload                         re-read the config file (policy, tiers)
     GET    /admin/autoscaling                    why duet_desired_replicas says what it says
@@ -42,6 +43,8 @@ class NewKey(BaseModel):
     name: str
     tier: str
     tenant: str = ""
+    # The task types the key's application sends (ApiKey.tasks); empty: any.
+    tasks: list[str] = []
 
 
 def _json(payload: Any, status: int = 200) -> Response:
@@ -106,7 +109,10 @@ def mount_admin(app: FastAPI) -> None:
         access = keyed(gateway_of(request))
         if spec.tier not in access.settings.tiers:
             raise InvalidRequest(f"Unknown tier '{spec.tier}' (configured: {sorted(access.settings.tiers)}).", param="tier")
-        secret, record = new_key(spec.name, spec.tier, time.time(), spec.tenant)
+        known = gateway_of(request).current.config.policy.tasks
+        if unknown := [t for t in spec.tasks if t not in known]:
+            raise InvalidRequest(f"Unknown task type(s) {unknown} (configured: {sorted(known)}).", param="tasks")
+        secret, record = new_key(spec.name, spec.tier, time.time(), spec.tenant, spec.tasks)
         await access.keys.add(record)
         await access.refresh_keys()
         return _json({**_public(record.to_json()), "key": secret}, 201)

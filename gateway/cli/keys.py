@@ -18,6 +18,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     create.add_argument("--name", required=True)
     create.add_argument("--tier", required=True)
     create.add_argument("--tenant", default="", help="whom the key's usage is reported under (duet usage --savings)")
+    create.add_argument("--tasks", default="", metavar="TASK[,TASK...]",
+                        help="the task types the key's application sends: its requests that name no task are "
+                             "one of these (one: that task; several: the detector chooses among them)")
     actions.add_parser("list", help="key records (never the keys)")
     revoke = actions.add_parser("revoke", help="refuse a key from now on")
     revoke.add_argument("key_id")
@@ -39,6 +42,12 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "create" and args.tier not in config.access.tiers:
         print(f"duet keys: unknown tier '{args.tier}' (access.tiers defines {sorted(config.access.tiers)})", file=sys.stderr)
         return 2
+    if args.action == "create":
+        args.tasks = [t for t in (part.strip() for part in args.tasks.split(",")) if t]
+        if unknown := [t for t in args.tasks if t not in config.policy.tasks]:
+            print(f"duet keys: unknown task type(s) {unknown} (routing.tasks defines {sorted(config.policy.tasks)})",
+                  file=sys.stderr)
+            return 2
     return asyncio.run(_act(config, args))
 
 
@@ -53,14 +62,15 @@ async def _act(config: object, args: argparse.Namespace) -> int:
     keys, _ = stores_for(config, link)
     try:
         if args.action == "create":
-            secret, record = new_key(args.name, args.tier, time.time(), args.tenant)
+            secret, record = new_key(args.name, args.tier, time.time(), args.tenant, args.tasks)
             await keys.add(record)
             print(f"created {record.id} (name {record.name}, tier {record.tier}); the key, shown this once:")
             print(secret)
         elif args.action == "list":
             for key in await keys.load():
                 created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(key.created_at))
-                print(f"{key.id}\t{key.name}\t{key.tier}\t{created}\t{'revoked' if key.revoked else 'active'}")
+                tasks = ",".join(key.tasks) or "any task"
+                print(f"{key.id}\t{key.name}\t{key.tier}\t{created}\t{'revoked' if key.revoked else 'active'}\t{tasks}")
         elif not await keys.revoke(args.key_id):
             print(f"duet keys: no key with id '{args.key_id}'", file=sys.stderr)
             return 1

@@ -3,8 +3,10 @@
 defaults.
 
 The task: the ``x-duet-task`` header; else tools present and a prompt over the long-context rule's
-size (rules ``has_tools``, ``input_tokens_over``); else the detector, which abstains when unsure
-(every task plausible); with the detector off, the rules in order and the default task."""
+size (rules ``has_tools``, ``input_tokens_over``); else the task the request's API key names
+(its operator's word for the application behind it), or the detector among the several it names;
+else the detector, which abstains when unsure (every task plausible); with the detector off, the
+rules in order and the default task."""
 
 from __future__ import annotations
 
@@ -71,7 +73,7 @@ def has_code(texts: Iterable[str]) -> bool:
 @dataclass(frozen=True, slots=True)
 class TaskGuess:
     """A request's task and where it came from: ``header``, ``rule:<signal>``, ``detector``,
-    ``abstained`` or ``default``; the detector's confidence and the other tasks it may be."""
+    ``key``, ``abstained`` or ``default``; the detector's confidence and the other tasks it may be."""
 
     task: str
     source: str
@@ -125,11 +127,17 @@ class Arrival(Protocol):
 _SHAPE_SIGNALS = (Signal.HAS_TOOLS, Signal.INPUT_TOKENS_OVER)
 
 
-def find_task(policy: Policy, arrival: Arrival, *, tools: bool, input_tokens: int) -> TaskGuess:
+def find_task(policy: Policy, arrival: Arrival, *, tools: bool, input_tokens: int,
+              key_tasks: Collection[str] = ()) -> TaskGuess:
     """The task of a request that names none (see the module docstring for the order), reusing
-    the request's earlier detection if it was planned before."""
+    the request's earlier detection if it was planned before. ``key_tasks``: the tasks its API
+    key names (empty: any). Shape rules come first: a key's word is about its application, a
+    shape is a fact about this request (a coding tool's 50k-token file is still a long document)."""
+    stated = [t for t in key_tasks if t in policy.tasks]  # a task since removed from the config is no word
     detection = policy.detection
     if detection is None:
+        if len(stated) == 1:
+            return TaskGuess(stated[0], "key")
         task, source = infer_task(policy.rules, policy.default_task, tools=tools, texts=arrival.prompt.texts,
                                   input_tokens=input_tokens)
         return TaskGuess(task, source)
@@ -137,7 +145,10 @@ def find_task(policy: Policy, arrival: Arrival, *, tools: bool, input_tokens: in
     task, source = infer_task(shapes, "", tools=tools, texts=(), input_tokens=input_tokens)
     if task:
         return TaskGuess(task, source)
-    return detect_task(detection, arrival, [t for t in policy.tasks if t not in sized_out(policy.rules)])
+    candidates = [t for t in (stated or policy.tasks) if t not in sized_out(policy.rules)]
+    if len(candidates) == 1 and stated:
+        return TaskGuess(candidates[0], "key")
+    return detect_task(detection, arrival, candidates or [t for t in policy.tasks if t not in sized_out(policy.rules)])
 
 
 def sized_out(rules: Iterable[TaskRule]) -> frozenset[str]:
@@ -194,10 +205,12 @@ def classify(
     policy: Policy,
     input_tokens: int,
     lengths: LengthEstimates = NO_ESTIMATES,
+    key_tasks: Collection[str] = (),
 ) -> RequestProfile:
     """``arrival.headers`` must have lower-case names. ``lengths``: the output lengths learned from
     finished requests, which replace the task's configured typical length once known. The
-    detector runs at a request's first plan only (``arrival.detection``)."""
+    detector runs at a request's first plan only (``arrival.detection``). ``key_tasks``: the
+    tasks the request's API key names (``ApiKey.tasks``); the header still overrides them."""
     body, headers = arrival.body, arrival.headers
     tools = bool(getattr(body, "tools", None))
     explicit = headers.get(TASK_HEADER)
@@ -207,7 +220,7 @@ def classify(
             raise InvalidRequest(f"Unknown task type '{explicit}' in {TASK_HEADER}; known: {known}.", param=TASK_HEADER)
         guess = TaskGuess(explicit, "header")
     else:
-        guess = find_task(policy, arrival, tools=tools, input_tokens=input_tokens)
+        guess = find_task(policy, arrival, tools=tools, input_tokens=input_tokens, key_tasks=key_tasks)
     task = guess.task
     defaults = policy.tasks[task]
     budgets = {"latency_ms": defaults.latency_ms, "ttft_ms": defaults.ttft_ms, "tpot_ms": defaults.tpot_ms}

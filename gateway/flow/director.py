@@ -252,7 +252,8 @@ class Director:
         if (prefixes := self._ledgers.prefixes) is not None:
             prefixes.watch(snapshot)  # a restarted replica's cache is gone before we route on it
         view = View(grant.visible(snapshot, active.config), self._ledgers.backlog.tokens,
-                    self._ledgers.decodes.least_slack, self._store.lengths(), prefixes, self._ledgers.sessions)
+                    self._ledgers.decodes.least_slack, self._store.lengths(), prefixes, self._ledgers.sessions,
+                    grant.tasks)
         return plan_request(active, inbound, view, explain=explain, draw=draw, timer=self._hooks.timer)
 
     async def _wait(self, exchange: Exchange, ruling: Ruling, place: int, remaining_s: float, limit_s: float) -> None:

@@ -5,7 +5,7 @@ while a request waits for a slot)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +54,8 @@ class View:
     to what the caller may use), this gateway's pending prefill tokens and its in-flight
     requests' least decode slack, by replica id; the output lengths learned per task; the
     prefix index (None: prompt caches unknown, every replica cold); the sessions' seats
-    (None: every request routed on its own)."""
+    (None: every request routed on its own); the task types the caller's API key names
+    (``ApiKey.tasks``: what its application sends; empty: any)."""
 
     snapshot: Mapping[str, ReplicaState]
     backlog: Mapping[str, int] = dataclasses.field(default_factory=dict)
@@ -62,6 +63,7 @@ class View:
     lengths: LengthEstimates = NO_ESTIMATES
     prefixes: PrefixLookup | None = None
     sessions: SeatLookup | None = None
+    key_tasks: Sequence[str] = ()
 
 
 def candidates_for(model: ModelSpec, view: View, replicas: tuple[Replica, ...] | None = None,
@@ -170,7 +172,7 @@ def plan_request(active: ActiveConfig, inbound: Inbound, view: View, *, explain:
     tokens = inbound.prompt_tokens
     if tokens is None:
         tokens = count_input_tokens(inbound, counters[target.model.name])
-    profile = classify(inbound, target, config.policy, tokens, view.lengths)
+    profile = classify(inbound, target, config.policy, tokens, view.lengths, view.key_tasks)
     if draw and target.model.has_canary:  # only a canary reads the draw: spare the copy otherwise
         profile = dataclasses.replace(profile, draw=draw)
     prefix = None

@@ -137,6 +137,28 @@ def test_the_dry_run_needs_a_key_and_plans_for_that_keys_tier(keyed):
     assert held.status_code == 200 and held.json()["request"]["priority"] == "batch"
 
 
+def test_a_keys_tasks_name_the_task_of_its_requests_that_name_none(keyed):
+    """The operator names the task once, on the key of the application that sends it; the dry run
+    (the proxy's own lifecycle) shows it as the task and where it came from. An unknown task is
+    refused when the key is made, not at its first request."""
+    gateway, _, tmp = keyed
+    made = httpx.post(gateway.url + "/admin/keys", json={"name": "pipeline", "tier": "basic", "tasks": ["extraction"]},
+                      headers=auth(ADMIN_KEY), timeout=10)
+    assert made.status_code == 201 and made.json()["tasks"] == ["extraction"], made.text
+    stored = next(k for k in json.loads((tmp / "keys.json").read_text())["keys"] if k["id"] == made.json()["id"])
+    assert stored["tasks"] == ["extraction"]
+    url = gateway.url + "/v1/duet/route"
+    planned = httpx.post(url, json=BODY, headers=auth(made.json()["key"]), timeout=10).json()["request"]
+    assert (planned["task"], planned["task_source"]) == ("extraction", "key")
+    plain, _ = make_key(gateway)
+    assert httpx.post(url, json=BODY, headers=auth(plain), timeout=10).json()["request"]["task_source"] != "key"
+    named = httpx.post(url, json=BODY, headers={**auth(made.json()["key"]), "x-duet-task": "chat"}, timeout=10)
+    assert named.json()["request"]["task_source"] == "header"
+    refused = httpx.post(gateway.url + "/admin/keys", json={"name": "x", "tier": "basic", "tasks": ["poetry"]},
+                         headers=auth(ADMIN_KEY), timeout=10)
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "tasks"
+
+
 def test_admin_routes_are_off_without_an_admin_key_even_on_an_open_gateway(tmp_path):
     with gateway_over_recorders(tmp_path, env={"DUET_ADMIN_KEY": ""}) as (gateway, _):
         reply = httpx.post(gateway.url + "/admin/reload", headers=auth("anything"), timeout=10)

@@ -27,8 +27,9 @@ def chat(content="hello", **fields):
     return ChatBody.model_validate({"model": "smollm2", "messages": [{"role": "user", "content": content}], **fields})
 
 
-def profile(body, headers=None, tokens=10, config=CONFIG):
-    return classify(Inbound(body, headers or {}), resolve_model(config, body.model), config.policy, tokens)
+def profile(body, headers=None, tokens=10, config=CONFIG, key_tasks=()):
+    return classify(Inbound(body, headers or {}), resolve_model(config, body.model), config.policy, tokens,
+                    key_tasks=key_tasks)
 
 
 @pytest.mark.parametrize(
@@ -196,3 +197,35 @@ def test_a_prompt_under_the_long_context_rule_is_never_long_context_by_detection
         sure = profile(chat(text), tokens=40)
         assert sure.task != "long-context" and "long-context" not in sure.tasks_to_allow
     assert profile(chat("summarise"), tokens=1600).task == "long-context"  # over the size: the rule's
+
+
+def test_a_key_naming_one_task_names_it_for_requests_that_name_none():
+    """The operator's word for the key's application replaces the detector's guess (GSM8K's
+    puzzle reads as reasoning), with nothing else plausible; shapes and the header still win."""
+    for config in (CONFIG, RULES_ONLY):
+        p = profile(chat(GSM), tokens=40, config=config, key_tasks=("extraction",))
+        assert (p.task, p.task_source, p.tasks_to_allow) == ("extraction", "key", frozenset({"extraction"}))
+    assert profile(chat(GSM), {"x-duet-task": "chat"}, 40, key_tasks=("extraction",)).task_source == "header"
+    tools = chat(tools=[{"type": "function", "function": {"name": "f"}}])
+    assert profile(tools, key_tasks=("coding",)).task == "agent"
+    assert profile(chat("summarise"), tokens=1600, key_tasks=("coding",)).task == "long-context"
+
+
+def test_a_key_naming_several_tasks_leaves_the_detector_to_choose_among_them():
+    p = profile(chat(GSM), tokens=40, key_tasks=("chat", "coding"))
+    assert p.task in {"chat", "coding"} and p.task_source in {"detector", "abstained"}
+    assert p.tasks_to_allow <= {"chat", "coding"}
+    raw = yaml.safe_load(DEMO_PATH.read_text())
+    raw["routing"]["task_detector"] = {"threshold": 1.0}  # always abstain: every task it may be
+    abstaining = parse_config(yaml.safe_dump(raw))
+    unsure = profile(chat(GSM), tokens=40, config=abstaining, key_tasks=("chat", "coding"))
+    assert unsure.task_source == "abstained" and unsure.tasks_to_allow == frozenset({"chat", "coding"})
+
+
+def test_a_key_task_the_config_no_longer_defines_is_no_word_at_all():
+    p, unkeyed = profile(chat(GSM), tokens=40, key_tasks=("poetry",)), profile(chat(GSM), tokens=40)
+    assert (p.task, p.task_source, p.tasks_to_allow) == (unkeyed.task, unkeyed.task_source, unkeyed.tasks_to_allow)
+    assert profile(chat(GSM), tokens=40, key_tasks=("poetry", "coding")).task_source == "key"
+    # A key naming only a size-defined task: a short prompt is not one by the config's definition.
+    short = profile(chat("hello"), tokens=10, key_tasks=("long-context",))
+    assert short.task != "long-context" and short.task_source != "key"
