@@ -16,6 +16,8 @@ Subscribers above the lifecycle (tracing, parity's sampling, the gauge's keeper)
 composer (``gateway.runtime``, the replay); nothing here imports them.
 """
 
+from gateway.access.guard import Grant
+from gateway.access.keys import ApiKey
 from gateway.config.active import ActiveConfig
 from gateway.config.load import load_config, parse_config
 from gateway.config.policy import PrefixCacheSettings
@@ -71,8 +73,8 @@ from gateway.state.vllm_metrics import HistogramTotals, VllmStats, parse_vllm_me
 from gateway.tokens import ApproxTokenCounter, HfTokenCounter, TokenCounter, count_prompt_tokens
 
 __all__ = [
-    "Action", "ActiveConfig", "ApproxTokenCounter", "Attempt", "AttemptFailure", "Budget", "Candidate", "ChatBody",
-    "CompletionBody", "ConfigError", "Decision",
+    "Action", "ActiveConfig", "ApiKey", "ApproxTokenCounter", "Attempt", "AttemptFailure", "Budget", "Candidate", "ChatBody",
+    "CompletionBody", "ConfigError", "Decision", "Grant",
     "EmbeddingsBody", "MessagesBody", "RequestBody", "ResponsesBody", "ResponseHomes", "TokenizeBody", "parse_tokenize_body",
     "DecodeLedger", "Director", "DuetConfig", "EngineConfig", "EngineRole", "Exchange", "Health", "HfTokenCounter",
     "HistogramTotals", "Hooks", "InMemoryStateStore", "Inbound", "Ledgers", "ModelSpec", "Outcome", "Plan",

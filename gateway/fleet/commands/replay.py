@@ -105,7 +105,7 @@ def _replay(args: argparse.Namespace, run_: _SeedRun, intervals: dict[str, float
             continue
         started = time.perf_counter()
         settings = ReplaySettings(run_.seed, intervals[policy], args.forced_length, args.length_quantile,
-                                  **unnamed(args.unnamed_share))
+                                  **unnamed(args.unnamed_share, args.keyed_tasks))
         results = Replay(config, run_.cluster.profiles(), settings).run(run_.schedule)
         summary = summaries[_name(policy)] = {**summarize(results, args.duration, run_.cluster.parity),
                                               "wall_s": round(time.perf_counter() - started, 2)}

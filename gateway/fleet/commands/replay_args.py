@@ -47,6 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="the share of requests that name no task (no x-duet-task); each is given what the shipped "
                              "task detector answered on an unseen prompt of its task (gateway/fleet/world/detections.py), "
                              "for every policy alike. 0 (default): every request names its task")
+    parser.add_argument("--keyed-tasks", type=_task_list, default=(), metavar="TASK[,TASK...]",
+                        help="with --unnamed-share: the unnamed requests of these tasks come on an API key that names "
+                             "their task (a team that keys each application: duet keys create --tasks), for every "
+                             "policy alike")
     parser.add_argument("--length-quantile", type=float, default=0.5,
                         help="which quantile of each task's learned output lengths the router plans with")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -73,3 +77,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--window", choices=sorted(WINDOWS),
                        help="a named window (its start, trace seconds and shift; see gateway/fleet/replay/windows.py)")
     group.add_argument("--jobs", type=int, default=1, help="worker processes (results identical to --jobs 1)")
+
+
+def _task_list(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(t for t in (part.strip() for part in text.split(",")) if t))

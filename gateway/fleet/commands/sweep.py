@@ -58,7 +58,8 @@ def _sweep(args: argparse.Namespace, sets: tuple[Any, ...]) -> dict[str, Any]:
     if args.sweep and args.sweep_search:
         raise ValueError("--sweep and --sweep-search: choose one")
     spec = SweepSpec(args.trace, args.replicas, _policies(args), _window(args), args.seeds, args.seed,
-                     args.prior_error, args.length_quantile, args.forced_length, args.unnamed_share)
+                     args.prior_error, args.length_quantile, args.forced_length, args.unnamed_share,
+                     tuple(args.keyed_tasks))
     loads: tuple[float, ...] = ()
     bracket = None
     if args.sweep:
@@ -132,5 +133,6 @@ def command(args: argparse.Namespace) -> str:
              f"--sla {args.sla}" if args.sla else "", window, f"--seeds {args.seeds}", f"--seed {args.seed}",
              f"--prior-error {args.prior_error:g}", "--forced-length" if args.forced_length else "",
              f"--length-quantile {args.length_quantile:g}" if args.length_quantile != 0.5 else "",
-             f"--unnamed-share {args.unnamed_share:g}" if args.unnamed_share else ""]
+             f"--unnamed-share {args.unnamed_share:g}" if args.unnamed_share else "",
+             f"--keyed-tasks {','.join(args.keyed_tasks)}" if args.keyed_tasks else ""]
     return " ".join(["duet replay", *filter(None, flags)])

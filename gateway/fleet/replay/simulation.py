@@ -25,12 +25,14 @@ from gateway.fleet.workload.traces import Arrival
 from gateway.fleet.world.detections import DrawnDetector, UnseenDetections, unnamed_prompt
 from gateway.flow import (
     ActiveConfig,
+    ApiKey,
     AttemptFailure,
     CompletionBody,
     DecodeLedger,
     Director,
     DuetConfig,
     Exchange,
+    Grant,
     HistogramTotals,
     Inbound,
     InMemoryPrefixIndex,
@@ -111,6 +113,9 @@ class ReplaySettings:
     # policy's task detector settings then read; 0: every request names its task, as before.
     unnamed_share: float = 0.0
     detections: UnseenDetections | None = None
+    # The tasks whose application's API key names them (``ApiKey.tasks``): an unnamed request of
+    # one of these comes on that key, as a team that keys each application would send it.
+    keyed_tasks: frozenset[str] = frozenset()
 
 
 class Replay:
@@ -134,6 +139,8 @@ class Replay:
         self._fleet: FleetControl = fleet or FixedFleet()
         self._seeds = itertools.count(settings.seed)
         self._unnamed_share, self._detections = settings.unnamed_share, settings.detections
+        self._open = Grant()  # an open gateway: no key
+        self._keys = {task: Grant(ApiKey(f"app-{task}", task, "", "", 0.0, tasks=(task,))) for task in settings.keyed_tasks}
         self._names = random.Random(f"unnamed-{settings.seed}")  # its own stream: naming moves no other draw
         self._draining: set[str] = set()
         self.now = 0.0
@@ -288,14 +295,16 @@ class Replay:
 
     def _arrive(self, arrival: Arrival, request_id: str) -> None:
         """The request as a client would send it: the task named in ``x-duet-task`` (or, for the
-        ``unnamed_share``, no task and a detection drawn for it), its client's max_tokens (or, with
+        ``unnamed_share``, no task and a detection drawn for it, on its application's key for a
+        ``keyed_tasks`` task), its client's max_tokens (or, with
         ``forced_length``, the trace's length forced), the prompt's length known."""
         fields: dict[str, Any] = {"model": self._model.name, "prompt": ""}
-        headers = {"x-duet-task": arrival.task}
+        headers, grant = {"x-duet-task": arrival.task}, self._open
         if self._unnamed_share and self._detections is not None and self._detections.knows(arrival.task):
             named, source_draw, prompt_draw = (self._names.random() for _ in range(3))
             if named < self._unnamed_share:
                 fields["prompt"], headers = unnamed_prompt(arrival.task, source_draw, prompt_draw), {}
+                grant = self._keys.get(arrival.task, self._open)
         if self._forced_length:
             fields.update(max_tokens=arrival.output_tokens, min_tokens=arrival.output_tokens, ignore_eos=True)
         elif arrival.max_tokens is not None:
@@ -303,7 +312,7 @@ class Replay:
         body = CompletionBody.model_validate(fields)
         blocks = () if arrival.blocks is None else arrival.blocks.chained(self._block_tokens, arrival.input_tokens)
         inbound = Inbound(body, headers, prompt_tokens=arrival.input_tokens, prefix_blocks=blocks, splits=True)
-        exchange = self._director.open(inbound, request_id)
+        exchange = self._director.open(inbound, request_id, grant=grant)
         self._step(self._serve(exchange, arrival), None)
 
     async def _serve(self, exchange: Exchange, arrival: Arrival) -> None:

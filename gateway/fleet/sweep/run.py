@@ -42,6 +42,7 @@ class SweepSpec:
     length_quantile: float = 0.5
     forced_length: bool = False
     unnamed_share: float = 0.0  # of requests naming no task (``ReplaySettings.unnamed_share``)
+    keyed_tasks: tuple[str, ...] = ()  # whose unnamed requests come on a key naming their task
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +142,7 @@ class SeedWindow:
     def results(self, load: float) -> list[RequestResult]:
         """Every request of the window replayed at ``load``."""
         settings = ReplaySettings(self.seed, scrape_interval_s(self.policy), self.spec.forced_length,
-                                  self.spec.length_quantile, **unnamed(self.spec.unnamed_share))
+                                  self.spec.length_quantile, **unnamed(self.spec.unnamed_share, self.spec.keyed_tasks))
         return Replay(self.config, self.cluster.profiles(), settings).run(at_load(self.schedule, load))
 
     def replay(self, load: float, keys: Sequence[str]) -> Point:

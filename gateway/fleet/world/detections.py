@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,9 +94,14 @@ def _shipped() -> UnseenDetections:
     return UnseenDetections.load()
 
 
-def unnamed(share: float) -> dict[str, Any]:
+def unnamed(share: float, keyed: Iterable[str] = ()) -> dict[str, Any]:
     """``ReplaySettings``' fields for a replay where ``share`` of the requests name no task, their
-    detections drawn from the shipped file. Raises ValueError for a share outside [0, 1]."""
+    detections drawn from the shipped file, and those of the tasks in ``keyed`` come on an API
+    key that names their task (their application's: ``ApiKey.tasks``). Raises ValueError for a
+    share outside [0, 1], or keyed tasks with no unnamed requests to key."""
     if not 0.0 <= share <= 1.0:
         raise ValueError(f"--unnamed-share {share:g}: a share of the requests, in [0, 1]")
-    return {"unnamed_share": share, "detections": _shipped() if share else None}
+    keyed = frozenset(keyed)
+    if keyed and not share:
+        raise ValueError("--keyed-tasks names the task of requests that name none: it needs --unnamed-share")
+    return {"unnamed_share": share, "detections": _shipped() if share else None, "keyed_tasks": keyed}

@@ -261,6 +261,22 @@ def test_a_sure_and_right_detection_routes_as_the_named_task_and_a_share_names_t
         Replay(config, cluster.profiles(), ReplaySettings(unnamed_share=0.5))
 
 
+def test_an_unnamed_request_on_a_key_naming_its_task_routes_as_if_it_named_it():
+    """The code trace's application keyed with its task (ApiKey.tasks): its requests, unnamed and
+    detected as reasoning (fast refused), route exactly as named; the conv trace's stay detected."""
+    cluster = parse_cluster("h100-70b:standard=1,fast=1")
+    config = policy_config(cluster, "duet")
+    coding_only = [a for a in arrivals(["code", "conv"], 60.0, 0.3, cluster) if a.task == "coding"]
+    reasoning = _detections([0, 0, 1, 0, 0, 0])
+    keyed = ReplaySettings(unnamed_share=1.0, detections=reasoning, keyed_tasks=frozenset({"coding"}))
+    named = Replay(config, cluster.profiles()).run(coding_only)
+    assert any(r.variant == "fast" for r in named)
+    assert [(r.variant, r.ttft_s) for r in Replay(config, cluster.profiles(), keyed).run(coding_only)] == \
+        [(r.variant, r.ttft_s) for r in named]
+    chat_keyed = ReplaySettings(unnamed_share=1.0, detections=reasoning, keyed_tasks=frozenset({"chat"}))
+    assert {r.variant for r in Replay(config, cluster.profiles(), chat_keyed).run(coding_only)} == {"standard"}
+
+
 def test_a_prompt_under_the_long_context_size_is_not_long_context_however_it_is_detected():
     """The replayed policies define long-context as a prompt over 8k tokens (their size rule), so
     a detection of it on a shorter one is set aside: those requests may still go fast."""

@@ -35,7 +35,10 @@ def test_the_drawn_detector_answers_a_replayed_prompt_and_nothing_else() -> None
 def test_the_share_is_checked_and_the_shipped_file_covers_the_traces_tasks() -> None:
     with pytest.raises(ValueError, match="unnamed-share 1.5"):
         unnamed(1.5)
-    assert unnamed(0.0) == {"unnamed_share": 0.0, "detections": None}
+    assert unnamed(0.0) == {"unnamed_share": 0.0, "detections": None, "keyed_tasks": frozenset()}
+    assert unnamed(1.0, ["coding", "coding"])["keyed_tasks"] == frozenset({"coding"})
+    with pytest.raises(ValueError, match="needs --unnamed-share"):
+        unnamed(0.0, ["coding"])
     shipped = unnamed(0.5)["detections"]
     assert shipped.knows("chat") and shipped.knows("coding")  # the code and conv traces' tasks
     for task in ("chat", "coding"):
