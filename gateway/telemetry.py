@@ -62,10 +62,16 @@ MODEL_VARIANT = ["model", "variant"]
 
 
 class FleetCollector(Collector):
-    """duet_desired_replicas and duet_demand_busy_replicas per model and variant, as the fleet
-    signal last computed them (``gateway.autoscaling.gauge``: refreshed before each scrape). Every
+    """duet_desired_replicas and duet_demand_busy_replicas per model and variant, and
+    duet_desired_group_replicas per engine group of a variant of several, as the fleet signal
+    last computed them (``gateway.autoscaling.gauge``: refreshed before each scrape). Every
     gateway sharing the demand reports the same fleet-wide count: aggregate with max, not sum.
-    No series at all while no model is autoscaled."""
+    No series at all while no model is autoscaled.
+
+    The groups' counts are a metric of their own rather than duet_desired_replicas with a
+    ``group`` label: one name, one label set (Prometheus' naming advice: a sum or max over a
+    metric's labels must mean something), so ``sum by (model)`` of the variant counts stays the
+    fleet's size and a selector on model and variant finds exactly one series."""
 
     def __init__(self, needs: Callable[[], Iterable[tuple[str, VariantNeed]]]) -> None:
         self._needs = needs
@@ -77,10 +83,18 @@ class FleetCollector(Collector):
         busy = GaugeMetricFamily(
             "duet_demand_busy_replicas", "Replicas the variant's share of the demand keeps fully busy (before "
             "headroom, floor and rounding).", labels=MODEL_VARIANT)
+        groups = GaugeMetricFamily(
+            "duet_desired_group_replicas", "Replicas an engine group's Deployment needs now: the variant's "
+            "duet_desired_replicas split over its engine groups in their configured proportions.",
+            labels=[*MODEL_VARIANT, "group"])
         for model, need in self._needs():
             desired.add_metric([model, need.variant], float(need.desired))
             busy.add_metric([model, need.variant], need.busy_replicas)
-        return [desired, busy] if desired.samples else []
+            for group, count in need.groups:
+                groups.add_metric([model, need.variant, group], float(count))
+        if not desired.samples:
+            return []
+        return [desired, busy, groups] if groups.samples else [desired, busy]
 
 
 MetricT = TypeVar("MetricT", bound=MetricWrapperBase)
@@ -231,7 +245,8 @@ class Telemetry:
         gauge.set_function(lambda: float(depth()))
 
     def watch_fleet(self, needs: Callable[[], Iterable[tuple[str, VariantNeed]]]) -> None:
-        """duet_desired_replicas and duet_demand_busy_replicas from ``needs`` (model, variant need)."""
+        """duet_desired_replicas, duet_demand_busy_replicas and duet_desired_group_replicas from
+        ``needs`` (model, variant need)."""
         self.registry.register(FleetCollector(needs))
 
     def watch_redis(self, up: Callable[[], bool]) -> None:

@@ -5,14 +5,25 @@ Above the lifecycle (the keeper reads its types) and wired by the composer (``ga
 the replay); the arithmetic itself is ``gateway.scaling``, pure.
 
 This package is the gauge's public surface for code outside ``gateway/`` (the replay's autoscaled
-fleet, duet plan): the keeper and its store, and the arithmetic they size with."""
+fleet, duet plan): the keeper and its store, and the arithmetic they size with (and split a
+variant's count over its engine groups with)."""
 
 from gateway.autoscaling.demand_keeper import DemandKeeper
 from gateway.autoscaling.gauge import FleetSignal, ModelNeed, model_need, sizing_for
-from gateway.scaling import Autoscaling, CapacityCurve, TaskDemand, TaskSizing, VariantNeed, desired_replicas, peak
+from gateway.scaling import (
+    Autoscaling,
+    CapacityCurve,
+    GroupShare,
+    TaskDemand,
+    TaskSizing,
+    VariantNeed,
+    desired_replicas,
+    peak,
+    split_replicas,
+)
 from gateway.state.demand import InMemoryDemand
 
 __all__ = [
-    "Autoscaling", "CapacityCurve", "DemandKeeper", "FleetSignal", "InMemoryDemand", "ModelNeed", "TaskDemand", "TaskSizing",
-    "VariantNeed", "desired_replicas", "model_need", "peak", "sizing_for",
+    "Autoscaling", "CapacityCurve", "DemandKeeper", "FleetSignal", "GroupShare", "InMemoryDemand", "ModelNeed",
+    "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas", "model_need", "peak", "sizing_for", "split_replicas",
 ]

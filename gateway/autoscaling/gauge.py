@@ -1,5 +1,7 @@
 """The fleet each autoscaled model needs now: the numbers behind ``duet_desired_replicas{model,
-variant}`` and ``duet_demand_busy_replicas``, and the admin route that explains them.
+variant}``, ``duet_desired_group_replicas{model, variant, group}`` (a variant of several engine
+groups: its count split over them by ``gateway.scaling.group_split``) and
+``duet_demand_busy_replicas``, and the admin route that explains them.
 
 For every model whose config has ``autoscaling``, the demand store's demand per task over the
 last ``scrape_interval_s`` and the last ``rate_window_s``; per task the window with the higher
@@ -27,6 +29,7 @@ from gateway.config.policy import Policy
 from gateway.config.types import DuetConfig, ModelSpec
 from gateway.scaling.demand import TaskDemand, peak
 from gateway.scaling.desired import TaskSizing, VariantNeed, desired_replicas
+from gateway.scaling.group_split import with_groups
 from gateway.state.demand import DemandStore
 from gateway.state.lengths import LengthEstimates
 from gateway.state.redis.link import StoreUnavailable
@@ -57,7 +60,8 @@ class ModelNeed:
             "windows_s": {"short": self.windows_s[0], "long": self.windows_s[1]},
             "demand": {task: _demand_json(d, self.short.get(task), self.long.get(task)) for task, d in self.demand.items()},
             "variants": [{"variant": need.variant, "tasks": dict(need.tasks), "batch": need.batch,
-                          "busy_replicas": round(need.busy_replicas, 4), "floor": need.floor, "desired": need.desired}
+                          "busy_replicas": round(need.busy_replicas, 4), "floor": need.floor, "desired": need.desired,
+                          **({"groups": dict(need.groups)} if need.groups else {})}
                          for need in self.variants.values()],
         }
 
@@ -79,6 +83,7 @@ def model_need(spec: ModelSpec, policy: Policy, lengths: LengthEstimates | None,
     short, long = windows
     variants = desired_replicas(list(spec.variants.values()), peak(short, long),
                                 sizing_for(policy, spec.name, lengths), scaling)
+    variants = {name: with_groups(need, spec.engine_groups.get(name, ())) for name, need in variants.items()}
     return ModelNeed(spec.name, (scaling.scrape_interval_s, scaling.rate_window_s), short, long, variants)
 
 

@@ -44,7 +44,7 @@ from gateway.domain import (
 from gateway.errors import ConfigError
 from gateway.routing.roles import ENGINE_ROLE
 from gateway.routing.rollout import ROLLOUT_STAGE
-from gateway.scaling import Autoscaling, CapacityCurve
+from gateway.scaling import Autoscaling, CapacityCurve, GroupShare
 from gateway.speed import SpeedPrior
 
 log = logging.getLogger(__name__)
@@ -212,9 +212,12 @@ def _model(name: str, section: schema.ModelSection, tasks: set[str], source: str
         if variant_name not in variants:
             raise ConfigError(f"models.{name}.embedding_variants.{i}",
                               f"unknown variant '{variant_name}' (known: {sorted(variants)})")
+    groups = {variant_name: tuple((group_name(g.engine), GroupShare(g.count, EngineRole(g.engine.role)))
+                                  for g in v.engine_groups)
+              for variant_name, v in section.variants.items() if v.engine_groups}
     return ModelSpec(name, variants, tuple(replicas), tokenizer, _pins(name, variants), ca_bundles,
                      frozenset(section.embedding_variants), _autoscaling(section.autoscaling, variants, tasks,
-                                                                         f"models.{name}.autoscaling"))
+                                                                         f"models.{name}.autoscaling"), groups)
 
 
 def _engine(section: schema.EngineSection) -> EngineConfig:

@@ -10,7 +10,7 @@ from gateway.config.online_parity import OFF, OnlineParitySettings
 from gateway.config.policy import Policy
 from gateway.config.pool import InferencePoolDiscovery
 from gateway.domain import EngineConfig, Priority, Replica, RolloutStage, Variant
-from gateway.scaling import Autoscaling
+from gateway.scaling import Autoscaling, GroupShare
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +111,9 @@ class ModelSpec:
     embedding_variants: frozenset[str] = frozenset()
     # None: fixed replica counts, no desired-replicas gauge.
     autoscaling: Autoscaling | None = None
+    # Variant name -> its ``engine_groups`` as (group name, configured share), in config order;
+    # a variant without them is not here. The gauge splits an autoscaled variant's count over them.
+    engine_groups: Mapping[str, tuple[tuple[str, GroupShare], ...]] = field(default_factory=dict)
 
     def variant_of(self, replica: Replica) -> Variant:
         return self.variants[replica.variant]

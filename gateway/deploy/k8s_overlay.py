@@ -81,7 +81,7 @@ def vllm_objects(d: VariantDeployment) -> list[dict[str, Any]]:
         return [_deployment(d, d.name, d.selector, None, d.replicas), _service(d.name, d.selector, d.selector)]
     objects = []
     for group in groups:
-        name, selector = f"{d.name}-{group.name}", {**d.selector, GROUP_LABEL: group.name}
+        name, selector = d.group_deployment(group), {**d.selector, GROUP_LABEL: group.name}
         objects.append(_deployment(d, name, selector, group.engine, group.count))
         # Not labelled app.kubernetes.io/name=vllm: the vLLM ServiceMonitor scrapes through the
         # variant's Service, and a second Service over the same pod would scrape it twice.

@@ -19,8 +19,10 @@ from gateway.config.policy import Policy
 from gateway.config.schema import ConfigFile
 from gateway.config.types import ModelSpec
 from gateway.deploy.profiles import PROFILES, Device, LaunchProfile
+from gateway.domain import EngineRole
 from gateway.errors import ConfigError
-from gateway.scaling import Autoscaling, desired_replicas
+from gateway.scaling import Autoscaling, GroupShare, desired_replicas, split_replicas
+from gateway.scaling.group_split import first_total_for_every_group
 from gateway.scaling.policy import AUTOSCALERS
 from serving.launch.roles import EngineSettings, with_engine
 from serving.sim.parallel import at_size, load_profile
@@ -107,9 +109,19 @@ class VariantDeployment:
         return tuple(EngineGroup(group_name(engine), engine, count) for engine, count in counts.items())
 
     @property
+    def shares(self) -> tuple[GroupShare, ...]:
+        """The groups as ``gateway.scaling.group_split`` splits an autoscaled count over them
+        (the same counts and order the deployed config's ``engine_groups`` give the gauge)."""
+        return tuple(GroupShare(group.count, EngineRole(group.engine.role)) for group in self.groups)
+
+    @property
     def name(self) -> str:
         """A DNS-1123 name for the variant's Deployment/Service: ``vllm-<model>-<variant>``."""
         return "vllm-" + re.sub(r"[^a-z0-9-]", "-", f"{self.model}-{self.variant}")
+
+    def group_deployment(self, group: EngineGroup) -> str:
+        """The Deployment (and headless Service) of one of several groups: ``<name>-<group>``."""
+        return f"{self.name}-{group.name}"
 
     @property
     def selector(self) -> dict[str, str]:
@@ -177,7 +189,7 @@ def load_plan(path: str | Path, target: Target, autoscaler: str | None = None) -
             raise ConfigError(f"models.{model}.variants", "every variant has replica_count 0: nothing would serve")
     _one_autoscaler(variants)
     if target.kubernetes:
-        _one_group_when_autoscaled(variants)
+        _every_group_scaled(variants)
     if target.platform == "gie":
         _pools_label_variants(parsed)
     return DeployPlan(raw, target, tuple(variants), autoscaler)
@@ -195,17 +207,38 @@ def _one_autoscaler(variants: list[VariantDeployment]) -> None:
                               "(hpa) and KEDA both serve the external metrics API, so a deployment uses one of them")
 
 
-def _one_group_when_autoscaled(variants: list[VariantDeployment]) -> None:
-    """The gauge sizes a variant, not its engine groups: scaling each group's Deployment to the
-    variant's count would multiply it, and no rule says how a count splits into prefill and
-    decode replicas. So an autoscaled variant runs one engine on Kubernetes."""
+def _every_group_scaled(variants: list[VariantDeployment]) -> None:
+    """An autoscaled variant of several engine groups gets one autoscaler per group, each between
+    the split of the variant's floor and of its most replicas (``group_split``). A group that the
+    split gives no replica even at the most would be a Deployment that never runs (and a plain
+    HPA, which cannot go below one, would hold it at one whatever the gauge says): refused,
+    naming the fewest replicas at which every group has one."""
     for d in variants:
-        if d.autoscaling is not None and len(groups := d.groups) > 1:
-            raise ConfigError(f"models.{d.model}.autoscaling",
-                              f"variant '{d.variant}' has {len(groups)} engine groups ({', '.join(g.name for g in groups)}), "
-                              "but the autoscaler scales one Deployment per variant on a gauge that sizes the variant, "
-                              "not its groups: give an autoscaled variant one engine, or remove autoscaling to run "
-                              "the groups at their counts")
+        if d.autoscaling is None or len(groups := d.groups) < 2:
+            continue
+        most = max(d.autoscaling.max_replicas, d.floor)
+        if not all(counts := split_replicas(d.shares, most)):
+            empty = ", ".join(g.name for g, n in zip(groups, counts, strict=True) if not n)
+            raise ConfigError(f"models.{d.model}.autoscaling.max_replicas",
+                              f"{d.autoscaling.max_replicas}: variant '{d.variant}' has {len(groups)} engine groups, and "
+                              f"{most} replicas split in their configured proportions give none to {empty}, whose "
+                              f"Deployment would never run: raise it to at least "
+                              f"{first_total_for_every_group(d.shares)}, or merge the groups")
+        _one_replica_serves(d)
+
+
+def _one_replica_serves(d: VariantDeployment) -> None:
+    """A variant of prefill and decode groups and no ``both`` one answers only with a replica of
+    each, so at a count of one (its decoder alone) it answers nothing. A plain HPA keeps every
+    group at one at least; KEDA follows the gauge down to one, so under KEDA its floor must be two."""
+    roles = {share.role for share in d.shares}
+    if (d.autoscaling is not None and d.autoscaling.autoscaler == "keda" and EngineRole.BOTH not in roles
+            and {EngineRole.PREFILL, EngineRole.DECODE} <= roles and d.floor < 2):
+        raise ConfigError(f"models.{d.model}.autoscaling.min_replicas",
+                          f"variant '{d.variant}' has prefill and decode groups and no 'both' one: a count of one (a "
+                          f"decode replica alone) answers nothing, and KEDA scales its groups to the gauge's count, "
+                          f"one included: set min_replicas.{d.variant} to 2, add a 'both' group, or use the hpa "
+                          "autoscaler (one replica per group at least)")
 
 
 def _pools_label_variants(parsed: ConfigFile) -> None:
@@ -281,7 +314,7 @@ def _check_group_names(d: VariantDeployment, prefix: str) -> None:
     if len(groups := d.groups) < 2:
         return
     for group in groups:
-        if len(full := f"{d.name}-{group.name}") > MAX_SERVICE_NAME:
+        if len(full := d.group_deployment(group)) > MAX_SERVICE_NAME:
             raise ConfigError(f"{prefix}.engine_groups", f"the group '{group.name}' would be named '{full}', "
                               f"{len(full)} characters: Kubernetes allows {MAX_SERVICE_NAME} (shorten the model's or "
                               "the variant's name)")

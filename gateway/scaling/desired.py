@@ -46,7 +46,9 @@ class TaskSizing:
 @dataclass(frozen=True, slots=True)
 class VariantNeed:
     """One variant's answer: the task types sized onto it (with the share of each), the replicas
-    its demand keeps fully busy, the decode batch that assumes, its floor, and the count."""
+    its demand keeps fully busy, the decode batch that assumes, its floor, and the count; for a
+    variant of several engine groups, (group, replicas) of that count per group
+    (``group_split.with_groups``; empty otherwise)."""
 
     variant: str
     tasks: tuple[tuple[str, float], ...]
@@ -54,6 +56,7 @@ class VariantNeed:
     batch: int
     floor: int
     desired: int
+    groups: tuple[tuple[str, int], ...] = ()
 
 
 def desired_replicas(variants: Sequence[Variant], demand: Mapping[str, TaskDemand],

@@ -1,7 +1,9 @@
 """What scales each autoscaled variant: an HPA on duet_desired_replicas (through prometheus-adapter)
 or a KEDA ScaledObject, one per variant Deployment as the config chooses, each validated (HPAs by
 the Kubernetes schemas, ScaledObjects by deploy/schemas/keda-scaledobject.json), targeting its
-variant's Deployment, never below the parity floor, and nothing of it without autoscaling."""
+variant's Deployment, never below the parity floor, and nothing of it without autoscaling. A
+variant of several engine groups: one per group Deployment on its group's series
+(duet_desired_group_replicas), bounded by the split of the variant's floor and most."""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ import yaml
 
 from gateway.deploy.plan import Target, load_plan
 from gateway.deploy.render import ADAPTER_VALUES, CPU_EXAMPLE, GPU_EXAMPLE, render
+from gateway.domain import EngineRole
 from gateway.errors import ConfigError
+from gateway.scaling import GroupShare, split_replicas
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT / GPU_EXAMPLE
@@ -204,3 +208,95 @@ def test_one_deployment_uses_one_autoscaler_for_every_model(tmp_path):
     assert "'keda', but models.llama-3-70b uses 'hpa'" in info.value.message
     # Chosen for all at render time, they agree.
     assert {d.autoscaling.autoscaler for d in load_plan(path, Target.parse("k8s-gpu"), "keda").variants} == {"keda"}
+
+
+# A variant of three engine groups (standard at the committed W4A16 plan's mix: 2 prefill-only,
+# 1 large-budget and 3 small-budget decoders, through NIXL).
+GROUPS = [
+    {"count": 2, "engine": {"role": "prefill", "kv_connector": "NixlConnector", "max_num_batched_tokens": 16384}},
+    {"count": 1, "engine": {"kv_connector": "NixlConnector", "max_num_batched_tokens": 16384}},
+    {"count": 3, "engine": {"kv_connector": "NixlConnector", "max_num_batched_tokens": 2048}},
+]
+GROUP_NAMES = ("prefill-nixl-c16384", "both-nixl-c16384", "both-nixl-c2048")
+SHARES = (GroupShare(2, EngineRole.PREFILL), GroupShare(1, EngineRole.BOTH), GroupShare(3, EngineRole.BOTH))
+
+
+def with_groups(tmp_path: Path, max_replicas: int = 6) -> Path:
+    def edit(model):
+        standard = model["variants"]["standard"]
+        del standard["replicas"]
+        standard["engine_groups"] = GROUPS
+        model["autoscaling"]["max_replicas"] = max_replicas
+
+    path = edited(tmp_path, edit)
+    raw = yaml.safe_load(path.read_text())
+    raw["routing"]["plugins"].append({"type": "engine-role", "name": "engine-role"})  # P/D replicas need it
+    for profile in raw["routing"]["profiles"].values():
+        profile["filters"].append("engine-role")
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("autoscaler", ["hpa", "keda"])
+def test_each_engine_group_deployment_gets_its_own_autoscaler_on_its_groups_series(tmp_path, autoscaler):
+    files = overlay(with_groups(tmp_path), autoscaler)
+    deployments = {o["metadata"]["name"]: o for o in objects(files, "vllm.yaml") if o["kind"] == "Deployment"}
+    by_target = scalers(files)
+    groups = {f"vllm-llama-3-70b-standard-{g}": g for g in GROUP_NAMES}
+    assert set(by_target) == set(deployments) == {*groups, "vllm-llama-3-70b-fast"}
+    for name, group in groups.items():
+        scaler = by_target[name]
+        assert scaler["metadata"]["labels"]["duet.dev/engine-group"] == group
+        series = {"model": MODEL, "variant": "standard", "group": group}
+        if autoscaler == "hpa":
+            (metric,) = scaler["spec"]["metrics"]
+            assert metric["external"]["metric"] == {"name": "duet_desired_group_replicas",
+                                                    "selector": {"matchLabels": series}}
+            kubernetes_validate.validate(scaler, K8S_VERSION, strict=True)
+        else:
+            (trigger,) = scaler["spec"]["triggers"]
+            assert trigger["metadata"]["query"] == (
+                f'max(duet_desired_group_replicas{{namespace="duet",model="{MODEL}",variant="standard",group="{group}"}})')
+            assert not keda_errors(scaler)
+        assert "replicas" not in deployments[name]["spec"]
+    # the variant of one engine keeps its series
+    fast = by_target["vllm-llama-3-70b-fast"]
+    assert "duet_desired_replicas" in json.dumps(fast) and "duet_desired_group_replicas" not in json.dumps(fast)
+
+
+def bounds(files: dict[str, str], autoscaler: str) -> list[tuple[int, int]]:
+    low, high = ("minReplicas", "maxReplicas") if autoscaler == "hpa" else ("minReplicaCount", "maxReplicaCount")
+    found = scalers(files)
+    return [(found[f"vllm-llama-3-70b-standard-{g}"]["spec"][low], found[f"vllm-llama-3-70b-standard-{g}"]["spec"][high])
+            for g in GROUP_NAMES]
+
+
+def test_each_groups_bounds_are_the_split_of_the_variants_floor_and_most(tmp_path):
+    """Standard's floor is one (parity: the only home of long-context): the split gives it to the
+    largest group that answers alone, the 2,048 one; at its most (max_replicas 12) the groups
+    get twice their counts. KEDA follows the split to zero; a plain HPA keeps each group at one."""
+    files = {a: overlay(with_groups(tmp_path, max_replicas=12), a) for a in ("hpa", "keda")}
+    assert split_replicas(SHARES, 1) == (0, 0, 1) and split_replicas(SHARES, 12) == (4, 2, 6)
+    assert bounds(files["keda"], "keda") == [(0, 4), (0, 2), (1, 6)]
+    assert bounds(files["hpa"], "hpa") == [(1, 4), (1, 2), (1, 6)]
+
+
+def test_the_adapter_serves_the_groups_series_beside_the_variants(tmp_path):
+    values = yaml.safe_load(overlay(with_groups(tmp_path), "hpa")[ADAPTER_VALUES])
+    variants, groups = values["rules"]["external"]
+    assert variants["name"]["as"] == "duet_desired_replicas"
+    assert groups["seriesQuery"] == 'duet_desired_group_replicas{namespace!="",model!="",variant!="",group!=""}'
+    assert groups["name"] == {"matches": "^duet_desired_group_replicas$", "as": "duet_desired_group_replicas"}
+    assert groups["metricsQuery"] == "max by (model, variant, group) (<<.Series>>{<<.LabelMatchers>>})"
+    assert groups["resources"] == variants["resources"]
+
+
+def test_a_group_the_split_never_reaches_is_refused_naming_the_fewest_replicas_that_reach_it(tmp_path):
+    """At max_replicas 2 the split gives the large-budget decoders none: a Deployment that would
+    never run (and that a plain HPA would hold at one whatever the gauge said)."""
+    assert split_replicas(SHARES, 2) == (1, 0, 1) and split_replicas(SHARES, 3) == (1, 1, 1)
+    with pytest.raises(ConfigError) as info:
+        load_plan(with_groups(tmp_path, max_replicas=2), Target.parse("k8s-gpu"))
+    assert info.value.path == "models.llama-3-70b.autoscaling.max_replicas"
+    assert "give none to both-nixl-c16384" in info.value.message and "at least 3" in info.value.message
+    assert load_plan(with_groups(tmp_path, max_replicas=3), Target.parse("k8s-gpu")).variants

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,6 @@ from gateway.deploy.render import GPU_EXAMPLE, render
 from gateway.discovery.api import ApiSettings, KubernetesApi
 from gateway.discovery.kubernetes import KubernetesSource
 from gateway.domain import EngineConfig, EngineRole
-from gateway.errors import ConfigError
 from gateway.fleet.capacity.fleet_config import with_counts
 from gateway.fleet.commands.plan import planned_fleet
 from gateway.fleet.world.replica_sets import REPLICA_SETS
@@ -215,12 +215,35 @@ def test_listed_replicas_of_several_engines_render_as_groups(tmp_path: Path) -> 
                                          {"count": 1, "engine": {"role": "decode", "kv_connector": NIXL}}]
 
 
-def test_an_autoscaled_variant_of_several_groups_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError) as refused:
-        render(grouped(tmp_path, autoscaled=True), "k8s-gpu")
-    assert refused.value.path == "models.llama-3-70b.autoscaling"
-    assert "3 engine groups" in str(refused.value) and "sizes the variant, not its groups" in str(refused.value)
-    services = yaml.safe_load(render(grouped(tmp_path, autoscaled=True), "compose-gpu")["compose.yaml"])["services"]
+def test_an_autoscaled_variant_of_several_groups_renders_each_group_for_its_autoscaler(tmp_path: Path) -> None:
+    """Formerly refused: now each group's Deployment leaves its count to its autoscaler (no
+    spec.replicas), the overlay builds and passes the schemas, the deployed config keeps the
+    groups' counts (the gauge splits by them), and compose, which has no autoscaler, still runs
+    every replica."""
+    path = grouped(tmp_path, autoscaled=True)
+    files = render(path, "k8s-gpu")
+    deployments = objects(files, "Deployment")
+    assert set(NAMES) < set(deployments)
+    assert all("replicas" not in d["spec"] for d in deployments.values())
+    deployed = yaml.safe_load(files["overlays/gpu/duet.yaml"])["models"]["llama-3-70b"]
+    assert [g["count"] for g in deployed["variants"]["standard"]["engine_groups"]] == list(NAMES.values())
+    gauge_groups = parse_config(files["overlays/gpu/duet.yaml"]).models["llama-3-70b"].engine_groups["standard"]
+    assert [(name, share.count) for name, share in gauge_groups] == [
+        (name.removeprefix("vllm-llama-3-70b-standard-"), count) for name, count in NAMES.items()]
+    out = tmp_path / "out"
+    for name, text in files.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text)
+    built = subprocess.run([require("kubectl"), "kustomize", str(out / "overlays" / "gpu")], capture_output=True,
+                           text=True, check=True)
+    scaled: Counter[str] = Counter()
+    for obj in yaml.safe_load_all(built.stdout):
+        if obj and obj["kind"] not in {"ServiceMonitor", "PrometheusRule"}:
+            kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+            if obj["kind"] == "HorizontalPodAutoscaler":
+                scaled[obj["spec"]["scaleTargetRef"]["name"]] += 1
+    assert scaled == Counter([*NAMES, "vllm-llama-3-70b-fast", "duet-gateway"])  # one each, the gateway's from base
+    services = yaml.safe_load(render(path, "compose-gpu")["compose.yaml"])["services"]
     assert sum(name.startswith("vllm-llama-3-70b-standard-") for name in services) == 6  # compose has no autoscaler
 
 

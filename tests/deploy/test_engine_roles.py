@@ -80,12 +80,37 @@ def test_kubernetes_renders_the_variants_engine(tmp_path: Path) -> None:
     assert json.loads(flag_value(standard, "--kv-transfer-config") or "") == {"kv_connector": NIXL, "kv_role": "kv_both"}
 
 
-def test_kubernetes_refuses_replicas_of_one_autoscaled_variant_with_different_engines(tmp_path: Path) -> None:
-    """The gauge sizes a variant, not its engine groups (test_engine_groups.py renders them fixed)."""
+def test_replicas_of_one_autoscaled_variant_with_different_engines_get_an_autoscaler_per_group(tmp_path: Path) -> None:
+    """One prefill and one decode replica: two group Deployments, each on its group's series,
+    each between the split of the variant's floor (one: the decoder) and of max_replicas (six:
+    three and three); a plain HPA keeps the prefill group at one (test_autoscaling.py has more)."""
+    files = render(config_with(tmp_path, p_d), "k8s-gpu")
+    hpas = {doc["spec"]["scaleTargetRef"]["name"]: doc for doc in yaml.safe_load_all(files["overlays/gpu/autoscaling.yaml"])
+            if doc and doc["kind"] == "HorizontalPodAutoscaler"}
+    groups = {"vllm-llama-3-70b-standard-prefill-nixl-c16384": "prefill-nixl-c16384",
+              "vllm-llama-3-70b-standard-decode-nixl-c512-s256": "decode-nixl-c512-s256"}
+    assert set(hpas) == {*groups, "vllm-llama-3-70b-fast"}
+    for name, group in groups.items():
+        (metric,) = hpas[name]["spec"]["metrics"]
+        assert metric["external"]["metric"]["name"] == "duet_desired_group_replicas"
+        assert metric["external"]["metric"]["selector"]["matchLabels"]["group"] == group
+        assert (hpas[name]["spec"]["minReplicas"], hpas[name]["spec"]["maxReplicas"]) == (1, 3)
+
+
+def test_under_keda_a_variant_of_prefill_and_decode_only_needs_a_floor_of_two(tmp_path: Path) -> None:
+    """KEDA would take it to one replica, its decoder alone, which answers nothing."""
     with pytest.raises(ConfigError) as info:
-        render(config_with(tmp_path, p_d), "k8s-gpu")
-    assert info.value.path == "models.llama-3-70b.autoscaling"
-    assert "variant 'standard' has 2 engine groups" in str(info.value) and "not its groups" in str(info.value)
+        render(config_with(tmp_path, p_d), "k8s-gpu", autoscaler="keda")
+    assert info.value.path == "models.llama-3-70b.autoscaling.min_replicas"
+    assert "no 'both' one" in str(info.value)
+    path = config_with(tmp_path, p_d)
+    raw = yaml.safe_load(path.read_text())
+    raw["models"]["llama-3-70b"]["autoscaling"]["min_replicas"] = {"standard": 2}
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    scaled = {doc["spec"]["scaleTargetRef"]["name"]: doc["spec"]["minReplicaCount"] for doc in yaml.safe_load_all(
+        render(path, "k8s-gpu", autoscaler="keda")["overlays/gpu/autoscaling.yaml"]) if doc}
+    assert [scaled[f"vllm-llama-3-70b-standard-{group}"] for group in ("prefill-nixl-c16384", "decode-nixl-c512-s256")] == [
+        1, 1]
 
 
 def test_a_replica_engine_replaces_the_profiles_flags_in_place_and_adds_the_rest() -> None:

@@ -30,7 +30,7 @@ from gateway.fleet.capacity.day import DAY_S, DiurnalCurve, Period, day_arrivals
 from gateway.fleet.capacity.headroom import sizing_of, traffic_demand
 from gateway.fleet.capacity.layout import Layout, laid_out
 from gateway.fleet.replay.autoscale import STARTUP_S, AutoscaledRun, run_autoscaled
-from gateway.fleet.replay.engine_mix import WantedEngines
+from gateway.fleet.replay.engine_mix import WantedEngines, by_groups, groups_of
 from gateway.fleet.replay.fleet import FleetTimeline
 from gateway.fleet.replay.policy_names import parse_policy_name
 from gateway.fleet.replay.report import summarize
@@ -101,12 +101,16 @@ class DaySpec:
         return self.policy + ("" if self.layout is None else self.layout.suffix(counts))
 
     def wanted_engines(self, disaggregated: bool) -> WantedEngines | None:
-        """The engines the autoscaler keeps a variant's replicas at, per count: the plan's roles
-        (None: no roles, every replica on the launch profile's engine)."""
+        """The engines the autoscaler keeps a variant's replicas at, per count: the engine groups
+        the plan's roles lay over its peak fleet (what ``duet plan --write-config`` writes and
+        ``duet deploy render`` starts, one Deployment each), split over each count as the
+        deployed gauge splits them (``engine_mix.by_groups``). None: no roles, every replica on
+        the launch profile's engine."""
         mix = None if self.layout is None else self.layout.roles
         if mix is None:
             return None
-        return lambda variant, count: mix.engines(variant, count, disaggregated)
+        return by_groups({variant: groups_of(mix.engines(variant, count, disaggregated))
+                          for variant, count in self.peak_fleet.items()})
 
     @property
     def day(self) -> tuple[Period, ...]:
@@ -155,7 +159,7 @@ def seed_day(spec: DaySpec, index: int) -> SeedDay:
 
 def replay_autoscaled(spec: DaySpec, day: SeedDay) -> tuple[list[RequestResult], FleetTimeline]:
     """The day's requests through the fleet the gauge and an HPA scale. It starts as the first
-    period's plan (the config's replicas, with their engines), its roles laid over those counts."""
+    period's plan, its replicas on the engines the plan's groups split into at those counts."""
     start = Cluster(spec.replicas, dict(day.plan[0]))
     policy = spec.policy_for(day.plan[0])
     run = AutoscaledRun(spec.autoscaling, None, spec.startup_s, spec.day_s,

@@ -91,7 +91,7 @@ def diagnose(spec: DaySpec, index: int) -> list[str]:
     results, timeline = replay_autoscaled(spec, day)
     parity = day.cluster.parity
     paid = paid_hours(timeline)
-    deploy = "one Deployment per variant" if spec.deployment_per_variant else "one Deployment per role group"
+    deploy = "one Deployment per variant" if spec.deployment_per_variant else "one Deployment per engine group"
     lines = [f"{spec.replica_set}, seed {day.seed} ({spec.window}), {deploy}: "
              f"{summarize(results, spec.day_s, parity)['good_fraction']:.2%} good, "
              f"${timeline.summary(spec.replicas)['fleet_usd']:,.0f}",

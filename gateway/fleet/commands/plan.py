@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
                            for variant, groups in planned.groups.items() if len(groups) > 1)
         print(f"{args.to}: engine groups ({results['plans'][args.policy]['roles']}) {groups or 'none: one engine each'}"
               + ("" if planned.disaggregation is None else f", split by rule {planned.disaggregation}")
-              + "; each group renders as a Deployment of its own (a variant of several groups cannot autoscale)")
+              + "; each group renders as a Deployment of its own, autoscaled (if the model autoscales) on "
+                "duet_desired_group_replicas: the variant's count split in these proportions")
     return 0
 
 

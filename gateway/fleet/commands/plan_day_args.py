@@ -45,8 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--diagnose", type=int, metavar="INDEX", help="replay only the autoscaled day of seed "
                         "--seed + INDEX and print where it lost requests and money, hour by hour (no results file)")
     parser.add_argument("--deployment-per-variant", action="store_true",
-                        help="each variant one Deployment, as duet deploy render writes today: shrinks blind to "
-                             "engine roles (default: one Deployment per role group, each at its share)")
+                        help="each variant one Deployment: shrinks blind to engine roles (default: one "
+                             "Deployment per engine group on its share of the count, as duet deploy render writes)")
 
 
 def _fractions(text: str) -> list[float]:

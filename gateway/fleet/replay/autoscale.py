@@ -23,9 +23,10 @@ Kubernetes HPA per variant Deployment acting on it.
   here: a replica still loading goes first (it leaves at once, with nothing to drain), then the
   ready replica that became ready last; among equals the one asked for last. With engine roles
   the replicas kept carry the mix wanted at the new count as nearly as they can: replicas of a
-  surplus engine go first, in that order among them (``shrink``; ``engine_mix`` says how a
-  deploy side would hold per-role counts: one Deployment per role group; with
-  ``deployment_per_variant`` shrinks stay blind to roles, as one Deployment per variant). A withdrawn
+  surplus engine go first, in that order among them (``shrink``; ``engine_mix``: the mix is the
+  deployed split of the variant's engine groups, which one Deployment per group, each on its own
+  autoscaler, holds; with ``deployment_per_variant`` shrinks stay blind to roles, as one
+  Deployment per variant would be). A withdrawn
   replica takes no new request at once and leaves when its running and queued requests have
   ended (the pod's grace period is assumed to cover the drain). Requests waiting in the
   gateway's waiting room stay in line and are planned again on the replicas left at their next
@@ -192,10 +193,12 @@ def shrink(lives: Sequence[ReplicaLife], joined: set[str], target: int,
     return order[:len(lives) - target]
 
 
-def autoscaled_config(config: DuetConfig, autoscaling: Autoscaling,
-                      initial_counts: Mapping[str, int] | None = None) -> DuetConfig:
+def autoscaled_config(config: DuetConfig, autoscaling: Autoscaling, initial_counts: Mapping[str, int] | None = None,
+                      engines: WantedEngines | None = None) -> DuetConfig:
     """``config`` with ``autoscaling`` on its model, and ``initial_counts`` replicas per variant
-    (named as the config names them) instead of its own when given."""
+    (named as the config names them) instead of its own when given; with ``engines``, each
+    variant's replicas on the engines wanted at their count (as the groups' autoscalers would
+    hold them), in order."""
     (model,) = config.models.values()
     replicas = model.replicas
     if initial_counts is not None:
@@ -204,8 +207,16 @@ def autoscaled_config(config: DuetConfig, autoscaling: Autoscaling,
             raise ValueError(f"initial_counts: unknown variant(s) {', '.join(unknown)} (known: {', '.join(model.variants)})")
         replicas = tuple(Replica(f"{model.name}/{v}/{i}", model.name, v, f"http://replay.invalid/{v}/{i}")
                          for v in model.variants for i in range(initial_counts.get(v, 0)))
+    if engines is not None:
+        replicas = _engined(replicas, engines)
     scaled: ModelSpec = dataclasses.replace(model, replicas=replicas, autoscaling=autoscaling)
     return dataclasses.replace(config, models={model.name: scaled})
+
+
+def _engined(replicas: Sequence[Replica], engines: WantedEngines) -> tuple[Replica, ...]:
+    """``replicas`` with each variant's on ``engines`` at its count, in the replicas' order."""
+    wanted = {v: list(engines(v, sum(r.variant == v for r in replicas))) for v in {r.variant for r in replicas}}
+    return tuple(dataclasses.replace(r, engine=wanted[r.variant].pop(0)) for r in replicas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,13 +231,15 @@ class AutoscaledRun:
     initial_counts: Mapping[str, int] | None = None
     startup_s: float = STARTUP_S
     until_s: float | None = None
-    # The engines a variant's replicas should carry at a count (``capacity.roles.RoleMix.engines``):
-    # an added replica starts with one the mix lacks, a shrink removes surplus engines first
-    # (``engine_mix``). None: every replica on the launch profile's engine, removed in Kubernetes' order.
+    # The engines a variant's replicas should carry at a count (``engine_mix.by_groups``: the
+    # deployed split of its engine groups): the run starts on them, an added replica starts with
+    # one the mix lacks, a shrink removes surplus engines first (``engine_mix``). None: every
+    # replica on the config's engine, removed in Kubernetes' order.
     engines: WantedEngines | None = None
-    # True: each variant is one Deployment (what ``duet deploy render`` writes today), so a shrink
-    # removes in Kubernetes' order, blind to ``engines``, which then hold only on the way up; kept
-    # to measure what per-role Deployments buy. False: one Deployment per role group (``engine_mix``).
+    # True: each variant is one Deployment, so a shrink removes in Kubernetes' order, blind to
+    # ``engines``, which then hold only on the way up; kept to measure what per-group Deployments
+    # buy. False: one Deployment per engine group, each on its autoscaler (what ``duet deploy
+    # render`` writes).
     deployment_per_variant: bool = False
 
 
@@ -236,7 +249,7 @@ def run_autoscaled(config: DuetConfig, profiles: Mapping[str, Profile], arrivals
     by the gauge and an HPA; ``settings`` as ``Replay`` takes them (its ``scrape_interval_s``
     is how often the gateway reads its replicas' metrics; the gauge's own interval is
     ``autoscaling.scrape_interval_s``)."""
-    scaled = autoscaled_config(config, run.autoscaling, run.initial_counts)
+    scaled = autoscaled_config(config, run.autoscaling, run.initial_counts, run.engines)
     fleet = AutoscaledFleet(scaled, run.startup_s, engines=run.engines,
                             deployment_per_variant=run.deployment_per_variant)
     replay = Replay(scaled, profiles, settings, fleet=fleet)

@@ -1,36 +1,63 @@
 """Which engines a variant's replicas carry as an autoscaler grows and shrinks it (issue #37).
 
-A plan's engine roles (``gateway.fleet.capacity.roles.RoleMix``) say which engines a variant's
-``n`` replicas should carry: a multiset that changes with ``n`` (the prefill-only and large-budget
-replicas are a share of the count). A replica keeps the engine it started with, so the mix is
-held by choosing which engine an added replica starts with (``added_engine``) and which replicas
-a shrink removes (``removal_by_mix``). Without a mix both are the launch profile's: one engine,
-removed in Kubernetes' order.
+A variant's engine groups (``duet plan --roles`` lays them over its fleet: large-budget,
+small-budget and prefill-only replicas, ``gateway.fleet.capacity.roles``) say which engines its
+replicas carry at the count they were planned for. At any other count the replicas split over
+the same groups as the deployed gauge splits them, ``gateway.scaling.group_split`` (one
+function: Sainte-Laguë proportions, the first replica to a group that answers alone):
+``by_groups`` makes that the mix wanted at each count. A replica keeps the engine it started
+with, so the mix is held by choosing which engine an added replica starts with
+(``added_engine``) and which replicas a shrink removes (``removal_by_mix``). Since the split
+never takes a replica from a group as the count grows, the replicas a run holds after growing
+or shrinking to ``n`` are exactly the split at ``n``, as each group's own autoscaler would hold
+them. Without groups, every replica runs the launch profile's engine, removed in Kubernetes' order.
 
 On Kubernetes a Deployment's pods share one pod template, so replicas on different engines
-(different vLLM flags) are different Deployments: per-role counts are held by one Deployment per
-role group (e.g. prefill-only, large-budget, small-budget), each scaled to its share of the
-variant's count. Removing "a surplus prefill replica" is scaling the prefill Deployment down by
-one, and within it the ReplicaSet ranks the pods itself (``autoscale.removal_order``), as here.
-(The ``controller.kubernetes.io/pod-deletion-cost`` annotation, beta since Kubernetes 1.22, only
-hints which of one Deployment's pods go first; those pods are identical, so it cannot hold a mix.)
-``duet deploy render`` writes those Deployments for a variant's ``engine_groups`` at fixed
-counts, but refuses them on an autoscaled variant (the gauge sizes a variant, not its groups:
-``gateway/deploy/plan.py``), so for an autoscaled fleet this is the replay's model of a deploy
-side still to be built; ``AutoscaledRun.deployment_per_variant`` replays what one Deployment per
-variant would do.
+(different vLLM flags) are different Deployments: ``duet deploy render`` writes one per engine
+group, each with its own autoscaler on the gauge's per-group series
+(``duet_desired_group_replicas``, the split of the variant's count). Removing "a surplus
+prefill replica" is scaling the prefill Deployment down by one, and within it the ReplicaSet
+ranks the pods itself (``autoscale.removal_order``), as here. (The
+``controller.kubernetes.io/pod-deletion-cost`` annotation, beta since Kubernetes 1.22, only
+hints which of one Deployment's pods go first; those pods are identical, so it cannot hold a
+mix.) ``AutoscaledRun.deployment_per_variant`` replays what one Deployment per variant would do.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
+from gateway.autoscaling import GroupShare, split_replicas
 from gateway.flow import EngineConfig
 
 # A variant's name and a replica count -> the engines that many replicas should carry (a multiset;
-# its order does not matter): e.g. ``lambda v, n: mix.engines(v, n, disaggregated)``.
+# its order does not matter): ``by_groups``.
 WantedEngines = Callable[[str, int], Sequence[EngineConfig]]
+# A variant's engine groups: (engine, replicas at the planned count), in the order the config writes them.
+EngineGroups = Sequence[tuple[EngineConfig, int]]
+
+
+def groups_of(engines: Sequence[EngineConfig]) -> list[tuple[EngineConfig, int]]:
+    """Replicas' ``engines`` as engine groups: each engine with its count, in order of first
+    appearance (as ``fleet_config.role_groups`` writes them into a config)."""
+    counts: dict[EngineConfig, int] = {}
+    for engine in engines:
+        counts[engine] = counts.get(engine, 0) + 1
+    return list(counts.items())
+
+
+def by_groups(groups: Mapping[str, EngineGroups]) -> WantedEngines:
+    """The engines a variant's ``n`` replicas should carry: its ``groups`` split over ``n`` by
+    ``split_replicas``, each group's engine that many times, in the groups' order; a variant with
+    no groups, the launch profile's engine (``EngineConfig()``) ``n`` times."""
+    def wanted(variant: str, replicas: int) -> list[EngineConfig]:
+        mine = groups.get(variant) or ()
+        if not mine:
+            return [EngineConfig()] * replicas
+        counts = split_replicas([GroupShare(count, engine.role) for engine, count in mine], replicas)
+        return [engine for (engine, _), n in zip(mine, counts, strict=True) for _ in range(n)]
+    return wanted
 
 
 def added_engine(wanted: Sequence[EngineConfig], running: Sequence[EngineConfig]) -> EngineConfig:

@@ -1,7 +1,8 @@
 """The desired-replicas gauges: computed at the scrape from the demand store on an injected
 clock, they follow a rate step within one scrape interval and a lull only after the rate
 window, never go under the parity floor, follow the active config, keep the last demand while
-the shared store is away, and do not exist for a config without autoscaling."""
+the shared store is away, and do not exist for a config without autoscaling; a variant of
+several engine groups gets its count split over them in a series per group."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import yaml
 from gateway.autoscaling.gauge import FleetSignal, model_need, sizing_for
 from gateway.config import parse_config
 from gateway.config.types import DuetConfig
-from gateway.scaling import TaskDemand
+from gateway.scaling import TaskDemand, split_replicas
 from gateway.state.demand import InMemoryDemand
 from gateway.state.lengths import NO_ESTIMATES, LengthEstimates
 from gateway.state.redis.link import StoreUnavailable
@@ -161,3 +162,75 @@ def test_while_the_shared_store_is_away_the_last_demand_is_kept_and_said_stale()
     assert first.fresh and not second.fresh
     assert second.variants["standard"].desired == first.variants["standard"].desired == steady_desired(0.5)
     assert second.to_json()["demand"]["chat"]["sized"]["rate_per_s"] == 0.5
+
+
+def grouped(autoscaling: dict[str, Any]) -> DuetConfig:
+    """The demo with its standard variant as engine groups (one prefill-only replica, two both
+    at a 1,024-token chunk budget, through NIXL), found group by group as the Kubernetes render
+    writes it, and the engine-role filter P/D replicas need."""
+    raw = copy.deepcopy(DEMO)
+    model = raw["models"]["smollm2"]
+    model["autoscaling"] = autoscaling
+    standard = model["variants"]["standard"]
+    del standard["replicas"]
+    standard["engine_groups"] = [{"count": 1, "engine": {"role": "prefill", "kv_connector": "NixlConnector"}},
+                                 {"count": 2, "engine": {"kv_connector": "NixlConnector", "max_num_batched_tokens": 1024}}]
+    standard["discovery"] = {"kubernetes": {"label_selector": "duet.dev/model=smollm2,duet.dev/variant=standard"}}
+    raw["routing"]["plugins"].append({"type": "engine-role", "name": "engine-role"})
+    for profile in raw["routing"]["profiles"].values():
+        profile["filters"].append("engine-role")
+    return parse_config(yaml.safe_dump(raw))
+
+
+GROUPED = grouped({"scrape_interval_s": 15, "rate_window_s": 120})
+GROUPS = ("prefill-nixl", "both-nixl-c1024")
+
+
+def group_series(rig: Rig) -> dict[tuple[str, str], float]:
+    """duet_desired_group_replicas as the last scrape rendered it: (variant, group) -> value."""
+    found = {}
+    for labels, value in re.findall(r'^duet_desired_group_replicas\{(.*)\} (\S+)$', rig.telemetry.render().decode(), re.M):
+        label = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        assert set(label) == {"model", "variant", "group"} and label["model"] == "smollm2"
+        found[(label["variant"], label["group"])] = float(value)
+    return found
+
+
+def test_a_variant_of_engine_groups_gets_its_count_split_over_them_in_a_series_of_their_own() -> None:
+    rig = Rig(GROUPED)
+    shares = [share for _, share in GROUPED.models["smollm2"].engine_groups["standard"]]
+    seen = set()
+    for rate in (0.0, 0.3, 0.6, 1.2):
+        if rate:
+            rig.traffic("chat", rate, 120.0)
+        desired = rig.scrape()[("duet_desired_replicas", "standard")]
+        groups = group_series(rig)
+        assert set(groups) == {("standard", group) for group in GROUPS}  # fast runs one engine: none
+        counts = tuple(groups[("standard", group)] for group in GROUPS)
+        assert counts == split_replicas(shares, int(desired)) and sum(counts) == desired
+        seen.add(counts)
+    assert (0, 1) in seen and len(seen) >= 3  # the floor's one replica decodes; the rest split as configured
+    # the variants' metric keeps one label set: no group label on it
+    assert "group=" not in "".join(line for line in rig.telemetry.render().decode().splitlines()
+                                   if line.startswith("duet_desired_replicas{"))
+
+
+def test_every_gateway_sharing_the_demand_reports_the_same_group_counts() -> None:
+    one, two = Rig(GROUPED), Rig(GROUPED)
+    two.demand = one.demand
+    two.fleet = FleetSignal(lambda: GROUPED, one.demand, lambda: NO_ESTIMATES)
+    two.telemetry = Telemetry()
+    two.telemetry.watch_fleet(two.fleet.variant_needs)
+    one.traffic("chat", 0.8, 120.0)
+    two.clock.at = one.clock.at
+    one.scrape(), two.scrape()
+    assert group_series(one) == group_series(two) and sum(group_series(one).values()) > 1
+
+
+def test_the_admin_view_says_each_groups_count() -> None:
+    fleet = FleetSignal(lambda: GROUPED, Flaky({"chat": TaskDemand(0.8, 200.0)}), lambda: NO_ESTIMATES)
+    need = asyncio.run(fleet.refresh())["smollm2"]
+    (standard,) = [v for v in need.to_json()["variants"] if v["variant"] == "standard"]
+    assert sum(standard["groups"].values()) == standard["desired"] > 1
+    assert list(standard["groups"]) == list(GROUPS)
+    assert "groups" not in next(v for v in need.to_json()["variants"] if v["variant"] == "fast")

@@ -68,7 +68,7 @@ def test_a_diagnosis_replays_one_seeds_autoscaled_day_as_the_day_would(per_varia
                    capacity={"fast": CapacityCurve(2.0, 0.0), "standard": CapacityCurve(3.0, 0.0)},
                    warm_tasks=frozenset({"chat", "coding"}), deployment_per_variant=per_variant)
     lines = diagnose(spec, 0)
-    deploy = "one Deployment per variant" if per_variant else "one Deployment per role group"
+    deploy = "one Deployment per variant" if per_variant else "one Deployment per engine group"
     assert lines[0].startswith(f"h100-70b-w4a16, seed 0 (heldout), {deploy}: ")
     assert lines[1].startswith("good by hour: 00h ") and lines[2].startswith("not good: ")
     assert lines[3].startswith("replica-hours: ")

@@ -10,7 +10,7 @@ from types import MappingProxyType
 
 import pytest
 
-from gateway.autoscaling import Autoscaling, TaskDemand, model_need
+from gateway.autoscaling import Autoscaling, GroupShare, TaskDemand, model_need, split_replicas
 from gateway.fleet.capacity.roles import PD_SPLIT
 from gateway.fleet.replay.autoscale import (
     AutoscaledFleet,
@@ -21,12 +21,12 @@ from gateway.fleet.replay.autoscale import (
     run_autoscaled,
     shrink,
 )
-from gateway.fleet.replay.engine_mix import added_engine
+from gateway.fleet.replay.engine_mix import added_engine, by_groups, groups_of
 from gateway.fleet.replay.fleet import FleetTimeline, ReplicaLife
 from gateway.fleet.replay.setup import parse_cluster, policy_config
 from gateway.fleet.replay.simulation import Replay, ReplaySettings
 from gateway.fleet.workload.traces import Arrival
-from gateway.flow import DuetConfig, EngineConfig, Replica
+from gateway.flow import DuetConfig, EngineConfig, EngineRole, Replica
 from gateway.scaling import DemandMeter
 
 STARTUP_S = 90.0
@@ -424,3 +424,50 @@ def test_with_one_deployment_per_variant_a_shrink_is_blind_to_the_roles():
             joined = {life.replica.id for life in before if life.ready_s <= at}
             ranked = removal_order(before, joined)[:len(removed)]
             assert {life.replica.id for life in removed} == {life.replica.id for life in ranked}
+
+
+def test_a_variant_of_engine_groups_holds_their_deployed_split_at_every_moment_of_a_run():
+    """The plan's groups at its count (standard: 2 prefill-only, 1 large-budget and 3 small-budget
+    decoders; fast: 8,192 and 2,048), split as the gauge's per-group series splits them: from the
+    start (two replicas each, re-engined to the split at two) through the step's rise and fall,
+    each variant's replicas asked for and not removed are exactly the split at their count, what
+    one autoscaler per group Deployment would hold."""
+    cluster = parse_cluster("h100-70b-w4a16:standard=2,fast=2")
+    groups = {"standard": groups_of(PD_SPLIT.engines("standard", 6, True)),
+              "fast": groups_of(PD_SPLIT.engines("fast", 2, True))}
+    wanted = by_groups(groups)
+    _, timeline = run_autoscaled(policy_config(cluster, "duet"), cluster.profiles(), step_arrivals(),
+                                 AutoscaledRun(AUTOSCALING, {"standard": 2, "fast": 2}, startup_s=STARTUP_S, engines=wanted))
+    moments = sorted({0.0, *(life.asked_s for life in timeline.lives),
+                      *(life.removed_s for life in timeline.lives if life.removed_s is not None)})
+    counts = set()
+    for at in moments:
+        for variant in ("standard", "fast"):
+            held = [life.replica.engine for life in timeline.lives if life.variant == variant and life.asked_s <= at
+                    and (life.removed_s is None or life.removed_s > at)]
+            assert Counter(held) == Counter(wanted(variant, len(held))), (at, variant)
+            counts.add((variant, len(held)))
+    # standard only keeps its floor at this traffic (one: the largest group that answers alone, the
+    # 2,048 one), fast grows and shrinks through the split
+    assert {n for variant, n in counts if variant == "standard"} == {1, 2}
+    assert {n for variant, n in counts if variant == "fast"} >= {1, 2, 3, 4}
+
+
+def test_one_hpa_per_group_on_the_groups_series_sets_the_split_of_what_the_variants_hpa_sets():
+    """The replay scales a variant with one HPA and splits its count; the cluster runs an HPA per
+    group Deployment on the group's series (the split of the gauge). Both windows take a max or
+    a min of readings, and the split never lowers a group as the count grows, so the two agree
+    at every reading (the HPA's 10% tolerance and its floor of one aside)."""
+    shares = [GroupShare(2, EngineRole.PREFILL), GroupShare(1, EngineRole.BOTH), GroupShare(3, EngineRole.BOTH)]
+    draw = random.Random(7)
+    for _ in range(50):
+        up_s, down_s = draw.choice((0.0, 60.0, 300.0)), draw.choice((0.0, 120.0, 300.0))
+        variant = Hpa(down_s, deque([(0.0, 6)]), up_s)
+        groups = [Hpa(down_s, deque([(0.0, n)]), up_s) for n in split_replicas(shares, 6)]
+        current, per_group = 6, list(split_replicas(shares, 6))
+        for tick in range(1, 80):
+            gauge = draw.randint(1, 16)
+            current = variant.scale(gauge, current, 15.0 * tick)
+            per_group = [hpa.scale(n, held, 15.0 * tick)
+                         for hpa, n, held in zip(groups, split_replicas(shares, gauge), per_group, strict=True)]
+            assert tuple(per_group) == split_replicas(shares, current), (tick, gauge)

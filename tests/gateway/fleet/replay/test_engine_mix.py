@@ -1,14 +1,18 @@
 """A variant's engines as it grows and shrinks: the engine an added replica takes, and which
-replicas a shrink removes so that those left carry the mix wanted at the new count."""
+replicas a shrink removes so that those left carry the mix wanted at the new count; with the
+mix wanted as the deployed gauge splits a variant's engine groups (``by_groups``), the replicas
+a run holds at any count are exactly that split, however it got there."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import pytest
 
+from gateway.autoscaling import GroupShare, split_replicas
 from gateway.fleet.capacity.roles import PD_SPLIT, SPLIT
-from gateway.fleet.replay.engine_mix import added_engine, removal_by_mix
+from gateway.fleet.replay.engine_mix import added_engine, by_groups, groups_of, removal_by_mix
 from gateway.flow import EngineConfig, EngineRole
 
 P16 = EngineConfig(EngineRole.PREFILL, 16384, kv_connector="NixlConnector")
@@ -61,3 +65,52 @@ def test_a_surplus_engine_whose_role_is_wanted_stays_before_one_whose_role_is_no
 def test_without_surplus_the_order_is_kubernetes_own() -> None:
     assert removal_by_mix([B2, B2, B2], [B2, B2]) == [0, 1, 2]
     assert removal_by_mix([B, P16, B16], []) == [0, 1, 2]  # scaled to zero
+
+
+def test_groups_are_counted_in_the_order_their_engines_first_appear() -> None:
+    assert groups_of(PD_SPLIT.engines("standard", 6, disaggregated=True)) == [(P16, 2), (B16, 1), (B2, 3)]
+    assert groups_of([]) == []
+
+
+def test_the_mix_wanted_is_the_deployed_split_of_the_groups() -> None:
+    wanted = by_groups({"standard": [(P16, 2), (B16, 1), (B2, 3)]})
+    assert Counter(wanted("standard", 4)) == Counter({P16: 1, B16: 1, B2: 2})  # split_replicas: (1, 1, 2)
+    assert wanted("standard", 1) == [B2]  # the largest group that answers alone, never the prefill one
+    assert wanted("standard", 0) == []
+    assert wanted("fast", 3) == [EngineConfig()] * 3  # no groups: the launch profile's engine
+
+
+# Engines for the mixes below: prefill-only, decode-only and both at two budgets.
+D16 = EngineConfig(EngineRole.DECODE, 16384, kv_connector="NixlConnector")
+ENGINES = (P16, B16, B2, D16)
+
+
+def random_mix(draw: random.Random) -> list[tuple[EngineConfig, int]]:
+    """One to four groups of distinct engines, one to five replicas each, at least one decoding."""
+    while True:
+        engines = draw.sample(ENGINES, draw.randint(1, len(ENGINES)))
+        if any(engine.decodes for engine in engines):
+            return [(engine, draw.randint(1, 5)) for engine in engines]
+
+
+def test_growing_and_shrinking_by_the_replays_rules_always_lands_on_the_split() -> None:
+    """The replay adds one replica at a time (``added_engine``) and shrinks straight to the
+    target (``removal_by_mix``, the first ``len - target`` removed); over 200 mixes and random
+    walks of the count, what it holds after each step is what each group's autoscaler holds:
+    ``split_replicas`` of the groups at that count."""
+    draw = random.Random(37)
+    for _ in range(200):
+        groups = random_mix(draw)
+        wanted = by_groups({"v": groups})
+        shares = [GroupShare(count, engine.role) for engine, count in groups]
+        running = wanted("v", sum(count for _, count in groups))  # the fleet as configured
+        for _ in range(30):
+            target = draw.randint(0, 3 * sum(count for _, count in groups))
+            while len(running) < target:
+                running.append(added_engine(wanted("v", len(running) + 1), running))
+            if len(running) > target:
+                shuffled = draw.sample(running, len(running))  # any Kubernetes order among the replicas
+                order = removal_by_mix(shuffled, wanted("v", target))
+                running = [shuffled[i] for i in order[len(running) - target:]]
+            held = Counter(running)
+            assert tuple(held[engine] for engine, _ in groups) == split_replicas(shares, target), (groups, target)
