@@ -9,10 +9,23 @@ fleet, duet plan): the keeper and its store, and the arithmetic they size with."
 
 from gateway.autoscaling.demand_keeper import DemandKeeper
 from gateway.autoscaling.gauge import FleetSignal, ModelNeed, model_need, sizing_for
-from gateway.scaling import Autoscaling, CapacityCurve, TaskDemand, TaskSizing, VariantNeed, desired_replicas, peak
+from gateway.scaling import (
+    Autoscaling,
+    CapacityCurve,
+    DemandMeter,
+    FloorSchedule,
+    ScheduleStep,
+    TaskDemand,
+    TaskSizing,
+    VariantNeed,
+    desired_replicas,
+    peak,
+    schedule_from_counts,
+)
 from gateway.state.demand import InMemoryDemand
 
 __all__ = [
-    "Autoscaling", "CapacityCurve", "DemandKeeper", "FleetSignal", "InMemoryDemand", "ModelNeed", "TaskDemand", "TaskSizing",
-    "VariantNeed", "desired_replicas", "model_need", "peak", "sizing_for",
+    "Autoscaling", "CapacityCurve", "DemandKeeper", "DemandMeter", "FleetSignal", "FloorSchedule", "InMemoryDemand", "ModelNeed",
+    "ScheduleStep", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas", "model_need", "peak",
+    "schedule_from_counts", "sizing_for",
 ]

@@ -7,6 +7,9 @@ from gateway.scaling.capacity_curve import CapacityCurve
 from gateway.scaling.demand import DemandMeter, Tally, TaskDemand, peak
 from gateway.scaling.desired import TaskSizing, VariantNeed, desired_replicas
 from gateway.scaling.policy import Autoscaling
+from gateway.scaling.schedule import FloorSchedule, ScheduleStep
+from gateway.scaling.schedule import from_counts as schedule_from_counts
 
-__all__ = ["Autoscaling", "CapacityCurve", "DemandMeter",
-           "Tally", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas", "peak"]
+__all__ = ["Autoscaling", "CapacityCurve", "DemandMeter", "FloorSchedule", "ScheduleStep",
+           "Tally", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas", "peak",
+           "schedule_from_counts"]
