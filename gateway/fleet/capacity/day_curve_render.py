@@ -165,7 +165,8 @@ def _what_it_measures(day: Day) -> list[str]:
     if round(s["fixed_usd"], 2) == round(baseline["usd"], 2):
         # An autoscaled day can cost more than the peak's fixed fleet (a gauge that overshoots): a
         # "negative saving" would read as a saving, so say which way the autoscaling moved it.
-        moved = (f"the {1 - baseline['ratio']:.0%} saved against it is the autoscaling's on the curve, which a baseline "
+        how = "on the curve," + (" over its schedule floor," if day.get("floor") else "")
+        moved = (f"the {1 - baseline['ratio']:.0%} saved against it is the autoscaling's {how} which a baseline "
                  "scaled the same way would share" if baseline["ratio"] <= 1 else
                  f"the autoscaling on the curve costs {baseline['ratio'] - 1:.0%} more than that fleet kept all day")
         return [f"Duet's fleet at the peak costs what the best baseline's does: {moved}; Duet's engine roles and "
