@@ -92,3 +92,9 @@ def test_a_comparator_that_found_no_fleet_gives_a_bound_said_as_one():
     text = day_curve_render.render([data])
     assert "≤ 0.25x all-standard TP4 (**met, a bound**)" in text
     assert "llm-d-default found none up to $120/hour (its largest fleet: 98.05% good, tuning seeds) | > $2,880 |" in text
+
+
+def test_each_committed_held_out_day_runs_the_settings_its_tuning_days_chose():
+    chosen = day_curve_render.chosen_settings(day_curve_render.load_tuning())
+    for held_out in day_curve_render.load():
+        assert day_curve_render.setting(held_out) == chosen[held_out["replica_set"]], held_out["replica_set"]
