@@ -47,6 +47,15 @@ def learned_floor(spec: DaySpec, days: int, margin: int = 0) -> dict[str, FloorS
             for v, counts in history_counts(spec, days, margin).items() if any(counts)}
 
 
+def as_config(schedule: Mapping[str, FloorSchedule]) -> dict[str, list[dict[str, Any]]]:
+    """The floor as duet.yaml's ``autoscaling.schedule_by_variant`` writes it (times HH:MM[:SS], UTC)."""
+    def clock(at_s: float) -> str:
+        whole = round(at_s)
+        hours, minutes, seconds = whole // 3600, whole % 3600 // 60, whole % 60
+        return f"{hours:02d}:{minutes:02d}" + (f":{seconds:02d}" if seconds else "")
+    return {v: [{"at": clock(step.at_s), "replicas": step.replicas} for step in s.steps] for v, s in schedule.items()}
+
+
 def floor_json(spec: DaySpec, days: int, margin: int = 0) -> dict[str, Any]:
     """The floor a results file records: where it was learned, its lead and its steps (UTC seconds)."""
     less = f", less {margin}" if margin else ""

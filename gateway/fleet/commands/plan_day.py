@@ -24,7 +24,7 @@ from gateway.fleet.capacity.curve import CurvePoint, curves_of, fit, layout_of, 
 from gateway.fleet.capacity.daily import DaySpec, assemble, replay_days, seed_day
 from gateway.fleet.capacity.day import DiurnalCurve
 from gateway.fleet.capacity.day_diagnosis import diagnose
-from gateway.fleet.capacity.day_floor import floor_json, learned_floor
+from gateway.fleet.capacity.day_floor import as_config, floor_json, learned_floor
 from gateway.fleet.capacity.day_readings import spread
 from gateway.fleet.capacity.layout import own_layout
 from gateway.fleet.capacity.plan import Replays
@@ -80,6 +80,7 @@ def _sized(spec: DaySpec, plan: dict[str, Any], args: argparse.Namespace) -> tup
     if args.floor_days:  # on the curve just fitted, from tuning days only
         spec = dataclasses.replace(spec, schedule=learned_floor(spec, args.floor_days, args.floor_margin))
         print("schedule floor: " + ", ".join(f"{v} {len(s.steps)} steps, up to {s.most}" for v, s in spec.schedule.items()))
+        print("  as duet.yaml's autoscaling.schedule_by_variant: " + json.dumps(as_config(spec.schedule)))
     return spec, points
 
 

@@ -2,9 +2,11 @@
 margin, asked for a start-up and a scale-up window ahead."""
 
 import dataclasses
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
 from gateway.fleet.capacity import day_floor
 from gateway.fleet.capacity.daily import DaySpec
@@ -53,3 +55,16 @@ def test_the_results_say_where_the_floor_came_from_and_what_it_holds(history):
     # A 24-hour schedule of the 4-period day: its last count (4) holds from 02:49 to 00:00 the next day.
     assert recorded["replica_hours"]["standard"] == pytest.approx((2 * 3600 + 3 * 3600 + 5 * 3600 + 4 * (86400 - 3 * 3600)
                                                                    ) / 3600, abs=0.01)
+
+
+def test_the_floor_is_written_as_duet_yamls_schedule_and_reads_back_the_same():
+    from gateway.config import parse_config
+    from gateway.scaling import FloorSchedule, ScheduleStep
+
+    schedule = {"standard": FloorSchedule((ScheduleStep(1140.0, 2), ScheduleStep(30845.0, 4)))}
+    written = day_floor.as_config(schedule)
+    assert written == {"standard": [{"at": "00:19", "replicas": 2}, {"at": "08:34:05", "replicas": 4}]}
+    raw = yaml.safe_load((Path(__file__).resolve().parents[4] / "deploy" / "config" / "demo.yaml").read_text())
+    raw["models"]["smollm2"]["autoscaling"] = {"schedule_by_variant": written}
+    read = parse_config(yaml.safe_dump(raw)).models["smollm2"].autoscaling
+    assert read is not None and dict(read.schedule_by_variant) == schedule
