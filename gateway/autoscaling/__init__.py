@@ -13,17 +13,22 @@ from gateway.autoscaling.gauge import FleetSignal, ModelNeed, model_need, sizing
 from gateway.scaling import (
     Autoscaling,
     CapacityCurve,
+    DemandMeter,
+    FloorSchedule,
     GroupShare,
+    ScheduleStep,
     TaskDemand,
     TaskSizing,
     VariantNeed,
     desired_replicas,
     peak,
+    schedule_from_counts,
     split_replicas,
 )
 from gateway.state.demand import InMemoryDemand
 
 __all__ = [
-    "Autoscaling", "CapacityCurve", "DemandKeeper", "FleetSignal", "GroupShare", "InMemoryDemand", "ModelNeed",
-    "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas", "model_need", "peak", "sizing_for", "split_replicas",
+    "Autoscaling", "CapacityCurve", "DemandKeeper", "DemandMeter", "FleetSignal", "FloorSchedule", "GroupShare",
+    "InMemoryDemand", "ModelNeed", "ScheduleStep", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas",
+    "model_need", "peak", "schedule_from_counts", "sizing_for", "split_replicas",
 ]

@@ -7,7 +7,9 @@ For every model whose config has ``autoscaling``, the demand store's demand per 
 last ``scrape_interval_s`` and the last ``rate_window_s``; per task the window with the higher
 rate (``peak``: a burst raises the count at the next scrape, a lull lowers it only once the
 long window forgets); sized by ``desired_replicas`` with each configured task's TPOT budget and
-answer length (the learned median when the state store has one, else the configured one).
+answer length (the learned median when the state store has one, else the configured one); and
+never below a variant's schedule at the time of day (UTC; ``gateway.scaling.schedule``), so the
+one gauge carries max(schedule, reactive) to whichever autoscaler reads it.
 
 Computed when read (``FleetSignal.refresh``: the /metrics handler and the admin route call it),
 not on a loop of its own: Prometheus' collection is synchronous and the shared demand's read is
@@ -21,6 +23,7 @@ its own share.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -30,6 +33,7 @@ from gateway.config.types import DuetConfig, ModelSpec
 from gateway.scaling.demand import TaskDemand, peak
 from gateway.scaling.desired import TaskSizing, VariantNeed, desired_replicas
 from gateway.scaling.group_split import with_groups
+from gateway.scaling.schedule import DAY_S
 from gateway.state.demand import DemandStore
 from gateway.state.lengths import LengthEstimates
 from gateway.state.redis.link import StoreUnavailable
@@ -75,24 +79,28 @@ def sizing_for(policy: Policy, model: str, lengths: LengthEstimates | None = Non
 
 
 def model_need(spec: ModelSpec, policy: Policy, lengths: LengthEstimates | None,
-               windows: tuple[Mapping[str, TaskDemand], Mapping[str, TaskDemand]]) -> ModelNeed:
-    """``spec``'s need for the demand over its (short, long) windows; ``spec`` must be autoscaled
-    (``lengths`` None: the configured answer lengths until answers are seen)."""
+               windows: tuple[Mapping[str, TaskDemand], Mapping[str, TaskDemand]],
+               seconds_of_day: float | None = None) -> ModelNeed:
+    """``spec``'s need for the demand over its (short, long) windows at ``seconds_of_day`` (UTC,
+    for the schedules' floors; None: none); ``spec`` must be autoscaled (``lengths`` None: the
+    configured answer lengths until answers are seen)."""
     scaling = spec.autoscaling
     assert scaling is not None
     short, long = windows
     variants = desired_replicas(list(spec.variants.values()), peak(short, long),
-                                sizing_for(policy, spec.name, lengths), scaling)
+                                sizing_for(policy, spec.name, lengths), scaling, seconds_of_day)
     variants = {name: with_groups(need, spec.engine_groups.get(name, ())) for name, need in variants.items()}
     return ModelNeed(spec.name, (scaling.scrape_interval_s, scaling.rate_window_s), short, long, variants)
 
 
 class FleetSignal:
-    """Every autoscaled model's need, as ``refresh`` last computed it for the active config."""
+    """Every autoscaled model's need, as ``refresh`` last computed it for the active config
+    (``clock``: Unix seconds, whose time of day in UTC the schedules read)."""
 
     def __init__(self, config: Callable[[], DuetConfig], demand: DemandStore,
-                 lengths: Callable[[], LengthEstimates]) -> None:
+                 lengths: Callable[[], LengthEstimates], clock: Callable[[], float] = time.time) -> None:
         self._config = config
+        self._clock = clock
         self._demand = demand
         self._lengths = lengths
         self._needs: dict[str, ModelNeed] = {}
@@ -101,6 +109,7 @@ class FleetSignal:
     async def refresh(self) -> dict[str, ModelNeed]:
         """Read the demand of each autoscaled model of the active config and size its variants."""
         config, lengths = self._config(), self._lengths()
+        of_day = self._clock() % DAY_S
         needs: dict[str, ModelNeed] = {}
         for name, spec in config.models.items():
             if (scaling := spec.autoscaling) is None:
@@ -111,9 +120,10 @@ class FleetSignal:
             except StoreUnavailable as exc:
                 self._unavailable(exc)
                 if (last := self._needs.get(name)) is not None:
-                    needs[name] = replace(model_need(spec, config.policy, lengths, (last.short, last.long)), fresh=False)
+                    needs[name] = replace(model_need(spec, config.policy, lengths, (last.short, last.long), of_day),
+                                          fresh=False)
                 continue
-            needs[name] = model_need(spec, config.policy, lengths, (short, long))
+            needs[name] = model_need(spec, config.policy, lengths, (short, long), of_day)
         if self._failing and all(need.fresh for need in needs.values()):
             log.info("autoscaling: the shared demand answers again")
             self._failing = False

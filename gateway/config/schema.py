@@ -231,6 +231,13 @@ class CapacityCurveSection(Strict):
     per_busy_replica: Annotated[float, Field(ge=0)]
 
 
+class ScheduleStepSection(Strict):
+    """From ``at`` (HH:MM or HH:MM:SS, UTC), ask for at least ``replicas`` (gateway.scaling.schedule)."""
+
+    at: Annotated[str, Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$")]
+    replicas: Annotated[int, Field(ge=0)]
+
+
 class AutoscalingSection(Strict):
     """The model's autoscaling (gateway.scaling.Autoscaling says what each setting does)."""
 
@@ -246,6 +253,10 @@ class AutoscalingSection(Strict):
     utilisation_by_variant: dict[Name, Annotated[float, Field(gt=0, le=1)]] = Field(default_factory=dict)
     capacity_by_variant: dict[Name, CapacityCurveSection] = Field(default_factory=dict)
     warm_tasks: list[Name] | None = None
+    schedule_by_variant: dict[Name, Annotated[list[ScheduleStepSection], Field(min_length=1)]] = Field(
+        default_factory=dict)
+    scale_up_pods: PositiveInt | None = None
+    scale_up_period_s: Annotated[float, Field(gt=0, le=1800)] = default_of(Autoscaling, "scale_up_period_s")
 
 
 class ModelSection(Strict):

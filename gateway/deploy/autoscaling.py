@@ -77,10 +77,14 @@ def _target(s: ScaledDeployment) -> dict[str, str]:
 
 
 def _behavior(settings: Autoscaling) -> dict[str, Any]:
-    """Up to the lowest count asked for over the scale-up window (0: at once), down only to the
-    highest count asked for over the scale-down window."""
-    return {"scaleUp": {"stabilizationWindowSeconds": math.ceil(settings.scale_up_stabilization_s)},
-            "scaleDown": {"stabilizationWindowSeconds": math.ceil(settings.scale_down_stabilization_s)}}
+    """Up to the lowest count asked for over the scale-up window (0: at once), by at most
+    ``scale_up_pods`` per ``scale_up_period_s`` when set; down only to the highest count asked for
+    over the scale-down window."""
+    up: dict[str, Any] = {"stabilizationWindowSeconds": math.ceil(settings.scale_up_stabilization_s)}
+    if settings.scale_up_pods is not None:
+        up["policies"] = [{"type": "Pods", "value": settings.scale_up_pods,
+                           "periodSeconds": math.ceil(settings.scale_up_period_s)}]
+    return {"scaleUp": up, "scaleDown": {"stabilizationWindowSeconds": math.ceil(settings.scale_down_stabilization_s)}}
 
 
 def hpa(s: ScaledDeployment) -> dict[str, Any]:

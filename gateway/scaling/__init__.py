@@ -10,7 +10,9 @@ from gateway.scaling.demand import DemandMeter, Tally, TaskDemand, peak
 from gateway.scaling.desired import TaskSizing, VariantNeed, desired_replicas
 from gateway.scaling.group_split import GroupShare, split_replicas, with_groups
 from gateway.scaling.policy import Autoscaling
+from gateway.scaling.schedule import FloorSchedule, ScheduleStep
+from gateway.scaling.schedule import from_counts as schedule_from_counts
 
-__all__ = ["Autoscaling", "CapacityCurve", "DemandMeter", "GroupShare",
-           "Tally", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas", "peak", "split_replicas",
-           "with_groups"]
+__all__ = ["Autoscaling", "CapacityCurve", "DemandMeter", "FloorSchedule", "GroupShare", "ScheduleStep",
+           "Tally", "TaskDemand", "TaskSizing", "VariantNeed", "desired_replicas", "peak",
+           "schedule_from_counts", "split_replicas", "with_groups"]

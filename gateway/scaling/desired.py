@@ -14,8 +14,9 @@
    the curve at the busy replicas of all the model's variants.
 4. Never fewer than ``min_replicas``, nor than one where parity makes the variant the only home
    of a task type the config defines, or of one of ``warm_tasks`` where the config names them (a
-   request of it could come at any moment, and a replica takes minutes to start); never more
-   than ``max_replicas``.
+   request of it could come at any moment, and a replica takes minutes to start), nor than the
+   variant's schedule asks for at ``seconds_of_day`` (``schedule.py``); never more than
+   ``max_replicas``.
 
 What the model leaves out, the utilisation absorbs: prompts stalling decode steps, queueing near
 saturation, the spread of lengths around their means. ``duet plan`` measures it by replaying
@@ -60,9 +61,12 @@ class VariantNeed:
 
 
 def desired_replicas(variants: Sequence[Variant], demand: Mapping[str, TaskDemand],
-                     sizing: Mapping[str, TaskSizing], autoscaling: Autoscaling) -> dict[str, VariantNeed]:
+                     sizing: Mapping[str, TaskSizing], autoscaling: Autoscaling,
+                     seconds_of_day: float | None = None) -> dict[str, VariantNeed]:
     """variant name -> its need, for one model's ``variants`` (``sizing``: every task type the
-    config defines; a task in ``demand`` but not in ``sizing`` is sized with no TPOT budget)."""
+    config defines; a task in ``demand`` but not in ``sizing`` is sized with no TPOT budget), at
+    ``seconds_of_day`` (UTC) for a schedule's floor (None: no schedule applies, e.g. the
+    Deployment's static floor)."""
     shares = _placement(variants, demand, sizing)
     needs: dict[str, VariantNeed] = {}
     for variant in variants:
@@ -73,7 +77,8 @@ def desired_replicas(variants: Sequence[Variant], demand: Mapping[str, TaskDeman
         busy = sum(demand[task].rate_per_s * share * _replica_s(variant.speed, task, *lengths[task], batch)
                    for task, share in placed.items())
         warm = sizing if autoscaling.warm_tasks is None else autoscaling.warm_tasks
-        floor = max(autoscaling.min_replicas.get(variant.name, 0), _parity_floor(variant, variants, warm))
+        floor = max(autoscaling.min_replicas.get(variant.name, 0), _parity_floor(variant, variants, warm),
+                    autoscaling.scheduled(variant.name, seconds_of_day))
         wanted = math.ceil(busy / autoscaling.utilisation_of(variant.name) - 1e-9)
         needs[variant.name] = VariantNeed(variant.name, tuple(sorted(placed.items())), busy, batch, floor,
                                           _bounded(wanted, floor, autoscaling))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from gateway.scaling.capacity_curve import CapacityCurve
+from gateway.scaling.schedule import FloorSchedule
 
 AUTOSCALERS = ("hpa", "keda")
 
@@ -41,6 +42,11 @@ class Autoscaling:
     replica of a variant that is the only home of one); None: every configured task type. A team
     whose traffic has no long documents names the others, and keeps no standard replica warm for
     a task type it never sends.
+    ``scale_up_pods``: at most this many replicas added per ``scale_up_period_s`` (the HPA's
+    ``behavior.scaleUp.policies``, one ``Pods`` policy; None: no policy rendered).
+    ``schedule_by_variant``: per variant, a floor by the time of day (``schedule.py``): the gauge
+    never reports fewer than the schedule asks for now, so the reactive part (which a longer
+    scale-up window can then slow down) only adds what today's traffic needs beyond it.
     """
 
     autoscaler: str = "hpa"
@@ -54,6 +60,9 @@ class Autoscaling:
     scale_up_stabilization_s: float = 0.0
     capacity_by_variant: Mapping[str, CapacityCurve] = field(default_factory=lambda: MappingProxyType({}))
     warm_tasks: frozenset[str] | None = None
+    schedule_by_variant: Mapping[str, FloorSchedule] = field(default_factory=lambda: MappingProxyType({}))
+    scale_up_pods: int | None = None
+    scale_up_period_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.autoscaler not in AUTOSCALERS:
@@ -61,9 +70,21 @@ class Autoscaling:
         for name, value in {"": self.utilisation, **self.utilisation_by_variant}.items():
             if not 0 < value <= 1:
                 raise ValueError(f"utilisation{f' of {name}' if name else ''} {value}: in (0, 1]")
+        if self.scale_up_pods is not None and (self.scale_up_pods < 1 or not 0 < self.scale_up_period_s <= 1800):
+            raise ValueError(f"scale_up_pods {self.scale_up_pods} per {self.scale_up_period_s} s: >= 1 per (0, 1800] s")
         if self.rate_window_s < self.scrape_interval_s:
             raise ValueError(f"rate_window_s {self.rate_window_s} is shorter than scrape_interval_s "
                              f"{self.scrape_interval_s}")
 
     def utilisation_of(self, variant: str) -> float:
         return self.utilisation_by_variant.get(variant, self.utilisation)
+
+    @property
+    def scale_up_policy(self) -> tuple[int, float] | None:
+        """(pods, period_s) an HPA may add at most, or None."""
+        return None if self.scale_up_pods is None else (self.scale_up_pods, self.scale_up_period_s)
+
+    def scheduled(self, variant: str, seconds_of_day: float | None) -> int:
+        """The variant's schedule floor at ``seconds_of_day`` (UTC; None or no schedule: 0)."""
+        schedule = self.schedule_by_variant.get(variant)
+        return 0 if schedule is None or seconds_of_day is None else schedule.at(seconds_of_day)

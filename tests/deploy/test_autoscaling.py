@@ -161,6 +161,24 @@ def test_a_scale_up_window_is_rendered_for_both_autoscalers(tmp_path):
         assert behavior["scaleUp"] == {"stabilizationWindowSeconds": 90}
 
 
+def test_a_scale_up_policy_is_rendered_as_one_pods_policy_for_both_autoscalers(tmp_path):
+    config = edited(tmp_path, lambda model: model["autoscaling"].update(scale_up_pods=2, scale_up_period_s=120))
+    for autoscaler in ("hpa", "keda"):
+        (scaler,) = [s for n, s in scalers(overlay(config, autoscaler)).items() if n.endswith("-fast")]
+        spec = scaler["spec"]
+        behavior = spec["behavior"] if autoscaler == "hpa" else spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+        assert behavior["scaleUp"]["policies"] == [{"type": "Pods", "value": 2, "periodSeconds": 120}]
+        assert autoscaler == "hpa" or not keda_errors(scaler)
+
+
+def test_a_schedule_floor_travels_in_the_gauge_and_adds_no_object(tmp_path):
+    # The gauge reports max(schedule, reactive): the autoscaler objects are those of no schedule.
+    config = edited(tmp_path, lambda model: model["autoscaling"].update(
+        schedule_by_variant={"fast": [{"at": "07:00", "replicas": 3}, {"at": "22:00", "replicas": 1}]}))
+    for autoscaler in ("hpa", "keda"):
+        assert scalers(overlay(config, autoscaler)) == scalers(overlay(GPU, autoscaler))
+
+
 def test_prometheus_adapter_values_come_with_hpas_only():
     values = yaml.safe_load(overlay(GPU, "hpa")[ADAPTER_VALUES])
     (rule,) = values["rules"]["external"]

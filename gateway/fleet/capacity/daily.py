@@ -25,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.autoscaling import Autoscaling, CapacityCurve, desired_replicas
+from gateway.autoscaling import Autoscaling, CapacityCurve, FloorSchedule, desired_replicas
 from gateway.fleet.capacity.day import DAY_S, DiurnalCurve, Period, day_arrivals, periods
 from gateway.fleet.capacity.headroom import sizing_of, traffic_demand
 from gateway.fleet.capacity.layout import Layout, laid_out
@@ -82,6 +82,13 @@ class DaySpec:
     # Each variant one Deployment, its shrinks blind to engine roles (``AutoscaledRun``): what
     # per-role Deployments buy, measured by ``day_diagnose --deployment-per-variant``.
     deployment_per_variant: bool = False
+    # Per variant, a floor by the time of day (``day_floor.py`` learns it from tuning days): the
+    # gauge reports max(schedule, reactive). Empty: the reactive gauge alone.
+    schedule: Mapping[str, FloorSchedule] = field(default_factory=dict)
+    # At most this many replicas added per variant per ``scale_up_period_s`` (the HPA's scaleUp
+    # policy; None: no cap).
+    scale_up_pods: int | None = None
+    scale_up_period_s: float = 60.0
 
     @property
     def replicas(self) -> ReplicaSet:
@@ -94,7 +101,8 @@ class DaySpec:
                            rate_window_s=self.rate_window_s, scale_down_stabilization_s=self.stabilization_s,
                            max_replicas=self.max_replicas, utilisation_by_variant=dict(self.utilisation),
                            scale_up_stabilization_s=self.scale_up_s, capacity_by_variant=dict(self.capacity),
-                           warm_tasks=self.warm_tasks)
+                           warm_tasks=self.warm_tasks, schedule_by_variant=dict(self.schedule),
+                           scale_up_pods=self.scale_up_pods, scale_up_period_s=self.scale_up_period_s)
 
     def policy_for(self, counts: Mapping[str, int]) -> str:
         """The replay policy over ``counts`` replicas per variant: the plan's, with its roles laid over them."""
@@ -231,7 +239,9 @@ def assemble(spec: DaySpec, days: Sequence[Mapping[str, Any]], command: str) -> 
         "startup_s": spec.startup_s,
         "autoscaling": {"scrape_interval_s": spec.scrape_s, "rate_window_s": spec.rate_window_s,
                         "scale_down_stabilization_s": spec.stabilization_s, "scale_up_stabilization_s": spec.scale_up_s,
-                        "max_replicas": spec.max_replicas},
+                        "max_replicas": spec.max_replicas,
+                        **({} if spec.scale_up_pods is None else {"scale_up_pods": spec.scale_up_pods,
+                                                                  "scale_up_period_s": spec.scale_up_period_s})},
         "time": "virtual (the simulator's clock)",
         "layout": None if spec.layout is None else spec.layout.as_dict(),
         "roles": None if spec.layout is None or spec.layout.roles is None else spec.layout.roles.name,

@@ -1,8 +1,9 @@
 """The "A day on a fitted curve" section of docs/benchmarks.md, from the committed day replays that
 sized on a capacity curve (``docs/results/capacity/day-curve/*.json``, written by ``duet plan-day
---fit``; the tuning days that chose the scale-up window in ``day-curve/tuning/``): per pairing, the
-held-out day autoscaled on the curve against issue #37's two fleets fixed at the peak (counted from
-the plan the day starts from: ``day_goals.py``), the curve's points and lines, and the tuning days."""
+--fit``; the tuning days that chose the autoscaler's settings, its schedule floor and scale-up window,
+in ``day-curve/tuning/``): per pairing, the held-out day autoscaled on the curve against issue #37's
+two fleets fixed at the peak (counted from the plan the day starts from: ``day_goals.py``), the
+curve's points and lines, the floor, and the tuning days."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def render(days: Sequence[Day], tuning: Sequence[Day] = ()) -> str:
         lines += ["", f"### {day['replica_set']}: a held-out day on its curve", "", _settings(day), "", *_table(day), "",
                   *_what_it_measures(day), *_curve(day), "", _per_seed(day), "", _hourly(day), "", f"Command: `{day['command']}`"]
     if tuning:
-        lines += ["", "### The scale-up window, chosen on tuning days", "", *_tuning(tuning)]
+        lines += ["", "### The schedule floor and the scale-up window, chosen on tuning days", "", *_tuning(tuning)]
     return "\n".join(lines)
 
 
@@ -92,9 +93,32 @@ def _settings(day: Day) -> str:
             f"of it at {curve['trough_hour']:g}:00 ({curve['source']}); {day['period_s'] / 60:g}-minute periods of "
             f"{day['window']} trace stretches, {day['seeds']} seeds, speed priors {day['prior_error']:.0%} off "
             f"({day['priors']}). Autoscaler: the gauge every {scaling['scrape_interval_s']:g} s on the capacity curve, "
-            f"a replica kept warm for {warm}; an HPA per variant (scale-up window "
-            f"{scaling['scale_up_stabilization_s']:g} s, scale-down {scaling['scale_down_stabilization_s']:g} s), "
-            f"replicas serving {day['startup_s']:g} s after they are asked for and paid from the ask until drained")
+            f"a replica kept warm for {warm}{_floor_words(day)}; an HPA per variant (scale-up window "
+            f"{scaling['scale_up_stabilization_s']:g} s{_policy_words(scaling)}, scale-down "
+            f"{scaling['scale_down_stabilization_s']:g} s), replicas serving {day['startup_s']:g} s after they are "
+            "asked for and paid from the ask until drained")
+
+
+def _floor_words(day: Day) -> str:
+    floor = day.get("floor")
+    if not floor:
+        return ""
+    held = ", ".join(f"{v} {h:g}" for v, h in floor["replica_hours"].items())
+    return (f"; under it a schedule floor (the gauge reports the higher of the two) learned from {floor['history']}, "
+            f"each count asked for {floor['lead_s']:g} s ahead (replica-hours it alone holds in a day: {held})")
+
+
+def _policy_words(scaling: Mapping[str, Any]) -> str:
+    pods = scaling.get("scale_up_pods")
+    return "" if pods is None else f", at most {pods} added per {scaling['scale_up_period_s']:g} s"
+
+
+def setting(day: Day) -> str:
+    """What a tuning day varies: its schedule floor (if any), its scale-up window and policy."""
+    floor, scaling = day.get("floor"), day["autoscaling"]
+    head = "no floor" if not floor else f"floor of {floor['days']} days" + (
+        f" less {floor['margin']}" if floor.get("margin") else "")
+    return f"{head}, {scaling['scale_up_stabilization_s']:g} s{_policy_words(scaling)}"
 
 
 def _layout(layout: Mapping[str, Any] | None) -> str:
@@ -125,6 +149,9 @@ def _table(day: Day) -> list[str]:
               f"{s['autoscaled_vs_fixed']:.2f}x | {fixed_good} |",
               f"| Duet, the curve per period (counted) | ${s['period_plan_usd']:,.0f} | "
               f"{s['autoscaled_usd'] / s['period_plan_usd']:.2f}x | — |",
+              *([] if not day.get("floor") else [
+                  f"| Duet, the schedule floor alone (counted) | ${day['floor']['usd']:,.0f} | "
+                  f"{s['autoscaled_usd'] / day['floor']['usd']:.2f}x | — |"]),
               f"| **Duet, autoscaled on the curve** (replayed) | ${s['autoscaled_usd']:,.0f} | 1.00x | "
               f"{s['autoscaled_good']:.2%} ± {s['autoscaled_good_ci95']:.2%} |"]
     return lines
@@ -138,7 +165,8 @@ def _what_it_measures(day: Day) -> list[str]:
     if round(s["fixed_usd"], 2) == round(baseline["usd"], 2):
         # An autoscaled day can cost more than the peak's fixed fleet (a gauge that overshoots): a
         # "negative saving" would read as a saving, so say which way the autoscaling moved it.
-        moved = (f"the {1 - baseline['ratio']:.0%} saved against it is the autoscaling's on the curve, which a baseline "
+        how = "on the curve," + (" over its schedule floor," if day.get("floor") else "")
+        moved = (f"the {1 - baseline['ratio']:.0%} saved against it is the autoscaling's {how} which a baseline "
                  "scaled the same way would share" if baseline["ratio"] <= 1 else
                  f"the autoscaling on the curve costs {baseline['ratio'] - 1:.0%} more than that fleet kept all day")
         return [f"Duet's fleet at the peak costs what the best baseline's does: {moved}; Duet's engine roles and "
@@ -174,30 +202,33 @@ def _hourly(day: Day) -> str:
         f"{h:02d}h {c}" for h, c in enumerate(cells)) + "."
 
 
-def chosen_windows(days: Sequence[Day]) -> dict[str, float]:
-    """Per pairing, the scale-up window of its cheapest tuning day within ``GOOD_POINTS`` of the
+def chosen_settings(days: Sequence[Day]) -> dict[str, str]:
+    """Per pairing, the ``setting`` of its cheapest tuning day within ``GOOD_POINTS`` of the
     target (none within: the one with the most good requests)."""
-    chosen: dict[str, float] = {}
+    chosen: dict[str, str] = {}
     for name in sorted({d["replica_set"] for d in days}):
         mine = [d for d in days if d["replica_set"] == name]
         good = [d for d in mine if d["summary"]["autoscaled_good"] * 100 >= d["target"] * 100 - GOOD_POINTS]
         best = min(good, key=lambda d: d["summary"]["autoscaled_usd"]) if good else max(
             mine, key=lambda d: d["summary"]["autoscaled_good"])
-        chosen[name] = best["autoscaling"]["scale_up_stabilization_s"]
+        chosen[name] = setting(best)
     return chosen
 
 
 def _tuning(days: Sequence[Day]) -> list[str]:
-    chosen = chosen_windows(days)
+    chosen = chosen_settings(days)
     lines = [f"Rule: per pairing, the cheapest tuning day within {GOOD_POINTS:g} point of the target (none within: the "
-             "most good requests); the held-out day runs its window.", "",
-             "| pairing | scale-up window | autoscaled cost | good (tuning day) | most replicas asked at an hour's start "
-             "(first seed) | command |", "|:--|--:|--:|--:|--:|:--|"]
-    for day in sorted(days, key=lambda d: (d["replica_set"], d["autoscaling"]["scale_up_stabilization_s"])):
-        s, window = day["summary"], day["autoscaling"]["scale_up_stabilization_s"]
-        mark = " **(chosen)**" if chosen[day["replica_set"]] == window else ""
+             "most good requests); the held-out day runs its settings. A floor is learned from other tuning days "
+             "than the one scored here (`day_floor.py`).", "",
+             "| pairing | floor, scale-up window | autoscaled cost | good (tuning day) | most replicas asked at an hour's "
+             "start (first seed) | command |", "|:--|:--|--:|--:|--:|:--|"]
+    order = sorted(days, key=lambda d: (d["replica_set"], bool(d.get("floor")), (d.get("floor") or {}).get("margin", 0),
+                                        d["autoscaling"]["scale_up_stabilization_s"]))
+    for day in order:
+        s, label = day["summary"], setting(day)
+        mark = " **(chosen)**" if chosen[day["replica_set"]] == label else ""
         asked = day["days"][0]["autoscaled"]["hourly_asked"].values()
         most = max((sum(hour) for hour in zip(*asked, strict=True)), default=0)
-        lines.append(f"| {day['replica_set']} | {window:g} s{mark} | ${s['autoscaled_usd']:,.0f} | "
+        lines.append(f"| {day['replica_set']} | {label}{mark} | ${s['autoscaled_usd']:,.0f} | "
                      f"{s['autoscaled_good']:.2%} | {most} | `{day['command']}` |")
     return lines

@@ -7,7 +7,8 @@ the cost and the good requests of each.
 
 With ``--diagnose INDEX`` it replays one seed's autoscaled day only and prints where it lost
 (``day_diagnosis.py``); add ``--deployment-per-variant`` to see the same day with shrinks blind to
-engine roles.
+engine roles, or ``--readings`` (with ``--fit``) to see, without a replay, what the gauge reads
+against what its curve was fitted on (``day_readings.py``).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from typing import Any
 
 from gateway.fleet.capacity import day_goals
 from gateway.fleet.capacity.curve import CurvePoint, curves_of, fit, layout_of, spec_of
-from gateway.fleet.capacity.daily import DaySpec, assemble, replay_days
+from gateway.fleet.capacity.daily import DaySpec, assemble, replay_days, seed_day
 from gateway.fleet.capacity.day import DiurnalCurve
 from gateway.fleet.capacity.day_diagnosis import diagnose
+from gateway.fleet.capacity.day_floor import as_config, floor_json, learned_floor
+from gateway.fleet.capacity.day_readings import spread
 from gateway.fleet.capacity.layout import own_layout
 from gateway.fleet.capacity.plan import Replays
 from gateway.fleet.capacity.search import Fleet
@@ -38,10 +41,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     plan = json.loads(args.plan.read_text())
     spec, points = _sized(spec, plan, args)
+    if args.diagnose is not None and args.readings:
+        day = seed_day(spec, args.diagnose)
+        for variant, curve in spec.capacity.items():
+            if curve.per_busy_replica > 0:
+                print("\n".join(spread(spec, day, variant)))
+        return 0
     if args.diagnose is not None:
         print("\n".join(diagnose(spec, args.diagnose)))
         return 0
     results = assemble(spec, replay_days(spec, args.jobs), command(args))
+    if args.floor_days:
+        results["floor"] = floor_json(spec, args.floor_days, args.floor_margin)
     if args.fit:
         results["capacity_fit"] = {"fractions": sorted(set(args.fit)), "points": [p.as_dict() for p in points],
                                    "fit": "per variant, least squares through (the model's busy replicas, replicas "
@@ -60,12 +71,16 @@ def _sized(spec: DaySpec, plan: dict[str, Any], args: argparse.Namespace) -> tup
     if args.warm_traffic_tasks:  # the task types of the plan's tuning traffic, as its parity floor counted them
         planned = spec_of(plan)
         spec = dataclasses.replace(spec, warm_tasks=Replays(planned, plan["policy"], planned.search, 1).tasks)
-    if not args.fit:
-        return spec, ()
-    points = fit_points(plan, args.fit)  # on the plan's tuning seeds, before any day is replayed
-    spec = dataclasses.replace(spec, capacity=curves_of(points, [v.name for v in spec.replicas.variants]))
-    print("capacity curve: " + ", ".join(f"{v} {c.intercept:+.2f} + {c.per_busy_replica:.2f} x busy"
-                                         for v, c in spec.capacity.items()))
+    points: tuple[CurvePoint, ...] = ()
+    if args.fit:
+        points = fit_points(plan, args.fit)  # on the plan's tuning seeds, before any day is replayed
+        spec = dataclasses.replace(spec, capacity=curves_of(points, [v.name for v in spec.replicas.variants]))
+        print("capacity curve: " + ", ".join(f"{v} {c.intercept:+.2f} + {c.per_busy_replica:.2f} x busy"
+                                             for v, c in spec.capacity.items()))
+    if args.floor_days:  # on the curve just fitted, from tuning days only
+        spec = dataclasses.replace(spec, schedule=learned_floor(spec, args.floor_days, args.floor_margin))
+        print("schedule floor: " + ", ".join(f"{v} {len(s.steps)} steps, up to {s.most}" for v, s in spec.schedule.items()))
+        print("  as duet.yaml's autoscaling.schedule_by_variant: " + json.dumps(as_config(spec.schedule)))
     return spec, points
 
 
@@ -98,13 +113,16 @@ def _spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         raise ValueError(f"{args.plan}: {plan['policy']} found no fleet to start from")
     if args.seeds < 1 or args.hours <= 0 or args.period <= 0:
         raise ValueError("--seeds >= 1, --hours and --period > 0")
+    if args.floor_days < 0 or args.floor_margin < 0:
+        raise ValueError("--floor-days and --floor-margin >= 0")
     return DaySpec(plan["replica_set"], plan["trace"], plan["rate_scale"], plan["target"], plan["policy"],
                    duet["fleet"], duet.get("utilisation") or {}, DiurnalCurve(args.peak_to_trough, args.trough_hour),
                    args.period, args.hours * 3600.0, args.seeds, args.seed, plan["prior_error"],
                    plan["length_quantile"], STARTUP_S if args.startup is None else args.startup,
                    stabilization_s=args.scale_down, scale_up_s=args.scale_up, max_replicas=args.max_replicas,
                    window=args.window, layout=layout_of(duet), replay_fixed=not args.skip_fixed,
-                   deployment_per_variant=args.deployment_per_variant)
+                   deployment_per_variant=args.deployment_per_variant, scale_up_pods=args.scale_up_pods,
+                   scale_up_period_s=args.scale_up_period)
 
 
 def command(args: argparse.Namespace) -> str:
@@ -113,10 +131,14 @@ def command(args: argparse.Namespace) -> str:
              f"--period {args.period:g}", f"--hours {args.hours:g}", f"--window {args.window}", f"--seeds {args.seeds}",
              f"--seed {args.seed}", f"--scale-up {args.scale_up:g}", f"--scale-down {args.scale_down:g}",
              f"--max-replicas {args.max_replicas}"]
+    if args.scale_up_pods is not None:
+        flags.append(f"--scale-up-pods {args.scale_up_pods} --scale-up-period {args.scale_up_period:g}")
     if args.startup is not None:
         flags.append(f"--startup {args.startup:g}")
     if args.fit:
         flags.append("--fit " + ",".join(f"{f:g}" for f in args.fit))
+    if args.floor_days:
+        flags.append(f"--floor-days {args.floor_days}" + (f" --floor-margin {args.floor_margin}" if args.floor_margin else ""))
     if args.skip_fixed:
         flags.append("--skip-fixed")
     if args.warm_traffic_tasks:

@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--startup", type=float, help="seconds from asking for a replica to its serving (default: 346)")
     parser.add_argument("--scale-up", type=float, default=0.0, help="the HPA's scale-up stabilisation window, s")
     parser.add_argument("--scale-down", type=float, default=300.0, help="the HPA's scale-down stabilisation window, s")
+    parser.add_argument("--scale-up-pods", type=int, metavar="N", help="the HPA adds at most N replicas per "
+                        "--scale-up-period (behavior.scaleUp.policies, type Pods; default: no cap)")
+    parser.add_argument("--scale-up-period", type=float, default=60.0, help="seconds, for --scale-up-pods")
     parser.add_argument("--max-replicas", type=int, default=16, help="per variant")
     parser.add_argument("--fit", type=_fractions, metavar="F,..", help="size on a capacity curve fitted at these "
                         "fractions of the plan's rate (e.g. 0.333,0.5,0.75,1), on its tuning seeds, instead of "
@@ -39,11 +42,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--warm-traffic-tasks", action="store_true",
                         help="keep a replica warm (parity's floor) only for the task types of the plan's traffic, "
                              "as the plan's search did (autoscaling.warm_tasks), not for every configured one")
+    parser.add_argument("--floor-days", type=int, default=0, metavar="N",
+                        help="hold a schedule floor under the gauge, learned from N tuning-window days (seeds "
+                             "--seed + 1 .. + N; per period the median of their plans), asked for a start-up and "
+                             "a scale-up window ahead (default 0: the reactive gauge alone)")
+    parser.add_argument("--floor-margin", type=int, default=0, metavar="M",
+                        help="the schedule floor M replicas under the history's median, left to the reactive part")
     parser.add_argument("--skip-fixed", action="store_true", help="count the peak's fixed fleet, do not replay it")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes, one seed each (results identical)")
     parser.add_argument("--out", type=Path, help="write the results (with the command) to this JSON file")
     parser.add_argument("--diagnose", type=int, metavar="INDEX", help="replay only the autoscaled day of seed "
                         "--seed + INDEX and print where it lost requests and money, hour by hour (no results file)")
+    parser.add_argument("--readings", action="store_true",
+                        help="with --diagnose and --fit: no replay; print, every two hours, the period's busy "
+                             "replicas (a curve point's x) against the spread of the gauge's 15 s readings in it")
     parser.add_argument("--deployment-per-variant", action="store_true",
                         help="each variant one Deployment: shrinks blind to engine roles (default: one "
                              "Deployment per engine group on its share of the count, as duet deploy render writes)")

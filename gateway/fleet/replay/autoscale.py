@@ -10,12 +10,18 @@ Kubernetes HPA per variant Deployment acting on it.
   (429, 5xx; a client's 400 does not count), and an answer's length when it ended well
   (``gateway.autoscaling.demand_keeper``). Per task the gauge reads the higher of the rates over
   ``scrape_interval_s`` and ``rate_window_s`` (a burst shows at the next reading, a lull only
-  once the longer window has passed).
+  once the longer window has passed). The replay's clock is the time of day (0: midnight UTC)
+  a variant's schedule floor reads (``autoscaling.schedule_by_variant``), as the gateway's gauge
+  reads its wall clock.
 - **HPA.** Up to the lowest gauge of the last ``scale_up_stabilization_s`` when that is above the
   replicas asked for (0, the HPA's default: at once to the gauge); on the way down
   the highest gauge of the last ``scale_down_stabilization_s`` (``stabilizationWindowSeconds``).
   The gauge is already clamped to [floor, ``max_replicas``]. The run's initial fleet counts as
-  a reading at its start, so a warm fleet is not cut before one stabilisation window.
+  a reading at its start, so a warm fleet is not cut before one stabilisation window. With
+  ``scale_up_pods`` set, a rise is capped as the HPA's ``behavior.scaleUp.policies`` (one
+  ``Pods`` policy) caps it: at most that many replicas above the count of ``scale_up_period_s``
+  ago (the count now less every change made since). Unset, no cap (the HPA's own default, 4 pods
+  or 100% per 15 s, is not modelled: a rendered HPA with no policy may rise slower than this).
 - **Up.** An asked-for replica is paid for at once (its pod holds its GPUs while vLLM loads) and
   joins routing ``startup_s`` later (``STARTUP_S`` by default).
 - **Down.** Kubernetes' ReplicaSet controller picks which pods go when a Deployment shrinks
@@ -71,18 +77,35 @@ class Hpa:
     stabilization_s: float
     history: deque[tuple[float, int]]
     up_stabilization_s: float = 0.0
+    # (pods, period_s): at most ``pods`` above the count of ``period_s`` ago; None: no cap.
+    up_policy: tuple[int, float] | None = None
+    changes: deque[tuple[float, int]] = dataclasses.field(default_factory=deque)  # (when, replicas added or removed)
 
     def scale(self, gauge: int, current: int, now: float) -> int:
         """The replica count to set, from the gauge's reading and the replicas asked for now:
-        up to the lowest reading of the scale-up window when that is above the count, else down
-        to the highest reading of the scale-down window (never up on that path)."""
+        up to the lowest reading of the scale-up window when that is above the count (capped by
+        ``up_policy``), else down to the highest reading of the scale-down window (never up on
+        that path)."""
         self.history.append((now, gauge))
         while self.history[0][0] < now - max(self.stabilization_s, self.up_stabilization_s):
             self.history.popleft()
         up = min(reading for at, reading in self.history if at >= now - self.up_stabilization_s)
         if up > current:
-            return up
-        return min(current, max(reading for at, reading in self.history if at >= now - self.stabilization_s))
+            target = up if self.up_policy is None else min(up, max(current, self._period_start(current, now)
+                                                                   + self.up_policy[0]))
+        else:
+            target = min(current, max(reading for at, reading in self.history if at >= now - self.stabilization_s))
+        if target != current and self.up_policy is not None:
+            self.changes.append((now, target - current))
+        return target
+
+    def _period_start(self, current: int, now: float) -> int:
+        """The count at the start of the policy's period: now's less every change made since
+        (Kubernetes' ``periodStartReplicas``)."""
+        assert self.up_policy is not None
+        while self.changes and self.changes[0][0] <= now - self.up_policy[1]:
+            self.changes.popleft()
+        return current - sum(change for _, change in self.changes)
 
 
 class AutoscaledFleet:
@@ -107,7 +130,7 @@ class AutoscaledFleet:
         self._indices = {v: itertools.count(sum(r.variant == v for r in model.replicas)) for v in model.variants}
         self._hpas = {v: Hpa(self._autoscaling.scale_down_stabilization_s,
                               deque([(started_s, sum(r.variant == v for r in model.replicas))]),
-                              self._autoscaling.scale_up_stabilization_s)
+                              self._autoscaling.scale_up_stabilization_s, self._autoscaling.scale_up_policy)
                       for v in model.variants}
         self._next_tick = started_s + self._autoscaling.scrape_interval_s
         self._readings: list[GaugeReading] = []
@@ -140,7 +163,7 @@ class AutoscaledFleet:
         short, long = demand.read(self._model.name, (autoscaling.scrape_interval_s, autoscaling.rate_window_s),
                                   autoscaling.rate_window_s)
         withdrawn: list[str] = []
-        for variant, need in model_need(self._model, self._policy, None, (short, long)).variants.items():
+        for variant, need in model_need(self._model, self._policy, None, (short, long), now).variants.items():
             asked = [life for life in self._lives if life.variant == variant and life.removed_s is None]
             target = self._hpas[variant].scale(need.desired, len(asked), now)
             self._readings.append(GaugeReading(now, variant, need.desired, target))

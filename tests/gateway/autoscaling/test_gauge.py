@@ -54,7 +54,7 @@ class Rig:
         self.active = active
         self.demand = InMemoryDemand(self.clock)
         self.telemetry = Telemetry()
-        self.fleet = FleetSignal(lambda: self.active, self.demand, lambda: NO_ESTIMATES)
+        self.fleet = FleetSignal(lambda: self.active, self.demand, lambda: NO_ESTIMATES, self.clock)
         self.telemetry.watch_fleet(self.fleet.variant_needs)
 
     def traffic(self, task: str, rate_per_s: float, seconds: float) -> None:
@@ -99,6 +99,17 @@ def test_with_no_traffic_the_only_home_of_a_task_keeps_its_parity_floor() -> Non
     assert gauges[("duet_desired_replicas", "standard")] == 1  # the only home of chat, coding, ...
     assert gauges[("duet_desired_replicas", "fast")] == 0  # agent and extraction have the standard too
     assert gauges[("duet_demand_busy_replicas", "standard")] == 0
+
+
+def test_a_schedule_floors_the_gauge_by_the_clocks_time_of_day_in_utc() -> None:
+    scheduled = config({"schedule_by_variant": {"fast": [{"at": "00:00", "replicas": 0}, {"at": "02:00", "replicas": 3},
+                                                          {"at": "04:00", "replicas": 0}]}})
+    rig = Rig(scheduled)  # the clock starts at 10,000 s: 02:46:40 UTC on the first day
+    assert rig.scrape()[("duet_desired_replicas", "fast")] == 3  # no demand: the schedule alone
+    rig.clock.at += 86400.0  # the same time a day later
+    assert rig.scrape()[("duet_desired_replicas", "fast")] == 3
+    rig.clock.at += 5000.0  # 04:10
+    assert rig.scrape()[("duet_desired_replicas", "fast")] == 0
 
 
 def test_busy_replicas_explain_the_desired_count() -> None:

@@ -55,6 +55,11 @@ ERROR_CASES = [
     ("autoscaling: capacity curve falling with the load", lambda r: r["models"]["smollm2"].update(autoscaling={"capacity_by_variant": {"fast": {"intercept": 0.5, "per_busy_replica": -1}}}), "models.smollm2.autoscaling.capacity_by_variant.fast.per_busy_replica", ""),  # noqa: E501
     ("autoscaling: warm task not configured", lambda r: r["models"]["smollm2"].update(autoscaling={"warm_tasks": ["chat", "poetry"]}), "models.smollm2.autoscaling.warm_tasks.1", "unknown task 'poetry'"),  # noqa: E501
     ("autoscaling: floor above the ceiling", lambda r: r["models"]["smollm2"].update(autoscaling={"max_replicas": 2, "min_replicas": {"fast": 3}}), "models.smollm2.autoscaling.min_replicas.fast", "above max_replicas"),
+    ("autoscaling: schedule of an unknown variant", lambda r: r["models"]["smollm2"].update(autoscaling={"schedule_by_variant": {"turbo": [{"at": "08:00", "replicas": 1}]}}), "models.smollm2.autoscaling.schedule_by_variant.turbo", "unknown variant"),  # noqa: E501
+    ("autoscaling: schedule steps out of order", lambda r: r["models"]["smollm2"].update(autoscaling={"schedule_by_variant": {"fast": [{"at": "08:00", "replicas": 1}, {"at": "07:30", "replicas": 2}]}}), "models.smollm2.autoscaling.schedule_by_variant.fast.1.at", "not after"),  # noqa: E501
+    ("autoscaling: schedule above the ceiling", lambda r: r["models"]["smollm2"].update(autoscaling={"max_replicas": 2, "schedule_by_variant": {"fast": [{"at": "08:00", "replicas": 3}]}}), "models.smollm2.autoscaling.schedule_by_variant.fast.0.replicas", "above max_replicas"),  # noqa: E501
+    ("autoscaling: schedule time not a time", lambda r: r["models"]["smollm2"].update(autoscaling={"schedule_by_variant": {"fast": [{"at": "25:00", "replicas": 1}]}}), "models.smollm2.autoscaling.schedule_by_variant.fast.0.at", ""),  # noqa: E501
+    ("autoscaling: schedule step unknown key", lambda r: r["models"]["smollm2"].update(autoscaling={"schedule_by_variant": {"fast": [{"at": "08:00", "replicas": 1, "until": "09:00"}]}}), "models.smollm2.autoscaling.schedule_by_variant.fast.0.until", "unknown key"),  # noqa: E501
     ("duplicate served name", lambda r: r["models"]["smollm2"]["variants"]["fast"].update(served_model_name="smollm2-standard"), "models.smollm2.variants.fast.served_model_name", "also used"),
 ]
 
@@ -146,3 +151,8 @@ def test_autoscaling_is_off_unless_configured_and_read_when_it_is():
     curves = curved.models["smollm2"].autoscaling.capacity_by_variant  # type: ignore[union-attr]
     assert curves["fast"].intercept == 0.6 and curves["fast"].replicas(0.1) == 3
     assert curved.models["smollm2"].autoscaling.warm_tasks is None  # type: ignore[union-attr]
+    scheduled = parse_config(demo_with(lambda r: r["models"]["smollm2"].update(autoscaling={"schedule_by_variant": {
+        "fast": [{"at": "07:30", "replicas": 3}, {"at": "20:00:30", "replicas": 1}]}})))
+    schedule = scheduled.models["smollm2"].autoscaling.schedule_by_variant["fast"]  # type: ignore[union-attr]
+    assert [(s.at_s, s.replicas) for s in schedule.steps] == [(27000.0, 3), (72030.0, 1)]
+    assert schedule.at(3600.0) == 1 and schedule.at(8 * 3600.0) == 3

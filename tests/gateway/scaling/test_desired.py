@@ -102,3 +102,15 @@ def test_warm_tasks_keep_a_replica_only_for_the_task_types_they_name():
     assert need({})["standard"].desired == 1  # reasoning: standard its only home, configured
     assert need({}, warm_tasks=frozenset({"chat", "coding"}))["standard"].desired == 0
     assert need({}, warm_tasks=frozenset({"reasoning"}))["standard"].desired == 1
+
+
+def test_a_schedule_floors_the_count_at_its_time_of_day_and_only_when_a_time_is_given():
+    from gateway.scaling import FloorSchedule, ScheduleStep
+
+    demand = {"chat": TaskDemand(20, 2000, 200)}
+    schedule = {"fast": FloorSchedule((ScheduleStep(0.0, 0), ScheduleStep(8 * 3600.0, 30)))}
+    settings = Autoscaling(utilisation=0.5, schedule_by_variant=schedule)
+    at = {when: desired_replicas([STANDARD, FAST], demand, SIZING, settings, when)["fast"] for when in (None, 3600.0, 9 * 3600.0)}
+    assert at[None].desired == at[3600.0].desired == 11  # the reactive count (see above)
+    assert (at[9 * 3600.0].desired, at[9 * 3600.0].floor) == (30, 30)  # the schedule's, above it
+    assert at[None].floor == 0  # no time, no schedule: the Deployment's static floor

@@ -51,7 +51,7 @@ def test_the_section_names_the_comparators_the_curve_and_the_tuning_days():
     assert "| all-standard TP4, vLLM's defaults, fixed at the peak: llm-d-default 7 standard TP4 (counted) | $2,016 |" in text
     assert "| x0.25 | 2 fast | 99.50% | 0.050 |" in text
     assert "Fitted: fast = +0.60 + 28.00 x busy." in text
-    assert "| h100-70b | 0 s **(chosen)** | $730 | 99.21% | 3 |" in text
+    assert "| h100-70b | no floor, 0 s **(chosen)** | $730 | 99.21% | 3 |" in text
     assert "costs what the best baseline's does: the 37% saved against it is the autoscaling's" in text
     assert day_curve_render.render([]).endswith("(`duet plan-day --fit`).")
 
@@ -62,13 +62,27 @@ def test_an_autoscaled_day_dearer_than_the_peaks_fleet_is_not_called_a_saving():
     assert "saved" not in text
 
 
-def test_the_scale_up_window_is_the_cheapest_tuning_days_within_a_point_of_the_target():
-    def tuning(window: float, usd: float, good: float) -> dict[str, Any]:
-        return {**day(usd, good), "autoscaling": {"scale_up_stabilization_s": window}}
+def test_the_settings_are_the_cheapest_tuning_days_within_a_point_of_the_target():
+    def tuning(window: float, usd: float, good: float, floor: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {**day(usd, good), "autoscaling": {"scale_up_stabilization_s": window}, "floor": floor}
 
-    assert day_curve_render.chosen_windows([tuning(0, 800, 0.995), tuning(600, 700, 0.992)]) == {"h100-70b": 600}
-    assert day_curve_render.chosen_windows([tuning(0, 800, 0.995), tuning(600, 700, 0.97)]) == {"h100-70b": 0}
-    assert day_curve_render.chosen_windows([tuning(0, 800, 0.95), tuning(600, 700, 0.97)]) == {"h100-70b": 600}
+    assert day_curve_render.chosen_settings([tuning(0, 800, 0.995), tuning(600, 700, 0.992)]) == {
+        "h100-70b": "no floor, 600 s"}
+    assert day_curve_render.chosen_settings([tuning(0, 800, 0.995), tuning(600, 700, 0.97)]) == {"h100-70b": "no floor, 0 s"}
+    assert day_curve_render.chosen_settings([tuning(0, 800, 0.95), tuning(600, 700, 0.97)]) == {
+        "h100-70b": "no floor, 600 s"}
+    floored = tuning(300, 650, 0.985, {"days": 3, "margin": 1})
+    assert day_curve_render.chosen_settings([tuning(0, 800, 0.995), floored]) == {"h100-70b": "floor of 3 days less 1, 300 s"}
+
+
+def test_a_floor_is_said_with_where_it_was_learned_and_counted_alone():
+    floored = {**day(), "floor": {"history": "the tuning window's days of seeds 1..3", "days": 3, "margin": 0,
+                                  "lead_s": 660.0, "replica_hours": {"fast": 60.0}, "usd": 720.0}}
+    text = day_curve_render.render([floored])
+    assert ("a schedule floor (the gauge reports the higher of the two) learned from the tuning window's days of "
+            "seeds 1..3") in text
+    assert "each count asked for 660 s ahead (replica-hours it alone holds in a day: fast 60)" in text
+    assert "| Duet, the schedule floor alone (counted) | $720 | 1.01x | — |" in text
 
 
 def test_a_comparator_that_found_no_fleet_gives_a_bound_said_as_one():
@@ -78,3 +92,9 @@ def test_a_comparator_that_found_no_fleet_gives_a_bound_said_as_one():
     text = day_curve_render.render([data])
     assert "≤ 0.25x all-standard TP4 (**met, a bound**)" in text
     assert "llm-d-default found none up to $120/hour (its largest fleet: 98.05% good, tuning seeds) | > $2,880 |" in text
+
+
+def test_each_committed_held_out_day_runs_the_settings_its_tuning_days_chose():
+    chosen = day_curve_render.chosen_settings(day_curve_render.load_tuning())
+    for held_out in day_curve_render.load():
+        assert day_curve_render.setting(held_out) == chosen[held_out["replica_set"]], held_out["replica_set"]

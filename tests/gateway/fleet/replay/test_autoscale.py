@@ -471,3 +471,32 @@ def test_one_hpa_per_group_on_the_groups_series_sets_the_split_of_what_the_varia
             per_group = [hpa.scale(n, held, 15.0 * tick)
                          for hpa, n, held in zip(groups, split_replicas(shares, gauge), per_group, strict=True)]
             assert tuple(per_group) == split_replicas(shares, current), (tick, gauge)
+
+
+def test_a_schedule_floor_raises_the_gauge_at_its_time_of_day_on_the_replays_clock_and_the_hpa_follows():
+    from gateway.scaling import FloorSchedule, ScheduleStep
+
+    # Quiet traffic (0.5/s, which asks for one fast replica); the schedule asks for 4 fast from 200 s.
+    rng, at, schedule = random.Random(1), 0.0, []
+    while (at := at + rng.expovariate(0.5)) < 600.0:
+        schedule.append(Arrival(at, "chat", 2000, 100))
+    floor = {"fast": FloorSchedule((ScheduleStep(0.0, 0), ScheduleStep(200.0, 4)))}
+    settings = dataclasses.replace(AUTOSCALING, schedule_by_variant=MappingProxyType(floor), scale_up_stabilization_s=30.0)
+    _, timeline = run_autoscaled(policy_config(CLUSTER, "duet"), CLUSTER.profiles(), schedule,
+                                 AutoscaledRun(settings, {"standard": 1, "fast": 1}, startup_s=STARTUP_S))
+    fast = [r for r in timeline.readings if r.variant == "fast"]
+    assert all(r.desired < 4 for r in fast if r.at_s < 200.0)
+    assert all(r.desired >= 4 for r in fast if r.at_s >= 200.0)
+    # The HPA sees the floor as any reading: up once its scale-up window holds nothing lower.
+    assert min(r.at_s for r in fast if r.scaled_to >= 4) == min(r.at_s for r in fast if r.at_s >= 230.0)
+
+
+def test_a_scale_up_policy_adds_at_most_its_pods_above_the_count_a_period_ago():
+    hpa = Hpa(300.0, deque([(-15.0, 2)]), up_policy=(2, 60.0))
+    counts, current = [], 2
+    for at in (0.0, 15.0, 45.0, 60.0, 75.0, 120.0, 135.0):
+        current = hpa.scale(9, current, at)
+        counts.append(current)
+    # 2 -> 4 at once; then no more until the rise at 0 s leaves the period; 6 at 60 s, 8 at 120 s.
+    assert counts == [4, 4, 4, 6, 6, 8, 8]
+    assert Hpa(300.0, deque([(-15.0, 2)])).scale(9, 2, 0.0) == 9  # no policy: at once to the gauge
