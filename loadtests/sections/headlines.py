@@ -7,8 +7,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gateway.fleet.capacity import day_curve_render, day_render, layout_render
+from gateway.fleet.capacity import layout_render
 from gateway.fleet.capacity import render as capacity_render
+from gateway.fleet.capacity.days import day_curve_render, day_render
 from gateway.fleet.sweep import render as knee
 from loadtests.benchmarks.overhead.report.results import read as read_overhead
 from loadtests.benchmarks.overhead.report.summary import goals

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gateway.fleet.capacity import day_curve_render as capacity_day_curve
-from gateway.fleet.capacity import day_render as capacity_day
 from gateway.fleet.capacity import layout_render as capacity_layouts
 from gateway.fleet.capacity import render as capacity
 from gateway.fleet.capacity import results as capacity_plans
+from gateway.fleet.capacity.days import day_curve_render as capacity_day_curve
+from gateway.fleet.capacity.days import day_render as capacity_day
 from gateway.fleet.replay import results as replay
 from gateway.fleet.sweep import chunk_render, pd_render
 from gateway.fleet.sweep import diagnose as knee_diagnosis

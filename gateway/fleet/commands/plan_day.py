@@ -19,13 +19,13 @@ import json
 import sys
 from typing import Any
 
-from gateway.fleet.capacity import day_goals
 from gateway.fleet.capacity.curve import CurvePoint, curves_of, fit, layout_of, spec_of
-from gateway.fleet.capacity.daily import DaySpec, assemble, replay_days, seed_day
-from gateway.fleet.capacity.day import DiurnalCurve
-from gateway.fleet.capacity.day_diagnosis import diagnose
-from gateway.fleet.capacity.day_floor import as_config, floor_json, learned_floor
-from gateway.fleet.capacity.day_readings import spread
+from gateway.fleet.capacity.days import day_goals
+from gateway.fleet.capacity.days.daily import DaySpec, assemble, replay_days, seed_day
+from gateway.fleet.capacity.days.day import DiurnalCurve
+from gateway.fleet.capacity.days.day_diagnosis import diagnose
+from gateway.fleet.capacity.days.day_floor import as_config, floor_json, learned_floor
+from gateway.fleet.capacity.days.day_readings import spread
 from gateway.fleet.capacity.layout import own_layout
 from gateway.fleet.capacity.plan import Replays
 from gateway.fleet.capacity.search import Fleet

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from gateway.autoscaling import CapacityCurve
-from gateway.fleet.capacity.daily import DaySpec
-from gateway.fleet.capacity.day import DiurnalCurve
-from gateway.fleet.capacity.day_diagnosis import diagnose, good_by_hour, losses, paid_hours, thin_decode_minutes
+from gateway.fleet.capacity.days.daily import DaySpec
+from gateway.fleet.capacity.days.day import DiurnalCurve
+from gateway.fleet.capacity.days.day_diagnosis import diagnose, good_by_hour, losses, paid_hours, thin_decode_minutes
 from gateway.fleet.capacity.layout import Deployment, Layout
 from gateway.fleet.capacity.roles import PD_SPLIT
 from gateway.fleet.replay.fleet import FleetTimeline, ReplicaLife

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.autoscaling import FloorSchedule, schedule_from_counts
-from gateway.fleet.capacity.daily import DaySpec, seed_day
+from gateway.fleet.capacity.days.daily import DaySpec, seed_day
 
 
 def lead_of(spec: DaySpec) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.fleet.capacity import day_curve_render
+from gateway.fleet.capacity.days import day_curve_render
 
 TP4 = {"tp": 4, "chunk": None}
 

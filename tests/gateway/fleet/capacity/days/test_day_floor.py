@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from gateway.fleet.capacity import day_floor
-from gateway.fleet.capacity.daily import DaySpec
-from gateway.fleet.capacity.day import DiurnalCurve
+from gateway.fleet.capacity.days import day_floor
+from gateway.fleet.capacity.days.daily import DaySpec
+from gateway.fleet.capacity.days.day import DiurnalCurve
 
 SPEC = DaySpec("h100-70b-w4a16", "code,conv", 0.5, 0.99, "duet", {"standard": 6, "fast": 0}, {},
                DiurnalCurve(), period_s=3600.0, day_s=4 * 3600.0, seed=7, startup_s=346.0, scale_up_s=300.0,
@@ -64,7 +64,7 @@ def test_the_floor_is_written_as_duet_yamls_schedule_and_reads_back_the_same():
     schedule = {"standard": FloorSchedule((ScheduleStep(1140.0, 2), ScheduleStep(30845.0, 4)))}
     written = day_floor.as_config(schedule)
     assert written == {"standard": [{"at": "00:19", "replicas": 2}, {"at": "08:34:05", "replicas": 4}]}
-    raw = yaml.safe_load((Path(__file__).resolve().parents[4] / "deploy" / "config" / "demo.yaml").read_text())
+    raw = yaml.safe_load((Path(__file__).resolve().parents[5] / "deploy" / "config" / "demo.yaml").read_text())
     raw["models"]["smollm2"]["autoscaling"] = {"schedule_by_variant": written}
     read = parse_config(yaml.safe_dump(raw)).models["smollm2"].autoscaling
     assert read is not None and dict(read.schedule_by_variant) == schedule

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "capacity" / "day"
+RESULTS = Path(__file__).resolve().parents[4] / "docs" / "results" / "capacity" / "day"
 COST_GOAL = 0.7  # the autoscaled day's cost at most this share of the peak-sized fixed fleet's
 GOOD_POINTS = 1.0  # and its good requests within this many points of the plan's target (or above)
 Day = Mapping[str, Any]

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from gateway.cli import main
-from gateway.fleet.capacity.daily import DaySpec, assemble, replay_day
-from gateway.fleet.capacity.day import DiurnalCurve
+from gateway.fleet.capacity.days.daily import DaySpec, assemble, replay_day
+from gateway.fleet.capacity.days.day import DiurnalCurve
 
 SPEC = DaySpec("h100-70b-w4a16", "code,conv,long-context=mooncake*0.1", 0.05, 0.99, "duet",
                {"standard": 1, "fast": 2}, {"standard": 0.2, "fast": 0.05}, DiurnalCurve(peak_to_trough=3.0),

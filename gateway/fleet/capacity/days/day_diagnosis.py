@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gateway.fleet.capacity.daily import DaySpec, replay_autoscaled, seed_day
+from gateway.fleet.capacity.days.daily import DaySpec, replay_autoscaled, seed_day
 from gateway.fleet.replay.fleet import FleetTimeline
 from gateway.fleet.replay.report import Parity, allowed, summarize
 from gateway.fleet.replay.request_result import RequestResult

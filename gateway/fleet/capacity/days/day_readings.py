@@ -16,7 +16,7 @@ import statistics
 from collections.abc import Sequence
 
 from gateway.autoscaling import CapacityCurve, DemandMeter, peak
-from gateway.fleet.capacity.daily import DaySpec, SeedDay
+from gateway.fleet.capacity.days.daily import DaySpec, SeedDay
 from gateway.fleet.capacity.headroom import busy_replicas, traffic_demand
 from gateway.fleet.replay.setup import policy_config
 

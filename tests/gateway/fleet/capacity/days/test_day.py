@@ -2,7 +2,7 @@
 
 import pytest
 
-from gateway.fleet.capacity.day import DiurnalCurve, day_arrivals, periods
+from gateway.fleet.capacity.days.day import DiurnalCurve, day_arrivals, periods
 from gateway.fleet.replay.setup import Cluster
 from gateway.fleet.replay.windows import DAY_WINDOWS, HELDOUT, TUNING
 from gateway.fleet.world.replica_sets import REPLICA_SETS

@@ -1,6 +1,6 @@
 """The day section: the goals judged from the summary, the table and the hourly fleet."""
 
-from gateway.fleet.capacity.day_render import meets, render
+from gateway.fleet.capacity.days.day_render import meets, render
 from loadtests.sections.headlines import capacity_day as headline
 
 

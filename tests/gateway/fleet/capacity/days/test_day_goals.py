@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.fleet.capacity import day_goals
+from gateway.fleet.capacity.days import day_goals
 
 TP4 = {"tp": 4, "chunk": None}
 PLAN = {"plans": {

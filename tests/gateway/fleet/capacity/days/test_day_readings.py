@@ -4,9 +4,9 @@ whole traffic's busy replicas beside the readings' spread, each with the curve's
 import dataclasses
 
 from gateway.autoscaling import CapacityCurve
-from gateway.fleet.capacity.daily import DaySpec, seed_day
-from gateway.fleet.capacity.day import DiurnalCurve
-from gateway.fleet.capacity.day_readings import readings, spread
+from gateway.fleet.capacity.days.daily import DaySpec, seed_day
+from gateway.fleet.capacity.days.day import DiurnalCurve
+from gateway.fleet.capacity.days.day_readings import readings, spread
 
 SPEC = DaySpec("h100-70b-w4a16", "code,conv", 0.5, 0.99, "duet", {"standard": 6, "fast": 0}, {},
                DiurnalCurve(), period_s=300.0, day_s=900.0, seeds=1,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gateway.fleet.capacity.day_goals import ALL_STANDARD_GOAL, BASELINE_GOAL
+from gateway.fleet.capacity.days.day_goals import ALL_STANDARD_GOAL, BASELINE_GOAL
 from gateway.fleet.capacity.results import RESULTS
 
 CURVE_RESULTS = RESULTS / "day-curve"

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.autoscaling import Autoscaling, CapacityCurve, FloorSchedule, desired_replicas
-from gateway.fleet.capacity.day import DAY_S, DiurnalCurve, Period, day_arrivals, periods
+from gateway.fleet.capacity.days.day import DAY_S, DiurnalCurve, Period, day_arrivals, periods
 from gateway.fleet.capacity.headroom import sizing_of, traffic_demand
 from gateway.fleet.capacity.layout import Layout, laid_out
 from gateway.fleet.replay.autoscale import STARTUP_S, AutoscaledRun, run_autoscaled
