@@ -22,7 +22,7 @@ from gateway.fleet.replay.split import PREFILL_LEG, Handoff, decode_leg, failed_
 from gateway.fleet.replay.sync import run_now
 from gateway.fleet.replay.waiting_room import Suspend, VirtualWaitingRoom
 from gateway.fleet.workload.traces import Arrival
-from gateway.fleet.world.detections import DrawnDetector, UnseenDetections, unnamed_prompt
+from gateway.fleet.world.detections import UnseenDetections, detecting_drawn, unnamed_prompt
 from gateway.flow import (
     ActiveConfig,
     ApiKey,
@@ -132,7 +132,7 @@ class Replay:
     def __init__(self, config: DuetConfig, profiles: Mapping[str, Profile], settings: ReplaySettings | None = None, *,
                  fleet: FleetControl | None = None) -> None:
         settings = settings or ReplaySettings()
-        config = _detecting_drawn(config, settings)
+        config = detecting_drawn(config, settings.unnamed_share, settings.detections)
         (self._model,) = config.models.values()
         self._forced_length = settings.forced_length
         self._profiles = profiles
@@ -388,16 +388,3 @@ class Replay:
         ))
         if attempt.replica.id in self._draining:
             self._leave_if_drained(attempt.replica.id, event.time)
-
-
-def _detecting_drawn(config: DuetConfig, settings: ReplaySettings) -> DuetConfig:
-    """``config`` whose task detector answers the replay's unnamed requests with their drawn
-    detections (``DrawnDetector``), its threshold and floor as configured; unchanged when every
-    request names its task or the policy detects nothing (then its rules and default decide)."""
-    detection = config.policy.detection
-    if not settings.unnamed_share or detection is None:
-        return config
-    if settings.detections is None:
-        raise ValueError("unnamed_share needs detections (UnseenDetections.load())")
-    drawn = dataclasses.replace(detection, detector=DrawnDetector(settings.detections))
-    return dataclasses.replace(config, policy=dataclasses.replace(config.policy, detection=drawn))

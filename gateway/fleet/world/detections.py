@@ -12,6 +12,7 @@ errors and abstentions on unseen prompts, never the request's true task."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.flow import Detection
+from gateway.flow import Detection, DuetConfig
 
 DETECTIONS_FILE = Path(__file__).resolve().parent / "data" / "unseen_detections.json"
 # The prompt a replayed request carries when it names no task: the draw, for ``DrawnDetector``.
@@ -105,3 +106,16 @@ def unnamed(share: float, keyed: Iterable[str] = ()) -> dict[str, Any]:
     if keyed and not share:
         raise ValueError("--keyed-tasks names the task of requests that name none: it needs --unnamed-share")
     return {"unnamed_share": share, "detections": _shipped() if share else None, "keyed_tasks": keyed}
+
+
+def detecting_drawn(config: DuetConfig, unnamed_share: float, detections: UnseenDetections | None) -> DuetConfig:
+    """``config`` whose task detector answers a replay's unnamed requests with their drawn
+    detections (``DrawnDetector``), its threshold and floor as configured; unchanged when every
+    request names its task or the policy detects nothing (then its rules and default decide)."""
+    detection = config.policy.detection
+    if not unnamed_share or detection is None:
+        return config
+    if detections is None:
+        raise ValueError("unnamed_share needs detections (UnseenDetections.load())")
+    drawn = dataclasses.replace(detection, detector=DrawnDetector(detections))
+    return dataclasses.replace(config, policy=dataclasses.replace(config.policy, detection=drawn))
