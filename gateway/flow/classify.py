@@ -145,10 +145,13 @@ def find_task(policy: Policy, arrival: Arrival, *, tools: bool, input_tokens: in
     task, source = infer_task(shapes, "", tools=tools, texts=(), input_tokens=input_tokens)
     if task:
         return TaskGuess(task, source)
-    candidates = [t for t in (stated or policy.tasks) if t not in sized_out(policy.rules)]
-    if len(candidates) == 1 and stated:
-        return TaskGuess(candidates[0], "key")
-    return detect_task(detection, arrival, candidates or [t for t in policy.tasks if t not in sized_out(policy.rules)])
+    sized = sized_out(policy.rules)
+    detectable = [t for t in policy.tasks if t not in sized]
+    # A key naming only size-defined tasks says nothing of a prompt under their size.
+    keyed = [t for t in stated if t not in sized]
+    if len(keyed) == 1:
+        return TaskGuess(keyed[0], "key")
+    return detect_task(detection, arrival, keyed or detectable)
 
 
 def sized_out(rules: Iterable[TaskRule]) -> frozenset[str]:
