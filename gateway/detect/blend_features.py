@@ -15,19 +15,23 @@ prompt."""
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from gateway.detect.features import message_parts, request_text, window
+from gateway.detect.features import parts_of, request_text, window
 from gateway.detect.vectors import StaticVectors
 
 # Hashed columns per part of the text: the user turn's words and pairs need the most.
 BUCKETS = {"u": 1024, "s": 256, "t": 128}
 SPAN_CHARS = 200
+# The spans read as static vectors: the user window, its instruction, the system prompt, the tool results.
+SPANS = 4
 _SENTENCE = re.compile(r"(?<=[.!?:])\s+|\n+")
 
 
@@ -77,6 +81,26 @@ class _Buckets:
         return found  # type: ignore[return-value]
 
 
+@dataclass(frozen=True, slots=True)
+class SparseRow:
+    """``BlendFeatures.read``: a request's row before it is a row. ``shapes``: the shape columns
+    set (to 1); ``words``: per part of the text (``BUCKETS``), its hashed columns set (each to one
+    over the root of their count); the vectors' spans that have one (their indices among the
+    ``SPANS``) and their unit rows. The bias column (always 1) is left to the reader."""
+
+    shapes: list[int]
+    words: tuple[set[int], ...]
+    spans: tuple[int, ...]
+    units: np.ndarray
+
+    def vectors(self, dim: int) -> np.ndarray:
+        """The row's vectors slice: the spans' unit rows, zeros where a span has none."""
+        out = np.zeros((SPANS, dim), dtype=np.float32)
+        if self.spans:
+            out[list(self.spans)] = self.units
+        return out.ravel()
+
+
 class BlendFeatures:
     """``of(messages)``: a request's dense row; ``VECTOR_SLICE`` of it is its static vectors."""
 
@@ -88,24 +112,32 @@ class BlendFeatures:
         for part, size in BUCKETS.items():
             self._buckets[part], at = _Buckets(at, size), at + size
         self._vectors_at = at
-        self.width = self._vectors_at + 4 * vectors.dim + 1  # the last column: a constant (the bias)
-        self.vector_slice = slice(self._vectors_at, self._vectors_at + 4 * vectors.dim)
+        self.width = self._vectors_at + SPANS * vectors.dim + 1  # the last column: a constant (the bias)
+        self.vector_slice = slice(self._vectors_at, self._vectors_at + SPANS * vectors.dim)
+
+    def read(self, messages: list[dict[str, Any]]) -> SparseRow:
+        """A request's row as its non-zero columns before the vectors, and its vectors' spans
+        (what the served detector adds up: 20-60 columns of 2,300, not the whole row)."""
+        read = request_text(messages)
+        parts = parts_of(read)
+        shapes = [self._shapes[name] for name in parts.shape if name in self._shapes]
+        found: dict[str, set[int]] = {part: set() for part in BUCKETS}
+        for part, tokens in parts.words:
+            found[part] |= self._buckets[part].columns(tokens, pairs=False)
+        for part, tokens in parts.paired:
+            found[part] |= self._buckets[part].columns(tokens, pairs=True)
+        vectors = self._vectors
+        spans = (window(read.user), instruction(read.user), read.system[:256], " ".join(read.tool_results))
+        return SparseRow(shapes, tuple(found.values()), *vectors.units([vectors.ids(span) for span in spans]))
 
     def of(self, messages: list[dict[str, Any]]) -> np.ndarray:
+        """The request's dense row (what training stacks)."""
+        sparse = self.read(messages)
         row = np.zeros(self.width, dtype=np.float32)
-        parts, read = message_parts(messages), request_text(messages)
-        for name in parts.shape:
-            if name in self._shapes:
-                row[self._shapes[name]] = 1.0
-        columns: dict[str, set[int]] = {part: set() for part in BUCKETS}
-        for part, tokens in parts.words:
-            columns[part] |= self._buckets[part].columns(tokens, pairs=False)
-        for part, tokens in parts.paired:
-            columns[part] |= self._buckets[part].columns(tokens, pairs=True)
-        for part in BUCKETS:
-            if columns[part]:
-                row[sorted(columns[part])] = 1.0 / np.sqrt(len(columns[part]))
-        spans = (window(read.user), instruction(read.user), read.system[:256], " ".join(read.tool_results))
-        row[self.vector_slice] = self._vectors.of_each(list(spans)).ravel()
+        row[sparse.shapes] = 1.0
+        for columns in sparse.words:
+            if columns:
+                row[sorted(columns)] = 1.0 / math.sqrt(len(columns))
+        row[self.vector_slice] = sparse.vectors(self._vectors.dim)
         row[-1] = 1.0
         return row

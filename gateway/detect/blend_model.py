@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from gateway.detect.blend_features import BlendFeatures
+from gateway.detect.blend_features import SPANS, BlendFeatures, SparseRow
 from gateway.detect.model import Detection
+from gateway.detect.packed import Fields, pack
 from gateway.detect.vectors import VECTORS, StaticVectors
 from gateway.errors import DuetError
 
@@ -78,8 +79,19 @@ class BlendDetector:
             raise ValueError(f"weights are {model.weights.shape}, the features {self._features.width} x {len(self.tasks)} tasks")
         if model.centroids.shape[1] != self._features.vector_slice.stop - self._features.vector_slice.start:
             raise ValueError(f"centroids are {model.centroids.shape}, the vectors {self._features.vector_slice}")
-        self._weights = np.ascontiguousarray(model.weights, dtype=np.float32)
-        self._centroids = np.ascontiguousarray(model.centroids, dtype=np.float32)
+        weights = np.asarray(model.weights, dtype=np.float32)
+        vectors_at, dim = self._features.vector_slice.start, vectors.dim
+        # Served sparsely, in as few numpy calls as it takes (``gateway.detect.packed``): the
+        # shapes' and words' weights packed, a request's 20-60 columns summed as integers; one
+        # product of the spans' unit rows with their vectors' weights and the centroids side by
+        # side (the scores and the familiarity at once), not a product with a row of 2,300.
+        self._fields = Fields(len(self.tasks))
+        self._columns = [pack(row) for row in weights[:vectors_at].tolist()]
+        self._start = pack(weights[-1].tolist()) + self._fields.start  # the bias
+        vector_weights = weights[self._features.vector_slice].reshape(SPANS, dim, len(self.tasks))
+        centroids = np.asarray(model.centroids, dtype=np.float32).reshape(-1, SPANS, dim).transpose(1, 2, 0)
+        self._span_blocks = np.concatenate([vector_weights, centroids], axis=2)  # (span, dim, tasks + groups)
+        self._blocks: dict[tuple[int, ...], np.ndarray] = {}
         self._temperature = model.temperature
         self._familiarity_cut = model.familiarity_cut
         self._uniform = Detection({t: 1.0 / len(self.tasks) for t in self.tasks})
@@ -103,7 +115,7 @@ class BlendDetector:
         return _builtin(vectors)
 
     def detect_messages(self, messages: Sequence[Any]) -> Detection:
-        return self._detect(self._features.of(list(messages)))
+        return self._detect(self._features.read(list(messages)))
 
     def detect_prompt(self, prompt: str) -> Detection:
         # A completion's prompt is read as one user turn, as the words detector reads it.
@@ -111,19 +123,41 @@ class BlendDetector:
 
     def familiarity(self, messages: Sequence[Any]) -> float:
         """Cosine of the request's vectors to the nearest training group's centroid."""
-        return self._familiarity(self._features.of(list(messages)))
+        return self._scores(self._features.read(list(messages)))[1]
 
-    def _familiarity(self, row: np.ndarray) -> float:
-        v = row[self._features.vector_slice]
-        norm = float(np.sqrt(v @ v))
-        return float((self._centroids @ v).max()) / norm if norm > 0 else 0.0
+    def _scores(self, row: SparseRow) -> tuple[list[float], float]:
+        """The row's score per task (before the temperature) and its familiarity: the cosine of
+        its vectors' slice (each filled span a unit row, so its norm is the root of their count)
+        with the nearest centroid."""
+        columns, fields = self._columns, self._fields
+        scores = fields.values(self._start + sum(map(columns.__getitem__, row.shapes)))
+        for found in row.words:
+            if found:
+                scale = 1.0 / math.sqrt(len(found))
+                part = fields.values(fields.start + sum(map(columns.__getitem__, found)))
+                scores = [s + p * scale for s, p in zip(scores, part, strict=True)]
+        if not row.spans:
+            return scores, 0.0
+        block = (row.units.ravel() @ self._block(row.spans)).tolist()
+        tasks = len(scores)
+        return [s + b for s, b in zip(scores, block, strict=False)], max(block[tasks:]) / math.sqrt(len(row.spans))
 
-    def _detect(self, row: np.ndarray) -> Detection:
-        if self._familiarity(row) < self._familiarity_cut:
+    def _block(self, spans: tuple[int, ...]) -> np.ndarray:
+        """The weights and centroids of these spans, stacked: one of 15 sets, each made once
+        (a request's vectors are mostly its user window's two spans)."""
+        block = self._blocks.get(spans)
+        if block is None:
+            block = self._blocks[spans] = np.ascontiguousarray(
+                self._span_blocks[list(spans)].reshape(len(spans) * self._span_blocks.shape[1], -1))
+        return block
+
+    def _detect(self, row: SparseRow) -> Detection:
+        scores, familiarity = self._scores(row)
+        if familiarity < self._familiarity_cut:
             return self._uniform
-        scores = (row @ self._weights) * self._temperature
-        top = float(scores.max())
-        exp = [math.exp(float(s) - top) for s in scores]
+        scaled = [s * self._temperature for s in scores]
+        top = max(scaled)
+        exp = [math.exp(s - top) for s in scaled]
         total = sum(exp)
         return Detection({task: e / total for task, e in zip(self.tasks, exp, strict=True)})
 

@@ -155,7 +155,12 @@ def request_text(messages: Sequence[Any]) -> RequestText:
 
 def message_parts(messages: Sequence[Any]) -> Parts:
     """The features of a chat request, unnamed (``message_features`` names them)."""
-    read = request_text(messages)
+    return parts_of(request_text(messages))
+
+
+def parts_of(read: RequestText) -> Parts:
+    """``message_parts`` of a request already read (the blend detector reads it once for both
+    its words and its vectors)."""
     signals, tokens = _text_features(read.user)
     words = [("s", word_tokens(read.system[:SYSTEM_CHARS]) if read.system else []),
              ("t", word_tokens(" ".join(read.tool_results)) if read.tool_results else [])]

@@ -16,6 +16,7 @@ from importlib import resources
 from typing import Any, Protocol
 
 from gateway.detect.features import Parts, message_parts, prompt_parts
+from gateway.detect.packed import HALF_FIELD, UNIT, Fields, pack
 
 MODEL_FILE = "task_detector.json"
 # The parts of the text whose tokens are features (gateway.detect.features.Parts).
@@ -68,22 +69,7 @@ class Detector(Protocol):
     def detect_prompt(self, prompt: str) -> Detection: ...
 
 
-# A feature's weights as one integer: task k's weight in bits [k * FIELD_BITS, (k + 1) * FIELD_BITS),
-# in units of 2**-SCALE_BITS. A request's scores are then one sum of Python ints in C
-# (``sum(map(table.get, keys, ZEROS))``), read off as fixed-width fields, instead of numpy's take and
-# reduce: between two requests of a busy gateway the cache is cold, and numpy's per-call machinery
-# was a third of a call's time there (``python -m loadtests.benchmarks.overhead.cpu_cost``). Exact for
-# the shipped model: every float16 is a multiple of 2**-24, and a 64-bit field holds the sum of every
-# feature's largest float16 (2**16 * 2**24 * 8,000 < 2**63) without carrying into the next.
-SCALE_BITS = 24
-FIELD_BITS = 64
-_HALF_FIELD = 1 << (FIELD_BITS - 1)
-_UNIT = 1 / (1 << SCALE_BITS)
 _ZEROS = itertools.repeat(0)
-
-
-def _packed(row: Sequence[float]) -> int:
-    return sum(round(float(w) * (1 << SCALE_BITS)) << (k * FIELD_BITS) for k, w in enumerate(row))
 
 
 class TaskDetector:
@@ -97,7 +83,7 @@ class TaskDetector:
         self._vocabulary = dict(vocabulary)
         self._weights = [tuple(map(float, row)) for row in weights]
         self._bias = tuple(map(float, bias))
-        packed = [_packed(row) for row in self._weights]
+        packed = [pack(row) for row in self._weights]
         # The features by what a request yields for them: a shape feature by its name, a token of a
         # part of the text (``TEXT_PARTS``) by the token, a pair of adjacent tokens by the pair; looked
         # up without spelling each feature's name (most of a call's time before).
@@ -110,10 +96,9 @@ class TaskDetector:
                 self._texts[part][(first, second) if space else token] = packed[i]
             else:
                 self._shapes[name] = packed[i]
-        # The bias, plus half of every field: each field of a sum is then in [0, 2**FIELD_BITS) and
-        # unpacks as an unsigned integer (``_layout``).
-        self._start = _packed(self._bias) + sum(_HALF_FIELD << (k * FIELD_BITS) for k in range(len(self.tasks)))
-        self._layout = struct.Struct(f"<{len(self.tasks)}Q")  # Q: an unsigned field of FIELD_BITS
+        # The bias, plus half of every field (``gateway.detect.packed``).
+        self._fields_of = Fields(len(self.tasks))
+        self._start = pack(self._bias) + self._fields_of.start
         self.meta = dict(meta or {})
 
     @classmethod
@@ -138,7 +123,7 @@ class TaskDetector:
 
     def scores(self, parts: Parts) -> list[float]:
         """Per task, the bias plus the weights of the features present in ``parts`` (each once)."""
-        return [(field - _HALF_FIELD) * _UNIT for field in self._fields(parts)]
+        return [(field - HALF_FIELD) * UNIT for field in self._fields(parts)]
 
     def _fields(self, parts: Parts) -> tuple[int, ...]:
         """The scores as integers, each plus half a field (``_start``): unsigned, so they unpack as is."""
@@ -150,7 +135,7 @@ class TaskDetector:
             table = self._texts[part]
             pairs = set(zip(tokens, tokens[1:], strict=False))
             total += sum(map(table.get, set(tokens), _ZEROS)) + sum(map(table.get, pairs, _ZEROS))
-        return self._layout.unpack(total.to_bytes(self._layout.size, "little"))
+        return self._fields_of.raw(total)
 
     def familiarity(self, messages: Sequence[Any]) -> float:
         """The share of the user turn's distinct words the model has a weight for (1.0 for a turn
@@ -165,7 +150,7 @@ class TaskDetector:
     def _detect(self, parts: Parts) -> Detection:
         fields = self._fields(parts)
         top = max(fields)  # the softmax of differences from the top score, taken exactly, in integers
-        exp = [math.exp((f - top) * _UNIT) for f in fields]
+        exp = [math.exp((f - top) * UNIT) for f in fields]
         total = sum(exp)
         return Detection({task: e / total for task, e in zip(self.tasks, exp, strict=True)})
 

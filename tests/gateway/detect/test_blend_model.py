@@ -60,6 +60,30 @@ def test_the_served_answer_is_the_training_rooms_for_the_same_model() -> None:
     assert served.detect_prompt(TRAINED["coding"]) == served.detect_messages(_user(TRAINED["coding"]))
 
 
+SHAPED = [
+    [{"role": "system", "content": "Extract the names."}, {"role": "user", "content": "the email from who"}],
+    [{"role": "user", "content": "Write a python function."}, {"role": "assistant", "content": "", "tool_calls": [{}]},
+     {"role": "tool", "content": "sort the list"}],
+    [{"role": "user", "content": "Solve the riddle: who is taller?"}, {"role": "assistant", "content": "tall"},
+     {"role": "user", "content": "who?"}],
+    [{"role": "user", "content": "qqq"}],  # no known subword: no vectors at all
+    [{"role": "system", "content": "zebra"}, {"role": "user", "content": ""}],
+]
+
+
+def test_the_sparse_served_answer_is_the_dense_rows_for_every_shape_of_request() -> None:
+    document, features, fitted = _document(familiarity=-2.0)
+    served = BlendDetector.from_document(document, _vectors())
+    for messages in SHAPED:
+        row = features.of(messages)[None, :]
+        expected = Abstention(0.5, 0.1, -2.0).detections(fitted, row)[0]  # type: ignore[arg-type]
+        got = served.detect_messages(messages)
+        assert all(abs(got.probabilities[t] - expected.probabilities[t]) < 1e-4 for t in TASKS), messages
+        v = row[0, features.vector_slice]
+        nearest = float((fitted.centroids @ v).max()) / float(np.sqrt(v @ v)) if v.any() else 0.0  # type: ignore[attr-defined]
+        assert abs(served.familiarity(messages) - nearest) < 1e-4, messages
+
+
 def test_an_unfamiliar_request_gets_a_uniform_answer_that_abstains() -> None:
     document, _, _ = _document(familiarity=0.999)
     served = BlendDetector.from_document(document, _vectors())

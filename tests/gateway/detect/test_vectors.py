@@ -54,3 +54,12 @@ def test_the_memo_is_forgotten_when_it_would_pass_its_bound(monkeypatch) -> None
     assert len(vectors._memo) == 3
     assert vectors.ids("the email names .") == vectors._tokenizer.encode("the email names .", add_special_tokens=False).ids
     assert len(vectors._memo) == 4  # cleared first: 3 + 4 would pass 4
+
+
+def test_a_span_whose_rows_cancel_has_no_direction_as_one_with_no_subword() -> None:
+    rows = np.array([[0.0, 0.0], [1.0, 2.0], [-1.0, -2.0], [3.0, 4.0]], dtype=np.float32)
+    vectors = StaticVectors(["[UNK]", "up", "down", "side"], rows)
+    filled, units = vectors.units([[1, 2], [], [3], [1]])
+    assert filled == (2, 3)
+    assert np.allclose(units, [[0.6, 0.8], [1 / np.sqrt(5), 2 / np.sqrt(5)]], atol=1e-6)
+    assert not vectors.of("up down").any()
