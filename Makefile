@@ -119,9 +119,9 @@ bench-detector-ceiling: $(STAMP) detector-data $(VECTORS_FILE)
 	$(BIN)/python -m loadtests.benchmarks.router.detector_ceiling
 	$(BIN)/python -m loadtests.sections
 
-# Style gates for the gateway package (ruff, mypy --strict).
+# Style gates: ruff over the whole repository, mypy --strict over the gateway package.
 lint: $(STAMP)
-	$(BIN)/ruff check gateway
+	$(BIN)/ruff check .
 	$(BIN)/mypy gateway
 
 clean:

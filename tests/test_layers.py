@@ -188,7 +188,8 @@ def test_no_package_imports_the_load_tests_but_the_command_shell():
 def _reads_tests(tree: ast.AST) -> Iterator[int]:
     """Lines that build a path into tests/: ``... / "tests"``, or a "tests/..." string in code
     (docstrings, which only point there, excepted)."""
-    docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    docstrings = {id(node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant) \
                 and node.right.value == "tests":

@@ -16,10 +16,10 @@ import httpx
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from quantize.evals.checking.answers import message_text
-from quantize.evals.tasks.chat import with_reference
 from quantize.evals.items import EvalItem, Verdict
 from quantize.evals.suite import Suite
 from quantize.evals.task import TaskType
+from quantize.evals.tasks.chat import with_reference
 from quantize.parity.client import Completion, Endpoint, complete
 
 

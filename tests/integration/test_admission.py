@@ -34,7 +34,8 @@ def test_full_replicas_hold_interactive_and_shed_sheddable(tmp_path):
         shed = httpx.post(c.url + "/v1/chat/completions", json=LONG, headers={"x-duet-priority": "sheddable"})
         assert shed.status_code == 429 and shed.headers["retry-after"]
         assert "shed" in shed.json()["error"]["message"]
-        second = threading.Thread(target=send, args=("second", LONG, {"x-duet-priority": "interactive", "x-duet-ttft-budget-ms": "20000"}))
+        second = threading.Thread(target=send,
+                                  args=("second", LONG, {"x-duet-priority": "interactive", "x-duet-ttft-budget-ms": "20000"}))
         second.start()
         first.join(30)
         second.join(30)

@@ -73,7 +73,8 @@ def test_tool_call(client):
     assert isinstance(json.loads(call.function.arguments)["city"], str)
 
 
-@pytest.mark.parametrize(("model", "variant"), [("smollm2:standard", "standard"), ("smollm2:fast", "fast"), ("standard", "standard")])
+@pytest.mark.parametrize(("model", "variant"),
+                         [("smollm2:standard", "standard"), ("smollm2:fast", "fast"), ("standard", "standard")])
 def test_pinned_variant_goes_there(client, model, variant):
     raw = client.chat.completions.with_raw_response.create(model=model, messages=MESSAGES, max_tokens=4)
     assert raw.headers["x-duet-variant"] == variant

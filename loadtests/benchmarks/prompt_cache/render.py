@@ -61,7 +61,8 @@ def replay_table(policies: Mapping[str, Mapping[str, Any]]) -> str:
         s = policies[name]
         mix = ", ".join(f"{v} {p:.0%}" for v, p in s["variant_mix"].items())
         cells = [name, _pm(s["ttft_ms"]["p90"], s.get("ttft_p90_ms_ci95"), ".0f"),
-                 _pm(100 * s["good_fraction"], None if "good_fraction_ci95" not in s else 100 * s["good_fraction_ci95"], ".2f") + "%",
+                 _pm(100 * s["good_fraction"], None if "good_fraction_ci95" not in s else 100 * s["good_fraction_ci95"],
+                     ".2f") + "%",
                  _pm(s["cost_usd"], s.get("cost_usd_ci95"), ".2f"), f"{s['cost_usd'] / standard_cost:.2f}x",
                  f"{s['prefix_hit_rate']:.1%}", f"{s['ttft_ms']['p50']:.0f}", mix]
         lines.append("| " + " | ".join(cells) + " |")
@@ -89,8 +90,10 @@ def real_table(real: Mapping[str, Any]) -> str:
     for mode, label in (("on", "prefix affinity + sessions on"), ("off", "off")):
         r = real["runs"][mode]
         mix = ", ".join(f"{v} {n}" for v, n in sorted(r["variant_mix"].items()))
-        rate = "—" if r["vllm_hit_rate"] is None else f"{r['vllm_hit_rate']:.1%} ({r['vllm_prefix_hits']:,} of {r['vllm_prefix_queries']:,})"
-        lines.append(f"| {label} | {r['requests']} | {r['failed']} | {rate} | {r['ttft_ms']['p50']} | {r['ttft_ms']['p90']} | {mix} |")
+        rate = ("—" if r["vllm_hit_rate"] is None
+                else f"{r['vllm_hit_rate']:.1%} ({r['vllm_prefix_hits']:,} of {r['vllm_prefix_queries']:,})")
+        lines.append(f"| {label} | {r['requests']} | {r['failed']} | {rate} | "
+                     f"{r['ttft_ms']['p50']} | {r['ttft_ms']['p90']} | {mix} |")
     return "\n".join(lines)
 
 

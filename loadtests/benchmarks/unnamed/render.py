@@ -62,7 +62,8 @@ def render(results: Sequence[Mapping[str, Any]]) -> str:
     ordered = sorted(results, key=lambda r: (r["replicas"], r["unnamed_share"], r.get("keyed_tasks", ())))
     lines = ["Knees on held-out windows (virtual time; seeds and loads in each command below), each policy at "
              "its highest load holding the constraint, as `duet replay --sweep` reports them.", "",
-             "| replicas | requests naming their task (keyed: their application's API key names it) | constraint | duet-fixed | best baseline | duet-fixed / it |",
+             "| replicas | requests naming their task (keyed: their application's API key names it) | constraint | duet-fixed | "
+             "best baseline | duet-fixed / it |",
              "|---|---|---|---|---|---|"]
     for result in ordered:
         lines += _rows(result)

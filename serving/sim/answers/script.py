@@ -2,7 +2,8 @@
 says, while the engine still decides how long it takes and how many tokens it counts.
 
 The file (YAML or JSON) is a list of rules, or ``{"rules": [...]}``. A rule matches the last
-user message (or a tool's result sent after it, so an agent's loop can be scripted), exactly (``equals``) or by ``re.search`` (``match``), and answers with ``text`` or
+user message (or a tool's result sent after it, so an agent's loop can be scripted), exactly (``equals``) or by
+``re.search`` (``match``), and answers with ``text`` or
 a ``tool_call`` (``{"name": ..., "arguments": {...}}``, used when the request offers tools; arguments
 given as a string are sent verbatim, even when they are not valid JSON).
 The first matching rule wins (exact rules are looked up first); unmatched requests get the

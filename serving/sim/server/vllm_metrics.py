@@ -53,30 +53,42 @@ HISTOGRAMS = {
 }
 
 HELP = {
-    "vllm:estimated_flops_per_gpu": "Estimated number of floating point operations per GPU (for Model Flops Utilization calculations).",
-    "vllm:estimated_read_bytes_per_gpu": "Estimated number of bytes read from memory per GPU (for Model Flops Utilization calculations).",
-    "vllm:estimated_write_bytes_per_gpu": "Estimated number of bytes written to memory per GPU (for Model Flops Utilization calculations).",
+    "vllm:estimated_flops_per_gpu": "Estimated number of floating point operations per GPU (for Model Flops Utilization "
+                                    "calculations).",
+    "vllm:estimated_read_bytes_per_gpu": "Estimated number of bytes read from memory per GPU (for Model Flops Utilization "
+                                         "calculations).",
+    "vllm:estimated_write_bytes_per_gpu": "Estimated number of bytes written to memory per GPU (for Model Flops Utilization "
+                                          "calculations).",
     "vllm:num_requests_running": "Number of requests in model execution batches.",
     "vllm:num_requests_waiting": "Number of requests waiting to be processed.",
-    "vllm:num_requests_waiting_by_reason": "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.",
-    "vllm:engine_sleep_state": "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+    "vllm:num_requests_waiting_by_reason": "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for "
+                                           "scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV "
+                                           "transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.",
+    "vllm:engine_sleep_state": "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
+                               "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
     "vllm:kv_cache_usage_perc": "KV-cache usage. 1 means 100 percent usage.",
     "vllm:prefix_cache_queries": "Prefix cache queries, in terms of number of queried tokens.",
     "vllm:prefix_cache_hits": "Prefix cache hits, in terms of number of cached tokens.",
-    "vllm:external_prefix_cache_queries": "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.",
-    "vllm:external_prefix_cache_hits": "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.",
+    "vllm:external_prefix_cache_queries": "External prefix cache queries from KV connector cross-instance cache sharing, in "
+                                          "terms of number of queried tokens.",
+    "vllm:external_prefix_cache_hits": "External prefix cache hits from KV connector cross-instance cache sharing, in terms of "
+                                       "number of cached tokens.",
     "vllm:mm_cache_queries": "Multi-modal cache queries, in terms of number of queried items.",
     "vllm:mm_cache_hits": "Multi-modal cache hits, in terms of number of cached items.",
     "vllm:num_preemptions": "Cumulative number of preemption from the engine.",
     "vllm:prompt_tokens": "Number of prefill tokens processed.",
     "vllm:prompt_tokens_by_source": "Number of prompt tokens by source.",
     "vllm:prompt_tokens_cached": "Number of cached prompt tokens (local + external).",
-    "vllm:prompt_tokens_cached_by_source": "Prefix-cache hit tokens by the cache tier that supplied them: device (local HBM), host (offloaded to DRAM), disk, p2p (transferred from another vLLM instance) or external_unspecified. Counted at admission; sums to vllm:prefix_cache_hits + vllm:external_prefix_cache_hits.",
+    "vllm:prompt_tokens_cached_by_source": "Prefix-cache hit tokens by the cache tier that supplied them: device (local HBM), "
+                                           "host (offloaded to DRAM), disk, p2p (transferred from another vLLM instance) or "
+                                           "external_unspecified. Counted at admission; sums to vllm:prefix_cache_hits + "
+                                           "vllm:external_prefix_cache_hits.",
     "vllm:generation_tokens": "Number of generation tokens processed.",
     "vllm:request_success": "Count of successfully processed requests.",
     "vllm:admission_rejections": "Number of admission attempts rejected by a queue limit, by reason.",
     "vllm:cache_config_info": "Information of the LLMEngine CacheConfig",
-    "vllm:tool_call_parser_invocations": "Total number of ToolParser invocations. Non-streaming increments once per choice; streaming increments once per delta.",
+    "vllm:tool_call_parser_invocations": "Total number of ToolParser invocations. Non-streaming increments once per choice; "
+                                         "streaming increments once per delta.",
     "vllm:spec_decode_num_drafts": "Number of spec decoding drafts.",
     "vllm:spec_decode_num_draft_tokens": "Number of draft tokens.",
     "vllm:spec_decode_num_accepted_tokens": "Number of accepted tokens.",

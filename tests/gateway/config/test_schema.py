@@ -82,7 +82,8 @@ def test_the_machines_load_in_a_calibration_record_is_checked_strictly() -> None
 
     def with_load(load: str) -> str:
         record = ('speed: {prefill_tokens_per_s: 1000, decode_s_per_token: 0.01, calibration: {hardware_class: avx2, '
-                  f'measured_at: "2026-12-05T19:00:00+00:00", replica: "http://127.0.0.1:9", probe_s: 41.5, machine_load: {load}}}}}')
+                  'measured_at: "2026-12-05T19:00:00+00:00", replica: "http://127.0.0.1:9", '
+                  f'probe_s: 41.5, machine_load: {load}}}}}')
         return MINIMAL.replace(plain, record, 1)
 
     config = parse_config(with_load("{others_cores: 1.9, steal_share: 0.0, cores: 2, probes: 2, busy: true}"))

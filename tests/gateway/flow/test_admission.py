@@ -42,5 +42,6 @@ def test_assess(priority, snap, dec, action):
 
 
 def test_sheddable_far_over_budget_is_shed():
-    verdict = assess(request(priority=Priority.SHEDDABLE, latency_budget_ms=100.0), decision(meets=False, e2e_ms=250), snapshot(), LIMITS)
+    verdict = assess(request(priority=Priority.SHEDDABLE, latency_budget_ms=100.0),
+                     decision(meets=False, e2e_ms=250), snapshot(), LIMITS)
     assert verdict.action is Action.SHED

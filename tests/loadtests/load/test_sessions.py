@@ -18,7 +18,7 @@ def test_each_turn_resends_the_history_as_its_prefix_under_one_session():
         bodies.append(request.body)
         assert request.headers[SESSION_HEADER] == "s-1" and request.headers["x-duet-task"] == "chat"
         conversation = answered(SETTINGS, conversation, 20, seed=20 + turn)
-    for earlier, later in zip(bodies, bodies[1:]):
+    for earlier, later in zip(bodies, bodies[1:], strict=False):
         assert later["messages"][:len(earlier["messages"])] == earlier["messages"]
         assert len(later["messages"]) == len(earlier["messages"]) + 2  # the answer, the next question
     assert conversation.tokens == 300 + 3 * (40 + 20) and conversation.turns == 3

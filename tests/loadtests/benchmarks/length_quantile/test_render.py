@@ -28,7 +28,7 @@ def test_rows_are_quantiles_and_columns_windows():
 def test_with_seeds_the_difference_is_paired_seed_by_seed():
     def seeded(quantile, goods, costs):
         result = replay(quantile, 0.0, sum(goods) / len(goods), sum(costs) / len(costs))
-        result["policies"]["duet"]["runs"] = [{"good_fraction": g, "cost_usd": c} for g, c in zip(goods, costs)]
+        result["policies"]["duet"]["runs"] = [{"good_fraction": g, "cost_usd": c} for g, c in zip(goods, costs, strict=True)]
         return result
 
     # every seed gains exactly 0.5 points: the pairing removes the seeds' own spread

@@ -38,7 +38,8 @@ def test_task_from_header_then_body_then_default() -> None:
 
 
 def test_prompt_length_hint_and_token_id_prompts() -> None:
-    assert chat({"messages": [{"role": "user", "content": "hi"}], "vllm_xargs": {"sim_prompt_tokens": 5000}}).prompt_tokens == 5000
+    assert chat({"messages": [{"role": "user", "content": "hi"}],
+                 "vllm_xargs": {"sim_prompt_tokens": 5000}}).prompt_tokens == 5000
     call = parse_call(orjson.dumps({"prompt": [1, 2, 3, 4, 5]}), chat=False, headers={}, template=TEMPLATE)
     assert call.prompt_tokens == 5 and call.max_tokens == 16  # vLLM's completions default
 
@@ -51,7 +52,8 @@ def test_output_length_hint() -> None:
         chat({"messages": hi, "vllm_xargs": {"sim_output_tokens": 0}})
 
 
-@pytest.mark.parametrize("body", [b"{not json", b"[]", b'{"messages": []}', b'{"messages": [{"role": "user", "content": "x"}], "n": 0}',
+@pytest.mark.parametrize("body", [b"{not json", b"[]", b'{"messages": []}',
+                                  b'{"messages": [{"role": "user", "content": "x"}], "n": 0}',
                                   b'{"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}}'])
 def test_malformed_bodies_are_refused(body: bytes) -> None:
     with pytest.raises(BadRequest):

@@ -26,7 +26,7 @@ def test_embeddings_float_in_vllm_shape():
 def test_embeddings_base64_is_little_endian_float32():
     body = orjson.loads(embeddings({"input": "same text", "encoding_format": "base64"}, "m", "ab"))
     decoded = struct.unpack("<384f", base64.b64decode(body["data"][0]["embedding"]))
-    assert all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-7) for a, b in zip(decoded, embedding_of("same text")))
+    assert all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-7) for a, b in zip(decoded, embedding_of("same text"), strict=True))
 
 
 @pytest.mark.parametrize("body", [{"input": ""}, {"input": [None]}, {"input": "x", "encoding_format": "hex"}])

@@ -74,7 +74,7 @@ def test_the_capture_is_of_a_growing_conversation_on_a_known_hardware_class(capt
     assert "--enable-prefix-caching" in capture["replica_argv"] and capture["command"].startswith("flock ")
     turns = capture["turns"]
     assert len(turns) >= 3 and turns[0]["prompt_tokens"] > 1000
-    assert all(t["shared_with_previous_tokens"] == p["prompt_tokens"] for p, t in zip(turns, turns[1:]))
+    assert all(t["shared_with_previous_tokens"] == p["prompt_tokens"] for p, t in zip(turns, turns[1:], strict=False))
 
 
 def test_the_simulator_gives_vllms_prefix_cache_counters(capture: dict[str, Any]) -> None:

@@ -143,7 +143,8 @@ def test_metrics_parse_and_count(sim: SimProcess, client: openai.OpenAI) -> None
     after = metric_values(sim.url)
     labels = (("engine", "0"), ("model_name", "sim-model"))
     assert after[("vllm:generation_tokens_total", labels)] - before[("vllm:generation_tokens_total", labels)] == 7
-    assert after[("vllm:time_to_first_token_seconds_count", labels)] == before[("vllm:time_to_first_token_seconds_count", labels)] + 1
+    assert (after[("vllm:time_to_first_token_seconds_count", labels)]
+            == before[("vllm:time_to_first_token_seconds_count", labels)] + 1)
     success = ("vllm:request_success_total", (labels[0], ("finished_reason", "length"), labels[1]))
     assert after[success] == before.get(success, 0) + 1
     for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",

@@ -18,5 +18,6 @@ def test_duet_sim_registers_its_flags() -> None:
 
 
 def test_bad_profile_exits_2_with_the_reason() -> None:
-    result = subprocess.run([sys.executable, "-m", "serving.sim", "--profile", "nope"], capture_output=True, text=True, timeout=30)
+    result = subprocess.run([sys.executable, "-m", "serving.sim", "--profile", "nope"],
+                            capture_output=True, text=True, timeout=30)
     assert result.returncode == 2 and "no profile 'nope'" in result.stderr

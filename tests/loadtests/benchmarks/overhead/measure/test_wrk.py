@@ -10,7 +10,8 @@ WRK_STDOUT = """\
 Running 10s test @ http://127.0.0.1:8000/v1/chat/completions
   1 threads and 64 connections
 Requests/sec:   2261.10
-WRK_RESULT {"requests":22611,"duration_us":10000000,"bytes":1,"connect_errors":1,"read_errors":2,"write_errors":0,"status_errors":3,"timeouts":4,"p50_us":784,"p90_us":900,"p99_us":9407,"mean_us":812.5,"max_us":12000}
+WRK_RESULT {"requests":22611,"duration_us":10000000,"bytes":1,"connect_errors":1,"read_errors":2,"write_errors":0,\
+"status_errors":3,"timeouts":4,"p50_us":784,"p90_us":900,"p99_us":9407,"mean_us":812.5,"max_us":12000}
 """
 
 

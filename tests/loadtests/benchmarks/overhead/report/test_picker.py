@@ -46,7 +46,8 @@ def test_the_goals_compare_the_picker_with_the_proxy(picker_p50_us, picker_rps, 
 
 
 def test_the_section_quotes_the_machine_and_warns_when_it_was_busy() -> None:
-    runs = tuple(m(g, mode, 500, 1000) for g in ("direct", "envoy", "envoy-duet-epp", "duet") for mode in ("non-stream", "stream"))
+    runs = tuple(m(g, mode, 500, 1000) for g in ("direct", "envoy", "envoy-duet-epp", "duet")
+                 for mode in ("non-stream", "stream"))
     host = Host(2, "Some CPU", "6.1.0", "avx512")
     quiet = RunResult(runs, (), {"non-stream": wrk(100, 5000)}, {"nginx": "1.22.1"}, {"cpu0": 0.01, "cpu1": 0.02})
     text = section(RunRecord(quiet, "make bench-overhead-envoy", PhasePlan(), 1, "2026-12-06 10:00 UTC", host))
