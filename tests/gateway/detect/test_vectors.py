@@ -47,6 +47,18 @@ def test_remembered_runs_give_the_tokenizers_ids_for_the_whole_text() -> None:
     assert vectors.ids("taller, the email.") == vectors._tokenizer.encode("taller, the email.", add_special_tokens=False).ids
 
 
+def test_each_novel_run_gets_the_ids_it_has_alone_whatever_its_neighbours() -> None:
+    vectors = _vectors()
+    rng = np.random.default_rng(11)
+    pieces = ["who", "tall", "##er", "taller", ",", "!", "?", "zzz", "\u0301", "e\u0301mail", "the.email", "x"]
+    for _ in range(50):
+        runs = list(dict.fromkeys("".join(rng.choice(pieces, size=rng.integers(1, 4))) for _ in range(rng.integers(1, 9))))
+        read = vectors._read(runs)
+        assert list(read) == runs
+        for run in runs:
+            assert read[run] == vectors._tokenizer.encode(run, add_special_tokens=False).ids, run
+
+
 def test_the_memo_is_forgotten_when_it_would_pass_its_bound(monkeypatch) -> None:
     monkeypatch.setattr(vectors_module, "MEMO_LIMIT", 4)
     vectors = _vectors()
