@@ -49,6 +49,16 @@ class PlanSpec:
     length_quantile: float = 0.5
     # The TP sizes and chunk budgets each variant may take (None: the profiles' own only).
     layouts: LayoutSpace | None = None
+    # The all-standard fleet's own bound (None: ``max_replicas``): a standard-only fleet on vLLM's
+    # defaults may need many more replicas than the mixed fleets to meet a latency target, and a
+    # comparator found nowhere within the bound is only a lower bound on its cost.
+    all_standard_max_replicas: int | None = None
+
+    def max_replicas_for(self, standard_only: bool) -> int:
+        """The most replicas' worth per variant a role's search may try."""
+        if standard_only and self.all_standard_max_replicas is not None:
+            return self.all_standard_max_replicas
+        return self.max_replicas
 
     @property
     def replicas(self) -> ReplicaSet:
@@ -176,13 +186,13 @@ def parity_floor(replica_set: ReplicaSet, tasks: frozenset[str]) -> int:
 
 
 def layout_bounds(spec: PlanSpec, replicas: ReplicaSet, layout: Layout, floor: int,
-                  cap_usd: float | None) -> Bounds | None:
+                  cap_usd: float | None, standard_only: bool = False) -> Bounds | None:
     """The counts one layout's search may try: up to ``max_replicas`` replicas' worth of the
     profile's own GPUs per variant, none past what alone costs ``cap_usd`` (the cheapest fleet of
     the layouts searched before; a fleet dearer than it cannot win). None: no fleet left to try."""
     limits = {}
     for name, deployment in layout.deployments.items():
-        most = spec.max_replicas * own_tp(spec.replicas, name) // deployment.tp
+        most = spec.max_replicas_for(standard_only) * own_tp(spec.replicas, name) // deployment.tp
         one = fleet_usd_per_hour(replicas, Fleet(**{"standard": 0, "fast": 0, name: 1}))
         limits[name] = most if cap_usd is None else min(most, int(cap_usd / one + 1e-9))
     standard, fast = limits["standard"], limits.get("fast", 0)
@@ -203,7 +213,7 @@ def plan_policy(spec: PlanSpec, policy: str, role: str = "duet") -> PolicyPlan:
     best: tuple[Layout, ReplicaSet, Found] | None = None
     for layout in layouts_for(role, spec.space, own_layout(spec.replicas)):
         replicas = laid_out(spec.replicas, layout)
-        bounds = layout_bounds(spec, replicas, layout, floor, None if best is None else best[2].cost)
+        bounds = layout_bounds(spec, replicas, layout, floor, None if best is None else best[2].cost, standard_only)
         found = None if bounds is None else _search(spec, tuning, policy, layout, replicas, bounds)
         costs = () if found is None else tuple(fleet_usd_per_hour(replicas, f) for f, _ in found.tried)
         searches.append(LayoutSearch(layout, found, costs))

@@ -47,6 +47,7 @@ def assemble(spec: PlanSpec, plans: Sequence[PolicyPlan], *, policy: str, comman
         "target": spec.target,
         "policy": policy,
         "max_replicas": spec.max_replicas,
+        "all_standard_max_replicas": spec.all_standard_max_replicas,
         "seed": spec.seed,
         "prior_error": spec.prior_error,
         "length_quantile": spec.length_quantile,
@@ -57,8 +58,20 @@ def assemble(spec: PlanSpec, plans: Sequence[PolicyPlan], *, policy: str, comman
         "layouts": _layouts(spec),
         "usd_per_gpu_hour": H100_USD_PER_GPU_HOUR,
         "time": "virtual (the simulator's clock): the shares do not depend on the machine; wall_s does",
-        "plans": {p.policy: _plan(spec, p, policy) for p in plans},
+        "plans": {_key(p, plans): _plan(spec, p, policy) for p in plans},
     }
+
+
+# How a plan's all-standard entry is named beside the same policy's entry in another role.
+ALL_STANDARD_SUFFIX = " (all-standard)"
+
+
+def _key(plan: PolicyPlan, plans: Sequence[PolicyPlan]) -> str:
+    """A plan's name in the results: its policy's, or where the same policy was also sized in
+    another role (a comparator-only plan: ``--policy llm-d-default --all-standard llm-d-default``)
+    the all-standard one's name says its role, so neither overwrites the other."""
+    shared = sum(p.policy == plan.policy for p in plans) > 1
+    return f"{plan.policy}{ALL_STANDARD_SUFFIX}" if shared and plan.standard_only else plan.policy
 
 
 def _window(window: Window, seeds: int) -> dict[str, Any]:
@@ -86,7 +99,8 @@ def _plan(spec: PlanSpec, plan: PolicyPlan, policy: str) -> dict[str, Any]:
         if found.fleet is not None:  # what ``duet replay`` names this fleet's policy with its roles
             out["replay_policy"] = plan.policy + plan.layout.suffix(found.fleet.counts)
     if found.fleet is None:  # not even the largest fleet searched meets the target: its cost is a floor
-        out["largest"] = Fleet(spec.max_replicas, 0 if plan.standard_only else spec.max_replicas).counts
+        most = spec.max_replicas_for(plan.standard_only)
+        out["largest"] = Fleet(most, 0 if plan.standard_only else most).counts
         return out
     out["utilisation"] = dict(plan.utilisation)
     mean, half = interval(plan.check_shares)

@@ -84,6 +84,8 @@ def _spec(args: argparse.Namespace) -> PlanSpec:
         raise ValueError(f"unknown replica set '{args.replicas}' (known: {', '.join(sorted(REPLICA_SETS))})")
     if not 0 < args.target <= 1 or args.rate_scale <= 0 or args.span <= 0 or args.max_replicas < 1:
         raise ValueError("--target in (0, 1], --rate-scale and --span > 0, --max-replicas >= 1")
+    if args.all_standard_max_replicas is not None and args.all_standard_max_replicas < 1:
+        raise ValueError("--all-standard-max-replicas >= 1")
     if min(args.search_seeds, args.check_seeds) < 1:
         raise ValueError("--search-seeds and --check-seeds >= 1")
     if {v.name for v in REPLICA_SETS[args.replicas].variants} != {"standard", "fast"}:
@@ -95,7 +97,7 @@ def _spec(args: argparse.Namespace) -> PlanSpec:
                         parse_role_mixes(args.roles))
     return PlanSpec(args.trace, args.replicas, args.target, args.rate_scale, _window(TUNING, args.span),
                     args.search_seeds, _window(HELDOUT, args.span), args.check_seeds, args.max_replicas, args.seed,
-                    args.prior_error, args.length_quantile, layouts)
+                    args.prior_error, args.length_quantile, layouts, args.all_standard_max_replicas)
 
 
 def _profiles(spec: PlanSpec) -> dict[str, str]:
@@ -130,11 +132,14 @@ def _config_text(args: argparse.Namespace) -> str | None:
 
 def command(args: argparse.Namespace) -> str:
     """The command that reruns this plan (--jobs and the config files left out: they change no result)."""
+    baselines = args.baselines or "''"  # none, as a shell passes it (left out, the default baselines would run)
     flags = [f"--replicas {args.replicas}", f"--trace {args.trace}", f"--rate-scale {args.rate_scale:g}",
-             f"--target {args.target:g}", f"--policy {args.policy}", f"--baselines {args.baselines}",
+             f"--target {args.target:g}", f"--policy {args.policy}", f"--baselines {baselines}",
              f"--all-standard {args.all_standard}", f"--span {args.span:g}", f"--search-seeds {args.search_seeds}",
              f"--check-seeds {args.check_seeds}", f"--max-replicas {args.max_replicas}", f"--seed {args.seed}",
              f"--prior-error {args.prior_error:g}", f"--length-quantile {args.length_quantile:g}"]
     flags += [f"{flag} '{value}'" for flag, value in (("--tp", args.tp), ("--chunk", args.chunk), ("--roles", args.roles))
               if value]
+    if args.all_standard_max_replicas is not None:
+        flags.append(f"--all-standard-max-replicas {args.all_standard_max_replicas}")
     return " ".join(["duet plan", *flags])

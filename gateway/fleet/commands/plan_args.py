@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--search-seeds", type=int, default=3, help="seeds of the tuning window every fleet is replayed on")
     parser.add_argument("--check-seeds", type=int, default=5, help="held-out seeds the fleet found is replayed on")
     parser.add_argument("--max-replicas", type=int, default=16, help="the most replicas per variant searched")
+    parser.add_argument("--all-standard-max-replicas", type=int, metavar="N",
+                        help="the all-standard fleet's own bound (default: --max-replicas): on vLLM's defaults it "
+                             "may need many more replicas than a mixed fleet to meet the target")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prior-error", type=float, default=0.3, help="as duet replay's")
     parser.add_argument("--length-quantile", type=float, default=0.5, help="as duet replay's")

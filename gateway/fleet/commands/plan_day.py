@@ -34,6 +34,8 @@ from gateway.fleet.world.replica_sets import REPLICA_SETS
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.rescore is not None:
+        return _rescore(args)
     try:
         spec = _spec(args)
     except (ValueError, OSError, KeyError) as exc:
@@ -57,12 +59,41 @@ def run(args: argparse.Namespace) -> int:
         results["capacity_fit"] = {"fractions": sorted(set(args.fit)), "points": [p.as_dict() for p in points],
                                    "fit": "per variant, least squares through (the model's busy replicas, replicas "
                                           "needed - 0.5), on the plan's tuning seeds"}
-    results["against"] = day_goals.against(results["summary"]["autoscaled_usd"], spec.day_s,
-                                           day_goals.comparators(plan))
+    results["against"] = day_goals.against(results["summary"]["autoscaled_usd"], spec.day_s, _comparators(args, plan))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1) + "\n")
     _report(spec, results, args.hours)
+    return 0
+
+
+def _comparators(args: argparse.Namespace, plan: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+    other = None
+    if args.all_standard_plan is not None:
+        other = (str(args.all_standard_plan), json.loads(args.all_standard_plan.read_text()))
+    return day_goals.comparators(plan, other)
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    """The day results file's comparators counted again from the plans named, its days untouched
+    (the comparators are counted, never replayed); its command then names the plans it used."""
+    try:
+        day = json.loads(args.rescore.read_text())
+        if f"--plan {args.plan} " not in day["command"] + " ":
+            raise ValueError(f"{args.rescore} was not made from --plan {args.plan}: {day['command']}")
+        day["against"] = day_goals.against(day["summary"]["autoscaled_usd"], day["day_s"],
+                                           _comparators(args, json.loads(args.plan.read_text())))
+    except (ValueError, OSError, KeyError) as exc:
+        print(f"duet plan-day: {exc}", file=sys.stderr)
+        return 2
+    words = day["command"].split(" --all-standard-plan ")[0].split()
+    if args.all_standard_plan is not None:  # where --skip-fixed and the rest would put it
+        words += ["--all-standard-plan", str(args.all_standard_plan)]
+    day["command"] = " ".join(words)
+    args.rescore.write_text(json.dumps(day, indent=1) + "\n")
+    for key, found in day["against"].items():
+        if found is not None:
+            print(f"against {key} ({found['policy']} {found['fleet']}, ${found['usd']:.0f}): {found['ratio']:.2f}x")
     return 0
 
 
@@ -145,4 +176,6 @@ def command(args: argparse.Namespace) -> str:
         flags.append("--warm-traffic-tasks")
     if args.deployment_per_variant:
         flags.append("--deployment-per-variant")
+    if args.all_standard_plan is not None:
+        flags += ["--all-standard-plan", str(args.all_standard_plan)]
     return " ".join(["duet plan-day", *flags])

@@ -49,6 +49,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--floor-margin", type=int, default=0, metavar="M",
                         help="the schedule floor M replicas under the history's median, left to the reactive part")
     parser.add_argument("--skip-fixed", action="store_true", help="count the peak's fixed fleet, do not replay it")
+    parser.add_argument("--all-standard-plan", type=Path, metavar="PLAN",
+                        help="a duet plan results file on the same traffic whose all-standard fleet on vLLM's "
+                             "defaults is the comparator (default: --plan's), e.g. one searched further with "
+                             "duet plan --all-standard-max-replicas")
+    parser.add_argument("--rescore", type=Path, metavar="DAY",
+                        help="replay nothing: count this plan-day results file's comparators again (from --plan "
+                             "and --all-standard-plan) and write it back")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes, one seed each (results identical)")
     parser.add_argument("--out", type=Path, help="write the results (with the command) to this JSON file")
     parser.add_argument("--diagnose", type=int, metavar="INDEX", help="replay only the autoscaled day of seed "

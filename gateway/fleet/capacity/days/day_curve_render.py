@@ -62,7 +62,9 @@ def render(days: Sequence[Day], tuning: Sequence[Day] = ()) -> str:
              f"budget, routed by llm-d-default) and at most {BASELINE_GOAL:g}x the best baseline's cheapest fleet "
              f"from the same search (fixed at the peak), with good requests within {GOOD_POINTS:g} point of the "
              "target. Both comparators are counted from the plan the day starts from (their price for 24 hours; "
-             "their good share as the plan measured it at the peak), not replayed through the day.", ""]
+             "their good share as the plan measured it at the peak), not replayed through the day; the all-standard "
+             "one from a plan of its own on the same traffic where the day names one (`--all-standard-plan`: its "
+             "search went further than the day's plan's, which stopped at its replica bound).", ""]
     for day in days:
         v, a, s = verdicts(day), day["against"], day["summary"]
         lines.append(f"- {day['replica_set']}: autoscaled ${s['autoscaled_usd']:,.0f}, "
@@ -141,7 +143,8 @@ def _table(day: Day) -> list[str]:
                          f"fleet: {found['good']:.2%} good, {found['good_on']}) | > ${found['usd']:,.0f} | "
                          f"{_ratio(found)} | below the target |")
             continue
-        lines.append(f"| {label}: {found['policy']} {_fleet(found['fleet'], found.get('layout'))} (counted) | "
+        own = f"; sized in its own plan, `{found['plan']}`" if found.get("plan") else ""
+        lines.append(f"| {label}: {found['policy']} {_fleet(found['fleet'], found.get('layout'))} (counted{own}) | "
                      f"${found['usd']:,.0f} | {found['ratio']:.2f}x | {found['good']:.2%} ({found['good_on']}, peak) |")
     fixed_good = "—" if s["fixed_good"] is None else f"{s['fixed_good']:.2%}"
     lines += [f"| Duet, fixed at the peak: {_fleet(day['peak_fleet'], day.get('layout'))} "

@@ -13,7 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gateway.fleet.capacity.results import ALL_STANDARD_SUFFIX
+
 ALL_STANDARD_GOAL, BASELINE_GOAL = 0.35, 0.75
+# What two plans must share for one's fleet to be the other's comparator: the traffic and how it was judged.
+SAME_TRAFFIC = ("replica_set", "trace", "rate_scale", "target", "seed", "prior_error", "length_quantile", "search",
+                "check", "replica_usd_per_hour")
 DEFAULTS = {"standard": {"tp": 4, "chunk": None}}
 
 
@@ -23,7 +28,7 @@ def _all_standard_at_defaults(plans: Mapping[str, Any]) -> dict[str, Any] | None
             continue
         for search in plan.get("layouts", []):
             if search["layout"] == DEFAULTS and search.get("searched"):
-                return {"policy": name, "fleet": search["fleet"], "layout": search["layout"],
+                return {"policy": name.removesuffix(ALL_STANDARD_SUFFIX), "fleet": search["fleet"], "layout": search["layout"],
                         "usd_per_hour": search["usd_per_hour"], "good": search["share"], "good_on": "tuning seeds",
                         "bound": search["fleet"] is None}
     return None
@@ -38,10 +43,24 @@ def _best_baseline(plans: Mapping[str, Any]) -> dict[str, Any] | None:
             "good": plan.get("check_share"), "good_on": "held-out seeds", "bound": False}
 
 
-def comparators(plan_results: Mapping[str, Any]) -> dict[str, dict[str, Any] | None]:
-    """``all_standard_defaults`` (a) and ``best_baseline`` (b); None where the plan found none."""
+def comparators(plan_results: Mapping[str, Any],
+                all_standard: tuple[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any] | None]:
+    """``all_standard_defaults`` (a) and ``best_baseline`` (b); None where the plan found none.
+    ``all_standard``: (its path, the results of) another plan on the same traffic whose
+    all-standard fleet is (a) instead, e.g. one whose all-standard search went further
+    (``duet plan --all-standard-max-replicas``): a bound where the day's plan stopped short."""
     plans = plan_results["plans"]
-    return {"all_standard_defaults": _all_standard_at_defaults(plans), "best_baseline": _best_baseline(plans)}
+    found = {"all_standard_defaults": _all_standard_at_defaults(plans), "best_baseline": _best_baseline(plans)}
+    if all_standard is not None:
+        path, other = all_standard
+        for key in SAME_TRAFFIC:
+            if other.get(key) != plan_results.get(key):
+                raise ValueError(f"{path}: its {key} ({other.get(key)}) is not the day's plan's ({plan_results.get(key)})")
+        searched = _all_standard_at_defaults(other["plans"])
+        if searched is None:
+            raise ValueError(f"{path}: no all-standard fleet on vLLM's defaults (TP4, default chunk) was searched")
+        found["all_standard_defaults"] = {**searched, "plan": path, "plan_command": other["command"]}
+    return found
 
 
 def against(autoscaled_usd: float, day_s: float, found: Mapping[str, dict[str, Any] | None]) -> dict[str, Any]:

@@ -76,6 +76,17 @@ def test_all_standard_sizes_the_standard_variant_alone(spec: PlanSpec) -> None:
     assert plan.found.fleet == Fleet(4, 0) and plan.layout == Layout(Deployment(4), None)
 
 
+def test_the_all_standard_fleet_has_its_own_bound_and_the_others_keep_theirs(spec: PlanSpec) -> None:
+    # bf16 on four GPUs serves 2.5 of a demand of 10: four replicas, beyond a bound of three
+    tight = dataclasses.replace(spec, max_replicas=3)
+    assert plan_policy(tight, "always-standard", "all-standard").found.fleet is None
+    own = dataclasses.replace(tight, all_standard_max_replicas=5)
+    assert plan_policy(own, "always-standard", "all-standard").found.fleet == Fleet(4, 0)
+    CapacityReplays.evaluated = []
+    plan_policy(own, "least-loaded", "baseline")  # a mixed fleet's search stays within three per variant
+    assert CapacityReplays.evaluated and max(max(f.standard, f.fast) for _, f in CapacityReplays.evaluated) <= 3
+
+
 def test_a_layout_searched_later_is_capped_at_the_cheapest_fleet_so_far(spec: PlanSpec) -> None:
     plan_policy(spec, "duet", "duet")
     # once TP1 found $30, no TP2 fleet tried costs more than that: at most five $6 replicas

@@ -20,9 +20,11 @@ TINY = ["plan", "--replicas", "h100-70b", "--rate-scale", "0.5", "--span", "30",
 
 def test_a_tiny_plan_writes_its_results_and_the_counts_deploy_render_uses(tmp_path):
     out, planned = tmp_path / "plan.json", tmp_path / "planned.yaml"
-    assert main([*TINY, "--out", str(out), "--write-config", str(GPU), "--to", str(planned)]) == 0
+    assert main([*TINY, "--all-standard-max-replicas", "4", "--out", str(out), "--write-config", str(GPU),
+                 "--to", str(planned)]) == 0
     results = json.loads(out.read_text())
     assert results["command"].startswith("duet plan --replicas h100-70b ") and "--jobs" not in results["command"]
+    assert results["command"].endswith("--all-standard-max-replicas 4") and results["all_standard_max_replicas"] == 4
     assert {name: p["role"] for name, p in results["plans"].items()} == {
         "duet": "duet", "least-loaded": "baseline", "always-standard": "all-standard"}
     duet = results["plans"]["duet"]
@@ -93,3 +95,14 @@ def test_a_tiny_plan_over_role_mixes_writes_the_mix_it_chose_and_deploy_renders_
     groups, _ = role_groups(duet)  # what the plan's mix lays over its fleet (none when it chose no mix)
     assert {v for v, s in written.items() if "engine_groups" in s} == {v for v, g in groups.items() if len(g) > 1}
     assert "does not carry" not in capsys.readouterr().err
+
+
+def test_a_comparator_plan_sizing_one_policy_in_two_roles_keeps_both(tmp_path):
+    out = tmp_path / "plan.json"
+    args = [*TINY[:TINY.index("--baselines")], *TINY[TINY.index("--target"):]]
+    assert main([*args, "--policy", "always-standard", "--baselines", "", "--all-standard", "always-standard",
+                 "--all-standard-max-replicas", "4", "--out", str(out)]) == 0
+    results = json.loads(out.read_text())
+    assert {name: p["role"] for name, p in results["plans"].items()} == {
+        "always-standard": "duet", "always-standard (all-standard)": "all-standard"}
+    assert "--baselines '' --all-standard always-standard" in results["command"]

@@ -43,3 +43,30 @@ def test_an_all_standard_search_that_found_no_fleet_is_a_lower_bound_on_its_cost
     assert found is not None and found["bound"] and found["usd_per_hour"] == 120.0
     against = day_goals.against(800.0, 86400.0, {"all_standard_defaults": found})
     assert against["all_standard_defaults"]["ratio"] == pytest.approx(800.0 / 2880.0, abs=1e-4)  # at most this
+
+
+TRAFFIC = {"replica_set": "h100-70b-w4a16", "trace": "code,conv", "rate_scale": 0.5, "target": 0.99, "seed": 0,
+           "prior_error": 0.3, "length_quantile": 0.5, "search": {"name": "tuning", "seeds": 3},
+           "check": {"name": "heldout", "seeds": 3}, "replica_usd_per_hour": {"standard": 12.0, "fast": 12.0}}
+STOPPED_SHORT = {**TRAFFIC, "plans": {"llm-d-default": {"role": "all-standard", "fleet": None, "layouts": [
+    {"layout": {"standard": TP4}, "searched": True, "fleet": None, "usd_per_hour": 120.0, "share": 0.9805}]},
+    **{k: v for k, v in PLAN["plans"].items() if k == "least-loaded"}}}
+FURTHER = {**TRAFFIC, "command": "duet plan --all-standard-max-replicas 40", "plans": {"llm-d-default": {
+    "role": "all-standard", "fleet": {"standard": 28, "fast": 0}, "layouts": [
+        {"layout": {"standard": TP4}, "searched": True, "fleet": {"standard": 28, "fast": 0}, "usd_per_hour": 336.0,
+         "share": 0.9902}]}}}
+
+
+def test_an_all_standard_fleet_searched_further_in_its_own_plan_replaces_the_bound():
+    found = day_goals.comparators(STOPPED_SHORT, ("further.json", FURTHER))
+    comparator = found["all_standard_defaults"]
+    assert comparator is not None and not comparator["bound"] and comparator["usd_per_hour"] == 336.0
+    assert comparator["plan"] == "further.json" and comparator["plan_command"] == FURTHER["command"]
+    assert found["best_baseline"] is not None and found["best_baseline"]["policy"] == "least-loaded"  # the day's plan's
+
+
+@pytest.mark.parametrize("key", ["trace", "rate_scale", "target", "search", "replica_usd_per_hour"])
+def test_a_plan_on_other_traffic_is_no_comparator(key):
+    other = {**FURTHER, key: "something else"}
+    with pytest.raises(ValueError, match=key):
+        day_goals.comparators(STOPPED_SHORT, ("other.json", other))
