@@ -87,14 +87,18 @@ def _rescore(args: argparse.Namespace) -> int:
         print(f"duet plan-day: {exc}", file=sys.stderr)
         return 2
     words = day["command"].split(" --all-standard-plan ")[0].split()
-    if args.all_standard_plan is not None:  # where --skip-fixed and the rest would put it
+    if args.all_standard_plan is not None:  # last, where ``command`` puts it
         words += ["--all-standard-plan", str(args.all_standard_plan)]
     day["command"] = " ".join(words)
     args.rescore.write_text(json.dumps(day, indent=1) + "\n")
-    for key, found in day["against"].items():
+    _print_against(day["against"])
+    return 0
+
+
+def _print_against(against: dict[str, Any]) -> None:
+    for key, found in against.items():
         if found is not None:
             print(f"against {key} ({found['policy']} {found['fleet']}, ${found['usd']:.0f}): {found['ratio']:.2f}x")
-    return 0
 
 
 def _sized(spec: DaySpec, plan: dict[str, Any], args: argparse.Namespace) -> tuple[DaySpec, tuple[CurvePoint, ...]]:
@@ -124,9 +128,7 @@ def _report(spec: DaySpec, results: dict[str, Any], hours: float) -> None:
     print(f"plan per period: ${s['period_plan_usd']:.0f} ({s['period_plan_vs_fixed']:.2f}x)")
     print(f"autoscaled: ${s['autoscaled_usd']:.0f} ({s['autoscaled_vs_fixed']:.2f}x), {s['autoscaled_good']:.2%} good "
           f"± {s['autoscaled_good_ci95']:.2%}")
-    for key, found in results["against"].items():
-        if found is not None:
-            print(f"against {key} ({found['policy']} {found['fleet']}, ${found['usd']:.0f}): {found['ratio']:.2f}x")
+    _print_against(results["against"])
 
 
 def fit_points(plan: dict[str, Any], fractions: list[float]) -> tuple[CurvePoint, ...]:
