@@ -16,16 +16,31 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gateway.fleet.capacity.results import RESULTS
+from gateway.fleet.capacity.results import RESULTS, traffic_differs
 
 LAYOUT_RESULTS = RESULTS / "layouts"
+# Plans of their own sizing the all-standard fleet further than a layout plan's replica bound, by
+# the same file name (``duet plan --all-standard-max-replicas``).
+ALL_STANDARD_RESULTS = RESULTS / "all-standard"
+REPO = RESULTS.parents[2]
 BASELINE_GOAL, ALL_STANDARD_GOAL = 0.75, 0.35
 Plan = Mapping[str, Any]
 
 
-def load(directory: Path = LAYOUT_RESULTS) -> list[dict[str, Any]]:
-    """Every committed plan over layouts, by replica set name."""
-    return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))]
+def load(directory: Path = LAYOUT_RESULTS, further: Path = ALL_STANDARD_RESULTS) -> list[dict[str, Any]]:
+    """Every committed plan over layouts, by replica set name; each with, as ``all_standard_plan``,
+    the plan of the same name in ``further`` where one on the same traffic was committed."""
+    out = []
+    for path in sorted(directory.glob("*.json")):
+        results = json.loads(path.read_text())
+        other = further / path.name
+        if other.exists():
+            searched = json.loads(other.read_text())
+            if not traffic_differs(results, searched):
+                shown = other.relative_to(REPO) if other.is_relative_to(REPO) else other
+                results["all_standard_plan"] = {"path": str(shown), "plans": searched["plans"]}
+        out.append(results)
+    return out
 
 
 def _deployment(d: Mapping[str, Any]) -> str:
@@ -72,23 +87,30 @@ def all_standard_at_defaults(plans: Mapping[str, Plan]) -> Plan | None:
     return None
 
 
+def tp4_comparator(results: Mapping[str, Any]) -> Plan | None:
+    """The all-standard TP4 search the goal counts: the plan of its own's (``all_standard_plan``)
+    where one was attached and searched it, else this plan's."""
+    further = results.get("all_standard_plan")
+    found = None if further is None else all_standard_at_defaults(further["plans"])
+    return found if found is not None else all_standard_at_defaults(results["plans"])
+
+
 def ratios(results: Mapping[str, Any]) -> dict[str, float | None]:
     """Duet's cost over the best baseline's, the best all-standard fleet's and TP4 all-standard's."""
     plans = results["plans"]
     duet = plans[results["policy"]]
     baseline, standard = best(plans, "baseline"), best(plans, "all-standard")
-    defaults = all_standard_at_defaults(plans)
 
     def over(other: Plan | None) -> float | None:
         return None if other is None or not _found(duet) else round(duet["usd_per_hour"] / other["usd_per_hour"], 3)
 
     return {"baseline": over(baseline[1] if baseline else None), "all_standard": over(standard[1] if standard else None),
-            "all_standard_tp4": over(defaults)}
+            "all_standard_tp4": over(tp4_comparator(results))}
 
 
 def all_standard_tp4_is_bound(results: Mapping[str, Any]) -> bool:
     """Whether the TP4 all-standard ratio is an upper bound (that search found no fleet)."""
-    defaults = all_standard_at_defaults(results["plans"])
+    defaults = tp4_comparator(results)
     return defaults is not None and not defaults.get("fleet")
 
 
@@ -246,6 +268,11 @@ def render(plans: Sequence[Mapping[str, Any]]) -> str:
         best_standard = "—" if r["all_standard"] is None else f"{r['all_standard']:.2f}x"
         roles = f", roles {duet['roles']}" if duet.get("roles") else ""
         tp4 = _ratio(r["all_standard_tp4"], ALL_STANDARD_GOAL, all_standard_tp4_is_bound(results))
+        further = results.get("all_standard_plan")
+        if further is not None and all_standard_at_defaults(further["plans"]) is not None:
+            comparator = tp4_comparator(results) or {}
+            tp4 += (f" ({fleet_text(comparator.get('fleet'), {'standard': {'tp': 4, 'chunk': None}})}, "
+                    f"${comparator.get('usd_per_hour', 0):.0f}/hour, sized in its own plan, `{further['path']}`)")
         lines.append(f"- {results['replica_set']} on {results['trace']}: Duet "
                      f"{fleet_text(duet['fleet'], duet.get('layout', {}))}{roles} (${duet['usd_per_hour']:.0f}/hour); "
                      f"against the best baseline {_ratio(r['baseline'], BASELINE_GOAL)}; against all-standard TP4 "

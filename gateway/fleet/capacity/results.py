@@ -62,6 +62,17 @@ def assemble(spec: PlanSpec, plans: Sequence[PolicyPlan], *, policy: str, comman
     }
 
 
+# What two plans must share for one's fleet to be a comparator of the other's: the traffic and how
+# it was judged (a plan of its own may size the all-standard fleet further: --all-standard-max-replicas).
+SAME_TRAFFIC = ("replica_set", "trace", "rate_scale", "target", "seed", "prior_error", "length_quantile", "search",
+                "check", "replica_usd_per_hour")
+
+
+def traffic_differs(plan: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
+    """The ``SAME_TRAFFIC`` keys on which two plans' results differ (none: one may compare with the other)."""
+    return [key for key in SAME_TRAFFIC if plan.get(key) != other.get(key)]
+
+
 # How a plan's all-standard entry is named beside the same policy's entry in another role.
 ALL_STANDARD_SUFFIX = " (all-standard)"
 

@@ -13,12 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.fleet.capacity.results import ALL_STANDARD_SUFFIX
+from gateway.fleet.capacity.results import ALL_STANDARD_SUFFIX, traffic_differs
 
 ALL_STANDARD_GOAL, BASELINE_GOAL = 0.35, 0.75
-# What two plans must share for one's fleet to be the other's comparator: the traffic and how it was judged.
-SAME_TRAFFIC = ("replica_set", "trace", "rate_scale", "target", "seed", "prior_error", "length_quantile", "search",
-                "check", "replica_usd_per_hour")
 DEFAULTS = {"standard": {"tp": 4, "chunk": None}}
 
 
@@ -53,9 +50,8 @@ def comparators(plan_results: Mapping[str, Any],
     found = {"all_standard_defaults": _all_standard_at_defaults(plans), "best_baseline": _best_baseline(plans)}
     if all_standard is not None:
         path, other = all_standard
-        for key in SAME_TRAFFIC:
-            if other.get(key) != plan_results.get(key):
-                raise ValueError(f"{path}: its {key} ({other.get(key)}) is not the day's plan's ({plan_results.get(key)})")
+        for key in traffic_differs(plan_results, other):
+            raise ValueError(f"{path}: its {key} ({other.get(key)}) is not the day's plan's ({plan_results.get(key)})")
         searched = _all_standard_at_defaults(other["plans"])
         if searched is None:
             raise ValueError(f"{path}: no all-standard fleet on vLLM's defaults (TP4, default chunk) was searched")

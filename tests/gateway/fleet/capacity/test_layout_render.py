@@ -109,3 +109,27 @@ def test_an_all_standard_tp4_search_that_found_no_fleet_makes_the_ratio_a_bound(
     assert layout_render.ratios(data)["all_standard_tp4"] == 0.5 and layout_render.all_standard_tp4_is_bound(data)
     assert "against all-standard TP4 ≤ 0.50x (missed, a bound: that search found no fleet: goal <= 0.35x)" in (
         layout_render.render([data]))
+
+
+def test_an_all_standard_plan_of_its_own_on_the_same_traffic_is_the_tp4_comparator(tmp_path):
+    import json
+
+    layouts, further = tmp_path / "layouts", tmp_path / "all-standard"
+    layouts.mkdir()
+    further.mkdir()
+    plan = results()
+    plan["plans"]["always-standard"]["layouts"][0] = _search({"standard": TP4}, [({"standard": 10, "fast": 0}, 0.98, 120.0)],
+                                                             None)
+    (layouts / "h100-70b-w4a16.json").write_text(json.dumps(plan))
+    assert layout_render.all_standard_tp4_is_bound(plan)
+    searched = {**{k: v for k, v in plan.items() if k != "plans"}, "plans": {"always-standard (all-standard)": _plan(
+        "all-standard", 348.0, {"standard": 29, "fast": 0}, {"standard": TP4},
+        layouts=[_search({"standard": TP4}, [({"standard": 29, "fast": 0}, 0.9904, 348.0)], {"standard": 29, "fast": 0})])}}
+    (further / "h100-70b-w4a16.json").write_text(json.dumps(searched))
+    (loaded,) = layout_render.load(layouts, further)
+    assert layout_render.ratios(loaded)["all_standard_tp4"] == round(60.0 / 348.0, 3)
+    assert not layout_render.all_standard_tp4_is_bound(loaded)
+    assert "29 standard TP4, $348/hour, sized in its own plan" in layout_render.render([loaded])
+    (further / "h100-70b-w4a16.json").write_text(json.dumps({**searched, "rate_scale": 1.0}))  # other traffic: ignored
+    (ignored,) = layout_render.load(layouts, further)
+    assert "all_standard_plan" not in ignored and layout_render.all_standard_tp4_is_bound(ignored)
