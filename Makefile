@@ -285,7 +285,7 @@ bench-overhead: $(STAMP) bench-overhead-tools envoy-env $(BENCH_LITELLM_VENV)/.i
 # docs/results/overhead-envoy.json, rendered into docs/deploy.md. About 5 minutes.
 .PHONY: bench-overhead-envoy
 bench-overhead-envoy: $(STAMP) bench-overhead-tools envoy-env
-	$(BIN)/python -m loadtests.benchmarks.overhead --gateways envoy,envoy-null-picker,envoy-duet-epp,duet \
+	$(BIN)/python -m loadtests.benchmarks.overhead --gateways envoy,envoy-null-picker,envoy-null-picker-request-only,envoy-duet-epp,duet \
 		--results docs/results/overhead-envoy.json --command-label "make bench-overhead-envoy" --wait-quiet-s 120 $(ARGS)
 	$(BIN)/python -m loadtests.sections
 # Duet's instructions per request under valgrind's callgrind: repeatable where req/s are not (they

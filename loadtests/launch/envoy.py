@@ -38,6 +38,9 @@ class EnvoySettings:
     override_hosts: tuple[str, ...] | None = None
     # The subset hint the data plane sends (Envoy's set_metadata filter; None: no hint).
     subset: tuple[str, ...] | None = None
+    # Whether the picker sees the response (headers and body); False: the request only, the
+    # response goes straight to the client (what a picker saves without the response's round trip).
+    response: bool = True
 
 
 def _address(host: str, port: int) -> dict[str, Any]:
@@ -51,10 +54,10 @@ def envoy_config(port: int, admin_port: int, epp_port: int, settings: EnvoySetti
         "failure_mode_allow": settings.failure_mode_allow,
         "message_timeout": "30s",
         "processing_mode": {
-            "request_header_mode": "SEND", "response_header_mode": "SEND",
-            "request_body_mode": settings.body_mode, "response_body_mode": settings.body_mode,
+            "request_header_mode": "SEND", "response_header_mode": "SEND" if settings.response else "SKIP",
+            "request_body_mode": settings.body_mode, "response_body_mode": settings.body_mode if settings.response else "NONE",
             "request_trailer_mode": "SEND" if settings.body_mode == "FULL_DUPLEX_STREAMED" else "SKIP",
-            "response_trailer_mode": "SEND" if settings.body_mode == "FULL_DUPLEX_STREAMED" else "SKIP",
+            "response_trailer_mode": "SEND" if settings.body_mode == "FULL_DUPLEX_STREAMED" and settings.response else "SKIP",
         },
         "response_attributes": ["upstream.address", "response.code_details"],
         "metadata_options": {"forwarding_namespaces": {"untyped": ["envoy.lb.subset_hint"]}},

@@ -35,10 +35,10 @@ from serving.ports import free_port
 # duet-production-keys-off: the same config without keys, what issue #19 compares it with.
 # duet-detector-off: duet's config with the task detector off, what issue #28 compares duet with.
 # envoy: Envoy alone over a static cluster; envoy-null-picker: Envoy with a picker that only
-# answers ext_proc; envoy-duet-epp: Envoy with Duet as its endpoint picker (issue #35). A picker
-# runs on the gateway core beside its Envoy.
+# answers ext_proc (-request-only: shown the request, not the response); envoy-duet-epp: Envoy with
+# Duet as its endpoint picker (issue #35). A picker runs on the gateway core beside its Envoy.
 GATEWAYS = ("duet", "duet-detector-off", "duet-production", "duet-production-keys-off", "duet-redis", "vllm-router",
-            "litellm", "envoy", "envoy-null-picker", "envoy-duet-epp")
+            "litellm", "envoy", "envoy-null-picker", "envoy-null-picker-request-only", "envoy-duet-epp")
 OPTIONAL_GATEWAYS: tuple[str, ...] = ()
 
 
@@ -131,6 +131,8 @@ def _launchers(
         "vllm-router": lambda: vllm_router_launch(settings.vllm_router_venv, backend_url, free_port(), free_port()),
         "envoy": lambda: envoy_launch(run_dir, backend_url, free_port()),
         "envoy-null-picker": lambda: envoy_null_picker_launch(run_dir, backend_url, free_port()),
+        "envoy-null-picker-request-only": lambda: envoy_null_picker_launch(run_dir, backend_url, free_port(),
+                                                                           response=False),
         "envoy-duet-epp": lambda: envoy_epp_launch(run_dir, backend_url, free_port()),
     }
 

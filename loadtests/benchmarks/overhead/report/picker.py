@@ -19,7 +19,7 @@ from loadtests.benchmarks.overhead.report.results import RunRecord
 from loadtests.benchmarks.overhead.report.summary import DIRECT, Goal, added_p50_ms, find, goals_text
 
 RESULTS = Path(__file__).resolve().parents[4] / "docs" / "results" / "overhead-envoy.json"
-GATEWAYS = ("envoy", "envoy-null-picker", "envoy-duet-epp", "duet")
+GATEWAYS = ("envoy", "envoy-null-picker", "envoy-null-picker-request-only", "envoy-duet-epp", "duet")
 MODES = ("non-stream", "stream")
 PICKER, PROXY = "envoy-duet-epp", "duet"
 
@@ -96,7 +96,9 @@ method are bench-overhead's, docs/benchmarks.md "Gateway overhead"). Machine: {h
 ({host.cpu_model}; hardware class {host.hardware_class}), Linux {host.kernel}; other work just before
 the run: {describe_busy(result.busy_before)} busy.{warning} Each gateway runs on core {record.gateway_core}, a picker
 beside its Envoy on that core (the gateway CPU column counts both, the picker's its process alone);
-`envoy-null-picker` answers ext_proc with one fixed endpoint and does nothing else (the transport's own cost).
+`envoy-null-picker` answers ext_proc with one fixed endpoint and does nothing else (the transport's own cost);
+`envoy-null-picker-request-only` is the same picker shown only the request (Envoy's response goes straight to the
+client): what taking the response's round trip off the request's path would leave.
 
 {table(result.measurements)}{skipped}
 

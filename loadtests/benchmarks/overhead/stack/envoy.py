@@ -54,15 +54,18 @@ def envoy_epp_launch(run_dir: Path, backend_url: str, port: int) -> GatewayLaunc
                          base_url=f"http://127.0.0.1:{port}", version=f"envoy {_envoy_version(binary)}", companions=(picker,))
 
 
-def envoy_null_picker_launch(run_dir: Path, backend_url: str, port: int) -> GatewayLaunch | Unavailable:
-    """Envoy with the null picker (``null_picker.py``): the ext_proc transport's cost alone."""
+def envoy_null_picker_launch(run_dir: Path, backend_url: str, port: int, response: bool = True) -> GatewayLaunch | Unavailable:
+    """Envoy with the null picker (``null_picker.py``): the ext_proc transport's cost alone;
+    ``response`` False: the picker sees the request only (``envoy-null-picker-request-only``), what
+    a picker would cost with the response's round trip taken off the request's path."""
+    name = "envoy-null-picker" if response else "envoy-null-picker-request-only"
     binary = envoy_binary()
     if binary is None:
-        return Unavailable("envoy-null-picker", "no Envoy binary (make envoy-env installs it)")
+        return Unavailable(name, "no Envoy binary (make envoy-env installs it)")
     picker_port, admin_port = free_port(), free_port()
-    config_path = run_dir / "envoy-null-picker.yaml"
-    config_path.write_text(yaml.safe_dump(envoy_config(port, admin_port, picker_port, EnvoySettings())))
+    config_path = run_dir / f"{name}.yaml"
+    config_path.write_text(yaml.safe_dump(envoy_config(port, admin_port, picker_port, EnvoySettings(response=response))))
     picker = (sys.executable, "-m", "loadtests.benchmarks.overhead.stack.null_picker", str(picker_port),
               backend_url.removeprefix("http://"))
-    return GatewayLaunch(name="envoy-null-picker", command=tuple(envoy_command(binary, config_path, admin_port)),
+    return GatewayLaunch(name=name, command=tuple(envoy_command(binary, config_path, admin_port)),
                          base_url=f"http://127.0.0.1:{port}", version=f"envoy {_envoy_version(binary)}", companions=(picker,))
