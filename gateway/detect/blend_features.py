@@ -36,12 +36,53 @@ _SENTENCE = re.compile(r"(?<=[.!?:])\s+|\n+")
 
 
 def instruction(text: str) -> str:
-    """The first and last sentence of a user turn's window (one when it has one)."""
-    sentences = [s.strip() for s in _SENTENCE.split(window(text)) if s.strip()]
-    if not sentences:
+    """The first and last sentence of a user turn's window (one when it has one): the sentences
+    ``_SENTENCE`` splits the window into, stripped, the empty ones dropped. Found from the front and
+    from the last ``_TAIL_CHARS`` rather than by splitting the whole window (half the time on a full
+    window; the tail's first piece may start mid-sentence, so it is used only where the whole
+    window is the tail, else the search falls back to the whole window)."""
+    text = window(text)
+    first = _first_sentence(text)
+    if first is None:
         return ""
-    first, last = sentences[0][:SPAN_CHARS], sentences[-1][-SPAN_CHARS:]
-    return first if len(sentences) == 1 else f"{first}\n{last}"
+    last = _last_sentence(text, max(0, len(text) - _TAIL_CHARS)) or _last_sentence(text, 0)
+    assert last is not None  # the window has a sentence, so it has a last one
+    (first_at, first_text), (last_at, last_text) = first, last
+    if first_at == last_at:
+        return first_text[:SPAN_CHARS]
+    return f"{first_text[:SPAN_CHARS]}\n{last_text[-SPAN_CHARS:]}"
+
+
+# Where the last sentence is looked for first: a little more than the span it gives.
+_TAIL_CHARS = 256
+
+
+def _first_sentence(text: str) -> tuple[int, str] | None:
+    """(where it starts, the sentence stripped) of the first sentence with text; None: none."""
+    at = 0
+    while True:
+        found = _SENTENCE.search(text, at)  # the lookbehind sees the text before ``at``, as split's does
+        sentence = text[at:len(text) if found is None else found.start()].strip()
+        if sentence:
+            return at, sentence
+        if found is None:
+            return None
+        at = found.end()
+
+
+def _last_sentence(text: str, start: int) -> tuple[int, str] | None:
+    """The last sentence with text among those after ``start``'s first boundary (all of them when
+    ``start`` is 0); None: none there."""
+    pieces, at = [], start
+    for found in _SENTENCE.finditer(text, start):
+        pieces.append((at, text[at:found.start()]))
+        at = found.end()
+    pieces.append((at, text[at:]))
+    for k in range(len(pieces) - 1, -1, -1):
+        sentence = pieces[k][1].strip()
+        if sentence:
+            return (pieces[k][0], sentence) if k > 0 or start == 0 else None
+    return None
 
 
 def _bucket(name: str, size: int) -> int:
