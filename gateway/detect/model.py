@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any, Protocol
 
 from gateway.detect.features import Parts, message_parts, prompt_parts
-from gateway.detect.packed import HALF_FIELD, UNIT, Fields, pack
+from gateway.detect.packed import UNIT, Fields, pack
 
 MODEL_FILE = "task_detector.json"
 # The parts of the text whose tokens are features (gateway.detect.features.Parts).
@@ -123,7 +123,7 @@ class TaskDetector:
 
     def scores(self, parts: Parts) -> list[float]:
         """Per task, the bias plus the weights of the features present in ``parts`` (each once)."""
-        return [(field - HALF_FIELD) * UNIT for field in self._fields(parts)]
+        return self._fields_of.scaled(self._fields(parts))
 
     def _fields(self, parts: Parts) -> tuple[int, ...]:
         """The scores as integers, each plus half a field (``_start``): unsigned, so they unpack as is."""

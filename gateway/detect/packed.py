@@ -40,4 +40,9 @@ class Fields:
         return self._layout.unpack(total.to_bytes(self._layout.size, "little"))
 
     def values(self, total: int) -> list[float]:
-        return [(field - HALF_FIELD) * UNIT for field in self.raw(total)]
+        return self.scaled(self.raw(total))
+
+    @staticmethod
+    def scaled(raw: tuple[int, ...]) -> list[float]:
+        """``raw``'s fields as the values they hold."""
+        return [(field - HALF_FIELD) * UNIT for field in raw]

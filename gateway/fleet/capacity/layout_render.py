@@ -269,10 +269,10 @@ def render(plans: Sequence[Mapping[str, Any]]) -> str:
         roles = f", roles {duet['roles']}" if duet.get("roles") else ""
         tp4 = _ratio(r["all_standard_tp4"], ALL_STANDARD_GOAL, all_standard_tp4_is_bound(results))
         further = results.get("all_standard_plan")
-        if further is not None and all_standard_at_defaults(further["plans"]) is not None:
-            comparator = tp4_comparator(results) or {}
-            tp4 += (f" ({fleet_text(comparator.get('fleet'), {'standard': {'tp': 4, 'chunk': None}})}, "
-                    f"${comparator.get('usd_per_hour', 0):.0f}/hour, sized in its own plan, `{further['path']}`)")
+        own = None if further is None else all_standard_at_defaults(further["plans"])
+        if further is not None and own is not None:
+            tp4 += (f" ({fleet_text(own['fleet'], own['layout'])}, ${own['usd_per_hour']:.0f}/hour, "
+                    f"sized in its own plan, `{further['path']}`)")
         lines.append(f"- {results['replica_set']} on {results['trace']}: Duet "
                      f"{fleet_text(duet['fleet'], duet.get('layout', {}))}{roles} (${duet['usd_per_hour']:.0f}/hour); "
                      f"against the best baseline {_ratio(r['baseline'], BASELINE_GOAL)}; against all-standard TP4 "

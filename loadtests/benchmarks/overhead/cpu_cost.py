@@ -32,8 +32,8 @@ from loadtests.benchmarks.overhead.measure.smoke import smoke_problem
 from loadtests.benchmarks.overhead.measure.wrk import render_script
 from loadtests.benchmarks.overhead.stack.canned import API_KEY, request_body
 from loadtests.benchmarks.overhead.stack.duet import CONFIGS, duet_launch
-from loadtests.benchmarks.overhead.stack.launch import Unavailable
-from loadtests.benchmarks.overhead.stack.processes import start_pinned, tree_cpu_seconds, wait_until
+from loadtests.benchmarks.overhead.stack.launch import GatewayLaunch, Unavailable
+from loadtests.benchmarks.overhead.stack.processes import PinnedProcess, start_pinned, tree_cpu_seconds, wait_until
 from serving.ports import free_port
 
 
@@ -97,18 +97,30 @@ def _profile_command(pid: int, seconds: float, out: Path) -> list[str]:
             "--rate", "500", "--format", "raw", "--output", str(out), "--nonblocking"]
 
 
+def start_duet(run_dir: Path, backend_url: str, gateway_core: int, config: str = "bench",
+               name: str = "duet") -> tuple[GatewayLaunch, PinnedProcess]:
+    """``duet serve`` with ``config`` in front of the backend, pinned to ``gateway_core``, once it
+    answers a request and a stream correctly (the caller stops it)."""
+    launch = duet_launch(run_dir, backend_url, free_port(), name=name, config=config)
+    if isinstance(launch, Unavailable):
+        raise SystemExit(f"duet unavailable: {launch.reason}")
+    process = start_pinned(name, launch.command, gateway_core, run_dir / f"{name}.log", launch.env)
+    try:
+        for stream in (False, True):
+            wait_until(process, lambda s=stream: smoke_problem(launch.base_url, s) is None, 60)  # type: ignore[misc]
+    except BaseException:
+        process.stop()
+        raise
+    return launch, process
+
+
 def run(run_dir: Path, modes: Sequence[str], seconds: float, connections: int, gateway_core: int,
         load_core: int, profile_dir: Path | None, config: str = "bench") -> list[CpuCost]:
     backend, backend_url = start_backend(run_dir, load_core)
     costs = []
     try:
-        launch = duet_launch(run_dir, backend_url, free_port(), config=config)
-        if isinstance(launch, Unavailable):
-            raise SystemExit(f"duet unavailable: {launch.reason}")
-        process = start_pinned("duet", launch.command, gateway_core, run_dir / "duet.log", launch.env)
+        launch, process = start_duet(run_dir, backend_url, gateway_core, config)
         try:
-            for stream in (False, True):
-                wait_until(process, lambda s=stream: smoke_problem(launch.base_url, s) is None, 60)  # type: ignore[misc]
             for mode in modes:
                 script = run_dir / f"wrk-{mode}.lua"
                 script.write_text(render_script(request_body(mode == "stream"), API_KEY))

@@ -23,16 +23,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from loadtests.benchmarks.overhead.cpu_cost import measure_mode
+from loadtests.benchmarks.overhead.cpu_cost import CpuCost, measure_mode, start_duet
 from loadtests.benchmarks.overhead.measure.run import start_backend
-from loadtests.benchmarks.overhead.measure.smoke import smoke_problem
 from loadtests.benchmarks.overhead.measure.wrk import render_script
 from loadtests.benchmarks.overhead.stack.canned import API_KEY, request_body
-from loadtests.benchmarks.overhead.stack.duet import duet_launch
-from loadtests.benchmarks.overhead.stack.launch import Unavailable
-from loadtests.benchmarks.overhead.stack.processes import start_pinned, wait_until
 from serving.hardware import cpu_flags, hardware_of
-from serving.ports import free_port
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "detector-cpu-cost.json"
 CONFIGS = ("bench", "bench-detector-off")
@@ -49,12 +44,8 @@ def measure(rounds: int, seconds: float, gateway_core: int = 1, load_core: int =
         running.callback(backend.stop)
         gateways = {}
         for config in CONFIGS:
-            launch = duet_launch(run_dir, backend_url, free_port(), name=config, config=config)
-            if isinstance(launch, Unavailable):
-                raise SystemExit(f"duet unavailable: {launch.reason}")
-            process = start_pinned(config, launch.command, gateway_core, run_dir / f"{config}.log", launch.env)
+            launch, process = start_duet(run_dir, backend_url, gateway_core, config, name=config)
             running.callback(process.stop)
-            wait_until(process, lambda url=launch.base_url: smoke_problem(url, False) is None, 60)  # type: ignore[misc]
             gateways[config] = (launch.base_url, process.pid)
         script = run_dir / "wrk-non-stream.lua"
         script.write_text(render_script(request_body(False), API_KEY))
@@ -62,8 +53,8 @@ def measure(rounds: int, seconds: float, gateway_core: int = 1, load_core: int =
             row: dict[str, float] = {}
             for config in CONFIGS if k % 2 == 0 else reversed(CONFIGS):
                 base_url, pid = gateways[config]
-                requests, _, cpu_s, _ = measure_mode(base_url, script, pid, seconds, CONNECTIONS, load_core)
-                row[config] = round(cpu_s / requests * 1e6, 1) if requests else float("nan")
+                cost = CpuCost("non-stream", *measure_mode(base_url, script, pid, seconds, CONNECTIONS, load_core))
+                row[config] = round(cost.us_per_request, 1)
             out.append(row)
     return out
 
