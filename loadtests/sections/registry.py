@@ -83,6 +83,7 @@ SECTIONS: tuple[Section, ...] = (
             lambda: headlines.capacity_day_curve(capacity_day_curve.load())),
     Section("bench-variants", BENCHMARKS, "docs/results/bench-variants.json",
             lambda: variants.docs_section(_json(variants.RESULTS)), headlines.variants),
+    Section("bench-variants-classes", BENCHMARKS, f"docs/results/{variants.CLASS_RESULTS}", variants.classes_section),
     Section("bench-router", BENCHMARKS, "docs/results/router-bench.json",
             lambda: router_cost.docs_section(_json(router_cost.RESULTS))),
     Section("bench-escalation", BENCHMARKS, "docs/results/escalation/",

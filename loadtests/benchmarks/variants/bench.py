@@ -8,8 +8,9 @@ tokens per request (``min_tokens`` + ``ignore_eos``), medians over ``--repeats``
 
 The request set and its helpers are loadtests/benchmarks/vllm_cpu/measure.py's (the simulator's
 calibration run), so the two measure the same thing. Output: a table and one JSON line on stdout,
-and the results file (``docs/results/bench-variants.json``, committed: issue #16's results as data),
-from which ``python -m loadtests.sections`` renders the "Real variants" section of docs/benchmarks.md.
+and the results file (``docs/results/bench-variants.json``, committed: issue #16's results as data;
+a run on another CPU class goes to ``--out docs/results/bench-variants-<class>.json``), from which
+``python -m loadtests.sections`` renders the "Real variants" section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ from serving.vllm_replica import running_replica
 REPO = Path(__file__).resolve().parents[3]
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 RESULTS = REPO / "docs" / "results" / "bench-variants.json"
+# Runs on other CPU classes than the reference run above (avx2, which the simulator's fidelity
+# test reads), one file per class: ``bench-variants-<class>.json`` (``--out``).
+CLASS_RESULTS = "bench-variants-*.json"
 DEFAULT_VARIANTS = ("standard", "fast-int4", "fast-spec", "fast-int8", "fast-bnb4")
 TTFT_PROMPT_TOKENS = (128, 512)
 # (phase, prompt, concurrent streams). Speculation's gain is a low-load effect (ARCHITECTURE.md: none
@@ -132,6 +136,17 @@ def docs_section(report: dict[str, Any]) -> str:
         "",
         *table(report["results"]),
     ])
+
+
+def classes_section(results_dir: Path = RESULTS.parent) -> str:
+    """One docs section per CPU class measured apart from the reference run (``CLASS_RESULTS``),
+    each under its class's heading, in the classes' order."""
+    parts = []
+    for path in sorted(results_dir.glob(CLASS_RESULTS)):
+        report = json.loads(path.read_text())
+        parts += [f"#### On {report.get('hardware_class', path.stem.removeprefix('bench-variants-'))}", "",
+                  docs_section(report), ""]
+    return "\n".join(parts).strip()
 
 
 def _shown(path: Path) -> str:

