@@ -57,6 +57,19 @@ def test_duet_up_keeps_the_tasks_the_int8_report_refuses_off_fast_int8() -> None
     parse_config(yaml.safe_dump(config), source="generated")
 
 
+def test_duet_up_applies_the_int8_report_of_its_machines_class() -> None:
+    # Coding: allowed by the avx2 run (35% / 35%), refused by the amx one (30% / 40%,
+    # docs/parity-real/fast-int8-amx): the same variant routes differently by where it runs.
+    profiles = [PROFILES["cpu-smollm2-bf16"], PROFILES["cpu-smollm2-int8"]]
+    allowed = {}
+    for machine_class in ("avx2", "amx"):
+        config = gateway_config(read_policy(DEMO_CONFIG), [launch("standard", 9001), launch("fast-int8", 9002)],
+                                profiles, "127.0.0.1", 8000, machine_class=machine_class)
+        allowed[machine_class] = set(config["models"]["smollm2"]["variants"]["fast-int8"]["allowed_tasks"])
+    assert "coding" in allowed["avx2"] and "coding" not in allowed["amx"]
+    assert "chat" not in allowed["avx2"] | allowed["amx"]
+
+
 def test_a_named_report_that_is_missing_stops_duet_up(tmp_path: Path) -> None:
     with pytest.raises(LaunchProfileError, match="parity_reports"):
         parity_reports([PROFILES["cpu-smollm2-int8"]], root=tmp_path)
