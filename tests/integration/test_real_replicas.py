@@ -117,17 +117,21 @@ def client(up: Up) -> OpenAI:
     return OpenAI(base_url=f"{up.base}/v1", api_key="unused", max_retries=0, timeout=120)
 
 
+QUESTION = "What is the capital of France?"
+
+
 def ask(up: Up, headers: dict[str, str] | None = None, max_tokens: int = 16, model: str = "smollm2") -> tuple[str, str]:
     """(variant, text) for one greedy chat request through the gateway."""
     raw = client(up).chat.completions.with_raw_response.create(
-        model=model, messages=[{"role": "user", "content": "What is the capital of France?"}],
+        model=model, messages=[{"role": "user", "content": QUESTION}],
         max_tokens=max_tokens, temperature=0, extra_headers=headers or {})
     return raw.headers["x-duet-variant"], raw.parse().choices[0].message.content or ""
 
 
-def route(up: Up, headers: dict[str, str] | None = None, max_tokens: int = 16, model: str = "smollm2") -> dict[str, object]:
+def route(up: Up, headers: dict[str, str] | None = None, max_tokens: int = 16, model: str = "smollm2",
+          content: str = "hi") -> dict[str, object]:
     """The gateway's live dry-run decision (POST /v1/duet/route)."""
-    body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": max_tokens}
+    body = {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": max_tokens}
     answer = httpx.post(f"{up.base}/v1/duet/route", json=body, headers=headers or {}, timeout=10)
     assert answer.status_code == 200, answer.text
     return dict(answer.json())
@@ -140,15 +144,20 @@ def generated_variants(up: Up) -> dict[str, Any]:
 
 
 def cheaper_for_chat(up: Up) -> str:
-    """The variant a short chat request costs least on, at the prices the gateway charges back from
-    the speeds duet up calibrated (replica time: a fast variant measured slower is dearer), with the
-    request's tokens about ``ask``'s (a ~40-token prompt, 16 out)."""
+    """The variant ``ask``'s request costs least on, at the prices the gateway charges back from
+    the speeds duet up calibrated (replica time: a fast variant measured slower is dearer), for the
+    tokens the gateway counts and plans for it (its dry run of the same request: the prompt's
+    tokens, and the output length learned from the answers so far, which can be half the 16
+    allowed; where calibration under load made one variant's prefill dear, the two differ)."""
     from gateway.config import load_config
 
     config_path = re.search(r"\(config (\S+)\)", up.output())
     assert config_path is not None
     prices = {name: v.price for name, v in load_config(config_path.group(1)).models["smollm2"].variants.items()}
-    cost = {name: 40 * p.input_per_mtok + 16 * p.output_per_mtok for name, p in prices.items()}
+    planned = route(up, GENEROUS, content=QUESTION)["request"]
+    assert isinstance(planned, dict)
+    tokens_in, tokens_out = planned["input_tokens"], planned["expected_output_tokens"]
+    cost = {name: tokens_in * p.input_per_mtok + tokens_out * p.output_per_mtok for name, p in prices.items()}
     return FAST if fast_serves(up, "chat") and cost[FAST] < cost["standard"] else "standard"
 
 
@@ -293,7 +302,8 @@ def test_budgets_route_by_cost_and_predicted_speed_and_reasoning_to_standard(up:
     so far (on AVX-512, bf16 prefills faster than W4A16 and decodes slower, so a short request can go
     either way; CI saw both), so the test holds the gateway to its own prediction, not to a variant's
     name."""
-    assert ask(up, GENEROUS)[0] == cheaper_for_chat(up)
+    expected = cheaper_for_chat(up)  # before the request, whose answer moves the planned length
+    assert ask(up, GENEROUS)[0] == expected
     refused = [task for task in ("reasoning", "long-context", "chat", "coding") if not fast_serves(up, task)]
     if refused:  # a task the fast variant may not serve here goes to standard, whatever the budget
         assert ask(up, {"x-duet-task": refused[0], **GENEROUS})[0] == "standard"
@@ -373,7 +383,8 @@ def test_a_killed_replica_leaves_routing_and_duet_up_restarts_it(up: Up) -> None
                is not None, START_TIMEOUT_S, "replica restarted")
     wait_until(lambda: fast_id in route(up, model=pinned)["decision"]["ranked_replicas"],  # type: ignore[index, operator]
                30 * HEALTH_INTERVAL_S, "restarted replica back in routing")
-    assert ask(up, GENEROUS)[0] == cheaper_for_chat(up)
+    expected = cheaper_for_chat(up)  # before the request, whose answer moves the planned length
+    assert ask(up, GENEROUS)[0] == expected
     assert ask(up, GENEROUS, model=pinned)[0] == FAST
     new_url, new_pid = started_replicas(up.output())[FAST]
     assert new_url == url and new_pid != pid
