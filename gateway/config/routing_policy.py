@@ -28,6 +28,7 @@ from gateway.config.policy import (
 from gateway.config.schema import config_error
 from gateway.detect import TaskDetector
 from gateway.detect.blend_model import BlendDetector, VectorsMissing
+from gateway.detect.native import NativeUnavailable
 from gateway.detect.vectors import VECTORS
 from gateway.domain import (
     Priority,
@@ -79,10 +80,12 @@ def _blend(section: schema.TaskDetectorSection, source: str) -> BlendDetector:
     vectors = VECTORS if section.vectors is None else _relative(section.vectors, source)
     try:
         if section.model is None:
-            return BlendDetector.builtin(vectors)
-        return BlendDetector.from_file(_document(section.model, source), vectors)
+            return BlendDetector.builtin(vectors, section.core)
+        return BlendDetector.from_file(_document(section.model, source), vectors, section.core)
     except VectorsMissing as exc:
         raise ConfigError("routing.task_detector.vectors", str(exc)) from exc
+    except NativeUnavailable as exc:
+        raise ConfigError("routing.task_detector.core", str(exc)) from exc
     except (KeyError, TypeError, ValueError, binascii.Error) as exc:
         raise ConfigError("routing.task_detector.model", f"not a blend model written by `duet detect train`: {exc!r}") from exc
 

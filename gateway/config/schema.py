@@ -334,6 +334,9 @@ class TaskDetectorSection(Strict):
     vectors: str | None = None
     threshold: Annotated[float, Field(gt=0, le=1)] | None = None
     floor: Annotated[float, Field(gt=0, lt=1)] | None = None
+    # The blend detector's arithmetic: auto (compiled where `duet detect native` built it, else
+    # numpy), native (the compiled core or a config error), numpy. Same answers either way.
+    core: Literal["auto", "native", "numpy"] = "auto"
 
 
 class RoutingSection(Strict):

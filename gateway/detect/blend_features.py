@@ -123,6 +123,18 @@ class _Buckets:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestIds:
+    """``BlendFeatures.ids``: what a request's row is made of, before any arithmetic. ``shapes``: the
+    shape columns set (to 1); ``words``: per part of the text (``BUCKETS``), its hashed columns set
+    (each to one over the root of their count); ``spans``: each of the ``SPANS``' subword ids (empty
+    where it has none). The compiled core (``gateway.detect.native``) adds these up as they are."""
+
+    shapes: list[int]
+    words: tuple[set[int], ...]
+    spans: tuple[list[int], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SparseRow:
     """``BlendFeatures.read``: a request's row before it is a row. ``shapes``: the shape columns
     set (to 1); ``words``: per part of the text (``BUCKETS``), its hashed columns set (each to one
@@ -159,6 +171,12 @@ class BlendFeatures:
     def read(self, messages: list[dict[str, Any]]) -> SparseRow:
         """A request's row as its non-zero columns before the vectors, and its vectors' spans
         (what the served detector adds up: 20-60 columns of 2,300, not the whole row)."""
+        found = self.ids(messages)
+        vectors = self._vectors
+        return SparseRow(found.shapes, found.words, *vectors.units(list(found.spans)))
+
+    def ids(self, messages: list[dict[str, Any]]) -> RequestIds:
+        """The request's columns and its spans' subword ids (``RequestIds``)."""
         read = request_text(messages)
         parts = parts_of(read)
         shapes = [self._shapes[name] for name in parts.shape if name in self._shapes]
@@ -169,7 +187,7 @@ class BlendFeatures:
             found[part] |= self._buckets[part].columns(tokens, pairs=True)
         vectors = self._vectors
         spans = (window(read.user), instruction(read.user), read.system[:256], " ".join(read.tool_results))
-        return SparseRow(shapes, tuple(found.values()), *vectors.units([vectors.ids(span) for span in spans]))
+        return RequestIds(shapes, tuple(found.values()), tuple(vectors.ids(span) for span in spans))
 
     def of(self, messages: list[dict[str, Any]]) -> np.ndarray:
         """The request's dense row (what training stacks)."""

@@ -12,7 +12,9 @@ detector-vectors`` builds from a PyPI wheel (``gateway.detect.vectors``), read o
 from __future__ import annotations
 
 import base64
+import ctypes
 import functools
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -23,8 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from gateway.detect.blend_features import SPANS, BlendFeatures, SparseRow
+from gateway.detect import native
+from gateway.detect.blend_features import SPANS, BlendFeatures, RequestIds, SparseRow
 from gateway.detect.model import Detection
+from gateway.detect.native import BlendCore
 from gateway.detect.packed import Fields, pack
 from gateway.detect.vectors import VECTORS, StaticVectors
 from gateway.errors import DuetError
@@ -70,9 +74,11 @@ class BlendWeights:
 
 
 class BlendDetector:
-    """``detect_messages``: the dense row, one (width x tasks) product, a softmax; immutable."""
+    """``detect_messages``: the dense row, one (width x tasks) product, a softmax; immutable.
+    ``core``: the compiled arithmetic (``gateway.detect.native``) when given, else numpy's; the
+    answers are the same (``core_name`` says which serves)."""
 
-    def __init__(self, model: BlendWeights, vectors: StaticVectors) -> None:
+    def __init__(self, model: BlendWeights, vectors: StaticVectors, core: ctypes.CDLL | None = None) -> None:
         self.tasks = model.tasks
         self._features = BlendFeatures(vectors, model.shapes)
         if model.weights.shape != (self._features.width, len(self.tasks)):
@@ -96,25 +102,32 @@ class BlendDetector:
         self._familiarity_cut = model.familiarity_cut
         self._uniform = Detection({t: 1.0 / len(self.tasks) for t in self.tasks})
         self.meta = dict(model.meta)
+        self._core = None if core is None else BlendCore(core, weights, vectors.rows, self._span_blocks)
+        self.core_name = "numpy" if core is None else "native"
 
     @classmethod
-    def from_document(cls, document: Mapping[str, Any], vectors: StaticVectors) -> BlendDetector:
-        return cls(BlendWeights.from_document(document), vectors)
+    def from_document(cls, document: Mapping[str, Any], vectors: StaticVectors,
+                      core: ctypes.CDLL | None = None) -> BlendDetector:
+        return cls(BlendWeights.from_document(document), vectors, core)
 
     @classmethod
-    def packaged(cls, vectors: StaticVectors) -> BlendDetector:
+    def packaged(cls, vectors: StaticVectors, core: ctypes.CDLL | None = None) -> BlendDetector:
         """A new instance of the model shipped inside the package over ``vectors`` (the latency
         benchmark builds one per stream, so nothing is remembered from the last)."""
         document = json.loads(resources.files("gateway.detect").joinpath(MODEL_FILE).read_text(encoding="utf-8"))
-        return cls.from_document(document, vectors)
+        return cls.from_document(document, vectors, core)
 
     @classmethod
-    def builtin(cls, vectors: Path = VECTORS) -> BlendDetector:
+    def builtin(cls, vectors: Path = VECTORS, core: str = "auto") -> BlendDetector:
         """The model shipped inside the package over the vectors at ``vectors``: one instance per
-        process and path (immutable; the vectors table is 30,522 rows)."""
-        return _builtin(vectors)
+        process, path and core (immutable; the vectors table is 30,522 rows). ``core``: ``auto``
+        (the compiled one where ``duet detect native`` built it), ``native`` (that or
+        ``NativeUnavailable``), ``numpy``."""
+        return _builtin(vectors, _core(core))
 
     def detect_messages(self, messages: Sequence[Any]) -> Detection:
+        if self._core is not None:
+            return self._native(self._features.ids(list(messages)))
         return self._detect(self._features.read(list(messages)))
 
     def detect_prompt(self, prompt: str) -> Detection:
@@ -151,8 +164,16 @@ class BlendDetector:
                 self._span_blocks[list(spans)].reshape(len(spans) * self._span_blocks.shape[1], -1))
         return block
 
+    def _native(self, found: RequestIds) -> Detection:
+        assert self._core is not None
+        scores, familiarity, _ = self._core.scores(
+            list(itertools.chain(found.shapes, *found.words)), [len(found.shapes), *map(len, found.words)], found.spans)
+        return self._answer(scores, familiarity)
+
     def _detect(self, row: SparseRow) -> Detection:
-        scores, familiarity = self._scores(row)
+        return self._answer(*self._scores(row))
+
+    def _answer(self, scores: list[float], familiarity: float) -> Detection:
         if familiarity < self._familiarity_cut:
             return self._uniform
         scaled = [s * self._temperature for s in scores]
@@ -162,9 +183,9 @@ class BlendDetector:
         return Detection({task: e / total for task, e in zip(self.tasks, exp, strict=True)})
 
     @classmethod
-    def from_file(cls, document: Mapping[str, Any], vectors: Path = VECTORS) -> BlendDetector:
-        """A team's model (``duet detect train``) over the vectors at ``vectors``."""
-        return cls.from_document(document, _vectors(vectors))
+    def from_file(cls, document: Mapping[str, Any], vectors: Path = VECTORS, core: str = "auto") -> BlendDetector:
+        """A team's model (``duet detect train``) over the vectors at ``vectors`` (``core`` as in ``builtin``)."""
+        return cls.from_document(document, _vectors(vectors), _core(core))
 
 
 @functools.cache
@@ -176,6 +197,18 @@ def _vectors(path: Path) -> StaticVectors:
     return StaticVectors.load(path)
 
 
+def _core(choice: str) -> ctypes.CDLL | None:
+    if choice not in ("auto", "native", "numpy"):
+        raise ValueError(f"core is auto, native or numpy, not {choice!r}")
+    if choice == "numpy":
+        return None
+    library = native.load()
+    if library is None and choice == "native":
+        raise native.NativeUnavailable(f"the compiled detector core is not built here ({native.library_path()}): "
+                                       "run `duet detect native` (or `make detector-native`)")
+    return library
+
+
 @functools.cache
-def _builtin(vectors: Path) -> BlendDetector:
-    return BlendDetector.packaged(_vectors(vectors))
+def _builtin(vectors: Path, core: ctypes.CDLL | None) -> BlendDetector:
+    return BlendDetector.packaged(_vectors(vectors), core)

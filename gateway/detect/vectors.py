@@ -36,6 +36,13 @@ class StaticVectors:
         self._eye = np.eye(8, dtype=np.float32)  # as many spans as the detector reads, and more
         self._memo: dict[str, list[int]] = {}
 
+    @property
+    def rows(self) -> np.ndarray:
+        """The table: one row per subword id (read-only: every detector of the process shares it)."""
+        view = self._rows.view()
+        view.flags.writeable = False
+        return view
+
     @classmethod
     def from_bytes(cls, data: bytes) -> StaticVectors:
         with np.load(io.BytesIO(data)) as stored:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gateway.detect import TaskDetector
+from gateway.detect import TaskDetector, native
 from gateway.detect.blend_model import BlendDetector
 from gateway.detect.training import PROMPTS, corpus
 from gateway.detect.training.data.packages import CACHE
@@ -53,7 +53,7 @@ Detect = Callable[[Sequence[Any]], Any]
 def fresh_detectors(vectors: Path) -> dict[str, Detect]:
     """Both detectors with nothing remembered: the words model as shipped (it remembers nothing),
     the blend model over a table read anew (its memos of words live in the table and its features)."""
-    blend = BlendDetector.packaged(StaticVectors.load(vectors))
+    blend = BlendDetector.packaged(StaticVectors.load(vectors), native.load())  # its arithmetic as served (auto)
     return {"words": TaskDetector.builtin().detect_messages, "blend": blend.detect_messages}
 
 
@@ -143,6 +143,7 @@ def run(prompts: Path, cache: Path, vectors: Path) -> dict[str, Any]:
     return {
         "command": "python -m loadtests.benchmarks.router.detector_latency",
         "hardware_class": hardware_of(cpu_flags()).hardware_class,
+        "blend_core": "numpy" if native.load() is None else "native",
         "goals_p99_us": GOAL_P99_US,
         "synthetic": synthetic(vectors),
         "real_cold": summary(cold, prompts=len(stream), user_chars_p50=chars[len(chars) // 2],
@@ -156,7 +157,8 @@ def run(prompts: Path, cache: Path, vectors: Path) -> dict[str, Any]:
 def render(results: dict[str, Any]) -> str:
     """The docs section: one row per stream, both detectors' wall p50 and p99, the blend's CPU p99,
     and the ratio."""
-    lines = [f"Per call on {results['hardware_class']}, one thread; wall time (CPU time of the calling thread for "
+    lines = [f"Per call on {results['hardware_class']}, one thread, the blend detector's arithmetic "
+             f"{results.get('blend_core', 'numpy')}; wall time (CPU time of the calling thread for "
              "the blend detector's p99). Goals (issue #34): p99 <= "
              f"{results['goals_p99_us']['1k'] / 1000:g} ms at 1k tokens, <= {results['goals_p99_us']['32k'] / 1000:g} ms "
              "at 32k.", "",

@@ -105,7 +105,7 @@ def test_weights_that_do_not_fit_the_features_are_refused() -> None:
 
 def test_missing_vectors_say_how_to_build_them(tmp_path) -> None:
     with pytest.raises(VectorsMissing, match="make detector-vectors"):
-        _builtin(tmp_path / "none.npz")
+        _builtin(tmp_path / "none.npz", None)
 
 
 @pytest.mark.skipif(not VECTORS.exists(), reason="needs `make detector-vectors`")

@@ -73,10 +73,17 @@ def _detector_off(reference: dict[str, Any], backend_url: str, host: str, port: 
     return config
 
 
+def _detector_numpy(reference: dict[str, Any], backend_url: str, host: str, port: int) -> dict[str, Any]:
+    config = duet_config(reference, backend_url, host, port)
+    config["routing"] = {**config.get("routing", {}), "task_detector": {"core": "numpy"}}
+    return config
+
+
 # The configs Duet can be measured with, by name: the benchmark's one replica (and the same with the
-# task detector off, to see what detection costs a request: cpu_cost), the production path.
-CONFIGS = {"bench": duet_config, "bench-detector-off": _detector_off, "production": production_config,
-           "production-keys-off": _production_keys_off}
+# task detector off, or its arithmetic in numpy rather than compiled, to see what detection costs a
+# request: detector_twin), the production path.
+CONFIGS = {"bench": duet_config, "bench-detector-off": _detector_off, "bench-detector-numpy": _detector_numpy,
+           "production": production_config, "production-keys-off": _production_keys_off}
 
 
 def write_keys_file(path: Path) -> None:

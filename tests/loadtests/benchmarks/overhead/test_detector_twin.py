@@ -17,3 +17,12 @@ def test_each_round_and_the_verdict_from_the_median() -> None:
     assert "| 3 | 700.0 | 500.0 | 1.40 |" in text
     assert "**1.10** — goal met" in text
     assert "goal missed" in render(_results((560.0, 500.0), (600.0, 500.0), (540.0, 500.0)))
+
+
+def test_a_run_with_the_numpy_gateway_shows_both_ratios() -> None:
+    rounds = [{"bench": 520.0, "bench-detector-numpy": 600.0, "bench-detector-off": 400.0}]
+    text = render({"command": "cmd", "hardware_class": "amx", "detector": "blend", "core": "native", "rounds": rounds,
+                   "median_ratio": 1.3, "median_ratio_numpy": 1.5})
+    assert "its arithmetic native, and the same detector with numpy's arithmetic" in text
+    assert "| 1 | 520.0 | 600.0 | 400.0 | 1.30 | 1.50 |" in text
+    assert "**1.30** — goal missed; with numpy's arithmetic 1.50." in text

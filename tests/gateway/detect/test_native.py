@@ -1,0 +1,122 @@
+"""The blend detector's compiled arithmetic (``gateway.detect.native``): built from the package's
+source, named by its hash, answering as the numpy path does for every shape of request, refusing
+ids outside its tables, and chosen by ``routing.task_detector.core``."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gateway.config import parse_config
+from gateway.detect import native
+from gateway.detect.blend_model import BlendDetector
+from gateway.detect.blend_model import _vectors as shared_vectors
+from gateway.detect.native import BlendCore, NativeUnavailable
+from gateway.detect.training.blend import TASKS
+from gateway.detect.vectors import VECTORS
+from gateway.errors import ConfigError
+from tests.gateway.config.test_load import demo_with
+from tests.gateway.detect.test_blend_model import SHAPED, TRAINED, _document, _user, _vectors
+
+needs_compiler = pytest.mark.skipif(native.compiler() is None, reason="no C compiler here (cc, gcc or $CC)")
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    if native.compiler() is None:
+        pytest.skip("no C compiler here (cc, gcc or $CC)")
+    directory = tmp_path_factory.mktemp("native")
+    native.build(directory)
+    loaded = native.load(directory)
+    assert loaded is not None
+    return loaded
+
+
+def _same(a: BlendDetector, b: BlendDetector, messages: list) -> None:
+    got, expected = a.detect_messages(messages), b.detect_messages(messages)
+    assert all(abs(got.probabilities[t] - expected.probabilities[t]) < 1e-6 for t in TASKS), messages
+
+
+def test_the_compiled_core_answers_as_numpy_for_every_shape_of_request(library: ctypes.CDLL) -> None:
+    for familiarity in (-2.0, 0.999):  # with and without the unfamiliar's uniform answer
+        document, _, _ = _document(familiarity=familiarity)
+        compiled = BlendDetector.from_document(document, _vectors(), library)
+        plain = BlendDetector.from_document(document, _vectors())
+        assert (compiled.core_name, plain.core_name) == ("native", "numpy")
+        for messages in [*SHAPED, *(_user(text) for text in TRAINED.values()), [], _user("")]:
+            _same(compiled, plain, messages)
+
+
+@pytest.mark.skipif(not VECTORS.exists(), reason="needs `make detector-vectors`")
+def test_the_shipped_model_answers_the_same_compiled(library: ctypes.CDLL) -> None:
+    vectors = shared_vectors(VECTORS)
+    compiled, plain = BlendDetector.packaged(vectors, library), BlendDetector.packaged(vectors)
+    requests = [
+        _user("What is the capital of France? Answer briefly."),
+        _user("If all bloops are razzies and all razzies are lazzies, are all bloops definitely lazzies?"),
+        _user("def add(a, b):\n    return a - b\n\nFix the bug in this function."),
+        _user("Extract the invoice number and the total from: Invoice #4471, total due $1,208.50." * 40),
+        _user("Écris un poème sur la mer, s'il te plaît. 🌊"),
+        [{"role": "system", "content": "You are a support agent for ACME."}, _user("My order never came.")[0]],
+        [_user("Look up the weather.")[0], {"role": "assistant", "content": "", "tool_calls": [{"id": "1"}]},
+         {"role": "tool", "content": '{"temp": 21, "sky": "clear"}'}],
+    ]
+    for messages in requests:
+        _same(compiled, plain, messages)
+
+
+def test_ids_outside_the_tables_are_refused_not_read(library: ctypes.CDLL) -> None:
+    weights = np.zeros((10, 2), dtype=np.float32)
+    rows = np.ones((5, 4), dtype=np.float32)
+    blocks = np.ones((2, 4, 3), dtype=np.float32)
+    core = BlendCore(library, weights, rows, blocks)
+    scores, familiarity, filled = core.scores([1], [1, 0], ([0, 4], []))
+    assert filled == 1 and len(scores) == 2 and familiarity == pytest.approx(2.0)  # a unit row of 4 ones . ones
+    with pytest.raises(ValueError, match="outside"):
+        core.scores([], [0, 0], ([5], []))
+    with pytest.raises(ValueError, match="outside"):
+        core.scores([9], [1, 0], ([], []))  # the last row is the bias, not a column
+
+
+def test_the_library_is_named_by_its_source(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    before = native.library_path(tmp_path)
+    monkeypatch.setattr(native, "source_text", lambda: "int duet_blend_scores(void) { return 0; }\n")
+    assert native.library_path(tmp_path) != before
+    assert native.load.__wrapped__(tmp_path) is None  # not built: nothing stale is loaded
+
+
+def test_no_compiler_or_a_failing_one_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(native, "compiler", lambda: None)
+    with pytest.raises(NativeUnavailable, match="no C compiler"):
+        native.build(tmp_path)
+    with pytest.raises(NativeUnavailable, match="failed on blend_core.c"):
+        native.build(tmp_path, cc="false")
+    assert not list(tmp_path.rglob("*.so"))
+
+
+@needs_compiler
+def test_build_keeps_a_build_it_already_has(tmp_path: Path) -> None:
+    first = native.build(tmp_path)
+    stamp = first.stat().st_mtime_ns
+    assert native.build(tmp_path, cc="false") == first and first.stat().st_mtime_ns == stamp
+
+
+def _config(core: str):  # type: ignore[no-untyped-def]
+    return parse_config(demo_with(lambda raw: raw["routing"].update(task_detector={"core": core})))
+
+
+@pytest.mark.skipif(not VECTORS.exists(), reason="needs `make detector-vectors`")
+def test_the_config_chooses_the_core_and_names_it_when_it_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def core_of(config) -> str:  # type: ignore[no-untyped-def]
+        assert config.policy.detection is not None
+        return config.policy.detection.detector.core_name  # type: ignore[no-any-return]
+
+    assert core_of(_config("numpy")) == "numpy"
+    monkeypatch.setattr(native, "load", lambda: None)  # as on a machine where it was never built
+    assert core_of(_config("auto")) == "numpy"
+    with pytest.raises(ConfigError, match="routing.task_detector.core") as raised:
+        _config("native")
+    assert "duet detect native" in str(raised.value)
