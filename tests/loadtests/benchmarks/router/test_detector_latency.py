@@ -41,3 +41,17 @@ def test_the_section_shows_each_stream_of_the_committed_results() -> None:
     assert f"| {cold['blend']['wall']['p99_us']:.0f} |" in text
     assert f"{cold['blend_over_words']['p99_us']:.2f}" in text
     assert results["hardware_class"] in text
+
+
+def test_where_the_compiled_core_served_numpys_columns_follow() -> None:
+    results = json.loads(Path(RESULTS).read_text())
+    with_numpy = {**results, "real_cold": {**results["real_cold"], "blend-numpy": {
+        "wall": {"p50_us": 369.4, "p99_us": 1403.2, "max_us": 2000.0}, "cpu": {"p50_us": 1.0, "p99_us": 1.0, "max_us": 1.0}}}}
+    for stream in ("real_cold_first_500", "real_32k_cold"):
+        with_numpy[stream] = {**results[stream], "blend-numpy": with_numpy["real_cold"]["blend-numpy"]}
+    with_numpy["synthetic"] = {k: {**r, "blend-numpy": with_numpy["real_cold"]["blend-numpy"]}
+                               for k, r in results["synthetic"].items()}
+    text = render(with_numpy)
+    assert "| blend, numpy p50 µs | blend, numpy p99 µs |" in text and " 369 | 1403 |" in text
+    plain = {**results, "real_cold": {k: v for k, v in results["real_cold"].items() if k != "blend-numpy"}}
+    assert "numpy p50" not in render(plain)
