@@ -13,6 +13,7 @@ import yaml
 from gateway.config import load_config
 from gateway.config.evidence import unproven
 from gateway.config.schema import ConfigFile
+from gateway.detect.blend_model import BlendDetector
 from gateway.errors import ConfigError
 
 
@@ -35,6 +36,15 @@ def run(args: argparse.Namespace) -> int:
         return 1
     replicas = len(config.replicas)
     variants = sum(len(m.variants) for m in config.models.values())
+    detection = config.policy.detection
+    # Which detector serves, and for the blend one whether its arithmetic is compiled here (`core: auto`
+    # falls back to numpy silently where `duet detect native` has not run: same answers, slower).
+    if detection is None:
+        detector = "task detector off"
+    elif isinstance(detection.detector, BlendDetector):
+        detector = f"task detector blend, arithmetic {detection.detector.core_name}"
+    else:
+        detector = "task detector words"
     print(f"{args.file}: ok ({len(config.models)} model(s), {variants} variant(s), {replicas} replica(s), "
-          f"{len(config.policy.profiles)} routing profile(s))")
+          f"{len(config.policy.profiles)} routing profile(s), {detector})")
     return 0

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from gateway.cli import main as duet
+from gateway.detect import native
 
 DEMO = Path(__file__).resolve().parents[3] / "deploy" / "config" / "demo.yaml"
 REPORT = "parity report 2026-12-03T19:37:58+00:00 sha256:" + "ab" * 32
@@ -68,3 +69,20 @@ def test_the_override_is_strict(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert status == 1
     assert "models.smollm2.variants.fast.allowed_tasks_override.why: unknown key" in text
     assert "allowed_tasks_override.reason" in text
+
+
+def test_the_summary_says_which_detector_serves_and_whether_compiled(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert duet(["check", str(DEMO)]) == 0
+    served = "numpy" if native.load() is None else "native"  # core: auto, as built on this machine
+    assert f"task detector blend, arithmetic {served})" in capsys.readouterr().out
+    raw = yaml.safe_load(DEMO.read_text())
+    raw["routing"]["task_detector"] = {"core": "numpy"}
+    path = tmp_path / "duet.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    assert duet(["check", str(path)]) == 0
+    assert "task detector blend, arithmetic numpy)" in capsys.readouterr().out
+    raw["routing"]["task_detector"] = {"enabled": False}
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    assert duet(["check", str(path)]) == 0
+    assert "task detector off" in capsys.readouterr().out
