@@ -120,7 +120,9 @@ class BlendCore:
         self._function = getattr(library, SYMBOL)
         # Pointers taken once: numpy's ``.ctypes`` builds an object on every access.
         self._pointers = (self._weights.ctypes.data, self._rows.ctypes.data, self._blocks.ctypes.data)
-        self._out = (ctypes.c_double * (self._tasks + 1))()
+        # A new output buffer per call: ctypes lets go of the GIL during the call, so one shared
+        # buffer would be written by two threads detecting at once.
+        self._out_type = ctypes.c_double * (self._tasks + 1)
 
     def scores(self, columns: Sequence[int], counts: Sequence[int],
                spans: Sequence[Sequence[int]]) -> tuple[list[float], float, int]:
@@ -131,12 +133,13 @@ class BlendCore:
         for span in spans:
             ids.extend(span)
         weights, rows, blocks = self._pointers
+        out = self._out_type()
         filled = self._function(weights, self._width, self._tasks,
                                 column_array.buffer_info()[0], count_array.buffer_info()[0], len(counts) - 1,
                                 rows, self._n_rows, self._dim,
                                 blocks, self._k, self._spans,
-                                ids.buffer_info()[0], lengths.buffer_info()[0], self._out)
+                                ids.buffer_info()[0], lengths.buffer_info()[0], out)
         if filled < 0:
             raise ValueError("a column or subword id outside the model's tables")
-        out = self._out[:]
-        return out[:self._tasks], out[self._tasks], filled
+        values = out[:]
+        return values[:self._tasks], values[self._tasks], filled

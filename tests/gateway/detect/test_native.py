@@ -120,3 +120,26 @@ def test_the_config_chooses_the_core_and_names_it_when_it_is_missing(monkeypatch
     with pytest.raises(ConfigError, match="routing.task_detector.core") as raised:
         _config("native")
     assert "duet detect native" in str(raised.value)
+
+
+def test_threads_detecting_at_once_each_get_their_own_answer(library: ctypes.CDLL) -> None:
+    # ctypes releases the GIL during the call: the answers must not share a buffer.
+    import threading
+
+    document, _, _ = _document(familiarity=-2.0)
+    compiled = BlendDetector.from_document(document, _vectors(), library)
+    texts = list(TRAINED.values())
+    expected = {text: compiled.detect_messages(_user(text)) for text in texts}
+    wrong: list[str] = []
+
+    def detect(text: str) -> None:
+        for _ in range(300):
+            if compiled.detect_messages(_user(text)) != expected[text]:
+                wrong.append(text)
+
+    threads = [threading.Thread(target=detect, args=(text,)) for text in texts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
