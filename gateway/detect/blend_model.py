@@ -167,7 +167,7 @@ class BlendDetector:
     def _native(self, found: RequestIds) -> Detection:
         assert self._core is not None
         scores, familiarity, _ = self._core.scores(
-            list(itertools.chain(found.shapes, *found.words)), [len(found.shapes), *map(len, found.words)], found.spans)
+            itertools.chain(found.shapes, *found.words), [len(found.shapes), *map(len, found.words)], found.spans)
         return self._answer(scores, familiarity)
 
     def _detect(self, row: SparseRow) -> Detection:

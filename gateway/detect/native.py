@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import tempfile
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -124,7 +124,7 @@ class BlendCore:
         # buffer would be written by two threads detecting at once.
         self._out_type = ctypes.c_double * (self._tasks + 1)
 
-    def scores(self, columns: Sequence[int], counts: Sequence[int],
+    def scores(self, columns: Iterable[int], counts: Sequence[int],
                spans: Sequence[Sequence[int]]) -> tuple[list[float], float, int]:
         """(score per task, familiarity, spans with a direction). ``columns``: the shape columns then
         each part's word columns, ``counts`` how many of each (the shapes first)."""

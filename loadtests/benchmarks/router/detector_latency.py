@@ -56,10 +56,10 @@ Detect = Callable[[Sequence[Any]], Any]
 def fresh_detectors(vectors: Path) -> dict[str, Detect]:
     """Both detectors with nothing remembered: the words model as shipped (it remembers nothing),
     the blend model over a table read anew (its memos of words live in the table and its features)."""
-    table = StaticVectors.load(vectors)
-    found: dict[str, Detect] = {"words": TaskDetector.builtin().detect_messages,
-                                "blend": BlendDetector.packaged(table, native.load()).detect_messages}  # as served (auto)
-    if native.load() is not None:  # and the same with numpy's arithmetic, where the compiled core serves
+    compiled = native.load()
+    found: dict[str, Detect] = {"words": TaskDetector.builtin().detect_messages,  # blend as served (core auto):
+                                "blend": BlendDetector.packaged(StaticVectors.load(vectors), compiled).detect_messages}
+    if compiled is not None:  # and the same with numpy's arithmetic, where the compiled core serves
         found["blend-numpy"] = BlendDetector.packaged(StaticVectors.load(vectors)).detect_messages
     return found
 
