@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from gateway.detect.features import parts_of, request_text, window
+from gateway.detect.features import RequestText, parts_of, request_text, window
 from gateway.detect.vectors import StaticVectors
 
 # Hashed columns per part of the text: the user turn's words and pairs need the most.
@@ -98,10 +98,10 @@ MEMO_LIMIT = 200_000
 class _Buckets:
     """A part's token -> its column, remembered (``MEMO_LIMIT``)."""
 
-    __slots__ = ("_at", "_size", "_memo")
+    __slots__ = ("at", "size", "_memo")
 
     def __init__(self, at: int, size: int) -> None:
-        self._at, self._size = at, size
+        self.at, self.size = at, size
         self._memo: dict[str | tuple[str, str], int] = {}
 
     def columns(self, tokens: Sequence[str], pairs: bool) -> set[int]:
@@ -115,7 +115,7 @@ class _Buckets:
             novel = [key for key in dict.fromkeys(keys) if key not in memo]
             if len(memo) + len(novel) > MEMO_LIMIT:
                 memo.clear()
-            at, size = self._at, self._size
+            at, size = self.at, self.size
             for key in novel:
                 column = memo[key] = at + _bucket(key if isinstance(key, str) else f"{key[0]} {key[1]}", size)
                 found.add(column)
@@ -168,6 +168,21 @@ class BlendFeatures:
         self.width = self._vectors_at + SPANS * vectors.dim + 1  # the last column: a constant (the bias)
         self.vector_slice = slice(self._vectors_at, self._vectors_at + SPANS * vectors.dim)
 
+    @property
+    def shapes(self) -> dict[str, int]:
+        """The shape features' columns by name (a copy)."""
+        return dict(self._shapes)
+
+    @property
+    def parts(self) -> list[tuple[int, int]]:
+        """Each hashed part's (first column, size), in ``BUCKETS``' order."""
+        return [(buckets.at, buckets.size) for buckets in self._buckets.values()]
+
+    def shape_columns(self, names: Sequence[str]) -> list[int]:
+        """The columns of those shape features the model has."""
+        shapes = self._shapes
+        return [shapes[name] for name in names if name in shapes]
+
     def read(self, messages: list[dict[str, Any]]) -> SparseRow:
         """A request's row as its non-zero columns before the vectors, and its vectors' spans
         (what the served detector adds up: 20-60 columns of 2,300, not the whole row)."""
@@ -177,9 +192,12 @@ class BlendFeatures:
 
     def ids(self, messages: list[dict[str, Any]]) -> RequestIds:
         """The request's columns and its spans' subword ids (``RequestIds``)."""
-        read = request_text(messages)
+        return self.ids_of(request_text(messages))
+
+    def ids_of(self, read: RequestText) -> RequestIds:
+        """``ids`` of a request already read."""
         parts = parts_of(read)
-        shapes = [self._shapes[name] for name in parts.shape if name in self._shapes]
+        shapes = self.shape_columns(parts.shape)
         found: dict[str, set[int]] = {part: set() for part in BUCKETS}
         for part, tokens in parts.words:
             found[part] |= self._buckets[part].columns(tokens, pairs=False)

@@ -27,10 +27,11 @@ import numpy as np
 
 from gateway.detect import native
 from gateway.detect.blend_features import SPANS, BlendFeatures, RequestIds, SparseRow
+from gateway.detect.features import PROGRAMMING, SYSTEM_CHARS, request_text, window
 from gateway.detect.model import Detection
-from gateway.detect.native import BlendCore
+from gateway.detect.native import BlendCore, Reading
 from gateway.detect.packed import Fields, pack
-from gateway.detect.vectors import VECTORS, StaticVectors
+from gateway.detect.vectors import VECTORS, StaticVectors, bert_characters
 from gateway.errors import DuetError
 
 MODEL_FILE = "task_detector_blend.json"
@@ -102,7 +103,9 @@ class BlendDetector:
         self._familiarity_cut = model.familiarity_cut
         self._uniform = Detection({t: 1.0 / len(self.tasks) for t in self.tasks})
         self.meta = dict(model.meta)
-        self._core = None if core is None else BlendCore(core, weights, vectors.rows, self._span_blocks)
+        self._core = None if core is None else BlendCore(core, weights, vectors.rows, self._span_blocks, Reading(
+            self._features.shapes, sorted(PROGRAMMING), vectors.tokens, bert_characters(native.CHARACTERS),
+            self._features.parts, model.temperature, model.familiarity_cut))
         self.core_name = "numpy" if core is None else "native"
 
     @classmethod
@@ -126,9 +129,15 @@ class BlendDetector:
         return _builtin(vectors, _core(core))
 
     def detect_messages(self, messages: Sequence[Any]) -> Detection:
-        if self._core is not None:
-            return self._native(self._features.ids(list(messages)))
-        return self._detect(self._features.read(list(messages)))
+        if self._core is None:
+            return self._detect(self._features.read(list(messages)))
+        read = request_text(messages)
+        # Read in C where it reads every character (nearly every request), else here (``_native``).
+        probabilities = self._core.detect(window(read.user), len(read.user), read.system[:SYSTEM_CHARS],
+                                          " ".join(read.tool_results), self._features.shape_columns(read.shape))
+        if probabilities is not None:
+            return Detection(dict(zip(self.tasks, probabilities, strict=True)))
+        return self._native(self._features.ids_of(read))
 
     def detect_prompt(self, prompt: str) -> Detection:
         # A completion's prompt is read as one user turn, as the words detector reads it.

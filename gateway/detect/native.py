@@ -1,11 +1,14 @@
-"""The blend detector's arithmetic compiled (``blend_core.c``): built once per machine by ``duet
-detect native`` (``make detector-native``) into ``~/.cache/duet/native``, loaded with ctypes.
+"""The blend detector compiled (``blend_core.c``): built once per machine by ``duet detect
+native`` (``make detector-native``) into ``~/.cache/duet/native``, loaded with ctypes.
 
-Why: in a busy gateway the detector's numpy calls meet cold caches between requests, and their
-per-call machinery, not the arithmetic, was most of what detection cost a request (docs/routing.md,
-"What it costs the gateway"). One call into C replaces about ten of them. The numpy path stays:
-training uses it, and a machine without a C compiler serves with it, with the same answers (to
-1e-6; ``tests/gateway/detect/test_native.py``).
+Why: in a busy gateway the detector's Python and numpy steps meet cold caches between requests,
+and their per-step machinery, not the arithmetic, was most of what detection cost a request
+(docs/routing.md, "What it costs the gateway"). ``BlendCore.detect`` reads a request's text and
+answers in one call where it reads every character of the text (below the CJK blocks);
+``BlendCore.scores`` does the arithmetic of a request Python read (any other text). The Python and numpy paths stay: training uses them, a
+machine without a C compiler serves with them, and they are the reference the compiled one is
+tested against (the same columns and ids, the same answers to 1e-6;
+``tests/gateway/detect/test_native.py``).
 
 The library is named by a hash of its source and flags, so an edited source is never served by a
 stale build: it is simply not found until it is built again."""
@@ -15,13 +18,16 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import itertools
 import os
 import platform
 import shutil
 import subprocess
 import tempfile
+import zlib
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -35,6 +41,15 @@ SOURCE = "blend_core.c"
 FLAGS = ("-O3", "-shared", "-fPIC")
 NATIVE_DIR = Path.home() / ".cache" / "duet" / "native"
 SYMBOL = "duet_blend_scores"
+# The reading and the arithmetic at once (``BlendCore.detect``).
+READ_SYMBOL = "duet_blend_detect"
+# The reading alone, written out (``BlendCore.read``: what the tests compare with Python's).
+READING_SYMBOL = "duet_blend_read"
+# What duet_blend_read may write: the most columns and ids (blend_core.c's MAX_COLUMNS, MAX_IDS).
+READ_SIZES = "duet_blend_read_sizes"
+# duet_blend_detect's answers: read (0); a text with another byte (-2) or longer than it reads (-3),
+# for Python to read. Anything else (-1) is a table that does not fit the call.
+_READ_IN_PYTHON = (-2, -3)
 
 
 class NativeUnavailable(DuetError):
@@ -92,9 +107,19 @@ def load(directory: Path = NATIVE_DIR) -> ctypes.CDLL | None:
         library = ctypes.CDLL(str(path))
     except OSError:
         return None
-    function = getattr(library, SYMBOL, None)
-    if function is None:
+    function, detect = getattr(library, SYMBOL, None), getattr(library, READ_SYMBOL, None)
+    reading = getattr(library, READING_SYMBOL, None)
+    if function is None or detect is None or reading is None:
         return None
+    reading.restype = ctypes.c_int
+    reading.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int64,
+                        ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+                        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]  # columns, counts, ids, id counts
+    detect.restype = ctypes.c_int
+    detect.argtypes = [ctypes.c_void_p,  # the model (_Model)
+                       ctypes.c_char_p, ctypes.c_int, ctypes.c_int64,  # user window, its bytes, the turn's characters
+                       ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int,  # system head, tool results
+                       ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]  # shape columns, their count, out
     function.restype = ctypes.c_int
     function.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,  # weights, width, tasks
                          ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,  # columns, counts, parts
@@ -104,11 +129,137 @@ def load(directory: Path = NATIVE_DIR) -> ctypes.CDLL | None:
     return library
 
 
+class _Table(ctypes.Structure):
+    """blend_core.c's ``struct duet_table``: strings to values, open addressing on crc32."""
+
+    _fields_ = [("blob", ctypes.c_void_p), ("offsets", ctypes.c_void_p), ("values", ctypes.c_void_p),
+                ("slots", ctypes.c_void_p), ("n_keys", ctypes.c_int32), ("n_slots", ctypes.c_int32),
+                ("longest", ctypes.c_int32)]
+
+
+class _Characters(ctypes.Structure):
+    """blend_core.c's ``struct duet_chars``: how Python and BERT read each character below ``n``."""
+
+    _fields_ = [("flags", ctypes.c_void_p), ("lower", ctypes.c_void_p), ("normalised_at", ctypes.c_void_p),
+                ("normalised", ctypes.c_void_p), ("n", ctypes.c_int32)]
+
+
+class _Model(ctypes.Structure):
+    """blend_core.c's ``struct duet_blend_model``."""
+
+    _fields_ = [("weights", ctypes.c_void_p), ("width", ctypes.c_int32), ("tasks", ctypes.c_int32),
+                ("rows", ctypes.c_void_p), ("n_rows", ctypes.c_int32), ("dim", ctypes.c_int32),
+                ("blocks", ctypes.c_void_p), ("k", ctypes.c_int32), ("spans", ctypes.c_int32),
+                ("temperature", ctypes.c_double), ("familiarity_cut", ctypes.c_double),
+                ("crc", ctypes.c_void_p), ("shapes", _Table), ("programming", _Table), ("vocabulary", _Table),
+                ("chars", _Characters), ("unknown", ctypes.c_int32), ("parts_at", ctypes.c_int32 * 3), ("parts_size", ctypes.c_int32 * 3)]
+
+
+def _crc_table() -> np.ndarray:
+    """zlib's crc32 a byte at a time (reflected, polynomial 0xEDB88320)."""
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xEDB88320 if crc & 1 else crc >> 1
+        table.append(crc)
+    return np.array(table, dtype=np.uint32)
+
+
+class _StringTable:
+    """A ``_Table`` and the arrays it points at (held here, so they outlive every call)."""
+
+    def __init__(self, entries: Mapping[str, int]) -> None:
+        keys = [key.encode() for key in entries]
+        self._blob = np.frombuffer(b"".join(keys) or b"\0", dtype=np.uint8).copy()
+        self._offsets = np.array([0, *itertools.accumulate(map(len, keys))], dtype=np.int32)
+        self._values = np.array(list(entries.values()) or [0], dtype=np.int32)
+        n_slots = 8
+        while n_slots < 2 * len(keys):
+            n_slots *= 2
+        slots, mask = [-1] * n_slots, n_slots - 1
+        for index, key in enumerate(keys):
+            slot = zlib.crc32(key) & mask
+            while slots[slot] >= 0:
+                slot = (slot + 1) & mask
+            slots[slot] = index
+        self._slots = np.array(slots, dtype=np.int32)
+        self.table = _Table(self._blob.ctypes.data, self._offsets.ctypes.data, self._values.ctypes.data,
+                            self._slots.ctypes.data, len(keys), n_slots, max(map(len, keys), default=0))
+
+
+# The characters the compiled reading takes (below the CJK blocks, where BERT's normaliser reads a
+# character in its context: spaces around ideographs); a text with any other is read in Python.
+CHARACTERS = 0x3000
+# blend_core.c's flags and BERT kinds (struct duet_chars).
+_READABLE, _PY_SPACE, _BERT_SHIFT = 1, 2, 2
+_BERT_KINDS = {"dropped": 0, "space": 1, "punctuation": 2, "word": 3}
+# blend_core.c's MAX_NORMALISED: the most bytes of a character's normalised text.
+_MOST_NORMALISED = 8
+# The one character Python lowers by its context (a final capital sigma becomes ς, another σ).
+_CONTEXTUAL_LOWER = "\u03a3"
+
+
+class _CharacterTable:
+    """A ``_Characters`` and the arrays it points at. A character is readable in C where Python
+    lowers it to one character (in the table) with no context, and where it is not white space to
+    Python, BERT's normaliser leaves a text of it that its pre-tokenizer drops, splits at, isolates
+    or keeps inside a word, as it would in any text (``vectors.bert_characters``)."""
+
+    def __init__(self, bert: Sequence[tuple[str, str]]) -> None:
+        n = len(bert)
+        flags, lower, normalised_at, normalised = bytearray(n), [0] * n, [0], bytearray()
+        for code, (text, kind) in enumerate(bert):
+            character = chr(code)
+            surrogate = 0xD800 <= code <= 0xDFFF
+            lowered = "" if surrogate else character.lower()
+            space = not surrogate and character.isspace()
+            readable = (not surrogate and len(lowered) == 1 and ord(lowered) < n and character != _CONTEXTUAL_LOWER
+                        and (space or (kind in _BERT_KINDS and len(text.encode()) <= _MOST_NORMALISED)))
+            flags[code] = ((_READABLE if readable else 0) | (_PY_SPACE if space else 0)
+                           | _BERT_KINDS.get(kind, 0) << _BERT_SHIFT)
+            lower[code] = ord(lowered) if readable else 0
+            normalised += text.encode() if readable else b""
+            normalised_at.append(len(normalised))
+        self._flags = np.frombuffer(bytes(flags), dtype=np.uint8).copy()
+        self._lower = np.array(lower, dtype=np.uint16)
+        self._normalised_at = np.array(normalised_at, dtype=np.int32)
+        self._normalised = np.frombuffer(bytes(normalised) or b"\0", dtype=np.uint8).copy()
+        self.table = _Characters(self._flags.ctypes.data, self._lower.ctypes.data, self._normalised_at.ctypes.data,
+                                 self._normalised.ctypes.data, n)
+
+
+@functools.cache
+def _characters(bert: tuple[tuple[str, str], ...]) -> _CharacterTable:
+    """One table per process and tokenizer reading (immutable: every detector shares it)."""
+    return _CharacterTable(bert)
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What ``duet_blend_detect`` reads a request's text with: the shape features' columns by name,
+    the programming words (``features.PROGRAMMING``), the WordPiece vocabulary (a token per subword
+    id), the hashed parts' (first column, size) in ``blend_features.BUCKETS``' order, and the
+    model's temperature and familiarity cut (its answer is the probabilities); ``characters``:
+    how the tokenizer reads each character below ``CHARACTERS`` (``vectors.bert_characters``)."""
+
+    shapes: Mapping[str, int]
+    programming: Iterable[str]
+    vocabulary: Sequence[str]
+    characters: Sequence[tuple[str, str]]
+    parts: Sequence[tuple[int, int]]
+    temperature: float
+    familiarity_cut: float
+
+
 class BlendCore:
     """``scores``: one request's per-task scores and familiarity from its columns and span ids, in
-    one call. Holds the tables it points C at (weights, vectors, blocks), so they outlive it."""
+    one call; ``detect``: its probabilities from its text, reading it too (where it reads every
+    character; else None, for Python to read). Holds the tables it points C at (weights, vectors,
+    blocks, strings), so they outlive it."""
 
-    def __init__(self, library: ctypes.CDLL, weights: np.ndarray, rows: np.ndarray, blocks: np.ndarray) -> None:
+    def __init__(self, library: ctypes.CDLL, weights: np.ndarray, rows: np.ndarray, blocks: np.ndarray,
+                 reading: Reading | None = None) -> None:
         self._weights = np.ascontiguousarray(weights, dtype=np.float32)
         self._rows = np.ascontiguousarray(rows, dtype=np.float32)
         self._blocks = np.ascontiguousarray(blocks, dtype=np.float32)
@@ -123,6 +274,76 @@ class BlendCore:
         # A new output buffer per call: ctypes lets go of the GIL during the call, so one shared
         # buffer would be written by two threads detecting at once.
         self._out_type = ctypes.c_double * (self._tasks + 1)
+        self._detect, self._reading = getattr(library, READ_SYMBOL), getattr(library, READING_SYMBOL)
+        self._read_sizes = tuple((ctypes.c_int32 * 2).in_dll(library, READ_SIZES))
+        self._model = self._read_model(reading) if reading is not None else None
+
+    def _read_model(self, reading: Reading) -> _Model | None:
+        """The model C reads with; None where it cannot (a vocabulary without WordPiece's unknown
+        token, features other than the three hashed parts): Python reads every request then."""
+        vocabulary = {token: i for i, token in enumerate(reading.vocabulary)}  # a repeated token: its last id, as WordPiece's
+        if "[UNK]" not in vocabulary or len(reading.parts) != 3:
+            return None
+        self._crc = _crc_table()
+        self._strings = (_StringTable(reading.shapes), _StringTable({w: i for i, w in enumerate(reading.programming)}),
+                         _StringTable(vocabulary))
+        self._characters = _characters(tuple(reading.characters))
+        weights, rows, blocks = self._pointers
+        return _Model(weights, self._width, self._tasks, rows, self._n_rows, self._dim, blocks, self._k, self._spans,
+                      reading.temperature, reading.familiarity_cut, self._crc.ctypes.data,
+                      *(strings.table for strings in self._strings), self._characters.table, vocabulary["[UNK]"],
+                      (ctypes.c_int32 * 3)(*(at for at, _ in reading.parts)),
+                      (ctypes.c_int32 * 3)(*(size for _, size in reading.parts)))
+
+    @property
+    def reads(self) -> bool:
+        """Whether ``detect`` reads text here (the core was given a ``Reading``)."""
+        return self._model is not None
+
+    def detect(self, user: str, user_chars: int, system: str, tools: str, shapes: Sequence[int]) -> list[float] | None:
+        """The request's probability per task, read and scored in C; None where a text has a
+        character C does not read, or is longer than it reads (Python reads those). ``user``: the user turn's
+        window; ``user_chars``: the whole turn's length; ``system``: the system prompt's head;
+        ``tools``: the tool results' heads joined by spaces; ``shapes``: the columns of the shape
+        features read from the messages (roles, turns, lengths). Always None for a core that does
+        not read (``reads``)."""
+        if self._model is None:
+            return None
+        user_bytes, system_bytes, tools_bytes = user.encode(), system.encode(), tools.encode()
+        shape_array = array("i", shapes)
+        out = self._out_type()
+        status = self._detect(ctypes.byref(self._model), user_bytes, len(user_bytes), user_chars,
+                              system_bytes, len(system_bytes), tools_bytes, len(tools_bytes),
+                              shape_array.buffer_info()[0], len(shape_array), out)
+        if status in _READ_IN_PYTHON:
+            return None
+        if status < 0:
+            raise ValueError("a column or subword id outside the model's tables")
+        probabilities: list[float] = out[:self._tasks]
+        return probabilities
+
+    def read(self, user: str, user_chars: int, system: str, tools: str, shapes: Sequence[int]
+             ) -> tuple[list[int], tuple[set[int], ...], tuple[list[int], ...]] | None:
+        """What ``detect`` reads of the request, as ``blend_features.RequestIds``' fields (shape
+        columns, each part's word columns, each span's subword ids); None where ``detect`` is."""
+        if self._model is None:
+            return None
+        user_bytes, system_bytes, tools_bytes = user.encode(), system.encode(), tools.encode()
+        shape_array = array("i", shapes)
+        most_columns, most_ids = self._read_sizes
+        columns, counts = (ctypes.c_int32 * most_columns)(), (ctypes.c_int32 * 4)()
+        ids, id_counts = (ctypes.c_int32 * most_ids)(), (ctypes.c_int32 * 4)()
+        status = self._reading(ctypes.byref(self._model), user_bytes, len(user_bytes), user_chars,
+                               system_bytes, len(system_bytes), tools_bytes, len(tools_bytes),
+                               shape_array.buffer_info()[0], len(shape_array), columns, counts, ids, id_counts)
+        if status in _READ_IN_PYTHON:
+            return None
+        if status < 0:
+            raise ValueError("the model's tables do not fit the reading")
+        cuts = list(itertools.accumulate(counts))
+        words = tuple(set(columns[a:b]) for a, b in zip(cuts, cuts[1:], strict=False))
+        id_cuts = [0, *itertools.accumulate(id_counts)]
+        return list(columns[:cuts[0]]), words, tuple(list(ids[a:b]) for a, b in zip(id_cuts, id_cuts[1:], strict=False))
 
     def scores(self, columns: Iterable[int], counts: Sequence[int],
                spans: Sequence[Sequence[int]]) -> tuple[list[float], float, int]:

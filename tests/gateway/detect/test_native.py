@@ -14,8 +14,10 @@ from gateway.config import parse_config
 from gateway.detect import native
 from gateway.detect.blend_model import BlendDetector
 from gateway.detect.blend_model import _vectors as shared_vectors
+from gateway.detect.features import SYSTEM_CHARS, request_text, window
 from gateway.detect.native import BlendCore, NativeUnavailable
 from gateway.detect.training.blend import TASKS
+from gateway.detect.training.data.sources import load_all
 from gateway.detect.vectors import VECTORS
 from gateway.errors import ConfigError
 from tests.gateway.config.test_load import demo_with
@@ -143,3 +145,113 @@ def test_threads_detecting_at_once_each_get_their_own_answer(library: ctypes.CDL
     for thread in threads:
         thread.join()
     assert wrong == []
+
+
+# Texts at the edges of how the detector reads (features.py, blend_features.py, vectors.py): code
+# lines after blank ones, ``from x import y`` and its near misses, fences, sentence ends before
+# newlines and colons, tabs and CRLF, runs of digits, words longer than WordPiece reads, words with
+# no known piece, punctuation alone, a question mark after trailing space, nothing at all.
+EDGES = [
+    "def f():\n    return 1", "\n\n   class A:", "x\n  from os import path", "from  os import path", "from os  import x",
+    "text ```code``` text", "``not a fence``", "#include <stdio.h>\nint main", "let x = 1;\r\nconst y = 2;",
+    "fn main() {}", "package main", "import numpy", "public class A", "function f() {}",
+    "First sentence. Second one!\nThird: fourth?  ", "a:b. c\n\n\nd", ". . . ?", "   \t\n  ", "",
+    "Call 555-1234 or 0800 123 456 by 2024-01-31.", "x" * 150 + " tail.", "y" * 101, "z" * 100 + "!", "Zyzzyva qqqq xxzz! Sort?",
+    "__init__ and foo_bar(baz)", "who is taller?   \n", "extract the names from the email: Ann, Bob.",
+    ("Solve the riddle. " * 40) + "Now, who is taller?", "a" * 1030, "Hello!!! ?!?! ...", "~`!@#$%^&*()_+-=[]{}|;':\",./<>?",
+    # Beyond ASCII: accents (BERT strips them, Python keeps them as tokens of their own), curly
+    # quotes and dashes (punctuation to BERT), no-break and other spaces (white space to Python),
+    # a combining accent, zero-width and control characters (BERT drops them), a ligature, symbols,
+    # a sentence ending before a no-break space, a question before a line separator.
+    "Café – naïve ‘quotes’ and “more” … ÀÉÎÕÜ", "\u00a0nbsp\u00a0in\u202fthe\u2009middle", "cafe\u0301 e\u0301te\u0301",
+    "zero\u200bwidth\u2060marks\x00and\x07bells", "\u0133sselmeer Ĳ ǆ ǅ", "Ω ≥ ≤ ± ° µ × − → •", "Done.\u00a0Next one?\u2028",
+    "def f():\n\u00a0 return 1", "from\u00a0x import y\nfrom é import ü", "\x1c\x1d\x1e\x1f\x0b\x0c\x85 seps", "ΑΒΓ αβγ Ωμέγα",
+]
+
+
+def _requests() -> list[list[dict]]:
+    out = [_user(text) for text in EDGES]
+    for text in EDGES[:12]:
+        out.append([{"role": "system", "content": text}, _user("Sort the list.")[0]])
+        out.append([_user("Look it up.")[0], {"role": "assistant", "content": "", "tool_calls": [{"id": "1"}]},
+                    {"role": "tool", "content": text}, {"role": "tool", "content": text[::-1]}])
+        out.append([_user(text)[0], {"role": "assistant", "content": "ok"}, _user("why?")[0]])  # a follow-up
+    return out
+
+
+def test_the_compiled_reading_answers_as_python_reads_at_the_edges(library: ctypes.CDLL) -> None:
+    for familiarity in (-2.0, 0.999):
+        document, _, _ = _document(familiarity=familiarity)
+        compiled = BlendDetector.from_document(document, _vectors(), library)
+        plain = BlendDetector.from_document(document, _vectors())
+        for messages in [*_requests(), *SHAPED]:
+            assert _read_in_c(compiled, messages), messages  # the reading under test, not Python's
+            _same(compiled, plain, messages)
+
+
+def _read_in_c(detector: BlendDetector, messages: list) -> bool:
+    """Whether C reads the request; where it does, its columns and ids are Python's, each one."""
+    read = request_text(messages)
+    assert detector._core is not None
+    found = detector._core.read(window(read.user), len(read.user), read.system[:SYSTEM_CHARS],
+                                " ".join(read.tool_results), detector._features.shape_columns(read.shape))
+    if found is None:
+        return False
+    expected = detector._features.ids_of(read)
+    assert found == (expected.shapes, expected.words, expected.spans), messages
+    return True
+
+
+def test_characters_c_does_not_read_are_read_in_python(library: ctypes.CDLL) -> None:
+    document, _, _ = _document(familiarity=-2.0)
+    compiled = BlendDetector.from_document(document, _vectors(), library)
+    plain = BlendDetector.from_document(document, _vectors())
+    # Ideographs (BERT spaces them by their context), a capital sigma (Python lowers it by its
+    # context), a dotted capital I (lowered to two characters), a character past the table.
+    for text in ["日本語で書いて", "ΟΔΟΣ ΣΟΦΟΣ", "İstanbul", "emoji 🌊"]:
+        for messages in (_user(text), [{"role": "system", "content": text}, _user("hello")[0]]):
+            assert not _read_in_c(compiled, messages)
+            _same(compiled, plain, messages)
+    assert compiled._core is not None
+    assert compiled._core.detect("x" * 5000, 5000, "", "", []) is None  # longer than C reads: Python reads it
+
+
+@pytest.mark.skipif(not VECTORS.exists(), reason="needs `make detector-vectors`")
+def test_random_text_of_any_character_c_reads_is_read_as_in_python(library: ctypes.CDLL) -> None:
+    import random
+
+    vectors = shared_vectors(VECTORS)
+    compiled, plain = BlendDetector.packaged(vectors, library), BlendDetector.packaged(vectors)
+    rng = random.Random(5)
+    pool = [*(chr(c) for c in range(native.CHARACTERS) if not 0xD800 <= c <= 0xDFFF),
+            *([" ", "\n", ". ", "? ", ": ", "def ", "from x import y\n", "```", "the ", "Sort "] * 400)]
+    read = 0
+    for _ in range(400):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 40)))
+        messages = [{"role": "system", "content": "".join(rng.choice(pool) for _ in range(rng.randint(0, 30)))},
+                    _user(text)[0], {"role": "tool", "content": "".join(rng.choice(pool) for _ in range(rng.randint(0, 20)))}]
+        read += _read_in_c(compiled, messages)
+        _same(compiled, plain, messages)
+    assert read >= 300  # most draw no character C leaves to Python
+
+
+@pytest.mark.skipif(not VECTORS.exists(), reason="needs `make detector-vectors`")
+def test_the_shipped_model_reads_real_prompts_in_c_as_in_python(library: ctypes.CDLL) -> None:
+    vectors = shared_vectors(VECTORS)
+    compiled, plain = BlendDetector.packaged(vectors, library), BlendDetector.packaged(vectors)
+    by_source: dict[str, int] = {}
+    requests = []
+    try:
+        labelled = load_all(cap=40)  # every source the detector is judged on, 40 requests each
+    except SystemExit:
+        pytest.skip("needs `make detector-data`")
+    for item in labelled:
+        requests.append(item.messages)
+        by_source[item.source] = by_source.get(item.source, 0) + 1
+    requests += _requests()
+    assert len(by_source) >= 30
+    read = 0
+    for messages in requests:
+        read += _read_in_c(compiled, messages)
+        _same(compiled, plain, messages)
+    assert read >= 0.95 * len(requests)  # nearly all: the C reading is what was compared
