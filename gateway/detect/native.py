@@ -5,10 +5,10 @@ Why: in a busy gateway the detector's Python and numpy steps meet cold caches be
 and their per-step machinery, not the arithmetic, was most of what detection cost a request
 (docs/routing.md, "What it costs the gateway"). ``BlendCore.detect`` reads a request's text and
 answers in one call where it reads every character of the text (below the CJK blocks);
-``BlendCore.scores`` does the arithmetic of a request Python read (any other text). The Python and numpy paths stay: training uses them, a
-machine without a C compiler serves with them, and they are the reference the compiled one is
-tested against (the same columns and ids, the same answers to 1e-6;
-``tests/gateway/detect/test_native.py``).
+``BlendCore.scores`` does the arithmetic of a request Python read (any other text). The Python
+and numpy paths stay: training uses them, a machine without a C compiler serves with them, and
+they are the reference the compiled one is tested against (the same columns and ids, the same
+answers to 1e-6; ``tests/gateway/detect/test_native.py``).
 
 The library is named by a hash of its source and flags, so an edited source is never served by a
 stale build: it is simply not found until it is built again."""
@@ -152,7 +152,8 @@ class _Model(ctypes.Structure):
                 ("blocks", ctypes.c_void_p), ("k", ctypes.c_int32), ("spans", ctypes.c_int32),
                 ("temperature", ctypes.c_double), ("familiarity_cut", ctypes.c_double),
                 ("crc", ctypes.c_void_p), ("shapes", _Table), ("programming", _Table), ("vocabulary", _Table),
-                ("chars", _Characters), ("unknown", ctypes.c_int32), ("parts_at", ctypes.c_int32 * 3), ("parts_size", ctypes.c_int32 * 3)]
+                ("chars", _Characters), ("unknown", ctypes.c_int32),
+                ("parts_at", ctypes.c_int32 * 3), ("parts_size", ctypes.c_int32 * 3)]
 
 
 def _crc_table() -> np.ndarray:
