@@ -4,7 +4,7 @@ rules that infer a task from a request, and the routing profiles (plugin pipelin
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from gateway.detect import Detector
@@ -19,6 +19,9 @@ class Signal(StrEnum):
     HAS_CODE = "has_code"
     INPUT_TOKENS_OVER = "input_tokens_over"
 
+
+# The rules the detector leaves to run first: explicit shapes of a request, not guesses.
+SHAPE_SIGNALS = (Signal.HAS_TOOLS, Signal.INPUT_TOKENS_OVER)
 
 @dataclass(frozen=True, slots=True)
 class TaskRule:
@@ -99,6 +102,25 @@ class Policy:
     sessions: SessionSettings = SessionSettings()
     detection: DetectorSettings | None = None
     disaggregation: DisaggregationSettings = DisaggregationSettings()
+    # Read off the rules once per config (every request a detector serves reads them):
+    # the rules of explicit request shapes, which run before the detector (not guesses);
+    shape_rules: tuple[TaskRule, ...] = field(init=False, compare=False)
+    # the tasks a prompt-size rule defines (``input_tokens_over``): a prompt that reached the
+    # detector is under every such rule's size, so it is none of them by the config's own
+    # definition, and the detector may not make them plausible. Without this, the detector's small
+    # probability of a long document (it trains on none: no registry package ships one) kept most
+    # short chat and coding off a variant refusing long documents (its floor is low, so any task it
+    # cannot rule out stays plausible). ``has_tools`` is not such a definition: agent turns with
+    # their functions described in the system prompt carry no tools field;
+    sized_tasks: frozenset[str] = field(init=False, compare=False)
+    # and the tasks the detector may answer: the others.
+    detectable_tasks: frozenset[str] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        sized = frozenset(rule.task for rule in self.rules if rule.signal is Signal.INPUT_TOKENS_OVER)
+        object.__setattr__(self, "shape_rules", tuple(r for r in self.rules if r.signal in SHAPE_SIGNALS))
+        object.__setattr__(self, "sized_tasks", sized)
+        object.__setattr__(self, "detectable_tasks", frozenset(t for t in self.tasks if t not in sized))
 
     def profile_for(self, task: str) -> RoutingProfile:
         return self.profiles[self.task_profiles.get(task, self.default_profile)]

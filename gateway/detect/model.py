@@ -47,10 +47,8 @@ class Detection:
     def among(self, tasks: Collection[str]) -> Detection:
         """The same answer over ``tasks`` only (a config that names fewer task types),
         renormalised; unchanged when it already names only those."""
-        if all(t in tasks for t in self.probabilities):
-            return self
         kept = {t: p for t, p in self.probabilities.items() if t in tasks}
-        if not kept:
+        if not kept or len(kept) == len(self.probabilities):
             return self
         total = sum(kept.values())
         return Detection({t: p / total for t, p in kept.items()})

@@ -41,6 +41,9 @@ SOURCE = "blend_core.c"
 FLAGS = ("-O3", "-shared", "-fPIC")
 NATIVE_DIR = Path.home() / ".cache" / "duet" / "native"
 SYMBOL = "duet_blend_scores"
+# What the compiled build does (benchmarks record it beside their figures: before 2026-12-07's
+# twelfth session it did the arithmetic alone).
+COMPILED = "reading and arithmetic"
 # The reading and the arithmetic at once (``BlendCore.detect``).
 READ_SYMBOL = "duet_blend_detect"
 # The reading alone, written out (``BlendCore.read``: what the tests compare with Python's).

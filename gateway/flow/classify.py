@@ -123,10 +123,6 @@ class Arrival(Protocol):
     def prompt(self) -> PromptView: ...
 
 
-# The rules the detector leaves to run first: explicit shapes, not guesses.
-_SHAPE_SIGNALS = (Signal.HAS_TOOLS, Signal.INPUT_TOKENS_OVER)
-
-
 def find_task(policy: Policy, arrival: Arrival, *, tools: bool, input_tokens: int,
               key_tasks: Collection[str] = ()) -> TaskGuess:
     """The task of a request that names none (see the module docstring for the order), reusing
@@ -141,28 +137,14 @@ def find_task(policy: Policy, arrival: Arrival, *, tools: bool, input_tokens: in
         task, source = infer_task(policy.rules, policy.default_task, tools=tools, texts=arrival.prompt.texts,
                                   input_tokens=input_tokens)
         return TaskGuess(task, source)
-    shapes = tuple(rule for rule in policy.rules if rule.signal in _SHAPE_SIGNALS)
-    task, source = infer_task(shapes, "", tools=tools, texts=(), input_tokens=input_tokens)
+    task, source = infer_task(policy.shape_rules, "", tools=tools, texts=(), input_tokens=input_tokens)
     if task:
         return TaskGuess(task, source)
-    sized = sized_out(policy.rules)
-    detectable = [t for t in policy.tasks if t not in sized]
-    # A key naming only size-defined tasks says nothing of a prompt under their size.
-    keyed = [t for t in stated if t not in sized]
+    # A key naming only size-defined tasks (``Policy.sized_tasks``) says nothing of a prompt under their size.
+    keyed = [t for t in stated if t not in policy.sized_tasks]
     if len(keyed) == 1:
         return TaskGuess(keyed[0], "key")
-    return detect_task(detection, arrival, keyed or detectable)
-
-
-def sized_out(rules: Iterable[TaskRule]) -> frozenset[str]:
-    """The tasks a prompt-size rule defines (``input_tokens_over``): a prompt that reached the
-    detector is under every such rule's size, so it is none of them by the config's own
-    definition, and the detector may not make them plausible. Without this, the detector's small
-    probability of a long document (it trains on none: no registry package ships one) kept most
-    short chat and coding off a variant refusing long documents (its floor is low, so any task it
-    cannot rule out stays plausible). ``has_tools`` is not such a definition: agent turns with
-    their functions described in the system prompt carry no tools field."""
-    return frozenset(rule.task for rule in rules if rule.signal is Signal.INPUT_TOKENS_OVER)
+    return detect_task(detection, arrival, frozenset(keyed) if keyed else policy.detectable_tasks)
 
 
 def detect_task(settings: DetectorSettings, arrival: Arrival, tasks: Collection[str]) -> TaskGuess:
