@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,15 @@ def labelled(path: Path) -> list[Sample]:
         if not line.strip():
             continue
         where = f"{path}:{number}"
-        row = json.loads(line)
+        try:
+            row = json.loads(line)
+            json.dumps(row, ensure_ascii=False).encode("utf-8")  # a lone surrogate ("\\ud800") is no text
+        except json.JSONDecodeError as exc:
+            raise ConfigError(where, f"is not JSON ({exc.msg} at column {exc.colno})") from exc
+        except UnicodeEncodeError as exc:
+            raise ConfigError(where, f"holds {exc.object[exc.start:exc.end]!r}, half of a UTF-16 pair: not text") from exc
+        if not isinstance(row, dict):
+            raise ConfigError(where, "is not a JSON object")
         task, messages = row.get("task"), row.get("messages")
         if messages is None and isinstance(row.get("prompt"), str):
             messages = [{"role": "user", "content": row["prompt"]}]
@@ -85,10 +94,22 @@ def report(detector: Detector, samples: list[Sample], fast_allows: frozenset[str
             "confident_leak": measured["confident_leak"], "confusions": measured["confusions"]}
 
 
+def _read_labelled(path: Path, command: str) -> list[Sample] | None:
+    """``labelled``, or None after saying on stderr which line is wrong (or that the file is missing)."""
+    try:
+        return labelled(path)
+    except (ConfigError, OSError, UnicodeDecodeError) as exc:
+        print(f"duet detect {command}: {exc}", file=sys.stderr)
+        return None
+
+
 def run_eval(args: argparse.Namespace) -> int:
+    samples = _read_labelled(args.data, "eval")
+    if samples is None:
+        return 1
     detector = _detector(args.kind, args.model)
     allows = frozenset(t.strip() for t in args.fast_allows.split(",") if t.strip())
-    result = report(detector, labelled(args.data), allows)
+    result = report(detector, samples, allows)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -123,7 +144,9 @@ def run_native(args: argparse.Namespace) -> int:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    added = labelled(args.data)
+    added = _read_labelled(args.data, "train")
+    if added is None:
+        return 1
     if args.kind == "blend":
         written = train_blend.document(train_blend.blend_corpus(args.prompts, added=added), VECTORS)
         written["meta"]["command"] = f"duet detect train --kind blend --data {args.data.name}"

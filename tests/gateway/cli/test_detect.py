@@ -10,7 +10,6 @@ import pytest
 from gateway.cli import main
 from gateway.detect import TaskDetector, blend_model
 from gateway.detect.blend_model import MODEL_FILE, BlendDetector
-from gateway.errors import ConfigError
 
 BLEND_FILE = Path(blend_model.__file__).with_name(MODEL_FILE)
 ROWS = [
@@ -58,11 +57,27 @@ def test_eval_counts_a_blend_models_abstentions_apart_from_its_mistakes(data, tm
     assert result["confident_leak"] == 0.0
 
 
-def test_eval_names_the_line_of_a_bad_row(tmp_path):
+@pytest.mark.parametrize(("line", "said"), [
+    (json.dumps({"task": "poetry", "messages": []}), "needs \"task\""),
+    ("not json", "is not JSON"),
+    ("[1, 2]", "is not a JSON object"),
+    # Half of a UTF-16 pair, as JSON can spell it and no UTF-8 text holds (the detector could not read it).
+    ('{"task": "chat", "messages": [{"role": "user", "content": "hi \\ud800"}]}', "half of a UTF-16 pair"),
+])
+@pytest.mark.parametrize("command", ["eval", "train"])
+def test_a_bad_row_is_named_by_its_line_not_a_traceback(tmp_path, capsys, line, said, command):
     path = tmp_path / "bad.jsonl"
-    path.write_text(json.dumps({"task": "poetry", "messages": []}) + "\n")
-    with pytest.raises(ConfigError, match="bad.jsonl:1"):
-        main(["detect", "eval", "--data", str(path)])
+    path.write_text(json.dumps({"task": "chat", "prompt": "hello"}) + "\n" + line + "\n")
+    out = ["--out", str(tmp_path / "model.json")] if command == "train" else []
+    assert main(["detect", command, "--data", str(path), *out]) == 1
+    err = capsys.readouterr().err
+    assert "bad.jsonl:2" in err and said in err
+    assert not (tmp_path / "model.json").exists()
+
+
+def test_a_missing_file_is_said_so(tmp_path, capsys):
+    assert main(["detect", "eval", "--data", str(tmp_path / "nowhere.jsonl")]) == 1
+    assert "nowhere.jsonl" in capsys.readouterr().err
 
 
 @pytest.mark.slow
