@@ -240,7 +240,7 @@ static int is_terminal(char c) { return c == '.' || c == '!' || c == '?' || c ==
  * readable() passed, so every character decodes and is in the table. */
 static int space_at(const struct duet_chars *c, const char *s, int n, int i, int *len) {
     int32_t cp = decode(s, n, i, len);
-    return (c->flags[cp] & PY_SPACE) != 0;
+    return cp >= 0 && cp < c->n && (c->flags[cp] & PY_SPACE) != 0;
 }
 
 /* Every character UTF-8, in the table and readable there. */
