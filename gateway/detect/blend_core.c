@@ -8,8 +8,9 @@
  *   and subword ids; this adds up what they weigh. In numpy the same sums took about ten calls a
  *   request, and in a busy gateway each call meets cold caches.
  * - duet_blend_detect: the reading too (the words and their hashed columns, the shape signals, the
- *   instruction, the WordPiece ids of the spans) and the softmax, for texts of printable ASCII
- *   (92% of the 35 sources' requests); any other byte answers -2 and Python reads the request.
+ *   instruction, the WordPiece ids of the spans) and the softmax, for texts of the characters its
+ *   table reads (struct duet_chars: all but 82 below U+20000; every request of the 35 sources
+ *   but a few); any other answers -2 and Python reads the request.
  *   Read in Python, a short request's text cost ~70 of a call's ~125 µs in a busy gateway, in a
  *   few dozen interpreter steps whose code is cold between requests.
  *
@@ -107,10 +108,10 @@ int duet_blend_scores(const float *weights, int width, int tasks,
 /* ---- the reading: duet_blend_detect ---------------------------------------------------------- */
 
 /* The most bytes of one text read here (the user window is at most 768 + 1 + 256 characters, the
- * system prompt 256, the tool results 8 x 128 + 7; at most 3 bytes each); a longer one answers -3.
- * The buffers below are sized from it, on the stack (~150 kB: every thread Python starts on Linux
+ * system prompt 256, the tool results 8 x 128 + 7; 1-4 bytes each); a longer one answers -3.
+ * The buffers below are sized from it, on the stack (~170 kB: every thread Python starts on Linux
  * has megabytes). */
-#define MAX_TEXT 4096
+#define MAX_TEXT 5120
 /* The most columns the three hashed parts have together. */
 #define MAX_BUCKETS 8192
 /* The most programming words told apart (features.PROGRAMMING has ~220). */
@@ -119,9 +120,9 @@ int duet_blend_scores(const float *weights, int width, int tasks,
 #define SPAN_CHARS 200
 /* WordPiece's default: a longer word is one unknown token. */
 #define MAX_WORD_CHARS 100
-/* The most bytes a character's normalised text has (native.py refuses a longer one), and so the
+/* The most bytes a character's normalised text has (native.py leaves a longer one to Python), and so the
  * most a word of MAX_WORD_CHARS characters has. */
-#define MAX_NORMALISED 8
+#define MAX_NORMALISED 12
 #define MAX_WORD_BYTES (MAX_WORD_CHARS * MAX_NORMALISED + MAX_NORMALISED)
 #define PARTS 3  /* the user turn, the system prompt, the tool results (blend_features.BUCKETS) */
 #define SPANS_READ 4  /* the user window, its instruction, the system prompt, the tool results */
@@ -145,7 +146,7 @@ struct duet_table {
  * normalised_at[c + 1]. */
 struct duet_chars {
     const uint8_t *flags;
-    const uint16_t *lower;
+    const int32_t *lower;
     const int32_t *normalised_at;
     const char *normalised;
     int32_t n;
@@ -223,8 +224,13 @@ static int32_t decode(const char *s, int n, int i, int *len) {
 static int encode(int32_t cp, char *out) {
     if (cp < 0x80) { out[0] = (char)cp; return 1; }
     if (cp < 0x800) { out[0] = (char)(0xc0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3f)); return 2; }
-    out[0] = (char)(0xe0 | (cp >> 12)); out[1] = (char)(0x80 | ((cp >> 6) & 0x3f)); out[2] = (char)(0x80 | (cp & 0x3f));
-    return 3;  /* the table stops below 0x10000 */
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | (cp >> 12)); out[1] = (char)(0x80 | ((cp >> 6) & 0x3f)); out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | (cp >> 18)); out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f)); out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
 }
 
 /* The start of the character before s[i]. */
@@ -259,7 +265,7 @@ static int fold(const struct duet_chars *c, const char *s, int n, char *out, int
     for (int i = 0, len; i < n; i += len) {
         int32_t lower = c->lower[decode(s, n, i, &len)];
         if (lower >= '1' && lower <= '9') lower = '0';
-        if (at + 3 > cap) return -1;
+        if (at + 4 > cap) return -1;
         at += encode(lower, out + at);
     }
     return at;
@@ -455,7 +461,7 @@ static int add_shape(const struct duet_blend_model *m, const char *name, int32_t
 /* Sizes of what read_request writes. */
 #define MAX_SHAPES 64
 #define MAX_COLUMNS (MAX_SHAPES + 16 + MAX_BUCKETS)
-#define MAX_IDS (3 * MAX_TEXT + 2 * SPAN_CHARS * 3 + 1)
+#define MAX_IDS (3 * MAX_TEXT + 2 * SPAN_CHARS * 4 + 1)
 
 /* A request's columns and its spans' subword ids, as blend_features.BlendFeatures.ids reads them:
  * columns: the shape columns (counts[0]: the given ones, then the user turn's signals'), then each
@@ -531,7 +537,7 @@ static int read_request(const struct duet_blend_model *m,
     }
 
     /* The spans' subword ids: the window, its instruction, the system prompt, the tool results. */
-    char said[2 * SPAN_CHARS * 3 + 1];
+    char said[2 * SPAN_CHARS * 4 + 1];
     int said_len = instruction(c, user, user_len, said);
     const char *spans[SPANS_READ] = {user, said, system, tools};
     const int span_lens[SPANS_READ] = {user_len, said_len, system_len, tools_len};
@@ -543,8 +549,9 @@ static int read_request(const struct duet_blend_model *m,
     return 0;
 }
 
-/* What duet_blend_read may write: columns, ids (native.py sizes its buffers from these). */
-const int32_t duet_blend_read_sizes[2] = {MAX_COLUMNS, MAX_IDS};
+/* What duet_blend_read may write (columns, ids), and the most bytes of a character's normalised
+ * text (native.py sizes its buffers and builds the character table from these). */
+const int32_t duet_blend_sizes[3] = {MAX_COLUMNS, MAX_IDS, MAX_NORMALISED};
 
 /* read_request's answer written out (the tests compare it with Python's reading, column by column
  * and id by id). columns: MAX_COLUMNS, counts: 4, ids: MAX_IDS, id_counts: 4. */
@@ -559,7 +566,7 @@ int duet_blend_read(const struct duet_blend_model *m,
 
 /* out[0..tasks): the request's probability per task (uniform where its familiarity is under the
  * model's cut), out[tasks]: its familiarity. Returns 0; -1 a column or id outside the tables;
- * -2 a text with a byte outside printable ASCII, \t, \n and \r; -3 a text longer than MAX_TEXT.
+ * -2 a text with a character the table does not read (or not UTF-8); -3 a text longer than MAX_TEXT.
  * The arguments are read_request's. */
 int duet_blend_detect(const struct duet_blend_model *m,
                       const char *user, int user_len, int64_t user_chars,

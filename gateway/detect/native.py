@@ -4,7 +4,7 @@ native`` (``make detector-native``) into ``~/.cache/duet/native``, loaded with c
 Why: in a busy gateway the detector's Python and numpy steps meet cold caches between requests,
 and their per-step machinery, not the arithmetic, was most of what detection cost a request
 (docs/routing.md, "What it costs the gateway"). ``BlendCore.detect`` reads a request's text and
-answers in one call where it reads every character of the text (below the CJK blocks);
+answers in one call where it reads every character of the text (all but 82 below U+20000);
 ``BlendCore.scores`` does the arithmetic of a request Python read (any other text). The Python
 and numpy paths stay: training uses them, a machine without a C compiler serves with them, and
 they are the reference the compiled one is tested against (the same columns and ids, the same
@@ -48,8 +48,9 @@ COMPILED = "reading and arithmetic"
 READ_SYMBOL = "duet_blend_detect"
 # The reading alone, written out (``BlendCore.read``: what the tests compare with Python's).
 READING_SYMBOL = "duet_blend_read"
-# What duet_blend_read may write: the most columns and ids (blend_core.c's MAX_COLUMNS, MAX_IDS).
-READ_SIZES = "duet_blend_read_sizes"
+# What duet_blend_read may write (the most columns and ids), and the most bytes of a character's
+# normalised text the reading takes (blend_core.c's MAX_COLUMNS, MAX_IDS, MAX_NORMALISED).
+SIZES = "duet_blend_sizes"
 # duet_blend_detect's answers: read (0); a text with another byte (-2) or longer than it reads (-3),
 # for Python to read. Anything else (-1) is a table that does not fit the call.
 _READ_IN_PYTHON = (-2, -3)
@@ -112,7 +113,7 @@ def load(directory: Path = NATIVE_DIR) -> ctypes.CDLL | None:
         return None
     function, detect = getattr(library, SYMBOL, None), getattr(library, READ_SYMBOL, None)
     reading = getattr(library, READING_SYMBOL, None)
-    if function is None or detect is None or reading is None:
+    if function is None or detect is None or reading is None or getattr(library, SIZES, None) is None:
         return None
     reading.restype = ctypes.c_int
     reading.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int64,
@@ -192,14 +193,12 @@ class _StringTable:
                             self._slots.ctypes.data, len(keys), n_slots, max(map(len, keys), default=0))
 
 
-# The characters the compiled reading takes (below the CJK blocks, where BERT's normaliser reads a
-# character in its context: spaces around ideographs); a text with any other is read in Python.
-CHARACTERS = 0x3000
+# The characters the compiled reading takes: the basic multilingual plane and the next (emoji);
+# a text with any other (the rarer ideographs of the planes above) is read in Python.
+CHARACTERS = 0x20000
 # blend_core.c's flags and BERT kinds (struct duet_chars).
 _READABLE, _PY_SPACE, _BERT_SHIFT = 1, 2, 2
 _BERT_KINDS = {"dropped": 0, "space": 1, "punctuation": 2, "word": 3}
-# blend_core.c's MAX_NORMALISED: the most bytes of a character's normalised text.
-_MOST_NORMALISED = 8
 # The one character Python lowers by its context (a final capital sigma becomes ς, another σ).
 _CONTEXTUAL_LOWER = "\u03a3"
 
@@ -210,7 +209,7 @@ class _CharacterTable:
     Python, BERT's normaliser leaves a text of it that its pre-tokenizer drops, splits at, isolates
     or keeps inside a word, as it would in any text (``vectors.bert_characters``)."""
 
-    def __init__(self, bert: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, bert: Sequence[tuple[str, str]], most_bytes: int) -> None:
         n = len(bert)
         flags, lower, normalised_at, normalised = bytearray(n), [0] * n, [0], bytearray()
         for code, (text, kind) in enumerate(bert):
@@ -219,14 +218,14 @@ class _CharacterTable:
             lowered = "" if surrogate else character.lower()
             space = not surrogate and character.isspace()
             readable = (not surrogate and len(lowered) == 1 and ord(lowered) < n and character != _CONTEXTUAL_LOWER
-                        and (space or (kind in _BERT_KINDS and len(text.encode()) <= _MOST_NORMALISED)))
+                        and (space or (kind in _BERT_KINDS and len(text.encode()) <= most_bytes)))
             flags[code] = ((_READABLE if readable else 0) | (_PY_SPACE if space else 0)
                            | _BERT_KINDS.get(kind, 0) << _BERT_SHIFT)
             lower[code] = ord(lowered) if readable else 0
             normalised += text.encode() if readable else b""
             normalised_at.append(len(normalised))
         self._flags = np.frombuffer(bytes(flags), dtype=np.uint8).copy()
-        self._lower = np.array(lower, dtype=np.uint16)
+        self._lower = np.array(lower, dtype=np.int32)
         self._normalised_at = np.array(normalised_at, dtype=np.int32)
         self._normalised = np.frombuffer(bytes(normalised) or b"\0", dtype=np.uint8).copy()
         self.table = _Characters(self._flags.ctypes.data, self._lower.ctypes.data, self._normalised_at.ctypes.data,
@@ -234,9 +233,9 @@ class _CharacterTable:
 
 
 @functools.cache
-def _characters(bert: tuple[tuple[str, str], ...]) -> _CharacterTable:
+def _characters(bert: tuple[tuple[str, str], ...], most_bytes: int) -> _CharacterTable:
     """One table per process and tokenizer reading (immutable: every detector shares it)."""
-    return _CharacterTable(bert)
+    return _CharacterTable(bert, most_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +278,7 @@ class BlendCore:
         # buffer would be written by two threads detecting at once.
         self._out_type = ctypes.c_double * (self._tasks + 1)
         self._detect, self._reading = getattr(library, READ_SYMBOL), getattr(library, READING_SYMBOL)
-        self._read_sizes = tuple((ctypes.c_int32 * 2).in_dll(library, READ_SIZES))
+        self._sizes = tuple((ctypes.c_int32 * 3).in_dll(library, SIZES))
         self._model = self._read_model(reading) if reading is not None else None
 
     def _read_model(self, reading: Reading) -> _Model | None:
@@ -291,7 +290,7 @@ class BlendCore:
         self._crc = _crc_table()
         self._strings = (_StringTable(reading.shapes), _StringTable({w: i for i, w in enumerate(reading.programming)}),
                          _StringTable(vocabulary))
-        self._characters = _characters(tuple(reading.characters))
+        self._characters = _characters(tuple(reading.characters), self._sizes[2])
         weights, rows, blocks = self._pointers
         return _Model(weights, self._width, self._tasks, rows, self._n_rows, self._dim, blocks, self._k, self._spans,
                       reading.temperature, reading.familiarity_cut, self._crc.ctypes.data,
@@ -334,7 +333,7 @@ class BlendCore:
             return None
         user_bytes, system_bytes, tools_bytes = user.encode(), system.encode(), tools.encode()
         shape_array = array("i", shapes)
-        most_columns, most_ids = self._read_sizes
+        most_columns, most_ids, _ = self._sizes
         columns, counts = (ctypes.c_int32 * most_columns)(), (ctypes.c_int32 * 4)()
         ids, id_counts = (ctypes.c_int32 * most_ids)(), (ctypes.c_int32 * 4)()
         status = self._reading(ctypes.byref(self._model), user_bytes, len(user_bytes), user_chars,
