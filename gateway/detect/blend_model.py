@@ -76,8 +76,9 @@ class BlendWeights:
 
 class BlendDetector:
     """``detect_messages``: the dense row, one (width x tasks) product, a softmax; immutable.
-    ``core``: the compiled arithmetic (``gateway.detect.native``) when given, else numpy's; the
-    answers are the same (``core_name`` says which serves)."""
+    ``core``: the compiled reading and arithmetic (``gateway.detect.native``) when given, else
+    Python's reading and numpy's arithmetic; the answers are the same (``core_name`` says which
+    serves)."""
 
     def __init__(self, model: BlendWeights, vectors: StaticVectors, core: ctypes.CDLL | None = None) -> None:
         self.tasks = model.tasks

@@ -74,14 +74,14 @@ def test_the_override_is_strict(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_the_summary_says_which_detector_serves_and_whether_compiled(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert duet(["check", str(DEMO)]) == 0
-    served = "numpy" if native.load() is None else "native"  # core: auto, as built on this machine
-    assert f"task detector blend, arithmetic {served})" in capsys.readouterr().out
+    served = "Python and numpy" if native.load() is None else "compiled"  # core: auto, as built on this machine
+    assert f"task detector blend, {served})" in capsys.readouterr().out
     raw = yaml.safe_load(DEMO.read_text())
     raw["routing"]["task_detector"] = {"core": "numpy"}
     path = tmp_path / "duet.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     assert duet(["check", str(path)]) == 0
-    assert "task detector blend, arithmetic numpy)" in capsys.readouterr().out
+    assert "task detector blend, Python and numpy)" in capsys.readouterr().out
     raw["routing"]["task_detector"] = {"enabled": False}
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     assert duet(["check", str(path)]) == 0
