@@ -422,8 +422,11 @@ static int word_pieces(const struct duet_blend_model *m, const char *w, int n, i
 }
 
 /* A span's subword ids as vectors.StaticVectors.ids reads it: split at Python's white space, then
- * as BERT's uncased tokenizer reads each run (normalised, split around punctuation, WordPiece). */
-static int span_ids(const struct duet_blend_model *m, const char *t, int n, int32_t *ids) {
+ * as BERT's uncased tokenizer reads each run (normalised, split around punctuation, WordPiece).
+ * Writes at most cap ids; -1 where it might need more (a word writes at most one id a character;
+ * no character's normalised text has more characters than its own UTF-8 bytes, so the spans'
+ * bytes bound their ids, and this is never reached with the table native.py builds). */
+static int span_ids(const struct duet_blend_model *m, const char *t, int n, int32_t *ids, int cap) {
     const struct duet_chars *c = &m->chars;
     char word[MAX_WORD_BYTES];
     int count = 0, bytes = 0, chars = 0;
@@ -445,6 +448,7 @@ static int span_ids(const struct duet_blend_model *m, const char *t, int n, int3
             }
             continue;
         }
+        if (count + (chars > MAX_WORD_CHARS ? 1 : chars) + 1 > cap) return -1;
         if (chars > 0) count += word_pieces(m, word, bytes, chars, ids + count);
         bytes = chars = 0;
         if (kind == BERT_PUNCTUATION) count += word_pieces(m, text, size, 1, ids + count);
@@ -543,7 +547,8 @@ static int read_request(const struct duet_blend_model *m,
     const int span_lens[SPANS_READ] = {user_len, said_len, system_len, tools_len};
     int at = 0;
     for (int s = 0; s < SPANS_READ; s++) {
-        id_counts[s] = span_ids(m, spans[s], span_lens[s], ids + at);
+        id_counts[s] = span_ids(m, spans[s], span_lens[s], ids + at, MAX_IDS - at);
+        if (id_counts[s] < 0) return -3;
         at += id_counts[s];
     }
     return 0;

@@ -5,6 +5,8 @@ ids outside its tables, and chosen by ``routing.task_detector.core``."""
 from __future__ import annotations
 
 import ctypes
+import json
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -12,13 +14,13 @@ import pytest
 
 from gateway.config import parse_config
 from gateway.detect import native
-from gateway.detect.blend_model import BlendDetector
+from gateway.detect.blend_model import MODEL_FILE, BlendDetector, BlendWeights
 from gateway.detect.blend_model import _vectors as shared_vectors
-from gateway.detect.features import SYSTEM_CHARS, request_text, window
-from gateway.detect.native import BlendCore, NativeUnavailable
+from gateway.detect.features import PROGRAMMING, SYSTEM_CHARS, request_text, window
+from gateway.detect.native import BlendCore, NativeUnavailable, Reading
 from gateway.detect.training.blend import TASKS
 from gateway.detect.training.data.sources import load_all
-from gateway.detect.vectors import VECTORS
+from gateway.detect.vectors import VECTORS, bert_characters
 from gateway.errors import ConfigError
 from tests.gateway.config.test_load import demo_with
 from tests.gateway.detect.test_blend_model import SHAPED, TRAINED, _document, _user, _vectors
@@ -258,3 +260,22 @@ def test_the_shipped_model_reads_real_prompts_in_c_as_in_python(library: ctypes.
         read += _read_in_c(compiled, messages)
         _same(compiled, plain, messages)
     assert read >= 0.95 * len(requests)  # nearly all: the C reading is what was compared
+
+
+@pytest.mark.skipif(not VECTORS.exists(), reason="needs `make detector-vectors`")
+def test_a_reading_that_might_outgrow_its_buffer_is_left_to_python(library: ctypes.CDLL) -> None:
+    # No character the tokenizer reads has more characters in its normalised text than bytes of its
+    # own, so a request's bytes bound its subword ids. A table where "a" reads as "zqzqzqzqzqzq"
+    # (twelve pieces: "z", "##q", "##z", ...) breaks that bound: C must give the request back
+    # (None), not write past its buffer.
+    vectors = shared_vectors(VECTORS)
+    document = json.loads(resources.files("gateway.detect").joinpath(MODEL_FILE).read_text(encoding="utf-8"))
+    compiled = BlendDetector.from_document(document, vectors, library)
+    characters = list(bert_characters(native.CHARACTERS))
+    characters[ord("a")] = ("zq" * 6, "word")
+    features = compiled._features
+    reading = Reading(features.shapes, sorted(PROGRAMMING), vectors.tokens, characters, features.parts, 1.0, -2.0)
+    core = BlendCore(library, BlendWeights.from_document(document).weights, vectors.rows, compiled._span_blocks, reading)
+    text = "a " * 2500
+    assert core.detect(text, len(text), text, text, []) is None
+    assert core.detect("a b", 3, "", "", []) is not None  # a short one still fits
