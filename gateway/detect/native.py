@@ -4,7 +4,7 @@ native`` (``make detector-native``) into ``~/.cache/duet/native``, loaded with c
 Why: in a busy gateway the detector's Python and numpy steps meet cold caches between requests,
 and their per-step machinery, not the arithmetic, was most of what detection cost a request
 (docs/routing.md, "What it costs the gateway"). ``BlendCore.detect`` reads a request's text and
-answers in one call where it reads every character of the text (all but 82 below U+20000);
+answers in one call where it reads every character of the text (all below U+20000 but two);
 ``BlendCore.scores`` does the arithmetic of a request Python read (any other text). The Python
 and numpy paths stay: training uses them, a machine without a C compiler serves with them, and
 they are the reference the compiled one is tested against (the same columns and ids, the same
@@ -51,8 +51,8 @@ READING_SYMBOL = "duet_blend_read"
 # What duet_blend_read may write (the most columns and ids), and the most bytes of a character's
 # normalised text the reading takes (blend_core.c's MAX_COLUMNS, MAX_IDS, MAX_NORMALISED).
 SIZES = "duet_blend_sizes"
-# duet_blend_detect's answers: read (0); a text with another byte (-2) or longer than it reads (-3),
-# for Python to read. Anything else (-1) is a table that does not fit the call.
+# duet_blend_detect's answers: read (0); a text with a character it does not read (-2) or longer than
+# it reads (-3), for Python to read. Anything else (-1) is a table that does not fit the call.
 _READ_IN_PYTHON = (-2, -3)
 
 
@@ -298,18 +298,13 @@ class BlendCore:
                       (ctypes.c_int32 * 3)(*(at for at, _ in reading.parts)),
                       (ctypes.c_int32 * 3)(*(size for _, size in reading.parts)))
 
-    @property
-    def reads(self) -> bool:
-        """Whether ``detect`` reads text here (the core was given a ``Reading``)."""
-        return self._model is not None
-
     def detect(self, user: str, user_chars: int, system: str, tools: str, shapes: Sequence[int]) -> list[float] | None:
         """The request's probability per task, read and scored in C; None where a text has a
         character C does not read, or is longer than it reads (Python reads those). ``user``: the user turn's
         window; ``user_chars``: the whole turn's length; ``system``: the system prompt's head;
         ``tools``: the tool results' heads joined by spaces; ``shapes``: the columns of the shape
-        features read from the messages (roles, turns, lengths). Always None for a core that does
-        not read (``reads``)."""
+        features read from the messages (roles, turns, lengths). Always None for a core given no
+        ``Reading``, or one it cannot read with."""
         if self._model is None:
             return None
         user_bytes, system_bytes, tools_bytes = user.encode(), system.encode(), tools.encode()

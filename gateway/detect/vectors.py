@@ -29,6 +29,10 @@ def _normalizer() -> normalizers.Normalizer:
     return normalizers.BertNormalizer(lowercase=True, strip_accents=True)
 
 
+def _pre_tokenizer() -> pre_tokenizers.PreTokenizer:
+    return pre_tokenizers.BertPreTokenizer()
+
+
 @functools.cache
 def bert_characters(limit: int) -> tuple[tuple[str, str], ...]:
     """How the tokenizer's normaliser and pre-tokenizer read each character below ``limit`` alone:
@@ -38,7 +42,7 @@ def bert_characters(limit: int) -> tuple[tuple[str, str], ...]:
     these). Asked of the tokenizer itself, once per process (~0.3 s for the 131,072 characters the
     compiled reading takes), so the compiled reading (``gateway.detect.native``) agrees with it by
     construction."""
-    normalizer, splitter = _normalizer(), pre_tokenizers.BertPreTokenizer()
+    normalizer, splitter = _normalizer(), _pre_tokenizer()
     out = []
     for code in range(limit):
         text = "" if 0xD800 <= code <= 0xDFFF else normalizer.normalize_str(chr(code))  # surrogates: no text
@@ -67,7 +71,7 @@ class StaticVectors:
         self._rows = np.ascontiguousarray(rows, dtype=np.float32)
         self._tokenizer = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]"))
         self._tokenizer.normalizer = _normalizer()
-        self._tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        self._tokenizer.pre_tokenizer = _pre_tokenizer()
         self._eye = np.eye(8, dtype=np.float32)  # as many spans as the detector reads, and more
         self._memo: dict[str, list[int]] = {}
 
