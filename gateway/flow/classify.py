@@ -84,7 +84,7 @@ class TaskGuess:
 class DetectionMemo:
     """One request's detection, kept across its plans: a request waiting for a slot is planned
     again at every wake-up (``Director.admit``), and an escalation plans it once more, with the
-    same messages; the detector (words: 15-60 µs a call; blend, the default: ~0.2-1 ms,
+    same messages; the detector (blend, the default: ~50-250 µs a call compiled, ~0.3-1.4 ms not;
     docs/results/task-detector-latency.json) runs once. Run again only for another detector
     (a reload can change the threshold and floor, applied after, but shares the shipped model)."""
 
