@@ -9,8 +9,8 @@
  *   request, and in a busy gateway each call meets cold caches.
  * - duet_blend_detect: the reading too (the words and their hashed columns, the shape signals, the
  *   instruction, the WordPiece ids of the spans) and the softmax, for texts of the characters its
- *   table reads (struct duet_chars: all but 82 below U+20000; every request of the 35 sources
- *   but a few); any other answers -2 and Python reads the request.
+ *   table reads (struct duet_chars: every character below U+20000 but two; every request of the
+ *   35 sources); any other answers -2 and Python reads the request.
  *   Read in Python, a short request's text cost ~70 of a call's ~125 µs in a busy gateway, in a
  *   few dozen interpreter steps whose code is cold between requests.
  *

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -300,23 +301,14 @@ class BlendCore:
 
     def detect(self, user: str, user_chars: int, system: str, tools: str, shapes: Sequence[int]) -> list[float] | None:
         """The request's probability per task, read and scored in C; None where a text has a
-        character C does not read, or is longer than it reads (Python reads those). ``user``: the user turn's
-        window; ``user_chars``: the whole turn's length; ``system``: the system prompt's head;
-        ``tools``: the tool results' heads joined by spaces; ``shapes``: the columns of the shape
-        features read from the messages (roles, turns, lengths). Always None for a core given no
-        ``Reading``, or one it cannot read with."""
-        if self._model is None:
-            return None
-        user_bytes, system_bytes, tools_bytes = user.encode(), system.encode(), tools.encode()
-        shape_array = array("i", shapes)
+        character C does not read, or is longer than it reads (Python reads those). ``user``: the
+        user turn's window; ``user_chars``: the whole turn's length; ``system``: the system prompt's
+        head; ``tools``: the tool results' heads joined by spaces; ``shapes``: the columns of the
+        shape features read from the messages (roles, turns, lengths). Always None for a core given
+        no ``Reading``, or one it cannot read with."""
         out = self._out_type()
-        status = self._detect(ctypes.byref(self._model), user_bytes, len(user_bytes), user_chars,
-                              system_bytes, len(system_bytes), tools_bytes, len(tools_bytes),
-                              shape_array.buffer_info()[0], len(shape_array), out)
-        if status in _READ_IN_PYTHON:
+        if not self._read(self._detect, (user, user_chars, system, tools, shapes), out):
             return None
-        if status < 0:
-            raise ValueError("a column or subword id outside the model's tables")
         probabilities: list[float] = out[:self._tasks]
         return probabilities
 
@@ -324,24 +316,33 @@ class BlendCore:
              ) -> tuple[list[int], tuple[set[int], ...], tuple[list[int], ...]] | None:
         """What ``detect`` reads of the request, as ``blend_features.RequestIds``' fields (shape
         columns, each part's word columns, each span's subword ids); None where ``detect`` is."""
-        if self._model is None:
-            return None
-        user_bytes, system_bytes, tools_bytes = user.encode(), system.encode(), tools.encode()
-        shape_array = array("i", shapes)
         most_columns, most_ids, _ = self._sizes
         columns, counts = (ctypes.c_int32 * most_columns)(), (ctypes.c_int32 * 4)()
         ids, id_counts = (ctypes.c_int32 * most_ids)(), (ctypes.c_int32 * 4)()
-        status = self._reading(ctypes.byref(self._model), user_bytes, len(user_bytes), user_chars,
-                               system_bytes, len(system_bytes), tools_bytes, len(tools_bytes),
-                               shape_array.buffer_info()[0], len(shape_array), columns, counts, ids, id_counts)
-        if status in _READ_IN_PYTHON:
+        if not self._read(self._reading, (user, user_chars, system, tools, shapes), columns, counts, ids, id_counts):
             return None
-        if status < 0:
-            raise ValueError("the model's tables do not fit the reading")
         cuts = list(itertools.accumulate(counts))
         words = tuple(set(columns[a:b]) for a, b in zip(cuts, cuts[1:], strict=False))
         id_cuts = [0, *itertools.accumulate(id_counts)]
         return list(columns[:cuts[0]]), words, tuple(list(ids[a:b]) for a, b in zip(id_cuts, id_cuts[1:], strict=False))
+
+    def _read(self, function: Any, request: tuple[str, int, str, str, Sequence[int]], *out: Any) -> bool:
+        """``function`` (duet_blend_detect or duet_blend_read) over the request's texts, writing
+        ``out``; False where Python reads the request instead (no model to read with, a character
+        or a length C does not take)."""
+        if self._model is None:
+            return False
+        user, user_chars, system, tools, shapes = request
+        user_bytes, system_bytes, tools_bytes = user.encode(), system.encode(), tools.encode()
+        shape_array = array("i", shapes)
+        status = function(ctypes.byref(self._model), user_bytes, len(user_bytes), user_chars,
+                          system_bytes, len(system_bytes), tools_bytes, len(tools_bytes),
+                          shape_array.buffer_info()[0], len(shape_array), *out)
+        if status in _READ_IN_PYTHON:
+            return False
+        if status < 0:
+            raise ValueError("a column or subword id outside the model's tables")
+        return True
 
     def scores(self, columns: Iterable[int], counts: Sequence[int],
                spans: Sequence[Sequence[int]]) -> tuple[list[float], float, int]:
